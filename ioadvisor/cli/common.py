@@ -1,0 +1,39 @@
+"""Shared CLI pieces: error translation, output helpers, common options."""
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Iterator, Optional
+
+import typer
+from rich.console import Console
+
+from ..errors import IOAdvisorError
+
+console = Console()
+err_console = Console(stderr=True)
+
+KBOption = Annotated[Optional[Path], typer.Option(
+    "--kb", help="Knowledge base file (default: $IOADVISE_KB, else ~/.local/share/ioadvisor/kb.sqlite).",
+    envvar="IOADVISE_KB", show_default=False)]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the complete result as JSON.")]
+
+
+@contextlib.contextmanager
+def cli_errors() -> Iterator[None]:
+    """Turn library errors into a one-line `Error: ...` on stderr and the error's exit code."""
+    try:
+        yield
+    except IOAdvisorError as e:
+        err_console.print(f"[bold red]Error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+        raise typer.Exit(e.exit_code) from None
+    except KeyboardInterrupt:
+        err_console.print("Interrupted")
+        raise typer.Exit(130) from None
+
+
+def print_json(obj: Any) -> None:
+    """JSON on stdout, nothing else."""
+    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")

@@ -1,0 +1,166 @@
+"""`ioadvise kb ...`: import, list, show, stats, export."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from ..kb import KB, RunFilter
+from ..kb.export import export_csv
+from ..model.units import format_size
+from . import app
+from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json
+
+kb_app = typer.Typer(help="The knowledge base of measured runs.", no_args_is_help=True)
+app.add_typer(kb_app, name="kb")
+
+
+def _files(paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")))
+        else:
+            out.append(p)
+    return out
+
+
+@kb_app.command("import")
+def import_(
+    files: Annotated[list[Path], typer.Argument(help="Result files or directories of result files.")],
+    fmt: Annotated[str, typer.Option("--format", "-f",
+                                     help="auto|ior|mdtest|fio|iozone|csv|darshan|bench")] = "auto",
+    system: Annotated[Optional[str], typer.Option(help="System the runs were measured on.")] = None,
+    filesystem: Annotated[Optional[str], typer.Option(help="File system or tier name.")] = None,
+    kb: KBOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Import benchmark outputs; each file is one transaction, and a file imported before adds nothing."""
+    with cli_errors():
+        results = []
+        with KB.open(kb) as store:
+            paths = _files(files)
+            with Progress(console=err_console, transient=True, disable=len(paths) < 5) as prog:
+                task = prog.add_task("importing", total=len(paths))
+                for p in paths:
+                    results.append(store.import_file(p, fmt, system=system, filesystem=filesystem))
+                    prog.advance(task)
+        if json_out:
+            print_json([r.__dict__ for r in results])
+            return
+        for r in results:
+            state = "already in the KB" if r.skipped else f"{r.runs} run(s)"
+            console.print(f"{r.path}: {r.format}, {state}", highlight=False)
+
+
+def _filter(system, filesystem, op, api, layout, kind, origin, source, limit=None) -> RunFilter:
+    return RunFilter(system=system, filesystem=filesystem, op=op, api=api, layout=layout, kind=kind,
+                     origin=origin, source=source, limit=limit)
+
+
+SystemOpt = Annotated[Optional[str], typer.Option(help="Only this system.")]
+FsOpt = Annotated[Optional[str], typer.Option(help="Only this file system.")]
+OpOpt = Annotated[Optional[str], typer.Option(help="Only this operation (write, read, file_create, ...).")]
+ApiOpt = Annotated[Optional[str], typer.Option(help="Only this API (POSIX, MPIIO, HDF5).")]
+LayoutOpt = Annotated[Optional[str], typer.Option(help="Only shared or fpp.")]
+KindOpt = Annotated[Optional[str], typer.Option(help="Only benchmark, reference or production runs.")]
+OriginOpt = Annotated[Optional[str], typer.Option(help="Only user or reference runs.")]
+SourceOpt = Annotated[Optional[str], typer.Option(help="Only runs whose source contains this text.")]
+
+
+def _fmt_value(v: float | None) -> str:
+    return "-" if v is None else (f"{v:,.1f}" if v < 1e6 else f"{v:,.0f}")
+
+
+@kb_app.command("list")
+def list_(
+    system: SystemOpt = None, filesystem: FsOpt = None, op: OpOpt = None, api: ApiOpt = None,
+    layout: LayoutOpt = None, kind: KindOpt = None, origin: OriginOpt = None, source: SourceOpt = None,
+    limit: Annotated[int, typer.Option(help="Rows shown in the terminal (JSON is always complete).")] = 50,
+    kb: KBOption = None, json_out: JsonOption = False,
+) -> None:
+    """List measured runs. `--json` prints every matching run; the table shows the first `--limit`."""
+    with cli_errors():
+        with KB.open(kb, create=False) as store:
+            flt = _filter(system, filesystem, op, api, layout, kind, origin, source)
+            if json_out:
+                print_json(store.records(flt))
+                return
+            total = store.count(flt)
+            shown = store.runs(RunFilter(**{**flt.__dict__, "limit": limit}))
+        table = Table(title=f"{total} run(s)" + (f", first {len(shown)} shown" if total > len(shown) else ""))
+        for col in ("id", "system", "fs", "op", "api", "layout", "coll", "nodes", "ranks", "xfer", "stripes",
+                    "value", "unit", "citation"):
+            table.add_column(col, no_wrap=col in ("id",), justify="right" if col in ("nodes", "ranks", "value")
+                             else "left")
+        for r in shown:
+            coll = "-" if r.collective is None else ("yes" if r.collective else "no")
+            table.add_row(r.id, r.system, r.filesystem or "-", r.op, r.api or "-", r.layout or "-", coll,
+                          str(r.nodes or "-"), str(r.ranks or "-"), format_size(r.transfer_size),
+                          str(r.stripe_count if r.stripe_count is not None else "-"),
+                          _fmt_value(r.value_given if r.value_given is not None else r.value),
+                          r.unit_given or r.unit,
+                          r.provenance.citation or Path(r.provenance.source).name)
+        console.print(table)
+
+
+@kb_app.command("show")
+def show(run_id: Annotated[str, typer.Argument(help="Run id (a unique prefix is enough).")],
+         kb: KBOption = None, json_out: JsonOption = False) -> None:
+    """Show one run with all its settings and provenance."""
+    with cli_errors():
+        with KB.open(kb, create=False) as store:
+            data = store.get_record(run_id)
+        if json_out:
+            print_json(data)
+            return
+        table = Table(show_header=False, title=f"run {data['id']}")
+        for k, v in data.items():
+            if isinstance(v, dict):
+                v = ", ".join(f"{a}={b}" for a, b in v.items() if b not in (None, "")) or "-"
+            table.add_row(k, "-" if v is None else str(v))
+        console.print(table)
+
+
+@kb_app.command("stats")
+def stats(kb: KBOption = None, json_out: JsonOption = False) -> None:
+    """Counts of runs per origin, system, operation and kind."""
+    with cli_errors():
+        with KB.open(kb, create=False) as store:
+            s = store.stats()
+        if json_out:
+            print_json(s)
+            return
+        console.print(f"KB: {s['path']}\nreference: {s['reference']}\n"
+                      f"runs: {s['runs']} from {s['sources']} imported source(s); comparisons: {s['comparisons']}",
+                      highlight=False)
+        for key in ("by_origin", "by_system", "by_op", "by_kind"):
+            console.print(f"{key[3:]}: " + ", ".join(f"{k} {v}" for k, v in s[key].items()), highlight=False)
+
+
+@kb_app.command("export")
+def export(
+    fmt: Annotated[str, typer.Option("--format", "-f", help="csv (canonical) or json")] = "csv",
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default stdout).")] = None,
+    system: SystemOpt = None, op: OpOpt = None, origin: OriginOpt = None,
+    kb: KBOption = None,
+) -> None:
+    """Export runs as the canonical CSV (re-importable) or JSON."""
+    with cli_errors():
+        from ..errors import UsageError
+        from ..util import atomic_write
+        if fmt not in ("csv", "json"):
+            raise UsageError(f"unknown export format {fmt!r} (use csv or json)")
+        with KB.open(kb, create=False) as store:
+            flt = RunFilter(system=system, op=op, origin=origin)
+            text = export_csv(store.runs(flt)) if fmt == "csv" else json.dumps(store.records(flt), indent=2) + "\n"
+        if output:
+            atomic_write(output, text)
+        else:
+            typer.echo(text, nl=False)

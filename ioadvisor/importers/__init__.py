@@ -1,0 +1,96 @@
+"""Importers: each module turns one tool's output into `Run`s.
+
+An importer is registered with `register(name, sniff, parse)`:
+- `sniff(head: bytes) -> bool` says from the first bytes of a file whether it is this format (content, not name);
+- `parse(data: bytes, ctx: ImportContext) -> list[Run]` is pure and raises ImportFormatError (with a line where
+  known) for truncated, foreign or invalid input.
+Modules are imported on first use, so a missing optional dependency (e.g. darshan) only affects its format.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import ImportFormatError, UsageError
+from ..model.run import Run
+
+# Order matters for detection: the most specific formats first, the canonical CSV last.
+MODULES = ("darshan", "bench", "ior", "mdtest", "fio", "iozone", "csv")
+SNIFF_BYTES = 65536
+
+
+@dataclass(frozen=True)
+class ImportContext:
+    """What an importer needs to know besides the file's content."""
+
+    source: str = ""                 # path or label, for provenance and errors
+    system: str | None = None        # --system: the machine the runs were measured on
+    filesystem: str | None = None
+    kind: str = "benchmark"
+
+
+@dataclass(frozen=True)
+class Importer:
+    name: str
+    version: int
+    sniff: Callable[[bytes], bool]
+    parse: Callable[[bytes, ImportContext], list[Run]]
+
+
+_REGISTRY: dict[str, Importer] = {}
+
+
+def register(name: str, sniff: Callable[[bytes], bool], parse: Callable[[bytes, ImportContext], list[Run]],
+             version: int = 1) -> Importer:
+    """Register an importer; a second importer of the same name is an error."""
+    if name in _REGISTRY:
+        raise ValueError(f"importer {name!r} registered twice")
+    imp = Importer(name, version, sniff, parse)
+    _REGISTRY[name] = imp
+    return imp
+
+
+def _load_all() -> None:
+    for mod in MODULES:
+        if mod in _REGISTRY:
+            continue
+        try:
+            importlib.import_module(f"{__name__}.{mod}")
+        except ModuleNotFoundError as e:
+            # a format whose module is not there (yet) or whose optional dependency is missing
+            if e.name not in (f"{__name__}.{mod}", "darshan"):
+                raise
+
+
+def get(name: str) -> Importer:
+    _load_all()
+    if name not in _REGISTRY:
+        raise UsageError(f"unknown format {name!r} (known: {', '.join(names())})")
+    return _REGISTRY[name]
+
+
+def names() -> list[str]:
+    _load_all()
+    return [m for m in MODULES if m in _REGISTRY]
+
+
+def detect(head: bytes, source: str = "") -> Importer:
+    """The importer whose sniff accepts `head`; ImportFormatError naming the source if none does."""
+    for name in names():
+        imp = _REGISTRY[name]
+        if imp.sniff(head):
+            return imp
+    raise ImportFormatError(
+        f"unrecognised format (known: {', '.join(names())}; pass --format to force one)", source)
+
+
+def decode(data: bytes, source: str = "") -> str:
+    """Text of a file; ImportFormatError if it is binary or not UTF-8."""
+    if b"\x00" in data[:SNIFF_BYTES]:
+        raise ImportFormatError("binary file, not a text benchmark output", source)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise ImportFormatError("not UTF-8 text", source, line) from None

@@ -1,0 +1,157 @@
+"""`Run`: one measured result with its settings, statistics and provenance. Pure data, no I/O."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Mapping
+
+from ..errors import UsageError
+from .units import normalize
+
+APIS = ("POSIX", "MPIIO", "HDF5", "STDIO", "NETCDF", "PNETCDF", "NFS", "OTHER")
+DATA_OPS = ("write", "read", "randwrite", "randread", "rewrite", "reread")
+META_OPS = (
+    "file_create", "file_stat", "file_read", "file_remove",
+    "dir_create", "dir_stat", "dir_rename", "dir_remove",
+    "tree_create", "tree_remove", "open_create",
+)
+OPS = DATA_OPS + META_OPS
+LAYOUTS = ("shared", "fpp")
+KINDS = ("benchmark", "reference", "production")
+
+_API_ALIASES = {"MPI-IO": "MPIIO", "MPI_IO": "MPIIO", "MPIIO": "MPIIO", "H5": "HDF5", "HDF5": "HDF5",
+                "POSIX": "POSIX", "STDIO": "STDIO", "NCMPI": "PNETCDF"}
+
+
+def norm_api(api: str | None) -> str | None:
+    """Canonical API name (`MPI-IO` -> `MPIIO`); None stays None."""
+    if api is None or str(api).strip() == "":
+        return None
+    key = str(api).strip().upper()
+    return _API_ALIASES.get(key, key)
+
+
+def norm_layout(layout: str | None) -> str | None:
+    """`shared`/`fpp` from the spellings tools use (N-1, single-shared-file, file-per-process, N-N)."""
+    if layout is None or str(layout).strip() == "":
+        return None
+    key = str(layout).strip().lower().replace("_", "-")
+    if key in ("shared", "n-1", "n-to-1", "ssf", "single-shared-file", "single", "one"):
+        return "shared"
+    if key in ("fpp", "n-n", "n-to-n", "file-per-process", "unique"):
+        return "fpp"
+    raise UsageError(f"unknown layout {layout!r} (use shared or fpp)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Provenance:
+    """Where a run comes from."""
+
+    source: str = ""               # file path or document name
+    source_hash: str = ""          # sha256 of the source's bytes
+    citation: str | None = None    # table / figure / section in the source
+    command: str | None = None     # command line that produced it
+    tool: str | None = None
+    tool_version: str | None = None
+    importer: str | None = None    # importer name and version, e.g. "ior/1"
+    date: str | None = None        # ISO date of the measurement
+    job_id: str | None = None
+    kind: str = "benchmark"        # benchmark | reference | production
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """One measured result. `value` is normalised (MiB/s for bandwidth, ops/s for rates);
+    `value_given`/`unit_given` keep what the source said, for display."""
+
+    system: str
+    filesystem: str | None = None
+    fs_type: str | None = None
+    ost_count: int | None = None
+    tier: str | None = None
+    op: str
+    api: str | None = None
+    layout: str | None = None
+    collective: bool | None = None
+    hints: Mapping[str, str] = field(default_factory=dict)
+    stripe_count: int | None = None
+    stripe_size: int | None = None
+    nodes: int | None = None
+    ranks: int | None = None
+    ranks_per_node: int | None = None
+    transfer_size: int | None = None
+    block_size: int | None = None
+    segments: int | None = None
+    file_size: int | None = None
+    total_bytes: int | None = None
+    files_per_dir: int | None = None
+    items_per_rank: int | None = None
+    access: str | None = None      # sequential | random
+    direct: bool | None = None
+    reps: int | None = None
+    value: float
+    unit: str
+    value_given: float | None = None
+    unit_given: str | None = None
+    value_min: float | None = None
+    value_max: float | None = None
+    value_sd: float | None = None
+    ci95_low: float | None = None
+    ci95_high: float | None = None
+    notes: str | None = None
+    provenance: Provenance = field(default_factory=Provenance)
+    id: str | None = None          # assigned by the KB: stable hash of source + position
+
+    @property
+    def is_bandwidth(self) -> bool:
+        return self.unit == "MiB/s"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (JSON-ready) with provenance flattened under `provenance`."""
+        d = asdict(self)
+        d["hints"] = dict(self.hints)
+        return d
+
+
+RUN_FIELDS = tuple(f.name for f in fields(Run) if f.name not in ("provenance", "id"))
+PROV_FIELDS = tuple(f.name for f in fields(Provenance))
+
+
+def make_run(*, value: float, unit: str, spread: Mapping[str, float | None] | None = None, **kw: Any) -> Run:
+    """Build a Run from a value in any supported unit; normalises value and spread together.
+
+    Raises UsageError for an unknown unit or a negative value.
+    """
+    if value is None:
+        raise UsageError("missing value")
+    value = float(value)
+    if value != value or value < 0:
+        raise UsageError(f"value must be a non-negative number, got {value}")
+    norm, norm_unit = normalize(value, unit)
+    factor = norm / value if value else normalize(1.0, unit)[0]
+    extra = {}
+    for key, v in (spread or {}).items():
+        if v is None:
+            continue
+        if float(v) < 0 and key != "value_sd":
+            raise UsageError(f"{key} must not be negative, got {v}")
+        extra[key] = float(v) * factor
+    kw.setdefault("api", None)
+    kw["api"] = norm_api(kw["api"])
+    if kw.get("layout") is not None:
+        kw["layout"] = norm_layout(kw["layout"])
+    return Run(value=norm, unit=norm_unit, value_given=value, unit_given=unit.strip(), **extra, **kw)
+
+
+def run_id(source_hash: str, index: int) -> str:
+    """Stable id of the `index`-th run of a source: the same source always gives the same ids."""
+    return hashlib.sha1(f"{source_hash}:{index}".encode()).hexdigest()[:12]
+
+
+def with_id(run: Run, rid: str) -> Run:
+    return replace(run, id=rid)
+
+
+def hints_to_text(hints: Mapping[str, str]) -> str:
+    return json.dumps(dict(sorted(hints.items())), separators=(",", ":")) if hints else ""

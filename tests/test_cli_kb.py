@@ -1,0 +1,46 @@
+import json
+
+from typer.testing import CliRunner
+
+from ioadvisor.cli import app
+
+runner = CliRunner()
+
+
+def test_kb_list_json_is_complete_for_each_seed_system(kb_path):
+    res = runner.invoke(app, ["kb", "list", "--kb", str(kb_path), "--json"])
+    assert res.exit_code == 0, res.output
+    runs = json.loads(res.stdout)
+    systems = {r["system"] for r in runs}
+    assert "HA8000" in systems
+    for s in systems:
+        one = json.loads(runner.invoke(app, ["kb", "list", "--kb", str(kb_path), "--system", s, "--json",
+                                             "--limit", "1"]).stdout)
+        assert len(one) == sum(r["system"] == s for r in runs)   # --limit only cuts the terminal view
+
+
+def test_kb_show_and_stats(kb_path):
+    runs = json.loads(runner.invoke(app, ["kb", "list", "--kb", str(kb_path), "--json"]).stdout)
+    rid = runs[0]["id"]
+    shown = json.loads(runner.invoke(app, ["kb", "show", rid[:8], "--kb", str(kb_path), "--json"]).stdout)
+    assert shown == runs[0]
+    stats = json.loads(runner.invoke(app, ["kb", "stats", "--kb", str(kb_path), "--json"]).stdout)
+    assert stats["runs"] == len(runs)
+
+
+def test_bad_input_is_one_line_exit_2_no_traceback(tmp_path, kb_path):
+    bad = tmp_path / "junk.txt"
+    bad.write_text("hello, this is not a benchmark output\n")
+    res = runner.invoke(app, ["kb", "import", str(bad), "--kb", str(kb_path)])
+    assert res.exit_code == 2
+    assert "junk.txt" in res.output and "Traceback" not in res.output
+    res = runner.invoke(app, ["kb", "show", "nonexistent", "--kb", str(kb_path)])
+    assert res.exit_code == 2 and "no run" in res.output
+
+
+def test_export_writes_atomically(tmp_path, kb_path):
+    out = tmp_path / "out.csv"
+    res = runner.invoke(app, ["kb", "export", "--kb", str(kb_path), "-o", str(out)])
+    assert res.exit_code == 0
+    assert out.read_text().startswith("source,system,")
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
