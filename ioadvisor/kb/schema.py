@@ -43,7 +43,7 @@ MIGRATIONS: list[str] = [
         notes TEXT, source TEXT, citation TEXT, command TEXT, tool TEXT, tool_version TEXT, importer TEXT,
         date TEXT, job_id TEXT, kind TEXT NOT NULL DEFAULT 'benchmark'
     );
-    CREATE INDEX runs_system_op ON runs(system, op, api, layout);
+    CREATE INDEX runs_system_op ON runs(system COLLATE NOCASE, op, api, layout);
     CREATE INDEX runs_op ON runs(op, api);
     CREATE INDEX runs_source ON runs(source_hash);
     CREATE TABLE comparisons (
@@ -53,7 +53,7 @@ MIGRATIONS: list[str] = [
         better TEXT NOT NULL, worse TEXT NOT NULL, condition TEXT,
         source TEXT, citation TEXT, notes TEXT
     );
-    CREATE INDEX comparisons_system ON comparisons(system, factor);
+    CREATE INDEX comparisons_system ON comparisons(system COLLATE NOCASE, factor);
     """,
 ]
 
