@@ -1,0 +1,324 @@
+"""The data kernel: IOR-style write and read phases through POSIX, MPI-IO or HDF5.
+
+Offsets follow IOR: with a shared file, transfer i of rank r in segment s is at
+`s*ranks*block + r*block + i*xfer`; with a file per process the rank term drops out. Reads are shifted by
+one rank (rank r reads what rank r+1 wrote) so that a rank does not read back its own cached pages.
+Bandwidth is total bytes over the span from the earliest open to the latest close (fsync included).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import mmap
+import os
+import random as _random
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from . import BenchError
+from .comm import hostname, mpi_library, now, synced_span, world
+from .params import DataParams, check_data
+from .stats import summarize
+from .sysinfo import drop_caches, fs_type, mem_total, mount_point
+
+MiB = 1 << 20
+
+
+def offsets(p: DataParams, rank: int, ranks: int) -> list[int]:
+    """Byte offsets of one rank's transfers, in the order they are issued."""
+    per_block = p.block_size // p.transfer_size
+    out = []
+    for seg in range(p.segments):
+        base = seg * p.block_size if p.layout == "fpp" else seg * ranks * p.block_size + rank * p.block_size
+        out.extend(base + i * p.transfer_size for i in range(per_block))
+    return out
+
+
+def file_path(p: DataParams, rank: int) -> str:
+    name = "ioadvise-bench.dat" if p.api != "hdf5" else "ioadvise-bench.h5"
+    return os.path.join(p.dir, f"{name}.{rank:05d}" if p.layout == "fpp" else name)
+
+
+def pattern_byte(rank: int) -> int:
+    """The byte value rank `rank` writes; reads check it to prove the shifted read saw the neighbour's data."""
+    return (rank * 37 + 11) % 251 + 1
+
+
+class _Buffer:
+    """A transfer buffer; page-aligned (anonymous mmap) when O_DIRECT is used."""
+
+    def __init__(self, size: int, aligned: bool):
+        import numpy as np
+        self._mm = mmap.mmap(-1, size) if aligned else None
+        self.array = np.frombuffer(self._mm, dtype=np.uint8) if aligned else np.empty(size, dtype=np.uint8)
+
+    def fill(self, value: int) -> None:
+        self.array.fill(value)
+
+    def close(self) -> None:
+        arr = self.array
+        self.array = None
+        del arr
+        if self._mm is not None:
+            self._mm.close()
+
+
+# ---- one phase per API ------------------------------------------------------------------------------------
+def _posix(p: DataParams, op: str, path: str, offs: list[int], buf: _Buffer, expect: int) -> tuple[float, float, int]:
+    flags = (os.O_WRONLY | os.O_CREAT) if op == "write" else os.O_RDONLY
+    if p.direct:
+        flags |= getattr(os, "O_DIRECT", 0)
+    arr = buf.array
+    bad = 0
+    t0 = now()
+    fd = os.open(path, flags, 0o644)
+    try:
+        if op == "write":
+            for off in offs:
+                os.pwrite(fd, arr, off)
+            if p.fsync:
+                os.fsync(fd)
+        else:
+            views = [arr]
+            for off in offs:
+                if os.preadv(fd, views, off) != len(arr) or arr[0] != expect:
+                    bad += 1
+    finally:
+        os.close(fd)
+    return t0, now(), bad
+
+
+def _mpi_info(p: DataParams) -> Any:
+    from mpi4py import MPI
+    info = MPI.Info.Create()
+    for k, v in p.hints.items():
+        info.Set(k, v)
+    return info
+
+
+def _mpiio(p: DataParams, op: str, path: str, offs: list[int], buf: _Buffer, expect: int,
+           comm: Any, readback: dict[str, str]) -> tuple[float, float, int]:
+    from mpi4py import MPI
+    fcomm = comm if p.layout == "shared" else MPI.COMM_SELF
+    amode = (MPI.MODE_CREATE | MPI.MODE_WRONLY) if op == "write" else MPI.MODE_RDONLY
+    info = _mpi_info(p)
+    arr = buf.array
+    bad = 0
+    t0 = now()
+    fh = MPI.File.Open(fcomm, path, amode, info)
+    try:
+        if not readback:
+            got = fh.Get_info()
+            readback.update({got.Get_nthkey(i): got.Get(got.Get_nthkey(i)) for i in range(got.Get_nkeys())})
+            got.Free()
+        if op == "write":
+            io = fh.Write_at_all if p.collective else fh.Write_at
+            for off in offs:
+                io(off, arr)
+            if p.fsync:
+                fh.Sync()
+        else:
+            io = fh.Read_at_all if p.collective else fh.Read_at
+            for off in offs:
+                io(off, arr)
+                if arr[0] != expect:
+                    bad += 1
+    finally:
+        fh.Close()
+        info.Free()
+    return t0, now(), bad
+
+
+def _hdf5(p: DataParams, op: str, path: str, offs: list[int], buf: _Buffer, expect: int,
+          comm: Any, ranks: int) -> tuple[float, float, int]:
+    try:
+        import h5py
+    except ImportError:
+        raise BenchError("h5py is not installed: HDF5 runs need `pip install ioadvisor[hdf5]`") from None
+    shared = p.layout == "shared"
+    length = p.segments * p.block_size * (ranks if shared else 1)
+    kw: dict[str, Any] = {}
+    if shared:
+        kw = {"driver": "mpio", "comm": comm, "info": _mpi_info(p)}
+    arr = buf.array
+    bad = 0
+    t0 = now()
+    f = h5py.File(path, "w" if op == "write" else "r", **kw)
+    try:
+        if op == "write":
+            dset = f.create_dataset("data", shape=(length,), dtype="u1")
+        else:
+            dset = f["data"]
+        import contextlib
+        ctx = dset.collective if p.collective else contextlib.nullcontext()
+        with ctx:
+            for off in offs:
+                if op == "write":
+                    dset.write_direct(arr, dest_sel=slice(off, off + len(arr)))
+                else:
+                    dset.read_direct(arr, source_sel=slice(off, off + len(arr)))
+                    if arr[0] != expect:
+                        bad += 1
+        if op == "write":
+            f.flush()
+    finally:
+        f.close()
+    if op == "write" and p.fsync and (not shared or comm.Get_rank() == 0):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return t0, now(), bad
+
+
+# ---- the benchmark ----------------------------------------------------------------------------------------
+def _check_runtime(p: DataParams) -> None:
+    if p.api == "hdf5" and p.layout == "shared":
+        try:
+            import h5py
+        except ImportError:
+            raise BenchError("h5py is not installed: HDF5 runs need `pip install ioadvisor[hdf5]`") from None
+        if not h5py.get_config().mpi:
+            raise BenchError("this h5py is built without MPI: a shared HDF5 file needs parallel h5py "
+                             "(driver='mpio'); use --layout fpp, or build h5py with HDF5_MPI=ON")
+
+
+def effective_env(comm: Any, directory: str) -> dict[str, Any]:
+    """Where the run really happened: hosts, ranks per node, file system type, MPI library, Slurm job."""
+    hosts = comm.allgather(hostname())
+    per_node = Counter(hosts)
+    ftype, magic = fs_type(directory)
+    return {
+        "hostnames": sorted(per_node),
+        "nodes": len(per_node),
+        "ranks": comm.Get_size(),
+        "ranks_per_node": max(per_node.values()),
+        "fs_type": ftype,
+        "fs_magic": magic,
+        "mount_point": mount_point(directory),
+        "mpi_library": mpi_library(),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "slurm_array_task_id": os.environ.get("SLURM_ARRAY_TASK_ID"),
+        "mem_total": mem_total(),
+        "python": sys.version.split()[0],
+    }
+
+
+def cache_warning(total_bytes: int, nodes: int, memtotal: int | None, direct: bool) -> str | None:
+    """A warning when reads may come from the page cache rather than the storage."""
+    if direct or not memtotal:
+        return None
+    per_node = total_bytes / max(nodes, 1)
+    if per_node <= memtotal:
+        return (f"the data set ({per_node / MiB:,.0f} MiB per node) fits in the page cache "
+                f"(MemTotal {memtotal / MiB:,.0f} MiB): reads may measure memory, not storage; use --direct, "
+                f"a data set larger than memory, or --drop-caches (root)")
+    return None
+
+
+def run_data(p: DataParams, comm: Any | None = None) -> dict[str, Any] | None:
+    """Run the data benchmark on every rank of `comm`; rank 0 returns the result document, others None.
+
+    Raises BenchError for I/O failures and missing parallel libraries.
+    """
+    check_data(p)
+    _check_runtime(p)
+    if comm is None:
+        comm = world(require_mpi=p.api == "mpiio" or p.layout == "shared" and p.api == "hdf5")
+    rank, ranks = comm.Get_rank(), comm.Get_size()
+    try:
+        if rank == 0:
+            Path(p.dir).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BenchError(f"{p.dir}: cannot create directory: {e.strerror}") from None
+    comm.Barrier()
+    env = effective_env(comm, p.dir)
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    shift = 1 if (p.rank_shift and ranks > 1) else 0
+    src = (rank + shift) % ranks
+    buf = _Buffer(p.transfer_size, aligned=p.direct)
+    readback: dict[str, str] = {}
+    total = p.segments * p.block_size * ranks
+    times: dict[str, list[float]] = {op: [] for op in p.ops}
+    errors: dict[str, int] = {op: 0 for op in p.ops}
+    dropped = False
+    try:
+        for rep in range(p.reps):
+            wr_offs = offsets(p, rank, ranks)
+            rd_offs = offsets(p, src, ranks)
+            if p.random:
+                _random.Random(p.seed + rep * 7919 + rank).shuffle(wr_offs)
+                _random.Random(p.seed + rep * 7919 + src + 104729).shuffle(rd_offs)
+            need_prep = "read" in p.ops and "write" not in p.ops
+            for op in (("write",) if need_prep else ()) + p.ops:
+                if op == "read" and p.drop_caches:
+                    _drop(comm)
+                    dropped = True
+                comm.Barrier()
+                origin = now()
+                if op == "write":
+                    buf.fill(pattern_byte(rank))
+                    path, offs, expect = file_path(p, rank), wr_offs, 0
+                else:
+                    path, offs, expect = file_path(p, src), rd_offs, pattern_byte(src)
+                t0, t1, bad = _phase(p, op, path, offs, buf, expect, comm, ranks, readback)
+                span = synced_span(comm, t0, t1, origin)
+                bad = comm.allreduce(bad)
+                if op in times and not (need_prep and op == "write"):
+                    times[op].append(span)
+                    errors[op] += bad
+            comm.Barrier()
+            if not p.keep:
+                _remove(p, rank)
+    except OSError as e:
+        raise BenchError(f"{getattr(e, 'filename', None) or p.dir}: {e.strerror or e}") from None
+    finally:
+        buf.close()
+    comm.Barrier()
+    if rank != 0:
+        return None
+    results = []
+    for op in p.ops:
+        bws = [total / t / MiB for t in times[op]]
+        results.append({"op": op, "unit": "MiB/s", "bytes": total, "values": bws, "seconds": times[op],
+                        **summarize(bws), "verify_errors": errors[op]})
+    warning = cache_warning(total, env["nodes"], env["mem_total"], p.direct)
+    effective = {**env, "api": p.api, "layout": p.layout, "collective": p.collective,
+                 "access": "random" if p.random else "sequential", "direct": p.direct,
+                 "hints": readback, "hints_source": "MPI_File_get_info" if readback else None,
+                 "rank_shift": shift, "fsync": p.fsync, "drop_caches": dropped}
+    return {"kind": "data", "started": started, "params": p.to_dict(), "effective": effective,
+            "results": results, "warnings": [warning] if warning else []}
+
+
+def _phase(p, op, path, offs, buf, expect, comm, ranks, readback):
+    if p.api == "posix":
+        return _posix(p, op, path, offs, buf, expect)
+    if p.api == "mpiio":
+        return _mpiio(p, op, path, offs, buf, expect, comm, readback)
+    return _hdf5(p, op, path, offs, buf, expect, comm, ranks)
+
+
+def _drop(comm: Any) -> None:
+    """Drop caches once per node, between the write and the read phase."""
+    hosts = comm.allgather(hostname())
+    me = comm.Get_rank()
+    err = None
+    if hosts.index(hosts[me]) == me:
+        try:
+            drop_caches()
+        except OSError as e:
+            err = f"cannot drop caches: {e.strerror or e}"
+    errs = [e for e in comm.allgather(err) if e]
+    if errs:
+        raise BenchError(errs[0])
+
+
+def _remove(p: DataParams, rank: int) -> None:
+    if p.layout == "fpp" or rank == 0:
+        try:
+            os.unlink(file_path(p, rank))
+        except FileNotFoundError:
+            pass

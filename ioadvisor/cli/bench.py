@@ -1,0 +1,154 @@
+"""`ioadvise bench ...`: run the data and metadata kernels, and sweeps of them."""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Iterator, Optional
+
+import typer
+from rich.table import Table
+
+from ..errors import IOAdvisorError, UsageError
+from . import app
+from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json
+
+bench_app = typer.Typer(help="Measure I/O on this system (IOR- and mdtest-like kernels, sweeps) into the KB.",
+                        no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+def default_result_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "ioadvisor" / "results"
+
+
+@contextlib.contextmanager
+def _rank_errors() -> Iterator[None]:
+    """Errors under a launcher: rank 0 reports; a failure on some ranks only aborts the whole MPI job
+    so the other ranks do not wait forever in a barrier."""
+    from ..bench.comm import launcher_rank
+    try:
+        yield
+    except IOAdvisorError as e:
+        mpi = sys.modules.get("mpi4py.MPI")
+        if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized() and mpi.COMM_WORLD.Get_size() > 1:
+            err_console.print(f"[bold red]Error:[/] rank {mpi.COMM_WORLD.Get_rank()}: {e}", highlight=False)
+            sys.stderr.flush()
+            mpi.COMM_WORLD.Abort(e.exit_code)
+        if launcher_rank() != 0:
+            raise typer.Exit(e.exit_code) from None
+        raise
+
+
+def _finish(doc: dict[str, Any], result_dir: Optional[Path], kb: Optional[Path], json_out: bool) -> None:
+    from ..bench import result
+    path = result.write(doc, result_dir or default_result_dir())
+    imported = None
+    if kb is not None:
+        from ..kb import KB
+        with KB.open(kb) as store:
+            imported = store.import_file(path, "bench")
+    for w in doc.get("warnings", []):
+        err_console.print(f"[yellow]Warning:[/] {w}", highlight=False)
+    if json_out:
+        print_json({**doc, "result_file": str(path), "kb_runs": imported.runs if imported else None})
+        return
+    eff = doc["effective"]
+    if doc["kind"] == "data":
+        title = (f"{eff['api']} {eff['layout']} {'collective' if eff['collective'] else 'independent'} "
+                 f"{eff['access']}{' O_DIRECT' if eff['direct'] else ''}")
+    else:
+        title = f"metadata, {'unique' if eff['unique_dir'] else 'shared'} directories"
+    table = Table(title=f"{title}: {eff['ranks']} rank(s) on {eff['nodes']} node(s), {eff['fs_type']} "
+                        f"({eff['mount_point']})")
+    for col in ("op", "mean", "min", "max", "sd", "95% CI", "reps", "unit"):
+        table.add_column(col, justify="left" if col in ("op", "unit") else "right")
+    f = lambda v: "-" if v is None else f"{v:,.1f}"  # noqa: E731
+    for r in doc["results"]:
+        ci = "-" if r["ci95_low"] is None else f"{r['ci95_low']:,.1f}-{r['ci95_high']:,.1f}"
+        table.add_row(r["op"], f(r["mean"]), f(r["min"]), f(r["max"]), f(r["sd"]), ci, str(r["n"]), r["unit"])
+    console.print(table)
+    if eff.get("hints"):
+        keys = sorted(eff["hints"])
+        console.print("hints in effect: " + ", ".join(f"{k}={eff['hints'][k]}" for k in keys), highlight=False)
+    console.print(f"result: {path}" + (f"; {imported.runs} run(s) added to {kb}" if imported and not
+                                       imported.skipped else ""), highlight=False)
+
+
+@bench_app.command("run")
+def run(
+    api: Annotated[str, typer.Option(help="posix, mpiio or hdf5.")] = "posix",
+    layout: Annotated[str, typer.Option(help="fpp (a file per process) or shared (one file).")] = "fpp",
+    collective: Annotated[bool, typer.Option("--collective/--independent",
+                                             help="Collective MPI-IO / HDF5 transfers.")] = False,
+    hints: Annotated[Optional[str], typer.Option(help="MPI-IO hints KEY=VALUE,... passed in MPI_Info.")] = None,
+    transfer_size: Annotated[str, typer.Option("--transfer-size", "-t", help="Bytes per call, e.g. 1MiB.")] = "1MiB",
+    block_size: Annotated[str, typer.Option("--block-size", "-b",
+                                            help="Bytes per rank and segment (a multiple of the transfer size).")]
+    = "16MiB",
+    segments: Annotated[int, typer.Option("--segments", "-s", help="Segments (IOR -s).")] = 1,
+    reps: Annotated[int, typer.Option("--reps", "-i", help="Repetitions for mean, spread and 95% CI.")] = 1,
+    random: Annotated[bool, typer.Option("--random", help="Issue the transfers in shuffled order.")] = False,
+    direct: Annotated[bool, typer.Option("--direct", help="O_DIRECT with page-aligned buffers (POSIX).")] = False,
+    ops: Annotated[str, typer.Option(help="Phases to time: write, read or write,read.")] = "write,read",
+    directory: Annotated[Path, typer.Option("--dir", "-d", help="Directory the test files go to.")] = Path("."),
+    drop_caches: Annotated[bool, typer.Option("--drop-caches",
+                                              help="Drop the page cache before reading (root only).")] = False,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep the test files.")] = False,
+    system: Annotated[Optional[str], typer.Option(help="System name for the KB (default: "
+                                                       "$SLURM_CLUSTER_NAME or the host name).")] = None,
+    result_dir: Annotated[Optional[Path], typer.Option("--result-dir",
+                                                       help="Where the result JSON goes "
+                                                            "(default ~/.local/share/ioadvisor/results).")] = None,
+    kb: Annotated[Optional[Path], typer.Option("--kb", help="Import the result into this knowledge base.")] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Time IOR-style write and read phases; run it under `mpiexec -n N` or `srun` for N ranks.
+
+    Bandwidth is total bytes over the span from the first open to the last close (fsync included).
+    Rank 0 writes the result JSON and prints it; with --kb the result is added to the knowledge base.
+    """
+    with cli_errors(), _rank_errors():
+        from ..bench.params import data_params
+        p = data_params(dict(api=api, layout=layout, collective=collective, hints=hints,
+                             transfer_size=transfer_size, block_size=block_size, segments=segments, reps=reps,
+                             random=random, direct=direct, ops=ops, dir=str(directory), drop_caches=drop_caches,
+                             keep=keep, system=system))
+        if drop_caches and os.geteuid() != 0:
+            raise UsageError("--drop-caches needs root; use --direct or a data set larger than memory instead")
+        from ..bench.kernel import run_data
+        res = run_data(p)
+        if res is None:
+            return
+        from ..bench import result
+        _finish(result.document(res, system=system), result_dir, kb, json_out)
+
+
+@bench_app.command("md")
+def md(
+    files_per_dir: Annotated[int, typer.Option("--files-per-dir", "-n", help="Items per directory.")] = 100,
+    dirs_per_rank: Annotated[int, typer.Option("--dirs-per-rank", help="Directories per rank.")] = 1,
+    unique_dir: Annotated[bool, typer.Option("--unique-dir", "-u",
+                                             help="Each rank in its own directory tree (mdtest -u).")] = False,
+    file_size: Annotated[str, typer.Option("--file-size", help="Bytes written at create and read back.")] = "0",
+    items: Annotated[str, typer.Option(help="files (mdtest -F), dirs (-D) or both.")] = "files",
+    reps: Annotated[int, typer.Option("--reps", "-i", help="Repetitions.")] = 1,
+    directory: Annotated[Path, typer.Option("--dir", "-d", help="Directory the tree is made in.")] = Path("."),
+    system: Annotated[Optional[str], typer.Option(help="System name for the KB.")] = None,
+    result_dir: Annotated[Optional[Path], typer.Option("--result-dir", help="Where the result JSON goes.")] = None,
+    kb: Annotated[Optional[Path], typer.Option("--kb", help="Import the result into this knowledge base.")] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Time create, stat, read and remove of many small files (and directories), mdtest-style, in ops/s."""
+    with cli_errors(), _rank_errors():
+        from ..bench.params import md_params
+        p = md_params(dict(files_per_dir=files_per_dir, dirs_per_rank=dirs_per_rank, unique_dir=unique_dir,
+                           file_size=file_size, items=items, reps=reps, dir=str(directory), system=system))
+        from ..bench.mdkernel import run_md
+        res = run_md(p)
+        if res is None:
+            return
+        from ..bench import result
+        _finish(result.document(res, system=system), result_dir, kb, json_out)
