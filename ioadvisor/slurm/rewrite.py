@@ -1,0 +1,272 @@
+"""Rewrite a batch script so it applies I/O settings. Pure: (script text, settings) -> new script text.
+
+The inserted block sits between `# >>> ioadvise wrap` and `# <<< ioadvise wrap` at the end of the #SBATCH
+block (sbatch keeps reading directives through comment lines, so `#SBATCH` lines inside the block still count).
+Rewrapping replaces the block, so wrap(wrap(s)) == wrap(s). The user's commands follow unchanged; an EXIT
+trap stages results back, writes the record and exits with the user's exit code.
+
+Every value from settings or the script is shell-quoted; the only shell variables the block expands are
+the ones it sets itself and the few allowed in a tier mount pattern ($SLURM_JOB_ID, $USER, ...).
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from ..errors import UsageError
+from .jobscript import parse_jobscript
+
+BEGIN = "# >>> ioadvise wrap: generated block, rerun `ioadvise wrap` to change it"
+BEGIN_PREFIX = "# >>> ioadvise wrap"
+END = "# <<< ioadvise wrap"
+SHELLS = {"sh", "bash", "dash", "ksh", "zsh", "ash"}
+MPI_FLAVOURS = ("mpich", "openmpi", "cray", "intel")
+MOUNT_VARS = {"SLURM_JOB_ID", "SLURM_JOBID", "USER", "SLURM_JOB_USER", "HOME", "TMPDIR"}
+_HINT_KEY = re.compile(r"^[A-Za-z0-9_]+$")
+_HINT_VALUE = re.compile(r"^[^\s'\"\\`$;&|<>(){}]+$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TierSpec:
+    """How a job asks for a scratch tier and where it is mounted (a `Tier` reduced to what the script needs)."""
+
+    name: str
+    request: str | None = None          # sbatch option, e.g. --constraint=BEEOND
+    mount: str                          # e.g. /mnt/odfs/$SLURM_JOB_ID
+    stage: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class WrapSettings:
+    """What the wrapped job applies."""
+
+    stripe_count: int | None = None
+    stripe_size: int | None = None
+    hints: Mapping[str, str] = field(default_factory=dict)
+    mpi: str = "mpich"
+    tier: TierSpec | None = None
+    outdir: str | None = None            # persistent directory for results (default: the job's start dir)
+    stage_in: tuple[str, ...] = ()       # files/dirs (relative to the start dir) copied to the tier
+    allow_striping: bool = True          # center policy: users may run lfs setstripe
+
+    def to_plain(self) -> dict:
+        return {
+            "stripe_count": self.stripe_count, "stripe_size": self.stripe_size, "hints": dict(self.hints),
+            "mpi": self.mpi, "tier": None if self.tier is None else {
+                "name": self.tier.name, "request": self.tier.request, "mount": self.tier.mount,
+                "stage": self.tier.stage},
+            "outdir": self.outdir, "stage_in": list(self.stage_in), "allow_striping": self.allow_striping,
+        }
+
+
+def q(value: object) -> str:
+    """Shell-quote one value."""
+    return shlex.quote(str(value))
+
+
+def strip_wrap(text: str) -> str:
+    """Remove a block inserted by an earlier wrap (the script as the user wrote it)."""
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    skipping = False
+    for line in lines:
+        if not skipping and line.startswith(BEGIN_PREFIX):
+            skipping = True
+            continue
+        if skipping:
+            if line.rstrip("\r\n") == END:
+                skipping = False
+            continue
+        out.append(line)
+    return "".join(out)
+
+
+def validate(settings: WrapSettings) -> None:
+    """Reject settings that cannot be rendered safely (UsageError names the value)."""
+    if settings.mpi not in MPI_FLAVOURS:
+        raise UsageError(f"unknown MPI flavour {settings.mpi!r}; choose one of {', '.join(MPI_FLAVOURS)}")
+    for k, v in settings.hints.items():
+        if not _HINT_KEY.match(str(k)):
+            raise UsageError(f"hint name {str(k)[:40]!r}: letters, digits and _ only")
+        if not _HINT_VALUE.match(str(v)):
+            raise UsageError(f"hint {k}={str(v)[:40]!r}: no spaces, quotes or shell characters in values")
+    for n, what in ((settings.stripe_count, "stripe count"), (settings.stripe_size, "stripe size")):
+        if n is not None and (not isinstance(n, int) or n < (-1 if what == "stripe count" else 1) or n == 0):
+            raise UsageError(f"{what} must be a positive integer (-1 = all targets for the count), not {n!r}")
+    if settings.tier is not None:
+        mount_expr(settings.tier.mount)
+
+
+def mount_expr(pattern: str) -> str:
+    """A tier mount pattern as a shell word: literal parts quoted, allowed $VARS expanded, nothing else."""
+    parts: list[str] = []
+    pos = 0
+    for m in re.finditer(r"\$(?:\{(\w+)\}|(\w+))", pattern):
+        name = m.group(1) or m.group(2)
+        if name not in MOUNT_VARS:
+            raise UsageError(f"tier mount {pattern!r}: ${name} is not allowed (use {', '.join(sorted(MOUNT_VARS))})")
+        if m.start() > pos:
+            parts.append(q(pattern[pos:m.start()]))
+        parts.append(f'"${{{name}}}"')
+        pos = m.end()
+    if pos < len(pattern):
+        parts.append(q(pattern[pos:]))
+    if not parts:
+        raise UsageError("tier mount pattern is empty")
+    return "".join(parts)
+
+
+def _request_directive(request: str, current_constraint: str | None) -> str | None:
+    """`#SBATCH` line asking for the tier; merges with the user's --constraint (the last directive wins)."""
+    m = re.match(r"^(?:--constraint=|-C\s*)(.+)$", request.strip())
+    if m:
+        feature = m.group(1)
+        if current_constraint and re.search(rf"(^|[&|,\[\]]){re.escape(feature)}($|[&|,\[\]*:])", current_constraint):
+            return None
+        value = f"{current_constraint}&{feature}" if current_constraint else feature
+        return f"#SBATCH --constraint={_directive_quote(value)}"
+    return "#SBATCH " + " ".join(_directive_quote(t) for t in shlex.split(request))
+
+
+def _directive_quote(value: str) -> str:
+    """sbatch reads directive values with double quotes only (no shell quoting rules)."""
+    if value and not re.search(r"[\s\"'#]", value):
+        return value
+    if '"' in value:
+        raise UsageError(f"cannot put {value[:40]!r} in an #SBATCH line (double quote)")
+    return f'"{value}"'
+
+
+def hint_exports(hints: Mapping[str, str], mpi: str) -> list[str]:
+    """Shell lines exporting the hints for one MPI flavour; the ROMIO file path is in $_ioadv_hints."""
+    if not hints:
+        return []
+    lines = ['export ROMIO_HINTS="$_ioadv_hints"']
+    body = ":".join(f"{k}={v}" for k, v in hints.items())
+    if mpi == "cray":
+        lines.append(f"export MPICH_MPIIO_HINTS={q('*:' + body)}")
+    elif mpi == "openmpi":
+        # Open MPI's default OMPIO ignores ROMIO_HINTS; the romio component reads it
+        lines.append("export OMPI_MCA_io=romio321")
+    elif mpi == "intel":
+        lines.append("export I_MPI_EXTRA_FILESYSTEM=on")
+    return lines
+
+
+def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> list[str]:
+    """The shell lines of the inserted block (after any #SBATCH lines)."""
+    s = settings
+    record = json.dumps(s.to_plain(), sort_keys=True, separators=(",", ":"))
+    L: list[str] = []
+    add = L.append
+    add("_ioadv_start=$(date +%s)")
+    add('_ioadv_job="${SLURM_JOB_ID:-$$}"')
+    add('_ioadv_cwd="$PWD"')
+    outdir = s.outdir or script_dirs.get("outdir")
+    add(f"_ioadv_out={q(outdir)}" if outdir else '_ioadv_out="$PWD"')
+    add('case "$_ioadv_out" in /*) ;; *) _ioadv_out="$PWD/$_ioadv_out";; esac')
+    add('mkdir -p -- "$_ioadv_out"')
+    recdir = script_dirs.get("recdir")
+    add(f"_ioadv_rec_dir={q(recdir)}" if recdir else '_ioadv_rec_dir="$_ioadv_out"')
+    add('case "$_ioadv_rec_dir" in /*) ;; *) _ioadv_rec_dir="$PWD/$_ioadv_rec_dir";; esac')
+    add('_ioadv_rec="$_ioadv_rec_dir/ioadvise-$_ioadv_job.json"')
+    add(f"_ioadv_settings={q(record)}")
+    add("_ioadv_record() {")
+    add('  printf \'{"job_id":"%s","host":"%s","start":%s,"end":%s,"exit_code":%s,"settings":%s}\\n\' '
+        '"$_ioadv_job" "$(hostname 2>/dev/null)" "$_ioadv_start" "${1:-null}" "${2:-null}" "$_ioadv_settings" '
+        '> "$_ioadv_rec.tmp" && mv -f -- "$_ioadv_rec.tmp" "$_ioadv_rec"')
+    add("}")
+    add("_ioadv_record")
+    trap_at = len(L)
+    if s.hints:
+        add('_ioadv_hints="$_ioadv_rec_dir/ioadvise-$_ioadv_job.romio-hints"')
+        add("printf '%s %s\\n' " + " ".join(f"{q(k)} {q(v)}" for k, v in s.hints.items())
+            + ' > "$_ioadv_hints"')
+        L.extend(hint_exports(s.hints, s.mpi))
+        add(f"export IOADVISE_HINTS={q(','.join(f'{k}={v}' for k, v in s.hints.items()))}")
+    if (s.stripe_count or s.stripe_size) and s.allow_striping:
+        args = []
+        if s.stripe_count:
+            args += ["-c", str(s.stripe_count)]
+        if s.stripe_size:
+            args += ["-S", str(s.stripe_size)]
+        add('_ioadv_fs=$(stat -f -c %T "$_ioadv_out" 2>/dev/null)')
+        add('if [ "$_ioadv_fs" = lustre ] || { command -v lfs >/dev/null 2>&1 && '
+            'lfs getstripe -d "$_ioadv_out" >/dev/null 2>&1; }; then')
+        add(f'  lfs setstripe {" ".join(args)} "$_ioadv_out" || echo "ioadvise: lfs setstripe failed" >&2')
+        add("fi")
+    finish = []
+    if s.tier is not None:
+        add(f"_ioadv_scratch={mount_expr(s.tier.mount)}")
+        add('if [ -d "$_ioadv_scratch" ] && [ -w "$_ioadv_scratch" ]; then')
+        add('  export IOADVISE_SCRATCH="$_ioadv_scratch"')
+        if s.tier.stage:
+            for item in s.stage_in:
+                add(f'  cp -R -- "$_ioadv_cwd"/{q(item)} "$_ioadv_scratch"/ || echo {q("ioadvise: stage-in of " + item + " failed")} >&2'
+                    if not item.startswith("/") else
+                    f'  cp -R -- {q(item)} "$_ioadv_scratch"/ || echo {q("ioadvise: stage-in of " + item + " failed")} >&2')
+            add("  _ioadv_staged=1")
+        add('  export IOADVISE_OUTDIR="$_ioadv_scratch"')
+        add('  cd -- "$_ioadv_scratch" || exit 1')
+        add("else")
+        add(f'  echo {q("ioadvise: tier " + s.tier.name + " is not mounted; writing to the persistent directory")} >&2')
+        add('  export IOADVISE_OUTDIR="$_ioadv_out"')
+        add("fi")
+        if s.tier.stage:
+            names = [q(i.rstrip("/").rsplit("/", 1)[-1]) for i in s.stage_in]
+            skip_line = (f'      case "${{_ioadv_f##*/}}" in {"|".join(names)}) continue;; esac' if names
+                         else "      :")
+            finish += [
+                '  if [ -n "${_ioadv_staged:-}" ]; then',
+                '    for _ioadv_f in "$_ioadv_scratch"/* "$_ioadv_scratch"/.[!.]*; do',
+                '      [ -e "$_ioadv_f" ] || continue',
+                skip_line,
+                '      cp -R -- "$_ioadv_f" "$_ioadv_out"/ || echo "ioadvise: stage-out of $_ioadv_f failed" >&2',
+                "    done",
+                "  fi",
+            ]
+    else:
+        add('export IOADVISE_OUTDIR="$_ioadv_out"')
+    # the trap is set before anything that may fail, so the record and stage-out happen on every exit
+    L[trap_at:trap_at] = [
+        "_ioadv_finish() {",
+        "  _ioadv_rc=$?",
+        "  set +eu",
+        '  cd -- "$_ioadv_out" 2>/dev/null',
+        *finish,
+        '  _ioadv_record "$(date +%s)" "$_ioadv_rc"',
+        '  exit "$_ioadv_rc"',
+        "}",
+        "trap _ioadv_finish EXIT",
+    ]
+    return L
+
+
+def wrap(text: str, settings: WrapSettings) -> str:
+    """The script with the settings applied. Raises UsageError for scripts it cannot wrap."""
+    validate(settings)
+    base = strip_wrap(text)
+    js = parse_jobscript(base)
+    if js.shebang is None:
+        raise UsageError("the script has no #! line (sbatch needs one, e.g. #!/bin/bash)")
+    if js.interpreter not in SHELLS:
+        raise UsageError(f"only shell scripts can be wrapped (the script runs {js.interpreter!r})")
+    directives: list[str] = []
+    if settings.tier is not None and settings.tier.request:
+        line = _request_directive(settings.tier.request, js.option("constraint"))
+        if line:
+            directives.append(line)
+    dirs: dict[str, str | None] = {"outdir": js.advice_keys().get("outdir")}
+    output = js.option("output")
+    if output and "/" in output and "%" not in output.rsplit("/", 1)[0]:
+        dirs["recdir"] = output.rsplit("/", 1)[0] or "/"
+    block = [BEGIN, *directives, *preamble(settings, dirs), END]
+    lines = base.splitlines(keepends=True)
+    at = js.block_end
+    head = lines[:at]
+    if head and not head[-1].endswith("\n"):
+        head[-1] += "\n"
+    return "".join(head) + "".join(l + "\n" for l in block) + "".join(lines[at:])

@@ -1,0 +1,123 @@
+"""Rewriting job scripts (pure) and running the result with a local shell (no Slurm needed)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ioadvisor.errors import UsageError
+from ioadvisor.slurm.jobscript import parse_jobscript
+from ioadvisor.slurm.rewrite import BEGIN, END, TierSpec, WrapSettings, strip_wrap, wrap
+
+BASIC = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH -C nvme\n\nset -euo pipefail\necho hi\n"
+
+
+def _run(script: str, tmp: Path, job_id: str = "42", env: dict | None = None) -> subprocess.CompletedProcess:
+    path = tmp / "wrapped.sh"
+    path.write_text(script)
+    e = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": job_id, "HOME": str(tmp)}
+    e.update(env or {})
+    return subprocess.run(["bash", str(path)], cwd=tmp, env=e, capture_output=True, text=True, timeout=30)
+
+
+def test_block_is_inserted_after_sbatch_lines_and_commands_follow_unchanged():
+    out = wrap(BASIC, WrapSettings(hints={"romio_cb_write": "enable"}))
+    lines = out.splitlines()
+    b, e = lines.index(BEGIN), lines.index(END)
+    assert lines[:b] == ["#!/bin/bash", "#SBATCH -N 1", "#SBATCH -C nvme", ""]
+    assert lines[e + 1:] == ["set -euo pipefail", "echo hi"]
+    assert strip_wrap(out) == BASIC
+
+
+def test_tier_request_goes_into_the_sbatch_block_and_merges_constraints():
+    tier = TierSpec(name="beeond", request="--constraint=BEEOND", mount="/mnt/odfs/$SLURM_JOB_ID")
+    out = wrap(BASIC, WrapSettings(tier=tier))
+    js = parse_jobscript(out)
+    assert js.option("constraint") == "nvme&BEEOND"       # sbatch takes the last directive
+    assert js.option("nodes") == "1"
+    # already requested: nothing added
+    out2 = wrap(BASIC.replace("-C nvme", "-C BEEOND"), WrapSettings(tier=tier))
+    assert "#SBATCH --constraint" not in out2
+
+
+def test_wrap_is_idempotent():
+    s = WrapSettings(stripe_count=4, stripe_size=1 << 20, hints={"cb_buffer_size": "8388608"},
+                     tier=TierSpec(name="b", request="--constraint=BEEOND", mount="/x/$SLURM_JOB_ID"))
+    once = wrap(BASIC, s)
+    assert wrap(once, s) == once
+    # a different setting replaces the block instead of stacking a second one
+    other = wrap(once, WrapSettings(hints={"romio_cb_write": "disable"}))
+    assert other.count(BEGIN) == 1 and "cb_buffer_size" not in other
+
+
+def test_not_a_shell_script_or_no_shebang_is_a_usage_error():
+    with pytest.raises(UsageError):
+        wrap("#!/usr/bin/env python3\nprint(1)\n", WrapSettings())
+    with pytest.raises(UsageError):
+        wrap("echo hi\n", WrapSettings())
+
+
+@pytest.mark.parametrize("hints", [{"a b": "1"}, {"k": "x;touch /tmp/p"}, {"k": "$(id)"}, {"k": "a`b`"}])
+def test_unsafe_hints_are_rejected(hints):
+    with pytest.raises(UsageError):
+        wrap(BASIC, WrapSettings(hints=hints))
+
+
+def test_mount_pattern_allows_only_known_variables():
+    with pytest.raises(UsageError):
+        wrap(BASIC, WrapSettings(tier=TierSpec(name="t", mount="/x/$(id)/$PATH")))
+
+
+def test_exit_code_and_record_local_run(tmp_path):
+    script = "#!/bin/bash\n#SBATCH -N 1\nset -euo pipefail\necho body\nfalse\necho never\n"
+    out = wrap(script, WrapSettings(hints={"romio_cb_write": "disable", "cb_buffer_size": "8388608"}))
+    p = _run(out, tmp_path)
+    assert p.returncode == 1 and "body" in p.stdout and "never" not in p.stdout
+    rec = json.loads((tmp_path / "ioadvise-42.json").read_text())
+    assert rec["exit_code"] == 1 and rec["job_id"] == "42" and rec["end"] >= rec["start"]
+    assert rec["settings"]["hints"] == {"romio_cb_write": "disable", "cb_buffer_size": "8388608"}
+    assert (tmp_path / "ioadvise-42.romio-hints").read_text() == "romio_cb_write disable\ncb_buffer_size 8388608\n"
+
+
+def test_hostile_values_are_quoted_not_run(tmp_path):
+    marker = tmp_path / "pwned"
+    evil = f"$(touch {marker})`touch {marker}`;touch {marker}"
+    script = f"#!/bin/bash\n#IOADVISE outdir=x\necho ok\n"
+    s = WrapSettings(outdir=f"out {evil}", stage_in=(f"in {evil}",),
+                     tier=TierSpec(name=f"t{evil}", mount=str(tmp_path / "scratch") + "/$SLURM_JOB_ID"))
+    (tmp_path / "scratch" / "7").mkdir(parents=True)
+    p = _run(wrap(script, s), tmp_path, job_id="7")
+    assert p.returncode == 0, p.stderr
+    assert not marker.exists()
+    assert (tmp_path / f"out {evil}" / "ioadvise-7.json").exists()
+
+
+def test_no_striping_on_a_local_file_system(tmp_path):
+    out = wrap(BASIC, WrapSettings(stripe_count=4, stripe_size=1 << 20))
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    # no lfs on PATH and ext4/tmpfs underneath: the striping branch must not run
+    p = _run(out, tmp_path, env={"PATH": f"{bindir}:{os.environ['PATH']}"})
+    assert p.returncode == 0 and "setstripe" not in p.stderr
+
+
+scripts = st.builds(
+    lambda head, body: "#!/bin/bash\n" + "\n".join(head) + "\n" + "\n".join(body) + "\n",
+    st.lists(st.sampled_from(["#SBATCH -N 2", "#SBATCH --constraint=nvme", "", "# note", "#IOADVISE api=MPIIO",
+                              '#SBATCH --output="/a b/%j.out"']), max_size=5),
+    st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"), max_size=30), max_size=5),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(scripts, st.sampled_from([None, "--constraint=BEEOND"]))
+def test_wrap_twice_equals_once_and_strip_restores(script, request):
+    tier = TierSpec(name="b", request=request, mount="/s/$SLURM_JOB_ID") if request else None
+    s = WrapSettings(hints={"romio_cb_write": "enable"}, tier=tier)
+    once = wrap(script, s)
+    assert wrap(once, s) == once
+    assert strip_wrap(once) == script or strip_wrap(once) == script + "\n"
