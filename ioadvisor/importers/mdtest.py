@@ -1,0 +1,159 @@
+"""mdtest outputs: one Run per line of the "SUMMARY rate" table whose mean rate is not zero.
+
+The value is the Mean rate in ops/s with mdtest's Max, Min and Std Dev. mdtest's Std Dev is the sample
+deviation (divided by N-1), so the 95% confidence interval (computed here, Student t on N-1 degrees of
+freedom, for N > 1 iterations) uses it directly.
+
+Layout, for metadata runs, describes the directories: `fpp` when each task works in its own directory
+(`-u`), `shared` when all tasks create their items in the same directories. The notes say which.
+`items_per_rank` is the number of files/directories each task handles (from mdtest's
+"N tasks, M files" line), `files_per_dir` the items in one directory where the command line tells it
+(`-I`, or `-n` in a flat tree), and `file_size` the bytes written per file (`-w`).
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from datetime import datetime
+
+from ..errors import ImportFormatError, IOAdvisorError
+from ..model.run import Provenance, Run, make_run
+from . import ImportContext, decode, register
+from .ior import ci95
+
+OPS = {
+    "file creation": "file_create", "file stat": "file_stat", "file read": "file_read",
+    "file removal": "file_remove", "directory creation": "dir_create", "directory stat": "dir_stat",
+    "directory rename": "dir_rename", "directory removal": "dir_remove", "tree creation": "tree_create",
+    "tree removal": "tree_remove",
+}
+
+_LAUNCH = re.compile(r"^(mdtest-\S+) was launched with (\d+) total task\(s\) on (\d+) node\(s\)", re.M)
+_NUM = r"(-?[0-9.]+(?:[eE][+-]?\d+)?|nan|-nan|inf)"
+_ROW = re.compile(rf"^\s*([A-Za-z][A-Za-z ]*?)\s+{_NUM}\s+{_NUM}\s+{_NUM}\s+{_NUM}\s*$")
+
+
+def sniff(head: bytes) -> bool:
+    return bool(re.search(rb"^mdtest-\S+ was launched with \d+ total task", head[:8192], re.M))
+
+
+def _args(command: str) -> dict[str, str | bool]:
+    """mdtest options from `Command line used:` (mdtest quotes each argument)."""
+    try:
+        args = shlex.split(command)
+    except ValueError:
+        args = command.replace("'", " ").split()
+    out: dict[str, str | bool] = {}
+    with_value = set("abBdefGiIlnNpsvwWxzO") - {"B", "v"}
+    i = 1
+    while i < len(args):
+        a = args[i]
+        if a.startswith("-") and len(a) == 2:
+            if a[1] in with_value and i + 1 < len(args):
+                out[a[1]] = args[i + 1]
+                i += 2
+                continue
+            out[a[1]] = True
+        i += 1
+    return out
+
+
+def _date(text: str) -> str | None:
+    m = re.search(r"-- started at (\d\d)/(\d\d)/(\d{4})", text)
+    if not m:
+        return None
+    try:
+        return datetime(int(m.group(3)), int(m.group(1)), int(m.group(2))).date().isoformat()
+    except ValueError:
+        return None
+
+
+def _int_opt(opts: dict, key: str) -> int | None:
+    v = opts.get(key)
+    if not isinstance(v, str):
+        return None
+    try:
+        return int(float(v))
+    except ValueError:
+        return None
+
+
+def parse(data: bytes, ctx: ImportContext) -> list[Run]:
+    text = decode(data, ctx.source)
+    lines = text.splitlines()
+    launch = _LAUNCH.search(text)
+    if not launch:
+        raise ImportFormatError("not an mdtest output (no 'mdtest-... was launched with' line)", ctx.source, 1)
+    version = launch.group(1).split("-", 1)[1]
+    ranks, nodes = int(launch.group(2)), int(launch.group(3))
+    cmd_m = re.search(r"^Command line used: (.*)$", text, re.M)
+    command = cmd_m.group(1).strip() if cmd_m else None
+    opts = _args(command) if command else {}
+    items_m = re.search(r"^\s*(\d+) tasks, (\d+) (files/directories|files|directories)\s*$", text, re.M)
+    items_per_rank = (int(items_m.group(2)) // max(1, int(items_m.group(1)))) if items_m else _int_opt(opts, "n")
+    unique = bool(opts.get("u"))
+    depth = _int_opt(opts, "z") or 0
+    per_dir = _int_opt(opts, "I")
+    if per_dir is None and depth == 0 and items_per_rank is not None:
+        per_dir = items_per_rank if unique else items_per_rank * ranks
+    file_size = _int_opt(opts, "w")
+    api = opts.get("a") if isinstance(opts.get("a"), str) else "POSIX"
+
+    start = next((i for i, l in enumerate(lines) if l.strip().startswith("SUMMARY rate")), None)
+    if start is None:
+        raise ImportFormatError("truncated mdtest output: no 'SUMMARY rate' table (did mdtest stop early?)",
+                                ctx.source, len(lines))
+    it_m = re.search(r"\(of (\d+) iterations?\)", lines[start])
+    reps = int(it_m.group(1)) if it_m else _int_opt(opts, "i")
+    notes_base = [("unique directory per task (-u)" if unique else "all tasks in shared directories")]
+    if depth:
+        notes_base.append(f"tree depth {depth}, branching {_int_opt(opts, 'b') or 1}")
+    if reps and reps > 1:
+        notes_base.append(f"mean of {reps} iterations; 95% CI computed (Student t) from mdtest's Std Dev")
+    date = _date(text)
+    runs: list[Run] = []
+    seen_rows = 0
+    for j in range(start + 1, len(lines)):
+        s = lines[j].strip()
+        if not s or set(s) <= set("- ") or s.startswith("Operation"):
+            if seen_rows and not s:
+                break
+            continue
+        if s.startswith("--") or s.startswith("SUMMARY"):
+            break
+        m = _ROW.match(lines[j])
+        if not m:
+            raise ImportFormatError(f"unreadable mdtest summary line: {s!r} (truncated?)", ctx.source, j + 1)
+        seen_rows += 1
+        name = " ".join(m.group(1).split()).lower()
+        op = OPS.get(name)
+        if op is None:
+            continue
+        try:
+            vmax, vmin, mean, sd = (float(m.group(k)) for k in (2, 3, 4, 5))
+            if any(v != v or v < 0 for v in (vmax, vmin, mean, sd)):
+                raise ValueError(f"{m.group(1).strip()}: negative or undefined rate")
+            if mean == 0:
+                continue
+            low, high = ci95(mean, sd, reps)
+            prov = Provenance(source=ctx.source, command=command, tool="mdtest", tool_version=version,
+                              importer="mdtest/1", date=date, kind=ctx.kind)
+            runs.append(make_run(
+                system=ctx.system or "local", filesystem=ctx.filesystem, op=op, api=api,
+                layout="fpp" if unique else "shared", nodes=nodes, ranks=ranks,
+                ranks_per_node=ranks // nodes if nodes and ranks % nodes == 0 else None,
+                items_per_rank=items_per_rank, files_per_dir=per_dir if op.startswith(("file", "dir")) else None,
+                file_size=file_size if op.startswith("file") else None, reps=reps, value=mean, unit="ops/s",
+                spread={"value_min": vmin, "value_max": vmax, "value_sd": sd, "ci95_low": low, "ci95_high": high},
+                notes="; ".join(notes_base), provenance=prov))
+        except (ValueError, IOAdvisorError) as e:
+            raise ImportFormatError(str(e), ctx.source, j + 1) from None
+    if not seen_rows:
+        raise ImportFormatError("mdtest 'SUMMARY rate' table has no lines (truncated?)", ctx.source, start + 1)
+    if not any(l.startswith("-- finished at") for l in lines[start:]):
+        raise ImportFormatError("truncated mdtest output: no '-- finished at' line after the summary",
+                                ctx.source, len(lines))
+    return runs
+
+
+register("mdtest", sniff, parse)
