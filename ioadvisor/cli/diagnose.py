@@ -1,0 +1,101 @@
+"""`ioadvise diagnose LOG`: what a job's Darshan log says about its I/O, and what to change."""
+from __future__ import annotations
+
+import datetime as _dt
+import io
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from ..model.units import format_size
+from . import app
+from .common import JsonOption, KBOption, cli_errors, console, print_json
+
+_STYLE = {"high": "bold red", "warn": "yellow", "info": "cyan"}
+
+
+def diagnose_report(log: Path, *, kb: Path | None, center: str | None, thresholds: Path | None,
+                    ranks_per_node: int | None) -> dict[str, Any]:
+    """Run the whole diagnosis and return the JSON document (see docs/diagnose.md)."""
+    from ..diagnose import diagnose
+    return diagnose(log, kb=kb, center=center, thresholds=thresholds, ranks_per_node=ranks_per_node)
+
+
+def _render(doc: dict[str, Any], con: Console) -> None:
+    job = doc["job"]
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    start = _dt.datetime.fromtimestamp(job["start_time"], _dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") \
+        if job.get("start_time") else "-"
+    rows = [("Log", doc["log"]), ("Executable", job["exe"]), ("Job id", str(job["jobid"])),
+            ("Processes", str(job["nprocs"])), ("Run time", f"{job['run_time']:.0f} s (started {start})"),
+            ("Darshan", f"{job['darshan_version']} (log format {job['log_version']})"),
+            ("Modules", ", ".join(job["modules"])),
+            ("Layout", f"{job['layout']}: {job['shared_files']} shared, {job['fpp_files']} per-process files")]
+    for api, t in doc["apis"].items():
+        rows.append((api, f"read {format_size(t['bytes_read'])} in {t['reads']} ops, "
+                          f"written {format_size(t['bytes_written'])} in {t['writes']} ops, {t['files']} files"))
+    if doc["lustre"]["osts_used"]:
+        rows.append(("Lustre", f"{doc['lustre']['osts_used']} OSTs used; file system OSTs: "
+                               f"{doc['lustre']['fs_ost_count'] or '?'}"))
+    for note in job["notes"]:
+        rows.append(("Note", note))
+    for k, v in rows:
+        grid.add_row(k, v)
+    n = {s: sum(1 for f in doc["findings"] if f["severity"] == s) for s in ("high", "warn", "info")}
+    con.print(Panel(grid, title="[bold]Darshan diagnosis", subtitle=f"{n['high']} high, {n['warn']} warnings, "
+                                                                   f"{n['info']} notes", expand=False))
+    if not doc["findings"]:
+        con.print("[green]No rule fired: nothing in this log calls for a change.[/]")
+        return
+    table = Table(show_lines=True, expand=True)
+    table.add_column("ID", no_wrap=True)
+    table.add_column("Severity", no_wrap=True)
+    table.add_column("Finding", ratio=1)
+    for f in doc["findings"]:
+        table.add_row(f["id"], f"[{_STYLE.get(f['severity'], '')}]{f['severity']}[/]",
+                      f"[bold]{f['title']}[/]\n{f['message']}", )
+    con.print(table)
+
+
+@app.command("diagnose")
+def diagnose_cmd(
+    log: Annotated[Path, typer.Argument(help="Darshan log (.darshan) of the job.", show_default=False)],
+    center: Annotated[Optional[str], typer.Option(
+        "--center", help="Center config (TOML file or name in data/centers/): gives the OST count.")] = None,
+    kb: KBOption = None,
+    json_out: JsonOption = False,
+    html: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained HTML report here.",
+                                                 show_default=False)] = None,
+    thresholds: Annotated[Optional[Path], typer.Option(
+        "--thresholds", help="TOML file overriding rule thresholds ([RULE_ID] tables).", show_default=False)] = None,
+    ranks_per_node: Annotated[Optional[int], typer.Option(
+        "--ranks-per-node", min=1, help="Ranks per node (Darshan records no node count; default 1).")] = None,
+    record: Annotated[bool, typer.Option(
+        "--record", help="Add the job to the KB as a production observation.")] = False,
+) -> None:
+    """Diagnose a job from its Darshan log: job summary, findings with stable IDs, and what to change."""
+    with cli_errors():
+        doc = diagnose_report(log, kb=kb, center=center, thresholds=thresholds, ranks_per_node=ranks_per_node)
+        if record:
+            from ..kb.store import KB
+            with KB.open(kb, create=True) as store:
+                res = store.import_file(log, "darshan", kind="production")
+            doc["recorded"] = {"kb": str(store.path) if hasattr(store, "path") else str(kb or ""),
+                               "added": getattr(res, "added", None)}
+        if html is not None:
+            from ..util import atomic_write
+            rec = Console(record=True, width=120, file=io.StringIO(), color_system="truecolor")
+            _render(doc, rec)
+            atomic_write(html, rec.export_html(inline_styles=True))
+        if json_out:
+            print_json(doc)
+        else:
+            _render(doc, console)
+            if html is not None:
+                console.print(f"HTML report written to {html}")

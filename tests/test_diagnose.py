@@ -1,0 +1,197 @@
+"""`ioadvise diagnose`: derived values checked against independent reads of the real logs, rules, CLI, bad input."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+darshan = pytest.importorskip("darshan")
+from darshan.backend import cffi_backend as raw  # noqa: E402
+
+from ioadvisor.cli import app  # noqa: E402
+from ioadvisor.diagnose.derive import LogSummary, summarize, to_workload  # noqa: E402
+from ioadvisor.diagnose.rules import load_thresholds, run_rules  # noqa: E402
+from ioadvisor.errors import ConfigError, ImportFormatError  # noqa: E402
+
+LOGDIR = Path(darshan.__file__).parent / "examples" / "example_logs"
+LOGS = sorted(LOGDIR.glob("*.darshan"))
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def summaries() -> dict[str, LogSummary]:
+    return {p.name: summarize(p) for p in LOGS}
+
+
+def _independent(path: Path) -> dict:
+    """nprocs and POSIX/STDIO byte totals read straight from the C backend (no ioadvisor code)."""
+    log = raw.log_open(str(path))
+    try:
+        job = raw.log_get_job(log)
+        mods = raw.log_get_modules(log)
+        out = {"nprocs": job["nprocs"], "posix_w": 0, "posix_r": 0, "stdio_w": 0, "mpiio": "MPI-IO" in mods}
+        for mod, wkey, rkey, prefix in (("POSIX", "POSIX_BYTES_WRITTEN", "POSIX_BYTES_READ", "posix"),
+                                        ("STDIO", "STDIO_BYTES_WRITTEN", "STDIO_BYTES_READ", "stdio")):
+            if mod not in mods:
+                continue
+            while (rec := raw.log_get_record(log, mod, dtype="numpy")) is not None:
+                names = raw.counter_names(mod)
+                out[f"{prefix}_w"] += int(rec["counters"][names.index(wkey)])
+                if prefix == "posix":
+                    out["posix_r"] += int(rec["counters"][names.index(rkey)])
+        return out
+    finally:
+        raw.log_close(log)
+
+
+def test_wheel_has_logs():
+    assert len(LOGS) >= 5
+
+
+@pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name[:24])
+def test_derived_matches_independent_read(log, summaries):
+    s = summaries[log.name]
+    ind = _independent(log)
+    assert s.nprocs == ind["nprocs"]
+    assert s.apis.get("POSIX", dataclasses.make_dataclass("Z", [("bytes_written", int, 0), ("bytes_read", int, 0)])()
+                      ).bytes_written == ind["posix_w"]
+    if "POSIX" in s.apis:
+        assert s.apis["POSIX"].bytes_read == ind["posix_r"]
+    if "STDIO" in s.apis:
+        assert s.apis["STDIO"].bytes_written == ind["stdio_w"]
+    assert s.has_mpiio == ind["mpiio"]
+    run_rules(s)   # every log diagnoses without error
+
+
+def test_example_log_is_one_shared_file_striped_over_24(summaries):
+    s = summaries["example.darshan"]
+    (f,) = s.shared_files
+    assert f.lustre is not None and f.lustre.stripe_count == 24 and len(f.lustre.osts) == 24
+    assert s.mpiio_coll_writes > s.mpiio_indep_writes
+    assert not any(x.id == "MPI001" for x in run_rules(s))   # most ops are already collective
+
+
+def test_badost_names_ost_14_from_the_data(summaries):
+    s = summaries["sample-badost.darshan"]
+    findings = {f.id: f for f in run_rules(s)}
+    lus2 = findings["LUS002"]
+    assert lus2.evidence["ost"] == 14 and "OST 14" in lus2.message
+    # recompute the per-OST figures independently: files with one stripe each, write time per OST
+    per_ost: dict[int, list[float]] = {}
+    log = raw.log_open(str(LOGDIR / "sample-badost.darshan"))
+    try:
+        ost_of = {}
+        while (rec := raw.log_get_record(log, "LUSTRE", dtype="dict")) is not None:
+            ost_of[rec["id"]] = list(rec["components"][0]["ost_ids"])
+        while (rec := raw.log_get_record(log, "POSIX", dtype="dict")) is not None:
+            for o in ost_of.get(rec["id"], []):
+                per_ost.setdefault(int(o), []).append(rec["fcounters"]["POSIX_F_WRITE_TIME"])
+    finally:
+        raw.log_close(log)
+    means = {o: sum(v) / len(v) for o, v in per_ost.items()}
+    assert max(means, key=means.get) == 14
+    assert len(per_ost[14]) == lus2.evidence["files_on_ost"]
+    assert abs(means[14] - lus2.evidence["mean_write_time_s"]) < 0.01
+
+
+def test_exactly_1mib_requests_are_not_small(summaries):
+    s = summaries["sample-badost.darshan"]     # IOR with 1 MiB transfers
+    assert s.write_sizes["1M_4M"] > 0 and s.small_writes == 0
+    for name, s in summaries.items():
+        for f in run_rules(s):
+            if f.id == "SIZE001":
+                assert all(b in ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")
+                           for k, bins in f.evidence.items() if k.endswith("_size_bins") for b in bins)
+    assert not any(f.id == "SIZE001" for f in run_rules(summaries["sample-badost.darshan"]))
+
+
+def test_no_mpiio_findings_without_mpiio(summaries):
+    for name, s in summaries.items():
+        if s.has_mpiio:
+            continue
+        for f in run_rules(s):
+            assert not f.id.startswith("MPI"), name
+            assert "MPI-IO" not in f.message or f.id == "STDIO001", (name, f.id)
+
+
+def test_small_independent_mpiio_on_shared_file_suggests_collective(summaries):
+    s = summaries[next(n for n in summaries if n.startswith("shane_macsio"))]
+    ids = {f.id: f for f in run_rules(s)}
+    assert "MPI001" in ids and ids["MPI001"].evidence["independent_ops"] > ids["MPI001"].evidence["collective_ops"]
+
+
+def test_dxt_log_without_executable_name(summaries):
+    s = summaries["dxt.darshan"]
+    assert s.exe == "(not recorded)" and s.notes
+
+
+def test_lus001_single_stripe_large_shared_file(summaries):
+    base = summaries["ior_hdf5_example.darshan"]     # one shared file on a single OST, but only 4 MB
+    assert not any(f.id == "LUS001" for f in run_rules(base))
+    f = base.shared_files[0]
+    assert f.lustre.stripe_count == 1
+    big = dataclasses.replace(f, bytes_written=200 << 30, ranks=64)
+    s = dataclasses.replace(base, files=(big,), nprocs=64)
+    (lus,) = [x for x in run_rules(s) if x.id == "LUS001"]
+    # 200 GiB -> 72 by the size table, capped by the OSTs the log proves to exist (>= 107) and 64 ranks
+    assert lus.evidence["recommended_stripe_count"] == 64
+    assert "64 ranks" in lus.evidence["stripe_count_reasoning"]
+    assert lus.evidence["expected_gain"] is None or lus.evidence["expected_gain"] > 1
+
+
+def test_user_thresholds_override_and_validate(tmp_path, summaries):
+    p = tmp_path / "t.toml"
+    p.write_text("[LUS002]\nfactor = 100.0\n")
+    t = load_thresholds(p)
+    assert t["LUS002"]["factor"] == 100.0
+    assert not any(f.id == "LUS002" for f in run_rules(summaries["sample-badost.darshan"], t))
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[LUS999]\nx = 1\n")
+    with pytest.raises(ConfigError, match="LUS999"):
+        load_thresholds(bad)
+
+
+def test_workload_from_log(summaries):
+    w = to_workload(summaries["example.darshan"], ranks_per_node=24)
+    assert w.layout == "shared" and w.op == "write" and w.api == "MPIIO"
+    ind = _independent(LOGDIR / "example.darshan")
+    assert w.nodes == 86 and w.bytes_per_rank == (ind["posix_w"] + ind["stdio_w"]) // 2048
+
+
+def test_truncated_real_log_is_a_clear_error(tmp_path):
+    data = (LOGDIR / "example.darshan").read_bytes()
+    for n in (64, 2000, len(data) - 500):
+        p = tmp_path / f"cut{n}.darshan"
+        p.write_bytes(data[:n])
+        with pytest.raises(ImportFormatError, match="truncated"):
+            summarize(p)
+        r = runner.invoke(app, ["diagnose", str(p)])
+        assert r.exit_code == 2 and p.name in r.output and "Traceback" not in r.output
+
+
+def test_text_file_exit_2(tmp_path):
+    p = tmp_path / "notes.txt"
+    p.write_text("hello\n" * 20)
+    r = runner.invoke(app, ["diagnose", str(p)])
+    assert r.exit_code == 2 and "not a Darshan log" in r.output
+
+
+def test_cli_json_and_html(tmp_path):
+    out = tmp_path / "r.html"
+    r = runner.invoke(app, ["diagnose", str(LOGDIR / "sample-badost.darshan"), "--json", "--html", str(out)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == "ioadvisor.diagnose/1" and doc["job"]["nprocs"] == 2048
+    assert [f["id"] for f in doc["findings"]][0] == "LUS002"
+    html = out.read_text()
+    assert html.startswith("<!DOCTYPE html>") and "OST 14" in html
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".tmp")]
+
+
+def test_cli_terminal_report():
+    r = runner.invoke(app, ["diagnose", str(LOGDIR / "example.darshan")])
+    assert r.exit_code == 0 and "IMB001" in r.output and "2048" in r.output
