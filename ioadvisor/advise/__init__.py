@@ -1,0 +1,454 @@
+"""The advice engine: candidate settings for a workload, predicted, ranked, explained, with commands.
+
+`advise(workload, kb, center)` returns an `Advice`. Candidates that the measured runs can predict are ranked
+by predicted value; among those within `TOLERANCE` of the best the cheapest wins (fewest OSTs, no staging,
+fewest changes), with published comparisons breaking ties. Where a system has no measured numbers the ranking
+rests on its published comparisons and on the center configuration alone, and the prediction is left empty.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from ..errors import UsageError
+from ..model.run import norm_api, norm_layout
+from ..model.types import Advice, Center, Config, Evidence, FileSystem, Option, Prediction, Tier, Workload
+from ..model.units import format_size
+from ..predict import INF, Fit, Point
+
+TOLERANCE = 0.05           # candidates within 5% of the best are treated as equally fast
+METADATA_OPS = ("file_create", "open_create")
+STRIPE_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 256, 512, 1024, 2000)
+PIN_KEYS = ("tier", "filesystem", "layout", "collective", "stripe_count", "stripe_size", "hints")
+
+
+@dataclass
+class _Cand:
+    config: Config
+    place: FileSystem
+    tier: Tier | None
+    value: float | None = None
+    low: float | None = None
+    high: float | None = None
+    fit: Fit | None = None
+    score: int = 0
+    cost: float = 0.0
+    applied: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def check_workload(w: Workload) -> None:
+    """Raise UsageError for an impossible workload."""
+    if w.nodes < 1:
+        raise UsageError(f"nodes must be at least 1, got {w.nodes}")
+    if w.ranks_per_node < 1:
+        raise UsageError(f"ranks per node must be at least 1, got {w.ranks_per_node}")
+    if w.bytes_per_rank < 0:
+        raise UsageError("bytes per rank must not be negative")
+    if norm_api(w.api) not in ("POSIX", "MPIIO", "HDF5"):
+        raise UsageError(f"unknown API {w.api!r} (use posix, mpiio or hdf5)")
+    if w.layout not in ("shared", "fpp", "any"):
+        raise UsageError(f"unknown layout {w.layout!r} (use shared, fpp or any)")
+    if w.op not in ("write", "read"):
+        raise UsageError(f"unknown op {w.op!r} (use write or read)")
+    if w.lifetime not in ("job", "after-job"):
+        raise UsageError(f"unknown lifetime {w.lifetime!r} (use job or after-job)")
+    if w.access_size is not None and w.access_size <= 0:
+        raise UsageError("access size must be positive")
+
+
+def default_filesystem(center: Center) -> FileSystem:
+    """The file system a job uses unless told otherwise: the first persistent parallel one."""
+    for kinds in (("lustre", "gpfs", "beegfs"), None):
+        for fs in center.filesystems:
+            if fs.persistent and (kinds is None or fs.type in kinds) and not any(t.filesystem == fs.name for t in center.tiers):
+                return fs
+    if center.filesystems:
+        return center.filesystems[0]
+    raise UsageError(f"center {center.name!r} describes no file system")
+
+
+def _stripable(fs: FileSystem) -> bool:
+    return fs.type == "lustre" and fs.striping == "user"
+
+
+def _default_stripes(fs: FileSystem) -> int | None:
+    if not _stripable(fs):
+        return None
+    return fs.default_stripe_count if fs.default_stripe_count not in (None, 0) else 1
+
+
+def _stripe_counts(fs: FileSystem, layout: str) -> list[int]:
+    osts = fs.ost_count or 1
+    if layout == "fpp":
+        steps = [s for s in (1, 2, 4) if s <= osts]
+    else:
+        steps = [s for s in STRIPE_STEPS if s <= osts] + [osts]
+    return sorted(set(steps))
+
+
+def _places(center: Center, w: Workload, default_fs: FileSystem) -> list[tuple[FileSystem, Tier | None]]:
+    out: list[tuple[FileSystem, Tier | None]] = []
+    tier_fs = {t.filesystem for t in center.tiers}
+    for fs in center.filesystems:
+        if fs.name in tier_fs or not fs.persistent:
+            continue
+        out.append((fs, None))
+    for t in center.tiers:
+        fs = center.filesystem(t.filesystem)
+        if fs is None:
+            continue
+        if w.lifetime == "after-job" and not t.stage:
+            continue
+        out.append((fs, t))
+    if not any(f.name == default_fs.name and t is None for f, t in out):
+        out.insert(0, (default_fs, None))
+    return out
+
+
+def _candidates(w: Workload, center: Center, pins: Mapping[str, Any]) -> list[_Cand]:
+    api = norm_api(w.api) or "POSIX"
+    default_fs = default_filesystem(center)
+    layouts = ["shared", "fpp"] if w.layout == "any" else [w.layout]
+    collective_opts: list[bool | None] = [True, False] if api in ("MPIIO", "HDF5") else [None]
+    meta = w.metadata_heavy
+    out: list[_Cand] = []
+    for fs, tier in _places(center, w, default_fs):
+        for layout in layouts:
+            if tier is not None and tier.kind == "node-local" and layout == "shared" and w.nodes > 1:
+                continue           # a node-local disk cannot hold one file for several nodes
+            counts: list[int | None] = [None]
+            sizes: list[int | None] = [None]
+            if _stripable(fs):
+                counts = [1] if meta else _stripe_counts(fs, layout)
+                base = fs.default_stripe_size or (1 << 20)
+                sizes = [base]
+                if not meta and w.access_size and w.access_size > base and w.access_size <= (64 << 20) \
+                        and w.access_size % (64 << 10) == 0:
+                    sizes.append(w.access_size)
+            for coll in collective_opts:
+                cb_opts: list[str | None] = [None]
+                if coll and layout == "shared":
+                    cb_opts = [None, "enable", "disable"]
+                for sc in counts:
+                    for ss in sizes:
+                        for cb in cb_opts:
+                            hints: dict[str, str] = {}
+                            if cb:
+                                hints[f"romio_cb_{w.op}"] = cb
+                            if api in ("MPIIO", "HDF5") and sc is not None and layout == "shared":
+                                hints["striping_factor"] = str(sc)
+                                hints["striping_unit"] = str(ss)
+                                if coll and cb != "disable" and sc > 1:
+                                    hints["cb_nodes"] = str(min(sc, w.nodes * w.ranks_per_node))
+                                    hints["cb_buffer_size"] = str(ss)
+                            cfg = Config(tier=tier.name if tier else None, filesystem=fs.name, layout=layout,
+                                         api=api, collective=coll, stripe_count=sc, stripe_size=ss, hints=hints,
+                                         hdf5_alignment=ss if api == "HDF5" and ss else None)
+                            out.append(_Cand(cfg, fs, tier))
+    return [c for c in out if _matches_pins(c.config, pins)]
+
+
+def _matches_pins(cfg: Config, pins: Mapping[str, Any]) -> bool:
+    for k, v in pins.items():
+        if v is None:
+            continue
+        if k == "hints":
+            if any(cfg.hints.get(hk) != str(hv) for hk, hv in v.items() if hk.startswith("romio_cb_")):
+                return False
+        elif k == "tier":
+            want = str(v).lower()
+            if want in ("none", "global", "") and cfg.tier is None:
+                continue
+            if (cfg.tier or "").lower() != want and not (cfg.tier is None and cfg.filesystem.lower() == want):
+                return False
+        elif k == "filesystem":
+            if cfg.filesystem.lower() != str(v).lower():
+                return False
+        elif getattr(cfg, k) != v:
+            return False
+    return True
+
+
+def _apply_pins(cands: list[_Cand], pins: Mapping[str, Any], w: Workload, center: Center) -> list[_Cand]:
+    """Pinned values the candidate grid does not contain (an unusual stripe count, extra hints) are applied."""
+    out = []
+    for c in cands:
+        cfg = c.config
+        hints = dict(cfg.hints)
+        for hk, hv in (pins.get("hints") or {}).items():
+            hints[hk] = str(hv)
+        out.append(replace(c, config=replace(cfg, hints=hints)))
+    return out
+
+
+def _pinned_candidates(w: Workload, center: Center, pins: Mapping[str, Any]) -> list[_Cand]:
+    """Candidates honouring pinned stripe settings outside the usual grid (validated against the center)."""
+    loose = {k: v for k, v in pins.items() if k not in ("stripe_count", "stripe_size")}
+    base = _candidates(w, center, loose)
+    out = []
+    for c in base:
+        cfg = c.config
+        sc, ss = pins.get("stripe_count"), pins.get("stripe_size")
+        if (sc is not None or ss is not None) and not _stripable(c.place):
+            continue
+        if sc is not None:
+            if sc == -1:
+                sc = c.place.ost_count or sc
+            if c.place.ost_count and sc > c.place.ost_count:
+                raise UsageError(f"stripe count {sc} exceeds the {c.place.ost_count} OSTs of {c.place.name}")
+            cfg = replace(cfg, stripe_count=sc)
+        if ss is not None:
+            if ss < (64 << 10) or ss % (64 << 10):
+                raise UsageError(f"stripe size {format_size(ss)} must be a multiple of 64KiB")
+            cfg = replace(cfg, stripe_size=ss, hdf5_alignment=ss if cfg.api == "HDF5" else None)
+        hints = dict(cfg.hints)
+        if "striping_factor" in hints:
+            hints["striping_factor"] = str(cfg.stripe_count)
+            hints["striping_unit"] = str(cfg.stripe_size)
+            if "cb_buffer_size" in hints:
+                hints["cb_buffer_size"] = str(cfg.stripe_size)
+                hints["cb_nodes"] = str(min(cfg.stripe_count or 1, w.ranks))
+        out.append(replace(c, config=replace(cfg, hints=hints)))
+    uniq: dict[str, _Cand] = {}
+    for c in out:
+        uniq.setdefault(repr(c.config), c)
+    return list(uniq.values())
+
+
+# ---- prediction -------------------------------------------------------------------------------------------------
+
+def _metadata_op(fits: Mapping, system: str, fsname: str) -> str | None:
+    for op in METADATA_OPS:
+        if (system, fsname, op) in fits:
+            return op
+    return None
+
+
+def _predict(c: _Cand, w: Workload, fits: Mapping, system: str) -> None:
+    cfg = c.config
+    meta = w.metadata_heavy
+    op = _metadata_op(fits, system, cfg.filesystem) if meta else w.op
+    fit = fits.get((system, cfg.filesystem, op)) if op else None
+    if fit is None:
+        return
+    ranks = w.ranks
+    if cfg.stripe_count is not None:
+        stripes = cfg.stripe_count
+    else:
+        stripes = 1
+    if cfg.layout == "shared" or ranks == 1:
+        targets = float(stripes)
+    else:
+        targets = float(ranks * stripes)
+    if c.place.ost_count:
+        targets = min(targets, float(c.place.ost_count))
+    if not _stripable(c.place) and c.place.type != "beegfs":
+        targets = INF
+    p = Point(clients=float(w.nodes), ranks=float(ranks), targets=targets, shared=cfg.layout == "shared",
+              transfer=float(w.access_size) if w.access_size else None)
+    v = fit.predict(p)
+    c.value = v
+    c.low, c.high = fit.interval(v)
+    c.fit = fit
+
+
+# ---- comparisons ------------------------------------------------------------------------------------------------
+
+def _cmp_applies(cmp: Mapping[str, Any], w: Workload, c: _Cand) -> int:
+    """+1 if the candidate has the better setting of a published comparison, -1 the worse, 0 otherwise."""
+    op = cmp.get("op")
+    meta = w.metadata_heavy
+    if meta:
+        if op not in ("metadata", "file_create", "open_create"):
+            return 0
+    elif op != w.op:
+        return 0
+    fsname = cmp.get("filesystem")
+    cfg = c.config
+    factor, better, worse = cmp.get("factor"), str(cmp.get("better")), str(cmp.get("worse"))
+    if factor == "tier":
+        names = {cfg.filesystem.lower(), (cfg.tier or "").lower(), c.place.type}
+        return 1 if better.lower() in names else -1 if worse.lower() in names else 0
+    if fsname and fsname.lower() != cfg.filesystem.lower():
+        return 0
+    if factor == "layout":
+        return 1 if cfg.layout == better else -1 if cfg.layout == worse else 0
+    if factor == "api":
+        if cfg.api != norm_api(better) and cfg.api != norm_api(worse):
+            return 0
+        if cfg.api == norm_api(better) and cfg.api == "MPIIO" and cfg.collective and "romio_cb_" + w.op not in cfg.hints:
+            return 0   # the comparison is about independent MPI-IO
+        return 1 if cfg.api == norm_api(better) else -1
+    if factor in ("cb_write", "cb_read"):
+        if factor != f"cb_{w.op}" or not cfg.collective:
+            return 0
+        v = cfg.hints.get(f"romio_{factor}")
+        return 1 if v == better else -1 if v == worse or (v is None and worse == "enable") else 0
+    if factor == "stripe_count" and cfg.stripe_count is not None:
+        b, wv = int(better), int(worse)
+        sc = cfg.stripe_count
+        if sc == wv:
+            return -1
+        if (b > wv and sc >= b) or (b < wv and sc <= b) or sc == b:
+            return 1
+        return 0
+    if factor == "stripe_size" and cfg.stripe_size is not None:
+        return 1 if cfg.stripe_size == int(better) else -1 if cfg.stripe_size == int(worse) else 0
+    return 0
+
+
+def _cost(c: _Cand, w: Workload, base: Config) -> float:
+    """How much a configuration asks of the user and the shared system; lower is cheaper."""
+    cfg = c.config
+    cost = 0.0
+    if cfg.stripe_count:
+        cost += 0.02 * cfg.stripe_count        # OSTs taken from everyone else, more lock traffic
+    if cfg.stripe_size and base.stripe_size and cfg.stripe_size != base.stripe_size:
+        cost += 0.05
+    if c.tier is not None:
+        cost += 0.5 + (1.0 if w.lifetime == "after-job" else 0.0)   # request the tier; stage data out
+    if cfg.filesystem != base.filesystem:
+        cost += 0.3
+    if cfg.collective != base.collective:
+        cost += 1.0                           # a code change
+    if cfg.layout != base.layout:
+        cost += 0.2 if w.layout == "any" else 5.0
+    cost += 0.05 * sum(1 for k in cfg.hints if k.startswith("romio_cb_"))
+    return cost
+
+
+# ---- the engine -------------------------------------------------------------------------------------------------
+
+def baseline_config(w: Workload, center: Center) -> Config:
+    """What the job gets without advice: the default file system and striping, the workload's own layout/API."""
+    fs = default_filesystem(center)
+    api = norm_api(w.api) or "POSIX"
+    layout = w.layout if w.layout != "any" else ("shared" if api in ("MPIIO", "HDF5") else "fpp")
+    sc = _default_stripes(fs)
+    ss = (fs.default_stripe_size or (1 << 20)) if sc is not None else None
+    return Config(tier=None, filesystem=fs.name, layout=layout, api=api,
+                  collective=True if api in ("MPIIO", "HDF5") else None, stripe_count=sc, stripe_size=ss)
+
+
+def _no_numbers_stripes(w: Workload, fs: FileSystem, layout: str) -> int:
+    """Stripe count rule used when no measured run can rank the choices: one stripe per writing node for a shared
+    file (capped at the OST count); file per process keeps one stripe per file."""
+    if layout != "shared" or w.metadata_heavy:
+        return 1
+    return max(1, min(fs.ost_count or 1, w.nodes))
+
+
+def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: Mapping[str, Any] | None = None,
+           system: str | None = None) -> Advice:
+    """Recommend a configuration for `workload` on `center` (or a center derived from `system`'s runs)."""
+    from ..center import resolve_center
+    from .fits import system_fits
+    check_workload(workload)
+    w = replace(workload, api=norm_api(workload.api) or "POSIX")
+    if center is None:
+        center = resolve_center(system, None, kb)
+    system = center.name
+    pins = {k: v for k, v in (pins or {}).items() if v is not None}
+    if pins.get("layout"):
+        pins["layout"] = norm_layout(pins["layout"])
+        if w.layout != "any" and pins["layout"] != w.layout:
+            raise UsageError(f"layout {pins['layout']} contradicts the workload's layout {w.layout}")
+    for name in ("tier",):
+        if pins.get(name):
+            want = str(pins[name]).lower()
+            if not any(want in (t.name.lower(),) for t in center.tiers) and \
+                    not any(want == f.name.lower() for f in center.filesystems) and want not in ("none", "global"):
+                known = ", ".join([t.name for t in center.tiers] + [f.name for f in center.filesystems])
+                raise UsageError(f"{center.name} has no tier or file system {pins[name]!r} (known: {known})")
+    fits = system_fits(kb, system, center)
+    comparisons = kb.comparisons(system)
+    base_cfg = baseline_config(w, center)
+    if pins.get("stripe_count") is not None or pins.get("stripe_size") is not None:
+        cands = _pinned_candidates(w, center, pins)
+    else:
+        cands = _candidates(w, center, pins)
+    cands = _apply_pins(cands, pins, w, center)
+    if not cands:
+        raise UsageError("no configuration satisfies the pinned settings on " + center.name)
+    for c in cands:
+        _predict(c, w, fits, system)
+        for cmp in comparisons:
+            s = _cmp_applies(cmp, w, c)
+            if s:
+                c.score += s
+                c.applied.append({**cmp, "_sign": s})
+        c.cost = _cost(c, w, base_cfg)
+    predicted = [c for c in cands if c.value is not None]
+    if predicted:
+        best = max(c.value for c in predicted)
+        near = [c for c in predicted if c.value >= best * (1 - TOLERANCE)]
+        ranked = sorted(near, key=lambda c: (-c.score, c.cost, -c.value))
+        rest = sorted((c for c in predicted if c not in near), key=lambda c: (-c.value, -c.score, c.cost))
+        unpredicted = sorted((c for c in cands if c.value is None), key=lambda c: (-c.score, c.cost))
+        order = ranked + rest + unpredicted
+    else:
+        def rule_distance(c: _Cand) -> float:
+            if c.config.stripe_count is None:
+                return 0.0
+            target = _no_numbers_stripes(w, c.place, c.config.layout)
+            return abs(math.log2(c.config.stripe_count) - math.log2(target))
+        order = sorted(cands, key=lambda c: (-c.score, rule_distance(c), c.cost))
+    rec = order[0]
+    # the baseline, predicted the same way
+    base = _Cand(base_cfg, center.filesystem(base_cfg.filesystem) or default_filesystem(center), None)
+    _predict(base, w, fits, system)
+    for cmp in comparisons:
+        s = _cmp_applies(cmp, w, base)
+        if s:
+            base.applied.append({**cmp, "_sign": s})
+    alts = _alternatives(order[1:], rec)
+    from .explain import build_option, warnings_for
+    evidence_runs = _evidence_runs(kb, [rec, base] + alts)
+    options = [build_option(c, w, center, base, rec, evidence_runs, has_numbers=bool(predicted))
+               for c in [rec, base] + alts]
+    return Advice(system=system, workload=w, recommendation=options[0], baseline=options[1],
+                  alternatives=tuple(options[2:]), warnings=tuple(warnings_for(w, center, fits, predicted)))
+
+
+def _alternatives(order: list[_Cand], rec: _Cand, n: int = 4) -> list[_Cand]:
+    """The next best few: first one per different kind of choice (place, layout, collective mode), then other
+    stripe settings, so the runners-up show what else was weighed. Predicted options come first."""
+    out: list[_Cand] = []
+    seen = {_visible(rec.config)}
+    pools = [order]
+    if rec.value is not None:
+        pools = [[c for c in order if c.value is not None], order]
+    for pool in pools:
+        kinds = {_visible(rec.config)[:4]} | {_visible(c.config)[:4] for c in out}
+        for by_kind in (True, False):
+            for c in pool:
+                k = _visible(c.config)
+                if k in seen or (by_kind and k[:4] in kinds):
+                    continue
+                kinds.add(k[:4])
+                seen.add(k)
+                out.append(c)
+                if len(out) >= n:
+                    return out
+            if pool is pools[0] and len(pools) > 1 and by_kind is False:
+                break
+    return out
+
+
+def _visible(cfg: Config) -> tuple:
+    return (cfg.tier, cfg.filesystem, cfg.layout, cfg.collective, cfg.stripe_count, cfg.stripe_size,
+            tuple(sorted((k, v) for k, v in cfg.hints.items() if k.startswith("romio_cb_"))))
+
+
+def _evidence_runs(kb: Any, cands: list[_Cand]) -> dict[str, Any]:
+    from .fits import runs_by_ids
+    ids: list[str] = []
+    for c in cands:
+        if c.fit:
+            ids.extend(i for i in c.fit.run_ids[:12] if i not in ids)
+    return runs_by_ids(kb, ids)
+
+
+__all__ = ["advise", "baseline_config", "check_workload", "default_filesystem", "TOLERANCE"]

@@ -1,0 +1,81 @@
+"""Fitted models per system, cached in-process and in a small table of the user's KB."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import asdict
+from typing import Any
+
+from ..kb import KB, RunFilter
+from ..model.types import Center
+from ..predict import Fit, fit_all
+
+_CACHE: dict[tuple[str, str | None, str], tuple[tuple, dict]] = {}
+_TABLE = ("CREATE TABLE IF NOT EXISTS main.advise_fits (system TEXT PRIMARY KEY, signature TEXT, fits TEXT)")
+MAX_EVIDENCE_IDS = 40
+
+
+def _signature(kb: KB, system: str) -> tuple:
+    sig = []
+    for db in ("main",) + (("ref",) if kb.reference else ()):
+        row = kb.conn.execute(f"SELECT count(*), max(rowid) FROM {db}.runs WHERE system = ? COLLATE NOCASE",
+                              (system,)).fetchone()
+        sig.append((db, row[0], row[1]))
+    return tuple(sig)
+
+
+def _load_table(kb: KB, system: str, sig: tuple) -> dict | None:
+    try:
+        row = kb.conn.execute("SELECT signature, fits FROM main.advise_fits WHERE system = ?", (system,)).fetchone()
+    except sqlite3.Error:
+        return None
+    if not row or row[0] != json.dumps(sig):
+        return None
+    out = {}
+    for d in json.loads(row[1]):
+        d["run_ids"] = tuple(d["run_ids"])
+        f = Fit(**{k: (float("inf") if v == "inf" else v) for k, v in d.items()})
+        out[(f.system, f.filesystem, f.op)] = f
+    return out
+
+
+def _store_table(kb: KB, system: str, sig: tuple, fits: dict) -> None:
+    if kb.path == ":memory:":
+        return
+    rows = []
+    for f in fits.values():
+        d = asdict(f)
+        d["run_ids"] = list(f.run_ids[:MAX_EVIDENCE_IDS])
+        rows.append({k: ("inf" if isinstance(v, float) and v == float("inf") else v) for k, v in d.items()})
+    try:
+        kb.conn.execute(_TABLE)
+        kb.conn.execute("INSERT OR REPLACE INTO main.advise_fits VALUES (?,?,?)",
+                        (system, json.dumps(sig), json.dumps(rows)))
+    except sqlite3.Error:
+        pass   # a read-only KB: the in-process cache still serves
+
+
+def system_fits(kb: KB, system: str, center: Center | None = None) -> dict[tuple[str, str | None, str], Fit]:
+    """Fits for every (system, file system, op) of `system`, refitted only when the system's runs change."""
+    sig = _signature(kb, system)
+    key = (kb.path, kb.reference, system.lower())
+    hit = _CACHE.get(key)
+    if hit and hit[0] == sig:
+        return hit[1]
+    fits = _load_table(kb, system, sig)
+    if fits is None:
+        osts = {f.name: f.ost_count for f in center.filesystems} if center else {}
+        dflt = {f.name: f.default_stripe_count for f in center.filesystems} if center else {}
+        fits = fit_all(kb.runs(RunFilter(system=system)), osts, dflt)
+        _store_table(kb, system, sig, fits)
+    _CACHE[key] = (sig, fits)
+    return fits
+
+
+def runs_by_ids(kb: KB, ids: list[str]) -> dict[str, Any]:
+    """The runs with these ids (for evidence), in one query."""
+    if not ids:
+        return {}
+    from ..kb.store import row_to_run
+    q = ",".join("?" * len(ids))
+    return {r["id"]: row_to_run(r) for r in kb.conn.execute(f"SELECT * FROM all_runs WHERE id IN ({q})", ids)}

@@ -1,0 +1,174 @@
+"""A bound-and-bottleneck performance model fitted to measured runs.
+
+Bandwidth is limited by the narrowest stage: the clients (nodes x per-client bandwidth), the storage targets
+the data spans (stripes of a shared file, or the OSTs the files of file-per-process land on, x per-target
+bandwidth) and the file system's peak. A shared file written by several ranks pays a penalty for lock
+contention, and small requests fall off a knee. Metadata rates are modelled as ranks x per-rank rate up to a
+ceiling. Parameters are fitted in log space per (system, file system, op) by a grid search over values the
+runs themselves suggest; the residuals give the uncertainty. Everything here is pure.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..model.run import DATA_OPS, Run
+
+INF = float("inf")
+# relative half-width (log space) used when a fit rests on one or two runs: we do not know its error
+MIN_LOG_SIGMA = 0.08
+
+
+@dataclass(frozen=True)
+class Point:
+    """The model's view of one run or one candidate setting."""
+
+    clients: float          # client nodes (inf: not stated, i.e. an aggregate over many clients)
+    ranks: float
+    targets: float          # storage targets the data spans
+    shared: bool            # several ranks in one file
+    transfer: float | None  # bytes per request
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Fitted parameters of one (system, file system, op) group."""
+
+    system: str
+    filesystem: str | None
+    op: str
+    unit: str
+    kind: str                        # bandwidth | rate
+    per_client: float
+    per_target: float
+    peak: float
+    shared_penalty: float = 1.0
+    knee: float = 0.0                # bytes: value x t/(t+knee)
+    log_sigma: float = MIN_LOG_SIGMA
+    n_runs: int = 0
+    run_ids: tuple[str, ...] = field(default=(), compare=False)
+
+    def predict(self, p: Point) -> float:
+        if self.kind == "rate":
+            v = min(p.ranks * self.per_client, self.peak)
+        else:
+            v = min(p.clients * self.per_client, p.targets * self.per_target, self.peak)
+            if p.shared and p.ranks > 1:
+                v *= self.shared_penalty
+            if p.transfer and self.knee:
+                v *= p.transfer / (p.transfer + self.knee)
+        return float(v)
+
+    def interval(self, value: float, z: float = 1.64) -> tuple[float, float]:
+        w = math.exp(z * self.log_sigma)
+        return value / w, value * w
+
+
+def run_point(r: Run, ost_count: int | None = None, default_stripes: int | None = None) -> Point:
+    """How a measured run maps onto the model's inputs. Unstated client counts mean an aggregate peak."""
+    ranks = r.ranks or (r.nodes * (r.ranks_per_node or 1) if r.nodes else None)
+    clients = r.nodes or (ranks if ranks else None)
+    osts = r.ost_count or ost_count
+    stripes = r.stripe_count if r.stripe_count not in (None, 0) else (default_stripes or 1)
+    if stripes == -1:
+        stripes = osts or 1
+    shared = r.layout == "shared"
+    n = ranks or INF
+    if shared or n == 1:
+        targets = float(stripes)
+    else:
+        targets = n * stripes
+    if osts:
+        targets = min(targets, float(osts))
+    if (r.fs_type or "lustre") not in ("lustre", "beegfs"):
+        targets = INF                # no user striping: data spread over every target
+
+    return Point(clients=float(clients) if clients else INF, ranks=float(n), targets=targets, shared=shared,
+                 transfer=float(r.transfer_size) if r.transfer_size else None)
+
+
+def _candidates(values: np.ndarray, extra: Sequence[float] = (), k: int = 10) -> np.ndarray:
+    v = values[np.isfinite(values) & (values > 0)]
+    if v.size > k:
+        v = np.quantile(v, np.linspace(0, 1, k))
+    return np.unique(np.concatenate([v, np.asarray(extra, dtype=float)]))
+
+
+def fit_group(system: str, filesystem: str | None, op: str, runs: Sequence[Run], *,
+              ost_count: int | None = None, default_stripes: int | None = None, max_runs: int = 400) -> Fit | None:
+    """Fit one group's parameters to its runs; None without runs."""
+    runs = [r for r in runs if r.value and r.value > 0]
+    if not runs:
+        return None
+    if len(runs) > max_runs:           # a deterministic, evenly spread subsample keeps fitting fast
+        step = len(runs) / max_runs
+        runs = [runs[int(i * step)] for i in range(max_runs)]
+    unit = runs[0].unit
+    runs = [r for r in runs if r.unit == unit]
+    kind = "rate" if op not in DATA_OPS or unit != "MiB/s" else "bandwidth"
+    pts = [run_point(r, ost_count, default_stripes) for r in runs]
+    y = np.log(np.array([r.value for r in runs]))
+    clients = np.array([p.clients for p in pts])
+    ranks = np.array([p.ranks for p in pts])
+    targets = np.array([p.targets for p in pts])
+    shared = np.array([p.shared and p.ranks > 1 for p in pts])
+    transfer = np.array([p.transfer or np.nan for p in pts])
+    vals = np.exp(y)
+    big = float(vals.max()) * 1e3
+    if kind == "rate":
+        c_c = _candidates(vals / ranks, [big])
+        t_c = np.array([INF])
+        a_c = ranks
+    else:
+        c_c = _candidates(vals / clients, [big])
+        t_c = _candidates(vals / targets, [big])
+        a_c = clients
+    p_c = _candidates(vals, [])
+    s_c = np.array([1.0]) if not (shared.any() and (~shared).any()) else np.array([1.0, .85, .7, .55, .4, .3, .2])
+    ts = transfer[np.isfinite(transfer)]
+    k_c = np.array([0.0])
+    if kind == "bandwidth" and np.unique(ts).size >= 2 and ts.min() < 262144:
+        k_c = np.array([0.0, 16384, 65536, 262144, 1048576])
+    # all combinations, vectorised: shape (combos, runs)
+    C, T, P, S, K = (g.ravel() for g in np.meshgrid(c_c, t_c, p_c, s_c, k_c, indexing="ij"))
+    with np.errstate(invalid="ignore", over="ignore"):
+        pred = np.minimum(np.minimum(C[:, None] * a_c[None, :], T[:, None] * targets[None, :]), P[:, None])
+        pred = pred * np.where(shared[None, :], S[:, None], 1.0)
+        tr = np.where(np.isfinite(transfer), transfer, np.inf)[None, :]
+        pred = pred * np.where(np.isfinite(tr), tr / (tr + K[:, None]), 1.0)
+        err = np.log(pred) - y[None, :]
+    loss = (err ** 2).sum(axis=1)
+    # among equally good fits prefer the conservative one (smallest limits): it never promises unseen speed
+    tie = 1e-9 * (np.log(np.minimum(C, big)) + np.log(np.minimum(T, big)) + np.log(P))
+    best = int(np.argmin(loss + tie))
+    resid = err[best]
+    n = len(runs)
+    sigma = float(np.sqrt((resid ** 2).sum() / max(n - 1, 1))) if n > 1 else 0.0
+    # few runs: widen (the fit can match 2-3 runs exactly without knowing its true error)
+    sigma = max(sigma, MIN_LOG_SIGMA * (1 + 3 / math.sqrt(n)))
+    return Fit(system=system, filesystem=filesystem, op=op, unit=unit, kind=kind, per_client=float(C[best]),
+               per_target=float(T[best]), peak=float(P[best]), shared_penalty=float(S[best]), knee=float(K[best]),
+               log_sigma=sigma, n_runs=n, run_ids=tuple(r.id for r in runs if r.id))
+
+
+def group_runs(runs: Iterable[Run]) -> dict[tuple[str, str | None, str], list[Run]]:
+    """Runs grouped by (system, file system, op), the unit a model is fitted on."""
+    out: dict[tuple[str, str | None, str], list[Run]] = {}
+    for r in runs:
+        out.setdefault((r.system, r.filesystem, r.op), []).append(r)
+    return out
+
+
+def fit_all(runs: Iterable[Run], ost_counts: dict[str | None, int | None] | None = None,
+            default_stripes: dict[str | None, int | None] | None = None) -> dict[tuple[str, str | None, str], Fit]:
+    """Fits for every (system, file system, op) group of `runs`."""
+    fits = {}
+    for key, rs in group_runs(runs).items():
+        f = fit_group(*key, rs, ost_count=(ost_counts or {}).get(key[1]),
+                      default_stripes=(default_stripes or {}).get(key[1]))
+        if f is not None:
+            fits[key] = f
+    return fits

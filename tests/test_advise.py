@@ -1,0 +1,102 @@
+"""The advice engine on the seeds' systems (done-when checks) and on pins."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ioadvisor.advise import advise
+from ioadvisor.center import load_center
+from ioadvisor.errors import UsageError
+from ioadvisor.kb import KB
+from ioadvisor.model.types import Workload
+
+MB = 1e6 / (1 << 20)
+
+
+@pytest.fixture
+def kb():
+    with KB.open(None, create=False) as store:
+        yield store
+
+
+def test_ha8000_single_client_gets_few_stripes_on_the_plateau(kb):
+    w = Workload(nodes=1, ranks_per_node=1, bytes_per_rank=256 << 20, layout="shared")
+    a = advise(w, kb, load_center("HA8000"))
+    rec = a.recommendation
+    assert rec.config.filesystem == "lustre" and rec.config.stripe_count in (3, 4)
+    assert 300 <= rec.prediction.value / MB <= 350
+    assert a.baseline.config.stripe_count == 1 and abs(a.baseline.prediction.value / MB - 100) < 5
+    assert a.gain > 3
+    cites = {e.citation for e in rec.evidence}
+    assert any("Section 4.1" in c for c in cites)
+    assert all(e.source.startswith("001_") for e in rec.evidence)
+    assert "rests on 5 run(s)" in " ".join(rec.reasons)
+
+
+def test_tsubame_shared_mpiio_write_disables_two_phase(kb):
+    w = Workload(nodes=16, ranks_per_node=28, bytes_per_rank=1 << 30, api="mpiio", layout="shared")
+    a = advise(w, kb, load_center("TSUBAME3.0"))
+    rec = a.recommendation
+    assert rec.config.hints.get("romio_cb_write") == "disable"
+    assert rec.prediction.value is None                       # no numbers for TSUBAME3.0: none invented
+    assert any(e.run_id is None and "Figure 14" in e.citation for e in rec.evidence)
+    assert any("no measured numbers" in r for r in rec.reasons)
+    assert 1 < rec.config.stripe_count <= 68
+    assert "romio_cb_write disable" in rec.commands["romio_hints_file"]
+    assert any("OMPI_MCA_io=romio" in line for line in rec.commands["openmpi"])
+
+
+@pytest.mark.parametrize("system", ["Dell-EE-Lustre-2.1", "Dell-EE-Lustre-2.3", "TSUBAME3.0"])
+def test_metadata_heavy_gets_one_stripe_or_the_tier(kb, system):
+    w = Workload(nodes=8, ranks_per_node=16, bytes_per_rank=100 * 4096, files_per_rank=100, layout="fpp")
+    assert w.metadata_heavy
+    rec = advise(w, kb, load_center(system)).recommendation
+    assert rec.config.stripe_count == 1 or rec.config.tier is not None
+
+
+def test_dell_metadata_cites_the_stripe_comparison(kb):
+    w = Workload(nodes=8, ranks_per_node=16, bytes_per_rank=100 * 4096, files_per_rank=100, layout="fpp")
+    rec = advise(w, kb, load_center("Dell-EE-Lustre-2.1")).recommendation
+    assert rec.prediction.unit == "ops/s" and rec.prediction.value > 0
+    assert any("Section 4.4" in e.citation and e.run_id is None for e in rec.evidence)
+
+
+def test_pins_are_honoured(kb):
+    w = Workload(nodes=1, ranks_per_node=1, bytes_per_rank=256 << 20, layout="shared")
+    a = advise(w, kb, load_center("HA8000"), pins={"stripe_count": 2})
+    assert a.recommendation.config.stripe_count == 2
+    assert abs(a.recommendation.prediction.value / MB - 200) < 10
+    with pytest.raises(UsageError, match="exceeds the 30 OSTs"):
+        advise(w, kb, load_center("HA8000"), pins={"stripe_count": 31})
+    b = advise(Workload(nodes=16, ranks_per_node=28, bytes_per_rank=1 << 30, api="mpiio", layout="shared"), kb,
+               load_center("TSUBAME3.0"), pins={"collective": False})
+    assert b.recommendation.config.collective is False and "romio_cb_write" not in b.recommendation.config.hints
+
+
+def test_never_stripes_beyond_osts_or_off_lustre(kb):
+    w = Workload(nodes=64, ranks_per_node=32, bytes_per_rank=8 << 30, api="mpiio", layout="shared")
+    for name in ("HA8000", "TSUBAME3.0", "Dell-EE-Lustre-2.1", "PixStor-NVMe"):
+        c = load_center(name)
+        a = advise(w, kb, c)
+        for opt in (a.recommendation, a.baseline, *a.alternatives):
+            fs = c.filesystem(opt.config.filesystem)
+            if fs.type != "lustre":
+                assert opt.config.stripe_count is None
+            else:
+                assert opt.config.stripe_count <= fs.ost_count
+
+
+def test_impossible_workload(kb):
+    with pytest.raises(UsageError, match="nodes"):
+        advise(Workload(nodes=0, ranks_per_node=4, bytes_per_rank=1), kb, load_center("HA8000"))
+
+
+def test_advise_is_fast_once_fitted(kb):
+    w = Workload(nodes=4, ranks_per_node=8, bytes_per_rank=1 << 30, api="mpiio", layout="any")
+    c = load_center("HA8000")
+    advise(w, kb, c)
+    t0 = time.perf_counter()
+    for _ in range(5):
+        advise(w, kb, c)
+    assert (time.perf_counter() - t0) / 5 < 0.05

@@ -1,0 +1,64 @@
+"""Center configurations: loading by name or file, validation errors, derivation from runs."""
+from __future__ import annotations
+
+import pytest
+
+from ioadvisor.center import center_from_runs, load_center, resolve_center
+from ioadvisor.errors import ConfigError, UsageError
+from ioadvisor.kb import KB, RunFilter
+
+
+@pytest.mark.parametrize("spec", ["TSUBAME3.0", "tsubame3", "Tsubame3.0"])
+def test_load_by_name_or_stem(spec):
+    c = load_center(spec)
+    assert c.name == "TSUBAME3.0"
+    lustre = c.filesystem("lustre")
+    assert lustre.ost_count == 68 and lustre.default_stripe_size == 1 << 20 and lustre.default_stripe_count == 1
+    assert c.tier("beeond").filesystem == "beeond"
+
+
+def test_every_shipped_center_loads():
+    names = {load_center(n).name for n in ("ha8000", "dell-ee-lustre-2.1", "dell-ee-lustre-2.3", "pixstor-nvme")}
+    assert names == {"HA8000", "Dell-EE-Lustre-2.1", "Dell-EE-Lustre-2.3", "PixStor-NVMe"}
+
+
+def test_unknown_key_names_file_and_key(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text('name = "X"\n[[filesystems]]\nname = "lustre"\ntype = "lustre"\nost_cout = 4\n')
+    with pytest.raises(ConfigError) as e:
+        load_center(p)
+    assert str(p) in str(e.value) and "filesystems[0].'ost_cout'" in str(e.value)
+
+
+def test_bad_size_and_bad_toml(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text('name = "X"\n[[filesystems]]\nname = "l"\ntype = "lustre"\ndefault_stripe_size = "4 bananas"\n')
+    with pytest.raises(ConfigError, match="default_stripe_size"):
+        load_center(p)
+    p.write_text('name = "X\n')
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_center(p)
+
+
+def test_tier_must_name_a_filesystem(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text('name = "X"\n[[filesystems]]\nname = "l"\ntype = "lustre"\n[[tiers]]\nname = "t"\nfilesystem = "nvme"\n')
+    with pytest.raises(ConfigError, match="tiers\\[0\\].filesystem 'nvme'"):
+        load_center(p)
+
+
+def test_unknown_center_and_system():
+    with pytest.raises(UsageError, match="unknown center"):
+        load_center("no-such-center")
+    with KB.open(None, create=False) as kb:
+        with pytest.raises(UsageError, match="unknown system 'Nowhere'"):
+            resolve_center("Nowhere", None, kb)
+
+
+def test_center_derived_from_runs():
+    with KB.open(None, create=False) as kb:
+        runs = kb.runs(RunFilter(system="HA8000"))
+    c = center_from_runs("HA8000", runs)
+    assert {f.name for f in c.filesystems} >= {"lustre", "nfs", "hsfs"}
+    assert c.filesystem("lustre").ost_count == 30 and c.filesystem("lustre").type == "lustre"
+    assert c.filesystem("nfs").striping == "none"
