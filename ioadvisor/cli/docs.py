@@ -1,0 +1,45 @@
+"""`ioadvise docs build`: the center's I/O guide as a static site."""
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..kb import KB
+from . import app
+from .common import JsonOption, KBOption, cli_errors, console, print_json
+
+docs_app = typer.Typer(help="The center's I/O guide, generated from the knowledge base.", no_args_is_help=True)
+app.add_typer(docs_app, name="docs")
+
+
+@docs_app.command("build")
+def build(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (one subdirectory per language).")]
+    = Path("site"),
+    center: Annotated[Optional[str], typer.Option(
+        "--center", help="Center TOML file or name of a shipped center (default: every system).",
+        show_default=False)] = None,
+    lang: Annotated[str, typer.Option("--lang", help="Languages, comma-separated: en, ja.")] = "en",
+    fmt: Annotated[str, typer.Option("--format", help="Output formats, comma-separated: html, md.")] = "html",
+    kb: KBOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Write the guide: an overview of the systems and their file systems and tiers, one page per system with
+    measured tables (each value linked to its provenance), plots, published comparisons and recipes."""
+    with cli_errors():
+        from ..docs.build import FORMATS, LANGS, build_site, parse_list
+        langs = parse_list(lang, LANGS, "lang")
+        formats = parse_list(fmt, FORMATS, "format")
+        with KB.open(kb, create=False) as k:
+            result = build_site(out, kb=k, center=center, langs=langs, formats=formats)
+        if json_out:
+            print_json(asdict(result))
+            return
+        console.print(f"Wrote {result.files} files ({len(result.systems)} systems, {result.plots} plots, "
+                      f"{result.runs:,} runs) to {result.out}", highlight=False)
+        for lg in result.langs:
+            for f in result.formats:
+                console.print(f"  {Path(result.out) / lg / ('index.' + f)}", highlight=False)

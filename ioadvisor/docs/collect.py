@@ -1,0 +1,202 @@
+"""Gather what the guide shows for one system: measured tables per file system (every value tied to its run),
+the runs' provenance, and the published comparisons. Values only, no rendering."""
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..kb import KB, RunFilter
+from ..model.run import META_OPS, Run
+from ..model.units import format_size
+
+# Up to this many runs per file system the tables list every run; above it they list groups of runs with the
+# same settings (median, range, count), so a system with 100,000 runs still gives a readable page.
+ROW_LIMIT = 300
+# Most groups shown per file system and most runs listed on a provenance page (runs linked from a table are
+# always listed).
+GROUP_LIMIT = 200
+PROVENANCE_LIMIT = 1000
+
+GROUP_KEYS = ("op", "api", "layout", "collective", "access", "nodes", "ranks", "stripe_count", "stripe_size",
+              "transfer_size")
+
+
+def slug(name: str) -> str:
+    s = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return s or "x"
+
+
+def fmt_num(v: float | None) -> str:
+    """A value as a reader wants it: 3 significant digits for large numbers, no float noise."""
+    if v is None:
+        return "-"
+    if v == int(v) and abs(v) < 1e7:
+        return f"{int(v):,}"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
+@dataclass
+class Row:
+    op: str
+    api: str
+    layout: str
+    collective: str
+    nodes: str
+    ranks: str
+    stripe_count: str
+    stripe_size: str
+    transfer_size: str
+    value: str             # as the source gave it (or the median of a group)
+    unit: str
+    normalised: str        # in the KB's unit (MiB/s, ops/s)
+    spread: str            # ci95, min-max or "-"
+    count: int
+    run_id: str            # the run the value links to
+    citation: str
+
+
+@dataclass
+class FsSection:
+    name: str
+    slug: str
+    info: dict[str, Any] | None
+    total_runs: int
+    grouped: bool
+    rows: list[Row]
+    hidden_rows: int
+    runs: list[Run] = field(default_factory=list)       # for the plots
+    plots: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class SystemData:
+    name: str
+    slug: str
+    center: dict[str, Any] | None
+    sections: list[FsSection]
+    comparisons: list[dict[str, Any]]
+    provenance: list[dict[str, Any]]
+    provenance_total: int
+    total_runs: int
+    ci_runs: list[Run] = field(default_factory=list)
+    plots: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _setting(v: Any, size: bool = False) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return format_size(v) if size else str(v)
+
+
+def _spread(r: Run) -> str:
+    if r.ci95_low is not None and r.ci95_high is not None:
+        return f"ci95 {fmt_num(r.ci95_low)}-{fmt_num(r.ci95_high)}"
+    if r.value_min is not None and r.value_max is not None:
+        return f"{fmt_num(r.value_min)}-{fmt_num(r.value_max)}"
+    return "-"
+
+
+def _settings(r: Run) -> dict[str, str]:
+    return dict(op=r.op, api=_setting(r.api), layout=_setting(r.layout), collective=_setting(r.collective),
+                nodes=_setting(r.nodes), ranks=_setting(r.ranks), stripe_count=_setting(r.stripe_count),
+                stripe_size=_setting(r.stripe_size, True), transfer_size=_setting(r.transfer_size, True))
+
+
+def _run_row(r: Run) -> Row:
+    given = r.value_given if r.value_given is not None else r.value
+    return Row(**_settings(r), value=fmt_num(given), unit=r.unit_given or r.unit,
+               normalised=f"{fmt_num(r.value)} {r.unit}", spread=_spread(r), count=1, run_id=r.id or "",
+               citation=r.provenance.citation or "")
+
+
+def _sort_key(r: Run) -> tuple:
+    return tuple((getattr(r, k) is None, str(getattr(r, k)) if not isinstance(getattr(r, k), (int, float))
+                  else getattr(r, k)) for k in GROUP_KEYS) + (r.value, r.id or "")
+
+
+def _group_rows(runs: list[Run]) -> list[Row]:
+    groups: dict[tuple, list[Run]] = {}
+    for r in runs:
+        groups.setdefault(tuple(getattr(r, k) for k in GROUP_KEYS) + (r.unit,), []).append(r)
+    rows = []
+    for key in sorted(groups, key=lambda k: tuple((v is None, str(v)) for v in k)):
+        g = sorted(groups[key], key=lambda r: (r.value, r.id or ""))
+        med = g[(len(g) - 1) // 2]                 # the median run itself, so the link points at a real value
+        lo, hi = g[0].value, g[-1].value
+        rows.append(Row(**_settings(med), value=fmt_num(med.value), unit=med.unit,
+                        normalised=f"{fmt_num(med.value)} {med.unit}",
+                        spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if len(g) > 1 else _spread(med),
+                        count=len(g), run_id=med.id or "", citation=med.provenance.citation or ""))
+    return rows
+
+
+def _prov_entry(r: Run, origin: str) -> dict[str, Any]:
+    p = r.provenance
+    given = r.value_given if r.value_given is not None else r.value
+    return {"id": r.id, "system": r.system, "filesystem": r.filesystem or "-", "op": r.op,
+            "value": f"{fmt_num(given)} {r.unit_given or r.unit}", "source": p.source, "citation": p.citation,
+            "command": p.command, "tool": " ".join(x for x in (p.tool, p.tool_version) if x) or None,
+            "importer": p.importer, "date": p.date, "job_id": p.job_id, "kind": p.kind, "notes": r.notes,
+            "origin": origin}
+
+
+def collect_system(kb: KB, name: str, center: dict[str, Any] | None) -> SystemData:
+    """Everything the pages of one system show, in a stable order."""
+    runs: list[Run] = []
+    origins: dict[str, str] = {}
+    from ..kb.store import row_to_run
+    for row in kb.rows(RunFilter(system=name)):
+        r = row_to_run(row)
+        runs.append(r)
+        origins[r.id or ""] = row["origin"]
+    runs.sort(key=lambda r: ((r.filesystem or "").lower(), _sort_key(r)))
+    by_fs: dict[str, list[Run]] = {}
+    for r in runs:
+        by_fs.setdefault(r.filesystem or "-", []).append(r)
+    fs_info = {f["name"]: f for f in (center or {}).get("filesystems", [])}
+    names = sorted(set(by_fs) | set(fs_info), key=str.lower)
+    sections, linked = [], []
+    for fs in names:
+        fs_runs = by_fs.get(fs, [])
+        grouped = len(fs_runs) > ROW_LIMIT
+        rows = _group_rows(fs_runs) if grouped else [_run_row(r) for r in fs_runs]
+        hidden = max(0, len(rows) - GROUP_LIMIT)
+        rows = rows[:GROUP_LIMIT]
+        linked.extend(r.run_id for r in rows)
+        sections.append(FsSection(fs, slug(fs), fs_info.get(fs), len(fs_runs), grouped, rows, hidden, fs_runs))
+    # The provenance page: every linked run, then the others up to the limit, in table order.
+    chosen = set(linked)
+    for r in runs:
+        if len(chosen) >= max(PROVENANCE_LIMIT, len(linked)):
+            break
+        chosen.add(r.id)
+    prov = [_prov_entry(r, origins.get(r.id or "", "")) for r in runs if r.id in chosen]
+    comps = sorted(kb.comparisons(name), key=lambda c: (c.get("filesystem") or "", c.get("op") or "",
+                                                        c.get("factor") or "", str(c.get("better")),
+                                                        str(c.get("worse")), c.get("citation") or ""))
+    ci = [r for r in runs if r.ci95_low is not None and r.ci95_high is not None]
+    return SystemData(name, slug(name), center, sections, comps, prov, len(runs), len(runs), ci)
+
+
+def system_names(kb: KB, centers: list[dict[str, Any]], only: bool) -> list[str]:
+    """Systems to document: the given centers only (only=True), else every system with runs, comparisons or a
+    center description."""
+    names = {c["name"] for c in centers}
+    if not only:
+        names |= set(kb.systems())
+        names |= {c["system"] for c in kb.comparisons()}
+    return sorted(names, key=str.lower)
+
+
+def is_metadata(op: str) -> bool:
+    return op in META_OPS
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)

@@ -1,0 +1,166 @@
+"""Plots of measured runs (matplotlib, Agg): SVG and PNG, byte-identical for the same runs.
+
+Points with the same settings are drawn as their median with the min-max range (or the published 95%
+confidence interval of a single run) as error bars, so plots stay small for large knowledge bases."""
+from __future__ import annotations
+
+import io
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from ..model.run import META_OPS, Run
+
+LOG_SPAN = 20.0      # use a log axis once the values span more than this factor
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    x: tuple[Any, ...]
+    y: tuple[float, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class PlotSpec:
+    name: str            # file stem
+    kind: str            # line | bar
+    title: str
+    xlabel: str
+    ylabel: str
+    series: tuple[Series, ...]
+
+
+def _aggregate(points: dict[str, dict[Any, list[Run]]]) -> tuple[Series, ...]:
+    out = []
+    for label in sorted(points):
+        xs = sorted(points[label], key=lambda v: (isinstance(v, str), v))
+        ys, lo, hi = [], [], []
+        for x in xs:
+            rs = points[label][x]
+            vals = sorted(r.value for r in rs)
+            m = statistics.median(vals)
+            if len(rs) == 1 and rs[0].ci95_low is not None and rs[0].ci95_high is not None:
+                lo.append(rs[0].ci95_low), hi.append(rs[0].ci95_high)
+            elif len(rs) == 1 and rs[0].value_min is not None and rs[0].value_max is not None:
+                lo.append(rs[0].value_min), hi.append(rs[0].value_max)
+            else:
+                lo.append(vals[0]), hi.append(vals[-1])
+            ys.append(m)
+        out.append(Series(label, tuple(xs), tuple(ys), tuple(lo), tuple(hi)))
+    return tuple(out)
+
+
+def _label(r: Run) -> str:
+    return " ".join(x for x in (r.op, r.layout, r.api if r.api != "POSIX" else None) if x)
+
+
+def _line(name: str, runs: list[Run], xattr: str, title: str, xlabel: str, ylabel: str,
+          label=_label) -> PlotSpec | None:
+    pts: dict[str, dict[Any, list[Run]]] = {}
+    for r in runs:
+        x = getattr(r, xattr)
+        if x is not None:
+            pts.setdefault(label(r), {}).setdefault(x, []).append(r)
+    pts = {k: v for k, v in pts.items() if len(v) >= 2}
+    if not pts:
+        return None
+    return PlotSpec(name, "line", title, xlabel, ylabel, _aggregate(pts))
+
+
+def section_plots(prefix: str, fs: str, runs: list[Run]) -> list[PlotSpec]:
+    """The plots one file system's runs support (none where there are too few points for a curve)."""
+    bw = [r for r in runs if r.unit == "MiB/s"]
+    meta = [r for r in runs if r.op in META_OPS and r.unit == "ops/s"]
+    specs = [
+        _line(f"{prefix}-stripes", bw, "stripe_count", f"{fs}: bandwidth vs stripe count", "stripe count (OSTs)",
+              "bandwidth (MiB/s)"),
+        _line(f"{prefix}-clients", bw, "ranks", f"{fs}: bandwidth vs processes", "processes (clients x threads)",
+              "bandwidth (MiB/s)"),
+        _line(f"{prefix}-metadata", meta, "ranks", f"{fs}: metadata rates vs processes", "processes",
+              "rate (operations/s)", label=lambda r: r.op),
+    ]
+    layouts: dict[str, dict[Any, list[Run]]] = {}
+    for r in bw:
+        if r.layout in ("fpp", "shared"):
+            layouts.setdefault(r.layout, {}).setdefault(r.op, []).append(r)
+    if len(layouts) == 2 and set(layouts["fpp"]) & set(layouts["shared"]):
+        common = set(layouts["fpp"]) & set(layouts["shared"])
+        # the best measured value of each layout per operation
+        best = {lay: {op: [max(rs, key=lambda r: (r.value, r.id or ""))] for op, rs in ops.items() if op in common}
+                for lay, ops in layouts.items()}
+        specs.append(PlotSpec(f"{prefix}-layout", "bar", f"{fs}: file per process vs shared file (best run)",
+                              "operation", "bandwidth (MiB/s)", _aggregate(best)))
+    return [s for s in specs if s is not None]
+
+
+def ci_plot(prefix: str, system: str, runs: list[Run]) -> PlotSpec | None:
+    """Rates with published 95% confidence intervals (e.g. open/create), one bar per file system and operation."""
+    if not runs:
+        return None
+    pts: dict[str, dict[Any, list[Run]]] = {}
+    for r in runs:
+        pts.setdefault(r.op, {}).setdefault(r.filesystem or "-", []).append(r)
+    unit = sorted({r.unit for r in runs})[0]
+    return PlotSpec(f"{prefix}-ci95", "bar", f"{system}: rates with 95% confidence intervals", "file system",
+                    f"rate ({'operations/s' if unit == 'ops/s' else unit})", _aggregate(pts))
+
+
+def _use_log(values: list[float]) -> bool:
+    pos = [v for v in values if v and v > 0]
+    return bool(pos) and max(pos) / min(pos) > LOG_SPAN
+
+
+def _tick(v: float, _pos: object = None) -> str:
+    return f"{v:,.0f}" if v >= 1 else f"{v:g}"
+
+
+def render(spec: PlotSpec) -> tuple[bytes, bytes]:
+    """SVG and PNG bytes of one plot; no dates, creator strings or random ids in either."""
+    import matplotlib
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+    from matplotlib import ticker
+    with matplotlib.rc_context({"svg.hashsalt": "ioadvisor-docs", "svg.fonttype": "none",
+                                "font.family": "DejaVu Sans", "font.size": 9, "figure.dpi": 100,
+                                "path.simplify": True}):
+        fig, ax = plt.subplots(figsize=(6.4, 3.8))
+        try:
+            ally = [v for s in spec.series for v in (*s.y, *s.low, *s.high)]
+            if spec.kind == "line":
+                for s in spec.series:
+                    yerr = [[max(0.0, y - lo) for y, lo in zip(s.y, s.low)],
+                            [max(0.0, hi - y) for y, hi in zip(s.y, s.high)]]
+                    ax.errorbar(s.x, s.y, yerr=yerr, marker="o", capsize=3, label=s.label)
+                if _use_log([float(x) for s in spec.series for x in s.x]):
+                    ax.set_xscale("log", base=2)
+            else:
+                cats = sorted({x for s in spec.series for x in s.x}, key=str)
+                width = 0.8 / max(1, len(spec.series))
+                for i, s in enumerate(spec.series):
+                    pos = [cats.index(x) + (i - (len(spec.series) - 1) / 2) * width for x in s.x]
+                    yerr = [[max(0.0, y - lo) for y, lo in zip(s.y, s.low)],
+                            [max(0.0, hi - y) for y, hi in zip(s.y, s.high)]]
+                    ax.bar(pos, s.y, width=width, yerr=yerr, capsize=4, label=s.label)
+                ax.set_xticks(range(len(cats)), [str(c) for c in cats])
+            if _use_log(ally):
+                ax.set_yscale("log")
+            # plain tick labels (no mathtext): faster, and readable as numbers
+            for axis in (ax.xaxis, ax.yaxis):
+                if axis.get_scale() == "log":
+                    axis.set_major_formatter(ticker.FuncFormatter(_tick))
+                    axis.set_minor_formatter(ticker.NullFormatter())
+            ax.set_title(spec.title)
+            ax.set_xlabel(spec.xlabel)
+            ax.set_ylabel(spec.ylabel)
+            ax.grid(True, which="major", alpha=0.3)
+            ax.legend(fontsize=8)
+            fig.subplots_adjust(left=0.12, right=0.97, top=0.91, bottom=0.13)
+            svg, png = io.BytesIO(), io.BytesIO()
+            fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
+            fig.savefig(png, format="png", metadata={"Software": None})
+        finally:
+            plt.close(fig)
+    return svg.getvalue(), png.getvalue()

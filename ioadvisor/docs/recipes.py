@@ -1,0 +1,81 @@
+"""Copy-paste recipes for one system: `lfs setstripe`, a ROMIO hints file and job-script lines, filled in from
+the center description and the published comparisons (each recipe says what it rests on)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..model.units import format_size, parse_size
+
+
+@dataclass(frozen=True)
+class Recipe:
+    key: str             # catalogue key of its title
+    fs: str
+    text: str
+    basis: tuple[str, ...]   # citations (source: citation) it rests on; empty = general Lustre practice
+
+
+def _size(v: Any) -> int | None:
+    if v is None:
+        return None
+    try:
+        return int(v) if isinstance(v, int) else parse_size(str(v))
+    except Exception:
+        return None
+
+
+def _lfs_size(n: int) -> str:
+    return format_size(n).replace("iB", "").replace("KiB", "K")
+
+
+def _cite(c: dict[str, Any]) -> str:
+    return f"{c.get('source')}: {c.get('citation')}"
+
+
+def recipes(center: dict[str, Any] | None, comparisons: list[dict[str, Any]]) -> list[Recipe]:
+    out: list[Recipe] = []
+    if not center:
+        return out
+    for fs in center["filesystems"]:
+        if fs.get("type") != "lustre" or fs.get("striping") == "none":
+            continue
+        name = fs["name"]
+        mount = (fs.get("mount") or f"/{name}/$USER").rstrip("/")
+        comps = [c for c in comparisons if (c.get("filesystem") or "") == name]
+        osts = fs.get("ost_count")
+        # stripe count for one shared file: the count a comparison found better, else all OSTs
+        counts = [(int(c["better"]), c) for c in comps if c.get("factor") == "stripe_count"
+                  and c.get("op") in ("write", "read") and str(c.get("better")).lstrip("-").isdigit()]
+        if counts:
+            n, c = max(counts, key=lambda t: t[0])
+            shared_count, shared_basis = ("-1" if osts and n >= osts else str(n)), (_cite(c),)
+        else:
+            shared_count, shared_basis = "-1", ()
+        sizes = [(_size(c["better"]), c) for c in comps if c.get("factor") == "stripe_size"]
+        size = next((s for s, _ in sizes if s), None) or _size(fs.get("default_stripe_size")) or (1 << 20)
+        size_basis = tuple(_cite(c) for s, c in sizes if s)
+        out.append(Recipe("recipe_shared", name,
+                          f"mkdir -p {mount}/shared_out\nlfs setstripe -c {shared_count} -S {_lfs_size(size)} "
+                          f"{mount}/shared_out\nlfs getstripe {mount}/shared_out", shared_basis + size_basis))
+        small_basis = tuple(_cite(c) for c in comps if c.get("factor") == "stripe_count"
+                            and str(c.get("better")) == "1")
+        out.append(Recipe("recipe_small", name,
+                          f"mkdir -p {mount}/many_files\nlfs setstripe -c 1 {mount}/many_files", small_basis))
+        hints = [f"striping_factor {osts if shared_count == '-1' and osts else shared_count}",
+                 f"striping_unit {size}"]
+        basis = list(shared_basis)
+        for factor, hint in (("cb_write", "romio_cb_write"), ("cb_read", "romio_cb_read")):
+            for c in comps:
+                if c.get("factor") == factor and c.get("better") in ("enable", "disable"):
+                    hints.append(f"{hint} {c['better']}")
+                    basis.append(_cite(c))
+                    break
+        out.append(Recipe("recipe_romio", name, "# romio-hints\n" + "\n".join(hints)
+                          + "\n\n# in the job script:\nexport ROMIO_HINTS=$PWD/romio-hints", tuple(basis)))
+    lines = [f"#SBATCH {t['request']}" for t in center["tiers"] if t.get("request")]
+    # `#IOADVISE key=value` lines describe the job's I/O for `ioadvise wrap`, which fills in the rest
+    io = ["#IOADVISE bytes_per_rank=1GiB api=MPIIO layout=any lifetime=after-job"]
+    out.append(Recipe("recipe_job", "", "#!/bin/bash\n#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=8\n"
+                      + "".join(ln + "\n" for ln in lines) + "\n".join(io), ()))
+    return out

@@ -1,0 +1,233 @@
+"""`ioadvise docs build`: deterministic output, pages and plots for every seed system, provenance links,
+catalogues, escaping, large-KB aggregation and the CLI."""
+from __future__ import annotations
+
+import re
+import tomllib
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from typer.testing import CliRunner
+
+from ioadvisor.cli import app
+from ioadvisor.docs import build_site, collect
+from ioadvisor.docs.build import HERE
+from ioadvisor.kb import KB, RunFilter
+from ioadvisor.model.run import make_run
+
+SEED_SYSTEMS = ("HA8000", "Dell-EE-Lustre-2.1", "Dell-EE-Lustre-2.3", "TSUBAME3.0", "PixStor-NVMe")
+runner = CliRunner()
+
+
+class Page(HTMLParser):
+    """Links, image sources and element ids of one HTML page."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.hrefs: list[str] = []
+        self.srcs: list[str] = []
+        self.ids: set[str] = set()
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("href"):
+            self.hrefs.append(a["href"])
+        if tag in ("img", "link") and (a.get("src") or a.get("href")) and tag == "img":
+            self.srcs.append(a["src"])
+
+
+def files_of(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def sites(tmp_path_factory):
+    """The reference data built twice, in both languages and formats."""
+    base = tmp_path_factory.mktemp("docs")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(base / "cache"))
+        mp.setenv("XDG_DATA_HOME", str(base / "data"))
+        mp.delenv("IOADVISE_KB", raising=False)
+        out = []
+        for i in (1, 2):
+            with KB.open(base / "none.sqlite", create=False) as kb:
+                res = build_site(base / f"site{i}", kb=kb, langs=("en", "ja"), formats=("html", "md"))
+            out.append((base / f"site{i}", res))
+        with KB.open(base / "none.sqlite", create=False) as kb:
+            counts = {s: kb.count(RunFilter(system=s)) for s in SEED_SYSTEMS}
+            ids = {s: {r.id for r in kb.runs(RunFilter(system=s))} for s in SEED_SYSTEMS}
+            comps = {s: len(kb.comparisons(s)) for s in SEED_SYSTEMS}
+    return {"a": out[0][0], "b": out[1][0], "result": out[0][1], "counts": counts, "ids": ids, "comps": comps}
+
+
+def test_same_inputs_give_byte_identical_sites(sites):
+    a, b = files_of(sites["a"]), files_of(sites["b"])
+    assert sorted(a) == sorted(b)
+    assert len(a) == sites["result"].files
+    differ = [name for name in a if a[name] != b[name]]
+    assert differ == []
+    assert not any(name.endswith(".tmp") or "/." in name for name in a)
+
+
+def test_every_seed_system_has_pages_tables_and_plots(sites):
+    root = sites["a"]
+    assert set(SEED_SYSTEMS) <= set(sites["result"].systems)
+    for lang in ("en", "ja"):
+        index = (root / lang / "index.html").read_text()
+        for name in SEED_SYSTEMS:
+            slug = collect.slug(name)
+            page_path = root / lang / "systems" / f"{slug}.html"
+            assert f'href="systems/{slug}.html"' in index
+            page = page_path.read_text()
+            parsed = Page(page)
+            links = [h for h in parsed.hrefs if h.startswith(f"../provenance/{slug}.html#run-")]
+            # every run of the system is shown (the reference data is small) and each value links to it
+            assert {h.split("#run-")[1] for h in links} == sites["ids"][name]
+            assert len(links) == sites["counts"][name]
+            assert page.count("<cite>") == sites["comps"][name]
+            assert (root / lang / "systems" / f"{slug}.md").is_file()
+    # plots: bandwidth vs stripe count for HA8000's Lustre, CI bars for its Table 2, FPP vs shared on Dell
+    plots = root / "en" / "plots"
+    for stem in ("ha8000-lustre-stripes", "ha8000-ci95", "dell-ee-lustre-2-1-lustre-layout",
+                 "dell-ee-lustre-2-1-lustre-metadata", "pixstor-nvme-gpfs-nvme-layout"):
+        svg = (plots / f"{stem}.svg").read_text()
+        assert "MiB/s" in svg or "operations/s" in svg            # a labelled y axis with its unit
+        assert (plots / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert "<dc:date>" not in svg
+    ha = (root / "en" / "systems" / "ha8000.html").read_text()
+    assert "ha8000-ci95.svg" in ha and "ha8000-lustre-stripes.svg" in ha
+    assert "ci95 727-1,237" in ha                                   # Table 2's Lustre open/create interval
+
+
+def test_every_local_link_and_anchor_resolves(sites):
+    root = sites["a"]
+    pages = sorted(root.rglob("*.html"))
+    assert len(pages) >= 2 * (1 + 2 * len(SEED_SYSTEMS))
+    ids_of = {p: Page(p.read_text()).ids for p in pages}
+    for page in pages:
+        parsed = Page(page.read_text())
+        for ref in parsed.hrefs + parsed.srcs:
+            parts = urlsplit(ref)
+            assert not parts.scheme, f"{page}: external link {ref}"
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            assert target.is_file(), f"{page}: broken link {ref}"
+            if parts.fragment and target.suffix == ".html":
+                assert parts.fragment in ids_of[target], f"{page}: no anchor {ref}"
+
+
+def test_markdown_links_resolve(sites):
+    root = sites["a"] / "ja"
+    for page in sorted(root.rglob("*.md")):
+        for ref in re.findall(r"\]\(([^)]+)\)", page.read_text()):
+            path, _, frag = ref.partition("#")
+            target = (page.parent / path).resolve()
+            assert target.is_file(), f"{page}: broken link {ref}"
+            if frag:
+                assert f'<a id="{frag}"></a>' in target.read_text()
+
+
+def test_provenance_lists_source_citation_and_command(sites):
+    page = (sites["a"] / "en" / "provenance" / "dell-ee-lustre-2-1.html").read_text()
+    assert "002_bb7ecd762fa70063.txt" in page
+    assert "Section 4.1 text (Figure 9)" in page
+    assert "iozone -i 0 -c -e -w -r 1024K -I" in page
+
+
+def test_catalogues_cover_every_string_the_templates_use():
+    en = tomllib.loads((HERE / "i18n" / "en.toml").read_text())
+    ja = tomllib.loads((HERE / "i18n" / "ja.toml").read_text())
+    assert set(en) == set(ja)
+    used = set()
+    for tpl in (HERE / "templates").glob("*.j2"):
+        used |= set(re.findall(r"""\bt\(\s*"([a-z0-9_]+)"\s*[,)]""", tpl.read_text()))
+    assert used and used <= set(en)
+    assert {f"factor_{f}" for f in ("layout", "api", "cb_write", "cb_read", "stripe_count", "stripe_size",
+                                     "tier")} <= set(en)
+    for key in en:                      # placeholders agree between languages
+        assert set(re.findall(r"{(\w+)}", en[key])) == set(re.findall(r"{(\w+)}", ja[key])), key
+
+
+def test_japanese_pages_use_the_japanese_catalogue(sites):
+    ja = (sites["a"] / "ja" / "systems" / "ha8000.html").read_text()
+    en = (sites["a"] / "en" / "systems" / "ha8000.html").read_text()
+    assert '<html lang="ja">' in ja and "公表された比較" in ja and "Published comparisons" not in ja
+    assert "Published comparisons" in en and "公表された比較" not in en
+
+
+def _user_kb(path: Path, runs: list, name: str = "synthetic.csv") -> KB:
+    kb = KB.open(path)
+    kb.add_runs(runs, source=name, source_hash=f"hash-{name}-{len(runs)}", fmt="csv", importer="test/1")
+    return kb
+
+
+def test_text_from_the_kb_is_escaped(tmp_path):
+    run = make_run(value=100, unit="MB/s", system="Esc<Sys>", filesystem="lus", op="write", api="POSIX",
+                   notes="<script>alert(1)</script>")
+    with _user_kb(tmp_path / "kb.sqlite", [run]) as kb:
+        build_site(tmp_path / "site", kb=kb, langs=("en",), formats=("html",))
+    prov = (tmp_path / "site" / "en" / "provenance" / "esc-sys.html").read_text()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in prov and "<script>" not in prov
+    assert "Esc&lt;Sys&gt;" in (tmp_path / "site" / "en" / "index.html").read_text()
+
+
+def test_large_system_is_grouped_and_capped(tmp_path, monkeypatch):
+    monkeypatch.setattr(collect, "ROW_LIMIT", 20)
+    monkeypatch.setattr(collect, "GROUP_LIMIT", 5)
+    monkeypatch.setattr(collect, "PROVENANCE_LIMIT", 30)
+    runs = [make_run(value=100 + i, unit="MiB/s", system="Big", filesystem="lus", fs_type="lustre", op="write",
+                     api="POSIX", layout="shared", ranks=2 ** (i % 8), stripe_count=1 + i % 3, notes="synthetic")
+            for i in range(240)]
+    with _user_kb(tmp_path / "kb.sqlite", runs) as kb:
+        res = build_site(tmp_path / "site", kb=kb, center=None, langs=("en",), formats=("html",))
+        big_ids = {r.id: r.value for r in kb.runs(RunFilter(system="Big"))}
+    assert "Big" in res.systems
+    page = (tmp_path / "site" / "en" / "systems" / "big.html").read_text()
+    assert "240 measured runs in 24 groups" in page
+    assert "19 more groups are not shown" in page
+    linked = re.findall(r'provenance/big\.html#run-([0-9a-f]+)', page)
+    assert len(linked) == 5
+    prov = (tmp_path / "site" / "en" / "provenance" / "big.html").read_text()
+    anchors = re.findall(r'id="run-([0-9a-f]+)"', prov)
+    assert len(anchors) == 30 and set(linked) <= set(anchors)
+    assert "30 of 240 runs" in prov
+    # a group's value is its median run: runs i = k, k+24, ..., k+216 share settings; k=0 is 1 rank, 1 stripe
+    assert sorted(v for v in big_ids.values() if (v - 100) % 24 == 0)[4] == 196
+    row = next(tr for tr in page.split("<tr>") if "196 MiB/s" in tr)
+    assert "100-316" in row and '<td class="num">10</td>' in row
+    assert (tmp_path / "site" / "en" / "plots" / "big-lus-clients.svg").is_file()
+
+
+def test_cli_builds_one_center(tmp_path):
+    out = tmp_path / "site"
+    r = runner.invoke(app, ["docs", "build", "--center", "HA8000", "--out", str(out), "--kb",
+                            str(tmp_path / "kb.sqlite"), "--json"])
+    assert r.exit_code == 0, r.output
+    assert '"HA8000"' in r.output
+    assert sorted(p.name for p in (out / "en" / "systems").iterdir()) == ["ha8000.html"]
+    assert not (out / "ja").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--lang", "en,fr"], "--lang: unknown 'fr'"),
+    (["--format", "pdf"], "--format: unknown 'pdf'"),
+    (["--center", "NoSuchCenter"], "unknown center 'NoSuchCenter'"),
+])
+def test_cli_bad_options_exit_2_with_one_line(tmp_path, args, message):
+    r = runner.invoke(app, ["docs", "build", "--out", str(tmp_path / "s"), "--kb", str(tmp_path / "k.sqlite"), *args])
+    assert r.exit_code == 2
+    assert message in r.output
+    assert "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_cli_bad_center_file_names_the_file(tmp_path):
+    bad = tmp_path / "center.toml"
+    bad.write_text("name = \n")
+    r = runner.invoke(app, ["docs", "build", "--center", str(bad), "--out", str(tmp_path / "s"),
+                            "--kb", str(tmp_path / "k.sqlite")])
+    assert r.exit_code == 2
+    assert str(bad) in r.output and "Traceback" not in r.output
