@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -152,3 +153,82 @@ def md(
             return
         from ..bench import result
         _finish(result.document(res, system=system), result_dir, kb, json_out)
+
+
+@bench_app.command("sweep")
+def sweep(
+    file: Annotated[Path, typer.Argument(help="Sweep TOML: [base] settings, [vary] lists, [[exclude]], [[include]], "
+                                              "[slurm] (see docs/bench.md).")],
+    mode: Annotated[str, typer.Option(help="allocation: run each config with mpiexec here, one after the other; "
+                                           "array: submit one Slurm job array, then wait and import.")]
+    = "allocation",
+    results: Annotated[Optional[Path], typer.Option(help="Directory for plan, script and result files "
+                                                         "(default: a new one under "
+                                                         "~/.local/share/ioadvisor/results).")] = None,
+    kb: KBOption = None,
+    no_kb: Annotated[bool, typer.Option("--no-kb", help="Only write result files; import nothing.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and show the plan (and the array script); "
+                                                            "run nothing.")] = False,
+    no_wait: Annotated[bool, typer.Option("--no-wait", help="Array mode: submit and return; import later with "
+                                                            "`ioadvise kb import RESULTS`.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the whole sweep.")] = 3600,
+    json_out: JsonOption = False,
+) -> None:
+    """Run the cartesian product of a sweep file and import every result into the KB.
+
+    The whole sweep is validated first: an unknown key or an impossible combination (e.g. collective POSIX)
+    stops it before anything runs, naming the key.
+    """
+    with cli_errors():
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from ..bench import sweep as sw
+        if mode not in ("allocation", "array"):
+            raise UsageError(f"--mode: {mode!r} is not allocation or array")
+        plan = sw.plan_sweep(file, results, default_results=default_result_dir())
+        target_kb: Any = False if no_kb else kb
+        if dry_run:
+            doc = {"plan": json.loads(plan.to_json()), "mode": mode}
+            if mode == "array":
+                doc["script"] = sw.render_array_script(plan, Path(plan.results) / sw.PLAN_FILE)
+            if json_out:
+                print_json(doc)
+                return
+            table = Table(title=f"sweep {plan.name}: {len(plan.configs)} config(s), {plan.kind}")
+            for col in ("#", "ranks", "config"):
+                table.add_column(col)
+            for c in plan.configs:
+                table.add_row(str(c.index), str(c.ranks), c.label)
+            console.print(table)
+            if mode == "array":
+                typer.echo(doc["script"], nl=False)
+            return
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=err_console, transient=True, disable=json_out) as prog:
+            task = prog.add_task(f"sweep {plan.name}", total=len(plan.configs))
+
+            def progress(event: str, done: int, total: int, label: str) -> None:
+                prog.update(task, completed=done, description=f"{plan.name}: {label}")
+
+            if mode == "allocation":
+                out = sw.run_allocation(plan, kb=target_kb, progress=progress, timeout=timeout)
+            else:
+                job_id, script = sw.submit_array(plan)
+                err_console.print(f"submitted job array {job_id} ({script})", highlight=False)
+                if no_wait:
+                    out = sw.SweepOutcome(plan, job_id=job_id)
+                else:
+                    out = sw.wait_and_ingest(plan, job_id, kb=target_kb, progress=progress, timeout=timeout)
+        summary = {"name": plan.name, "mode": mode, "configs": len(plan.configs), "results_dir": plan.results,
+                   "job_id": out.job_id, "results": out.results, "kb_runs": out.kb_runs,
+                   "failed": [{"index": i, "config": plan.configs[i].label, "error": e} for i, e in out.failed]}
+        if json_out:
+            print_json(summary)
+        else:
+            console.print(f"sweep {plan.name}: {len(out.results)} of {len(plan.configs)} config(s) measured, "
+                          f"{out.kb_runs} run(s) added to the KB; results in {plan.results}", highlight=False)
+            for f in summary["failed"]:
+                err_console.print(f"[red]failed[/] config {f['index']} ({f['config']}): {f['error']}",
+                                  highlight=False)
+        if out.failed and not (mode == "array" and no_wait):
+            raise typer.Exit(1)

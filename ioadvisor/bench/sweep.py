@@ -1,0 +1,375 @@
+"""Sweeps: a TOML file names fixed settings and settings to vary; the cartesian product, validated as a
+whole before anything runs, becomes a plan of configs. A plan runs config by config under a launcher in the
+current allocation, or as one Slurm job array whose tasks read their config from the plan JSON.
+
+```toml
+name = "api-layout"
+kind = "data"                      # data (bench run) or md (bench md)
+[base]                             # settings every config shares; `ranks` is the launcher's -n
+transfer_size = "1MiB"
+block_size = "16MiB"
+ranks = 4
+dir = "/scratch/me/bench"
+[vary]                             # every combination of these values is one config
+api = ["posix", "mpiio"]
+layout = ["fpp", "shared"]
+collective = [false, true]
+[[exclude]]                        # combinations to leave out
+api = "posix"
+collective = true
+[[include]]                        # extra keys for the matching configs (or a new config if none matches)
+api = "mpiio"
+hints = "romio_cb_write=enable"
+[slurm]                            # --mode array only
+partition = "debug"
+time = "00:30:00"
+options = ["--constraint=nvme"]
+```
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import itertools
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from ..errors import ConfigError, IOAdvisorError, SlurmError, UsageError
+from ..util import atomic_write
+from .params import DATA_KEYS, MD_KEYS, data_params, md_params
+
+TOP_KEYS = ("name", "kind", "launcher", "base", "vary", "exclude", "include", "slurm")
+SLURM_KEYS = ("partition", "time", "account", "qos", "nodes", "ntasks_per_node", "constraint", "options")
+EXTRA_KEYS = ("ranks",)
+PLAN_MARKER = "ioadvisor_bench_plan"
+# plan, script and job logs start with a dot so that `ioadvise kb import RESULTS` reads only the results
+PLAN_FILE, SCRIPT_FILE, LOG_PATTERN = ".plan.json", ".sweep.sbatch", ".slurm-{job}_{task}.out"
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """One point of the sweep: validated kernel settings and the number of ranks to launch."""
+
+    index: int
+    ranks: int
+    settings: dict[str, Any]
+    label: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    kind: str
+    source: str
+    configs: tuple[SweepConfig, ...]
+    slurm: dict[str, Any] = field(default_factory=dict)
+    launcher: str = "mpiexec"
+    results: str = ""
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["configs"] = [asdict(c) for c in self.configs]
+        return json.dumps({PLAN_MARKER: 1, **d}, indent=2) + "\n"
+
+    def result_path(self, index: int) -> Path:
+        return Path(self.results) / f"{self.name}-{index:03d}.json"
+
+
+def load_plan(path: str | Path) -> Plan:
+    """A plan JSON written by `Plan.to_json`."""
+    try:
+        d = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise UsageError(f"{path}: not a readable sweep plan ({e})") from None
+    if not isinstance(d, dict) or d.pop(PLAN_MARKER, None) != 1:
+        raise UsageError(f"{path}: not a sweep plan")
+    d["configs"] = tuple(SweepConfig(**c) for c in d["configs"])
+    return Plan(**d)
+
+
+def _values(where: str, v: Any) -> list[Any]:
+    if isinstance(v, list):
+        if not v:
+            raise ConfigError(f"{where}: an empty list gives no configs")
+        return v
+    return [v]
+
+
+def _label(values: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={'on' if v is True else 'off' if v is False else v}" for k, v in values.items())
+
+
+def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_results: Path | None = None,
+               text: str | None = None) -> Plan:
+    """Read and validate a sweep TOML into a Plan; ConfigError names the file and the key at fault.
+
+    Every config is validated before the plan is returned, so nothing runs when any config is impossible.
+    """
+    src = str(path)
+    try:
+        doc = tomllib.loads(text if text is not None else Path(path).read_text())
+    except FileNotFoundError:
+        raise UsageError(f"{src}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{src}: {e}") from None
+    unknown = sorted(set(doc) - set(TOP_KEYS))
+    if unknown:
+        raise ConfigError(f"{src}: unknown key(s) {', '.join(unknown)} (known: {', '.join(TOP_KEYS)})")
+    kind = doc.get("kind", "data")
+    if kind not in ("data", "md"):
+        raise ConfigError(f"{src}: kind: {kind!r} is not data or md")
+    known = (DATA_KEYS if kind == "data" else MD_KEYS) + EXTRA_KEYS
+    base = doc.get("base", {})
+    vary = doc.get("vary", {})
+    for table, content in (("base", base), ("vary", vary)):
+        if not isinstance(content, dict):
+            raise ConfigError(f"{src}: [{table}] must be a table")
+        bad = sorted(set(content) - set(known))
+        if bad:
+            raise ConfigError(f"{src}: [{table}] unknown key(s) {', '.join(bad)} for kind {kind} "
+                              f"(known: {', '.join(known)})")
+    both = sorted(set(base) & set(vary))
+    if both:
+        raise ConfigError(f"{src}: {', '.join(both)} in both [base] and [vary]")
+    for key in ("exclude", "include"):
+        entries = doc.get(key, [])
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise ConfigError(f"{src}: {key} must be an array of tables ([[{key}]])")
+        for e in entries:
+            bad = sorted(set(e) - set(known))
+            if bad:
+                raise ConfigError(f"{src}: [[{key}]] unknown key(s) {', '.join(bad)}")
+    slurm = doc.get("slurm", {})
+    bad = sorted(set(slurm) - set(SLURM_KEYS))
+    if bad:
+        raise ConfigError(f"{src}: [slurm] unknown key(s) {', '.join(bad)} (known: {', '.join(SLURM_KEYS)})")
+    launcher = doc.get("launcher", "mpiexec")
+    if launcher not in ("mpiexec", "srun"):
+        raise ConfigError(f"{src}: launcher: {launcher!r} is not mpiexec or srun")
+
+    keys = list(vary)
+    combos = [dict(zip(keys, vals)) for vals in itertools.product(*(_values(f"{src}: vary.{k}", vary[k]) for k in keys))]
+    matches = lambda combo, entry, only: all(combo.get(k) == v for k, v in entry.items() if k in only)  # noqa: E731
+    combos = [c for c in combos if not any(matches(c, e, set(e)) for e in doc.get("exclude", []))]
+    for inc in doc.get("include", []):
+        hit = [c for c in combos if matches(c, inc, set(vary))] if set(inc) & set(vary) else combos
+        if hit:
+            for c in hit:
+                c.update({k: v for k, v in inc.items() if k not in vary})
+        else:
+            combos.append(dict(inc))
+    if not combos:
+        raise ConfigError(f"{src}: the sweep has no configs left")
+
+    name = str(doc.get("name") or Path(src).stem)
+    if not name.replace("-", "").replace("_", "").isalnum():
+        raise ConfigError(f"{src}: name: {name!r} may hold only letters, digits, - and _")
+    configs = []
+    for i, combo in enumerate(combos):
+        merged = {**base, **combo}
+        ranks = merged.pop("ranks", 1)
+        if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
+            raise ConfigError(f"{src}: config {i} ({_label(combo)}): ranks: must be a whole number >= 1")
+        merged.setdefault("dir", ".")
+        merged["dir"] = os.path.join(os.path.abspath(str(merged["dir"])), f"{name}-{i:03d}")
+        try:
+            p = data_params(merged) if kind == "data" else md_params(merged)
+        except UsageError as e:
+            hint = " (leave such combinations out with [[exclude]])" if keys else ""
+            raise ConfigError(f"{src}: config {i} ({_label(combo)}): {e}{hint}") from None
+        configs.append(SweepConfig(index=i, ranks=ranks, settings=p.to_dict(), label=_label(combo) or "base"))
+    if results is None:
+        stamp = _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
+        results = (default_results or Path("."))/ f"{name}-{stamp}"
+    return Plan(name=name, kind=kind, source=os.path.abspath(src), configs=tuple(configs), slurm=dict(slurm),
+                launcher=launcher, results=os.path.abspath(str(results)))
+
+
+# ---- running ------------------------------------------------------------------------------------------------
+def launcher_command(plan: Plan, cfg: SweepConfig, plan_path: str | Path) -> list[str]:
+    """The command that runs one config under the plan's launcher."""
+    worker = [sys.executable, "-m", "ioadvisor.bench.worker", "run", str(plan_path), str(cfg.index)]
+    if plan.launcher == "srun":
+        return ["srun", "-n", str(cfg.ranks), *worker]
+    return [mpiexec_path(), "-n", str(cfg.ranks), *worker]
+
+
+def mpiexec_path() -> str:
+    """The mpiexec that belongs to this Python's MPI (the venv's), else the one on PATH."""
+    here = Path(sys.executable).parent / "mpiexec"
+    if here.exists():
+        return str(here)
+    found = shutil.which("mpiexec")
+    if not found:
+        raise UsageError("no mpiexec found: install ioadvisor[mpi] or load an MPI module")
+    return found
+
+
+def write_plan(plan: Plan) -> Path:
+    path = Path(plan.results) / PLAN_FILE
+    atomic_write(path, plan.to_json())
+    return path
+
+
+Progress = Callable[[str, int, int, str], None]   # (event, done, total, message)
+
+
+@dataclass
+class SweepOutcome:
+    plan: Plan
+    results: list[str] = field(default_factory=list)
+    failed: list[tuple[int, str]] = field(default_factory=list)
+    kb_runs: int = 0
+    job_id: str | None = None
+
+
+def _ingest(kb_path: str | Path | None, path: Path) -> int:
+    if kb_path is False:
+        return 0
+    from ..kb import KB
+    with KB.open(kb_path) as store:
+        res = store.import_file(path, "bench")
+    return 0 if res.skipped else res.runs
+
+
+def run_allocation(plan: Plan, *, kb: str | Path | None | bool = None, progress: Progress | None = None,
+                   timeout: float = 3600) -> SweepOutcome:
+    """Run every config one after the other with the launcher in this allocation (or on this machine)."""
+    plan_path = write_plan(plan)
+    out = SweepOutcome(plan)
+    total = len(plan.configs)
+    for n, cfg in enumerate(plan.configs):
+        if progress:
+            progress("start", n, total, cfg.label)
+        cmd = launcher_command(plan, cfg, plan_path)
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            ok, why = p.returncode == 0, _last_error(p.stderr) or f"exit code {p.returncode}"
+        except subprocess.TimeoutExpired:
+            ok, why = False, f"did not finish within {timeout:.0f}s"
+        except OSError as e:
+            raise UsageError(f"{cmd[0]}: cannot start: {e.strerror}") from None
+        target = plan.result_path(cfg.index)
+        if ok and target.exists():
+            out.results.append(str(target))
+            out.kb_runs += _ingest(kb, target)
+        else:
+            out.failed.append((cfg.index, why if not ok else "no result file written"))
+        if progress:
+            progress("done", n + 1, total, cfg.label)
+    return out
+
+
+def _last_error(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errs = [ln for ln in lines if ln.startswith("Error")]
+    return (errs or lines or [""])[-1]
+
+
+# ---- Slurm job array ---------------------------------------------------------------------------------------
+def _q(value: str) -> str:
+    """A #SBATCH value; values with spaces must be double-quoted or sbatch rejects the line."""
+    return f'"{value}"' if any(c.isspace() for c in value) else value
+
+
+def render_array_script(plan: Plan, plan_path: str | Path) -> str:
+    """The job-array script: one task per config, each reading its config from the plan JSON. Pure."""
+    s = plan.slurm
+    ntasks = max(c.ranks for c in plan.configs)
+    lines = ["#!/bin/bash",
+             f"#SBATCH --job-name=ioadvise-{plan.name}",
+             f"#SBATCH --array=0-{len(plan.configs) - 1}",
+             f"#SBATCH --ntasks={ntasks}",
+             f"#SBATCH --output={_q(str(Path(plan.results) / LOG_PATTERN.format(job='%A', task='%a')))}"]
+    for key, opt in (("nodes", "--nodes"), ("ntasks_per_node", "--ntasks-per-node"), ("partition", "--partition"),
+                     ("time", "--time"), ("account", "--account"), ("qos", "--qos"), ("constraint", "--constraint")):
+        if s.get(key) not in (None, ""):
+            lines.append(f"#SBATCH {opt}={_q(str(s[key]))}")
+    for opt in s.get("options", []):
+        lines.append(f"#SBATCH {opt}")
+    lines += ["", "# each task runs the config whose index is its array task id (see .plan.json)",
+              "set -eu",
+              f"exec {shlex.quote(sys.executable)} -m ioadvisor.bench.worker launch "
+              f"{shlex.quote(str(plan_path))} \"$SLURM_ARRAY_TASK_ID\"", ""]
+    return "\n".join(lines)
+
+
+def _slurm_env() -> dict[str, str]:
+    # the script decides everything: SBATCH_* from the caller's environment would override it
+    return {k: v for k, v in os.environ.items() if not k.startswith("SBATCH_")}
+
+
+def submit_array(plan: Plan) -> tuple[str, Path]:
+    """Write plan and script, submit with `sbatch --parsable`; returns (job id, script path)."""
+    plan_path = write_plan(plan)
+    script = Path(plan.results) / SCRIPT_FILE
+    atomic_write(script, render_array_script(plan, plan_path), mode=0o755)
+    try:
+        p = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True, timeout=60,
+                           env=_slurm_env())
+    except FileNotFoundError:
+        raise SlurmError("sbatch not found: array mode needs Slurm (use --mode allocation)") from None
+    except subprocess.TimeoutExpired:
+        raise SlurmError("sbatch did not answer within 60 s") from None
+    if p.returncode != 0:
+        raise SlurmError(f"sbatch failed: {_last_error(p.stderr) or p.returncode}")
+    job_id = p.stdout.strip().split(";")[0]
+    if not job_id.isdigit():
+        raise SlurmError(f"sbatch printed no job id: {p.stdout.strip()!r}")
+    return job_id, script
+
+
+def _in_queue(job_id: str) -> bool | None:
+    """Whether any task of the job is still pending or running (None if squeue cannot tell)."""
+    try:
+        p = subprocess.run(["squeue", "-h", "-r", "-o", "%A %i %T"], capture_output=True, text=True, timeout=30,
+                           env=_slurm_env())
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if p.returncode != 0:
+        return None
+    # squeue's job filter is not relied on: the array's tasks are matched here
+    return any(ln.split()[0] == job_id or ln.split()[1].split("_")[0] == job_id
+               for ln in p.stdout.splitlines() if len(ln.split()) >= 2)
+
+
+def wait_and_ingest(plan: Plan, job_id: str, *, kb: str | Path | None | bool = None,
+                    progress: Progress | None = None, timeout: float = 3600, poll: float = 1.0) -> SweepOutcome:
+    """Wait for the array's result files and add each to the KB as it arrives (a file is added once)."""
+    out = SweepOutcome(plan, job_id=job_id)
+    pending = {c.index: plan.result_path(c.index) for c in plan.configs}
+    total = len(pending)
+    deadline = time.monotonic() + timeout
+    gone_since: float | None = None
+    while pending:
+        for idx, path in sorted(pending.items()):
+            if path.exists():
+                out.results.append(str(path))
+                out.kb_runs += _ingest(kb, path)
+                del pending[idx]
+                if progress:
+                    progress("done", total - len(pending), total, plan.configs[idx].label)
+        if not pending:
+            break
+        queued = _in_queue(job_id)
+        now = time.monotonic()
+        if queued is False:
+            gone_since = gone_since or now
+            if now - gone_since > 3 * poll + 2:   # files land just before the task leaves the queue
+                break
+        if now > deadline:
+            break
+        time.sleep(poll)
+    for idx in sorted(pending):
+        log = Path(plan.results) / LOG_PATTERN.format(job=job_id, task=idx)
+        why = _last_error(log.read_text(errors="replace")) if log.exists() else "no output"
+        out.failed.append((idx, why or "no result file written"))
+    return out

@@ -1,0 +1,57 @@
+"""Entry point for one config of a sweep plan.
+
+`python -m ioadvisor.bench.worker run PLAN INDEX` runs the kernel on every rank (start it under a launcher);
+`python -m ioadvisor.bench.worker launch PLAN INDEX` starts the launcher for that config (used by job arrays).
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from ..errors import IOAdvisorError
+
+
+def _run(plan_path: str, index: int) -> int:
+    from . import result
+    from .kernel import run_data
+    from .mdkernel import run_md
+    from .params import data_params, md_params
+    from .sweep import load_plan
+    plan = load_plan(plan_path)
+    cfg = plan.configs[index]
+    if plan.kind == "data":
+        res = run_data(data_params(cfg.settings))
+    else:
+        res = run_md(md_params(cfg.settings))
+    if res is not None:
+        res["sweep"] = {"name": plan.name, "index": index, "label": cfg.label, "plan": plan_path}
+        result.write(result.document(res, system=cfg.settings.get("system")), path=plan.result_path(index))
+    return 0
+
+
+def _launch(plan_path: str, index: int) -> int:
+    from .sweep import launcher_command, load_plan
+    plan = load_plan(plan_path)
+    return subprocess.run(launcher_command(plan, plan.configs[index], plan_path)).returncode
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 3 or argv[0] not in ("run", "launch") or not argv[2].isdigit():
+        print("usage: python -m ioadvisor.bench.worker run|launch PLAN INDEX", file=sys.stderr)
+        return 2
+    try:
+        return (_run if argv[0] == "run" else _launch)(argv[1], int(argv[2]))
+    except IOAdvisorError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        mpi = sys.modules.get("mpi4py.MPI")
+        if mpi is not None and mpi.Is_initialized() and mpi.COMM_WORLD.Get_size() > 1:
+            sys.stderr.flush()
+            mpi.COMM_WORLD.Abort(e.exit_code)
+        return e.exit_code
+    except IndexError:
+        print(f"Error: {argv[1]}: no config {argv[2]}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

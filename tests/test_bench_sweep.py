@@ -1,0 +1,121 @@
+"""Sweeps: validation before anything runs, and real runs under mpiexec in the current allocation."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ioadvisor.bench.sweep import PLAN_FILE, load_plan, plan_sweep, render_array_script
+from ioadvisor.cli import app
+from ioadvisor.errors import ConfigError
+from ioadvisor.kb import KB, RunFilter
+
+runner = CliRunner()
+
+MATRIX = """
+name = "matrix"
+[base]
+transfer_size = "32KiB"
+block_size = "128KiB"
+ranks = 2
+dir = "{dir}"
+system = "{system}"
+[vary]
+api = ["posix", "mpiio"]
+layout = ["fpp", "shared"]
+collective = [false, true]
+[[exclude]]
+api = "posix"
+collective = true
+[[include]]
+api = "mpiio"
+hints = "romio_cb_write=disable"
+"""
+
+
+def write_matrix(tmp_path: Path, system: str = "sweepbox") -> Path:
+    f = tmp_path / "matrix.toml"
+    f.write_text(MATRIX.format(dir=tmp_path / "data", system=system))
+    return f
+
+
+def test_product_exclude_and_include(tmp_path):
+    plan = plan_sweep(write_matrix(tmp_path), tmp_path / "res")
+    got = {(c.settings["api"], c.settings["layout"], c.settings["collective"]) for c in plan.configs}
+    assert len(got) == 6 and ("posix", "fpp", True) not in got and ("mpiio", "shared", True) in got
+    for c in plan.configs:
+        assert c.ranks == 2
+        assert c.settings["hints"] == ({"romio_cb_write": "disable"} if c.settings["api"] == "mpiio" else {})
+    assert len({c.settings["dir"] for c in plan.configs}) == 6     # each config its own directory
+
+
+@pytest.mark.parametrize("toml, words", [
+    ('[vary]\napi = ["posix"]\ncollective = [true, false]\n', ["config 0", "collective", "POSIX", "[[exclude]]"]),
+    ('[base]\nstripes = 4\n', ["[base]", "stripes"]),
+    ('[vary]\ntransfer = ["1MiB"]\n', ["[vary]", "transfer"]),
+    ('colour = "red"\n', ["colour"]),
+    ('[base]\nranks = 0\n', ["ranks"]),
+    ('[vary]\napi = []\n', ["vary.api"]),
+    ('[base\n', ["line 1"]),
+])
+def test_invalid_sweeps_fail_before_running_naming_the_key(tmp_path, toml, words):
+    f = tmp_path / "bad.toml"
+    f.write_text(toml)
+    with pytest.raises(ConfigError) as e:
+        plan_sweep(f, tmp_path / "res")
+    for w in words:
+        assert w in str(e.value)
+    assert str(f) in str(e.value)
+    out = runner.invoke(app, ["bench", "sweep", str(f), "--results", str(tmp_path / "res")])
+    assert out.exit_code == 2 and "Traceback" not in out.output
+    assert not (tmp_path / "res").exists()       # nothing ran, nothing was written
+
+
+def test_array_script_reads_config_by_task_id(tmp_path):
+    f = write_matrix(tmp_path)
+    f.write_text(f.read_text() + '[slurm]\npartition = "debug"\ntime = "00:05:00"\noptions = ["--exclusive"]\n')
+    plan = plan_sweep(f, tmp_path / "r s")
+    script = render_array_script(plan, Path(plan.results) / PLAN_FILE)
+    lines = script.splitlines()
+    assert {ln for ln in lines if ln.startswith("#SBATCH")} == {
+        "#SBATCH --job-name=ioadvise-matrix", "#SBATCH --array=0-5", "#SBATCH --ntasks=2",
+        f'#SBATCH --output="{tmp_path}/r s/.slurm-%A_%a.out"', "#SBATCH --partition=debug",
+        "#SBATCH --time=00:05:00", "#SBATCH --exclusive"}
+    assert "$SLURM_ARRAY_TASK_ID" in lines[-1] and "ioadvisor.bench.worker launch" in lines[-1]
+
+
+def test_dry_run_runs_nothing(tmp_path):
+    out = runner.invoke(app, ["bench", "sweep", str(write_matrix(tmp_path)), "--results", str(tmp_path / "res"),
+                              "--dry-run", "--mode", "array", "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert len(doc["plan"]["configs"]) == 6 and "#SBATCH --array=0-5" in doc["script"]
+    assert not (tmp_path / "res").exists() and not (tmp_path / "data").exists()
+
+
+@pytest.mark.mpi
+def test_allocation_mode_lands_every_config_in_the_kb_with_mpi_hints(tmp_path, kb_path):
+    res = tmp_path / "res"
+    out = runner.invoke(app, ["bench", "sweep", str(write_matrix(tmp_path)), "--results", str(res),
+                              "--kb", str(kb_path), "--json"])
+    assert out.exit_code == 0, out.output
+    summary = json.loads(out.stdout)
+    assert summary["failed"] == [] and len(summary["results"]) == 6 and summary["kb_runs"] == 12
+    plan = load_plan(res / PLAN_FILE)
+    assert len(plan.configs) == 6
+    with KB.open(kb_path) as kb:
+        runs = kb.runs(RunFilter(system="sweepbox"))
+    assert len(runs) == 12
+    combos = {(r.api, r.layout, r.collective) for r in runs}
+    assert combos == {("POSIX", "fpp", None), ("POSIX", "shared", None), ("MPIIO", "fpp", False),
+                      ("MPIIO", "fpp", True), ("MPIIO", "shared", False), ("MPIIO", "shared", True)}
+    for r in runs:
+        assert r.ranks == 2 and r.transfer_size == 32768
+        if r.api == "MPIIO":   # read back with MPI_File_get_info: the requested hint and ROMIO's own keys
+            assert r.hints["romio_cb_write"] == "disable" and "cb_buffer_size" in r.hints
+    # importing the directory again adds nothing
+    again = runner.invoke(app, ["kb", "import", str(res), "--kb", str(kb_path), "--json"])
+    assert again.exit_code == 0, again.output
+    assert [r["skipped"] for r in json.loads(again.stdout)] == [True] * 6
