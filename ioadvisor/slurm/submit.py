@@ -1,0 +1,178 @@
+"""Thin layer around the pure parts: choose the settings, wrap, and submit through the Slurm command-line tools."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..errors import ImportFormatError, SlurmError, UsageError
+from ..model.types import Center
+from .jobscript import JobScript, parse_jobscript, workload_fields
+from .rewrite import TierSpec, WrapSettings, wrap
+
+# SBATCH_* variables override directives in the script; only these site-wide ones are kept
+SBATCH_ENV_KEEP = {"SBATCH_ACCOUNT", "SBATCH_PARTITION", "SBATCH_QOS", "SBATCH_RESERVATION", "SBATCH_CLUSTERS"}
+TRANSIENT = re.compile(r"Socket timed out|Resource temporarily unavailable|Unable to contact slurm controller"
+                       r"|Zero Bytes were transmitted")
+MAX_SCRIPT = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class Explicit:
+    """Settings given on the command line (None = not given)."""
+
+    stripe_count: int | None = None
+    stripe_size: int | None = None
+    hints: Mapping[str, str] = field(default_factory=dict)
+    tier: str | None = None
+    mpi: str | None = None
+    outdir: str | None = None
+    stage_in: tuple[str, ...] = ()
+
+    @property
+    def any(self) -> bool:
+        return bool(self.stripe_count or self.stripe_size or self.hints or self.tier)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Wrapped:
+    """The result of wrapping: new text (or the original when advice failed open), and what happened."""
+
+    original: str
+    text: str
+    settings: WrapSettings | None
+    source: str                    # explicit | advice | none (unchanged)
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return self.text != self.original
+
+
+def read_script(path: Path) -> str:
+    """The script's text; ImportFormatError (exit 2) naming the file when it cannot be read."""
+    try:
+        if path.stat().st_size > MAX_SCRIPT:
+            raise ImportFormatError("job script larger than 16 MiB", str(path))
+        return path.read_text(encoding="utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        raise ImportFormatError("no such file", str(path)) from None
+    except (IsADirectoryError, PermissionError, OSError) as e:
+        raise ImportFormatError(e.strerror or str(e), str(path)) from None
+
+
+def tier_spec(center: Center | None, name: str) -> TierSpec:
+    """The named tier of the center, as the rewrite needs it."""
+    if center is None:
+        raise UsageError(f"--tier {name} needs --center FILE|NAME describing the tier")
+    t = center.tier(name)
+    if t is None:
+        known = ", ".join(x.name for x in center.tiers) or "none"
+        raise UsageError(f"center {center.name} has no tier {name!r} (tiers: {known})")
+    if not t.mount:
+        raise UsageError(f"tier {name} of {center.name} has no mount pattern")
+    return TierSpec(name=t.name, request=t.request, mount=t.mount, stage=t.stage)
+
+
+def _striping_allowed(center: Center | None) -> bool:
+    if center is None or not center.filesystems:
+        return True
+    return any(f.stripable for f in center.filesystems)
+
+
+def explicit_settings(js: JobScript, ex: Explicit, center: Center | None) -> WrapSettings:
+    keys = js.advice_keys()
+    stage = ex.stage_in or tuple(x for x in keys.get("stage_in", "").split(",") if x)
+    return WrapSettings(
+        stripe_count=ex.stripe_count, stripe_size=ex.stripe_size, hints=dict(ex.hints),
+        mpi=ex.mpi or (center.mpi if center else "mpich"),
+        tier=tier_spec(center, ex.tier) if ex.tier else None,
+        outdir=ex.outdir, stage_in=stage, allow_striping=_striping_allowed(center))
+
+
+def advised_settings(js: JobScript, ex: Explicit, center: Center, kb_path: Path | None, path: str) -> WrapSettings:
+    """Settings from `ioadvisor.advise.advise` for the workload the script describes."""
+    from ..advise import advise
+    from ..kb import KB
+    from ..model.types import Workload
+
+    f = dict(workload_fields(js, path=path))
+    if "bytes_per_rank" not in f:
+        raise UsageError(f"{path}: no '#IOADVISE bytes_per_rank=SIZE' line to advise from")
+    w = Workload(nodes=int(f["nodes"]), ranks_per_node=int(f["ranks_per_node"]),
+                 bytes_per_rank=int(f["bytes_per_rank"]), api=str(f.get("api", "POSIX")),
+                 layout=str(f.get("layout", "any")), files_per_rank=int(f.get("files_per_rank", 1)),
+                 lifetime=str(f.get("lifetime", "after-job")))
+    kb = KB.open(kb_path, create=False)
+    advice = advise(w, kb, center)
+    cfg = advice.recommendation.config
+    base = explicit_settings(js, ex, center)
+    tier = tier_spec(center, cfg.tier) if cfg.tier and center.tier(cfg.tier) and center.tier(cfg.tier).mount else None
+    return replace(base, stripe_count=cfg.stripe_count, stripe_size=cfg.stripe_size,
+                   hints={str(k): str(v) for k, v in cfg.hints.items()}, tier=tier)
+
+
+def wrap_script(text: str, ex: Explicit, *, center: Center | None = None, kb_path: Path | None = None,
+                path: str = "<script>", strict: bool = False) -> Wrapped:
+    """Wrap with explicit settings, else with advice (needs a center). Advice that fails leaves the script
+    unchanged with a warning, or raises when `strict`. Unusable explicit settings always raise."""
+    js = parse_jobscript(text)
+    warnings = list(js.warnings)
+    if ex.any or center is None:
+        s = explicit_settings(js, ex, center)
+        try:
+            return Wrapped(original=text, text=wrap(text, s), settings=s, source="explicit",
+                           warnings=tuple(warnings))
+        except UsageError as e:
+            raise UsageError(f"{path}: {e}") from None
+    try:
+        s = advised_settings(js, ex, center, kb_path, path)
+        return Wrapped(original=text, text=wrap(text, s), settings=s, source="advice", warnings=tuple(warnings))
+    except Exception as e:  # fail open: a broken advisor must not stop a job
+        if strict:
+            if isinstance(e, (UsageError, ImportFormatError)):
+                raise
+            raise UsageError(f"advice failed: {e}") from None
+        warnings.append(f"advice failed, the script is submitted unchanged: {str(e)[:200]}")
+        return Wrapped(original=text, text=text, settings=None, source="none", warnings=tuple(warnings))
+
+
+def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for sbatch without SBATCH_* overrides (except a few site-wide ones)."""
+    src = os.environ if env is None else env
+    return {k: v for k, v in src.items() if not k.startswith("SBATCH_") or k in SBATCH_ENV_KEEP}
+
+
+def sbatch(text: str, options: list[str] | tuple[str, ...] = (), *, name: str = "job.sh",
+           env: Mapping[str, str] | None = None, cwd: str | Path | None = None, retries: int = 2) -> str:
+    """Submit a script text with `sbatch --parsable`; return the job id. The script goes through a private
+    temporary file named like the user's (the job name defaults to it); sbatch copies it at submission."""
+    exe = shutil.which("sbatch", path=(env or os.environ).get("PATH"))
+    if exe is None:
+        raise SlurmError("sbatch not found on PATH")
+    tmpdir = tempfile.mkdtemp(prefix="ioadvise-")
+    try:
+        script = Path(tmpdir) / (Path(name).name or "job.sh")
+        script.write_text(text, encoding="utf-8", errors="surrogateescape")
+        script.chmod(0o700)
+        args = [exe, "--parsable", *options, str(script)]
+        for attempt in range(retries + 1):
+            p = subprocess.run(args, env=scrubbed_env(env), cwd=cwd, capture_output=True, text=True, timeout=120)
+            if p.returncode == 0:
+                m = re.match(r"^\s*(\d+(?:_\d+)?)", p.stdout)
+                if not m:
+                    raise SlurmError(f"sbatch printed no job id: {p.stdout.strip()[:200]}")
+                return m.group(1)
+            if attempt < retries and TRANSIENT.search(p.stderr):
+                time.sleep(attempt + 1)
+                continue
+            raise SlurmError(f"sbatch failed (exit {p.returncode}): {p.stderr.strip()[:500]}")
+        raise SlurmError("sbatch failed")  # not reached
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)

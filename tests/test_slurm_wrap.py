@@ -1,0 +1,153 @@
+"""`ioadvise submit` on the real test cluster: MPI hints reach MPI_File_get_info, exit codes survive, the
+BeeOND stand-in tier is staged in and out, striping is applied only where `lfs` says Lustre.
+
+All jobs are submitted at once by one module fixture and checked by the tests below, to keep the time small.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.slurm_cluster import slurm_cluster  # noqa: F401
+
+IOADVISE = str(Path(sys.executable).parent / "ioadvise")
+VENV_BIN = str(Path(sys.executable).parent)
+
+MPI_PROGRAM = """
+import json, sys
+from mpi4py import MPI
+fh = MPI.File.Open(MPI.COMM_WORLD, "mpiio.dat", MPI.MODE_CREATE | MPI.MODE_WRONLY)
+info = fh.Get_info()
+hints = {info.Get_nthkey(i): info.Get(info.Get_nthkey(i)) for i in range(info.Get_nkeys())}
+fh.Close()
+if MPI.COMM_WORLD.Get_rank() == 0:
+    json.dump({"size": MPI.COMM_WORLD.Get_size(), "hints": hints}, open("mpi_hints.json", "w"))
+"""
+
+# A stand-in for Lustre's `lfs` (there is no Lustre here): it records its arguments and answers
+# `getstripe` with success when FAKE_LFS_IS_LUSTRE=1, the way lfs does on a Lustre directory.
+FAKE_LFS = """#!/bin/sh
+# fake_lfs: test stand-in for lfs; records calls, claims Lustre when FAKE_LFS_IS_LUSTRE=1
+printf '%s\\n' "$*" >> "$FAKE_LFS_LOG"
+case "$1" in
+  getstripe) [ "${FAKE_LFS_IS_LUSTRE:-0}" = 1 ] && { echo "stripe_count:  1 stripe_size:   1048576"; exit 0; }
+             echo "lfs getstripe: not a Lustre file system" >&2; exit 2;;
+  setstripe) exit 0;;
+esac
+exit 0
+"""
+
+HINTS = {"romio_cb_write": "disable", "cb_buffer_size": "8388608"}
+
+
+def _submit(cluster, workdir: Path, script: Path, *args: str, env_extra: dict | None = None) -> tuple[str, dict]:
+    env = dict(cluster.env)
+    env["PATH"] = f"{VENV_BIN}:{env.get('PATH', '/usr/bin:/bin')}"
+    env.update(env_extra or {})
+    p = subprocess.run([IOADVISE, "submit", str(script), "--json", *args], cwd=workdir, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    assert report["job_id"], report
+    return report["job_id"], report
+
+
+@pytest.fixture(scope="module")
+def jobs(slurm_cluster, tmp_path_factory):
+    """Submit every job, wait for all of them; return {name: (job_id, workdir, slurm record, report)}."""
+    base = tmp_path_factory.mktemp("wrapjobs")
+    center = str(slurm_cluster.center)
+    out: dict[str, tuple] = {}
+
+    def mk(name: str, body: str) -> tuple[Path, Path]:
+        d = base / name
+        d.mkdir(parents=True)
+        s = d / "job.sh"
+        s.write_text(body)
+        return d, s
+
+    # 1. MPI job: hints through ROMIO_HINTS into MPI_File_get_info
+    d, s = mk("mpi", "#!/bin/bash\n#SBATCH -n 2\n#SBATCH -o out.txt\nset -euo pipefail\n"
+              f"cat > prog.py <<'PY'\n{MPI_PROGRAM}PY\nmpiexec -n 2 {sys.executable} prog.py\n")
+    out["mpi"] = (*_submit(slurm_cluster, d, s, "--hints", ",".join(f"{k}={v}" for k, v in HINTS.items())), d)
+
+    # 2. BeeOND tier, user command fails with 3: results still come back
+    d, s = mk("beeond", "#!/bin/bash\n#SBATCH -o out.txt\nset -euo pipefail\n"
+              "pwd > where.txt\ncat input.dat > copied.txt\necho result > result.txt\nexit 3\n")
+    (d / "input.dat").write_text("input-data\n")
+    out["beeond"] = (*_submit(slurm_cluster, d, s, "--center", center, "--tier", "beeond",
+                              "--stage-in", "input.dat"), d)
+
+    # 3./4. striping with the lfs stand-in: "Lustre" gets setstripe, "not Lustre" (ext4) does not
+    for name, lustre in (("lustre", "1"), ("ext4", "0")):
+        d, s = mk(name, "#!/bin/bash\n#SBATCH -o out.txt\necho ran\n")
+        fake = d / "bin"
+        fake.mkdir()
+        (fake / "lfs").write_text(FAKE_LFS)
+        (fake / "lfs").chmod(0o755)
+        out[name] = (*_submit(slurm_cluster, d, s, "--stripe-count", "4", "--stripe-size", "1MiB",
+                              env_extra={"PATH": f"{fake}:{VENV_BIN}:/usr/bin:/bin", "FAKE_LFS_LOG": str(d / "lfs.log"),
+                                         "FAKE_LFS_IS_LUSTRE": lustre}), d)
+
+    # 5. awkward script: path with spaces and quotes, heredoc, strict mode, no #SBATCH lines at all
+    d, s = mk("it's a \"dir\" with spaces", "#!/bin/bash\nset -euo pipefail\n"
+              "cat > 'my file.txt' <<'EOF'\n$HOME stays literal `here`\nEOF\nexit 0\n")
+    out["awkward"] = (*_submit(slurm_cluster, d, s, "--hints", "romio_cb_write=enable",
+                               "--outdir", "results 'x' \"y\""), d)
+
+    records = {}
+    for name, (jid, report, d) in out.items():
+        records[name] = (jid, d, slurm_cluster.wait(jid, timeout=90), report)
+    return records
+
+
+def test_mpi_hints_reach_mpi_file_get_info(jobs):
+    jid, d, info, report = jobs["mpi"]
+    assert info["ExitCode"] == "0:0", (d / "out.txt").read_text()
+    got = json.loads((d / "mpi_hints.json").read_text())
+    assert got["size"] == 2
+    for k, v in HINTS.items():
+        assert got["hints"].get(k) == v, (k, got["hints"])
+    assert report["settings"]["hints"] == HINTS
+
+
+def test_exit_code_preserved_and_tier_staged_back(jobs, slurm_cluster):
+    jid, d, info, report = jobs["beeond"]
+    assert info["ExitCode"] == "3:0"
+    assert "BEEOND" in info.get("Features", "")
+    where = (d / "where.txt").read_text().strip()
+    assert where == str(slurm_cluster.odfs / jid)                # the job ran in the per-job dir
+    assert (d / "result.txt").read_text() == "result\n"          # written there, staged back after failure
+    assert (d / "copied.txt").read_text() == "input-data\n"      # staged in
+    assert not (slurm_cluster.odfs / jid).exists()               # the Epilog removed the scratch dir
+    rec = json.loads((d / f"ioadvise-{jid}.json").read_text())
+    assert rec["exit_code"] == 3 and rec["job_id"] == jid and rec["settings"]["tier"]["name"] == "beeond"
+
+
+def test_lfs_stand_in_claiming_lustre_gets_setstripe(jobs):
+    jid, d, info, _ = jobs["lustre"]
+    assert info["ExitCode"] == "0:0"
+    calls = (d / "lfs.log").read_text().splitlines()
+    assert f"setstripe -c 4 -S 1048576 {d}" in calls
+
+
+def test_no_striping_when_not_lustre(jobs):
+    jid, d, info, _ = jobs["ext4"]
+    assert info["ExitCode"] == "0:0"
+    calls = (d / "lfs.log").read_text().splitlines()
+    assert calls and all(c.startswith("getstripe") for c in calls)
+
+
+def test_awkward_script_runs_unchanged(jobs):
+    jid, d, info, _ = jobs["awkward"]
+    assert info["ExitCode"] == "0:0"
+    assert (d / "my file.txt").read_text() == "$HOME stays literal `here`\n"
+    outdir = d / "results 'x' \"y\""
+    rec = json.loads((outdir / f"ioadvise-{jid}.json").read_text())
+    assert rec["exit_code"] == 0
+    assert (outdir / f"ioadvise-{jid}.romio-hints").read_text() == "romio_cb_write enable\n"
