@@ -236,3 +236,22 @@ def test_kb_import_file_and_cli_end_to_end(kb_path):
         again = kb.import_file(IOR / "posix_fpp_2ranks.txt", system="demo")
         assert again.skipped
         assert kb.count(RunFilter(system="demo", layout="fpp")) == 2
+
+
+def test_hints_shown_with_H_are_kept():
+    path = IOR / "posix_shared_2ranks.txt"
+    text = path.read_text().replace("Results: \n", "Results: \n\nhints passed to MPI_File_open() {\n"
+                                    "\tromio_cb_write = enable\n\tcb_nodes = 2\n}\n"
+                                    "hints returned from opened file {\n\tcb_buffer_size = 16777216\n}\n", 1)
+    assert "romio_cb_write" in text
+    runs = importers.get("ior").parse(text.encode(), ImportContext(source="h.txt"))
+    assert all(dict(r.hints) == {"romio_cb_write": "enable", "cb_nodes": "2"} for r in runs)
+
+
+def test_ior2_column_spelling_gives_the_same_values():
+    path = IOR / "posix_fpp_2ranks.txt"
+    text = path.read_text()
+    spaced = text.replace("Max(MiB)   Min(MiB)  Mean(MiB)     StdDev", "Max (MiB)  Min (MiB) Mean (MiB)    Std Dev", 1)
+    assert spaced != text
+    runs = importers.get("ior").parse(spaced.encode(), ImportContext(source="old.txt"))
+    assert [(r.op, r.value, r.value_sd) for r in runs] == [(r.op, r.value, r.value_sd) for r in _parse(path)]

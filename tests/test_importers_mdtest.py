@@ -136,3 +136,14 @@ def test_kb_import(kb_path):
         total = sum(kb.import_file(p, system="demo").runs for p in MD)
         assert total == sum(sum(1 for v in _summary(p).values() if v[2] > 0) for p in MD)
         assert kb.count(RunFilter(system="demo", op="file_create")) == 2
+
+
+def test_mdtest_1_9_summary_spelling():
+    # mdtest 1.9 prints "SUMMARY: (of N iterations)" and a colon after each operation name
+    path = SAMPLES / "mdtest" / "files_unique_2ranks.txt"
+    text = path.read_text()
+    old = re.sub(r"SUMMARY rate \(in ops/sec\): ", "SUMMARY: ", text)
+    old = re.sub(r"^(   [A-Z][a-z]+ [a-z]+)(\s+)(\d)", r"\1 :\2\3", old, flags=re.M)
+    assert old != text and "File creation :" in old
+    runs = importers.get("mdtest").parse(old.encode(), ImportContext(source="old.txt"))
+    assert {r.op: r.value for r in runs} == {op: v[2] for op, v in _summary(path).items()}

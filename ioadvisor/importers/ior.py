@@ -238,7 +238,8 @@ def _parse_text(text: str, ctx: ImportContext) -> list[Run]:
     cols_line = summary_at + 1
     if cols_line >= len(lines) or not lines[cols_line].lstrip().startswith("Operation"):
         raise ImportFormatError("IOR summary without its column header", ctx.source, cols_line + 1)
-    cols = lines[cols_line].split()
+    # IOR 2.x spells some columns with blanks ("Max (MiB)", "Std Dev"): join them as IOR 3+ does
+    cols = re.sub(r"\s+\(", "(", lines[cols_line]).replace("Std Dev", "StdDev").split()
     command = header.get("Command line")
     version = _tool_version(text)
     date = _iso_date(header.get("StartTime") or header.get("Began"))

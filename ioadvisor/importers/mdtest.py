@@ -30,7 +30,7 @@ OPS = {
 
 _LAUNCH = re.compile(r"^(mdtest-\S+) was launched with (\d+) total task\(s\) on (\d+) node\(s\)", re.M)
 _NUM = r"(-?[0-9.]+(?:[eE][+-]?\d+)?|nan|-nan|inf)"
-_ROW = re.compile(rf"^\s*([A-Za-z][A-Za-z ]*?)\s+{_NUM}\s+{_NUM}\s+{_NUM}\s+{_NUM}\s*$")
+_ROW = re.compile(rf"^\s*([A-Za-z][A-Za-z ]*?)\s*:?\s+{_NUM}\s+{_NUM}\s+{_NUM}\s+{_NUM}\s*$")
 
 
 def sniff(head: bytes) -> bool:
@@ -99,7 +99,9 @@ def parse(data: bytes, ctx: ImportContext) -> list[Run]:
     file_size = _int_opt(opts, "w")
     api = opts.get("a") if isinstance(opts.get("a"), str) else "POSIX"
 
-    start = next((i for i, l in enumerate(lines) if l.strip().startswith("SUMMARY rate")), None)
+    # "SUMMARY rate (in ops/sec): (of N iterations)" since mdtest 3; "SUMMARY: (of N iterations)" in 1.9
+    start = next((i for i, l in enumerate(lines)
+                  if l.strip().startswith("SUMMARY rate") or l.strip().startswith("SUMMARY: (of")), None)
     if start is None:
         raise ImportFormatError("truncated mdtest output: no 'SUMMARY rate' table (did mdtest stop early?)",
                                 ctx.source, len(lines))
