@@ -23,7 +23,7 @@ STRIPE_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 256, 512
 PIN_KEYS = ("tier", "filesystem", "layout", "collective", "stripe_count", "stripe_size", "hints")
 
 
-@dataclass
+@dataclass(eq=False)
 class _Cand:
     config: Config
     place: FileSystem
@@ -385,7 +385,8 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
         best = max(c.value for c in predicted)
         near = [c for c in predicted if c.value >= best * (1 - TOLERANCE)]
         ranked = sorted(near, key=lambda c: (-c.score, c.cost, -c.value))
-        rest = sorted((c for c in predicted if c not in near), key=lambda c: (-c.value, -c.score, c.cost))
+        near_ids = {id(c) for c in near}
+        rest = sorted((c for c in predicted if id(c) not in near_ids), key=lambda c: (-c.value, -c.score, c.cost))
         unpredicted = sorted((c for c in cands if c.value is None), key=lambda c: (-c.score, c.cost))
         order = ranked + rest + unpredicted
     else:
@@ -432,7 +433,7 @@ def _alternatives(order: list[_Cand], rec: _Cand, n: int = 4) -> list[_Cand]:
                 out.append(c)
                 if len(out) >= n:
                     return out
-            if pool is pools[0] and len(pools) > 1 and by_kind is False:
+            if pool is pools[0] and len(pools) > 1 and not by_kind:
                 break
     return out
 

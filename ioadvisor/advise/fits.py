@@ -6,7 +6,7 @@ import sqlite3
 from dataclasses import asdict
 from typing import Any
 
-from ..kb import KB, RunFilter
+from ..kb import KB
 from ..model.types import Center
 from ..predict import Fit, fit_all
 
@@ -16,12 +16,29 @@ MAX_EVIDENCE_IDS = 40
 
 
 def _signature(kb: KB, system: str) -> tuple:
-    sig = []
+    """Changes whenever runs are added to the user KB (rowids only grow) or the reference data change."""
+    row = kb.conn.execute("SELECT max(rowid) FROM main.runs").fetchone()
+    src = kb.conn.execute("SELECT count(*) FROM main.sources").fetchone()
+    return (row[0], src[0], kb.reference)
+
+
+def load_system_runs(kb: KB, system: str, max_per_group: int = 400) -> list:
+    """A system's runs, at most `max_per_group` per (file system, op), evenly spread: enough to fit on, and
+    quick to read from a KB of any size."""
+    from ..kb.store import row_to_run
+    rows = []
     for db in ("main",) + (("ref",) if kb.reference else ()):
-        row = kb.conn.execute(f"SELECT count(*), max(rowid) FROM {db}.runs WHERE system = ? COLLATE NOCASE",
-                              (system,)).fetchone()
-        sig.append((db, row[0], row[1]))
-    return tuple(sig)
+        rows += kb.conn.execute(f"SELECT * FROM {db}.runs WHERE system = ? COLLATE NOCASE", (system,)).fetchall()
+    groups: dict[tuple, list] = {}
+    for r in rows:
+        groups.setdefault((r["filesystem"], r["op"]), []).append(r)
+    out = []
+    for g in groups.values():
+        if len(g) > max_per_group:
+            step = len(g) / max_per_group
+            g = [g[int(i * step)] for i in range(max_per_group)]
+        out += [row_to_run(r) for r in g]
+    return out
 
 
 def _load_table(kb: KB, system: str, sig: tuple) -> dict | None:
@@ -29,7 +46,7 @@ def _load_table(kb: KB, system: str, sig: tuple) -> dict | None:
         row = kb.conn.execute("SELECT signature, fits FROM main.advise_fits WHERE system = ?", (system,)).fetchone()
     except sqlite3.Error:
         return None
-    if not row or row[0] != json.dumps(sig):
+    if not row or row[0] != json.dumps(sig, default=str):
         return None
     out = {}
     for d in json.loads(row[1]):
@@ -50,7 +67,7 @@ def _store_table(kb: KB, system: str, sig: tuple, fits: dict) -> None:
     try:
         kb.conn.execute(_TABLE)
         kb.conn.execute("INSERT OR REPLACE INTO main.advise_fits VALUES (?,?,?)",
-                        (system, json.dumps(sig), json.dumps(rows)))
+                        (system, json.dumps(sig, default=str), json.dumps(rows)))
     except sqlite3.Error:
         pass   # a read-only KB: the in-process cache still serves
 
@@ -66,7 +83,7 @@ def system_fits(kb: KB, system: str, center: Center | None = None) -> dict[tuple
     if fits is None:
         osts = {f.name: f.ost_count for f in center.filesystems} if center else {}
         dflt = {f.name: f.default_stripe_count for f in center.filesystems} if center else {}
-        fits = fit_all(kb.runs(RunFilter(system=system)), osts, dflt)
+        fits = fit_all(load_system_runs(kb, system), osts, dflt)
         _store_table(kb, system, sig, fits)
     _CACHE[key] = (sig, fits)
     return fits

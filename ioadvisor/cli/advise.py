@@ -311,10 +311,10 @@ def validate_cmd(
             return
         from rich.table import Table
         t = Table(title="Leave-one-out validation", title_justify="left")
-        for col in ("system", "runs", "median |err|", "p90 |err|", "regret groups", "median regret"):
+        for col in ("system", "runs", "median |err|", "p90 |err|", "regret cases", "median regret"):
             t.add_column(col)
         for name, s in list(rep["systems"].items()) + [("overall", rep["overall"])]:
             pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
             t.add_row(name, str(s["n"]), pct(s["median_abs_error"]), pct(s["p90_abs_error"]),
-                      str(s["regret_groups"]), "-" if s["median_regret"] is None else f"{s['median_regret']:.3f}")
+                      str(s["regret_cases"]), "-" if s["median_regret"] is None else f"{s['median_regret']:.3f}")
         console.print(t)

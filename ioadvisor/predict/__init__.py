@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ..model.run import DATA_OPS, Run
+
+if TYPE_CHECKING:
+    import numpy as np
 
 INF = float("inf")
 # relative half-width (log space) used when a fit rests on one or two runs: we do not know its error
@@ -90,7 +91,8 @@ def run_point(r: Run, ost_count: int | None = None, default_stripes: int | None 
                  transfer=float(r.transfer_size) if r.transfer_size else None)
 
 
-def _candidates(values: np.ndarray, extra: Sequence[float] = (), k: int = 10) -> np.ndarray:
+def _candidates(values: "np.ndarray", extra: Sequence[float] = (), k: int = 10) -> "np.ndarray":
+    import numpy as np
     v = values[np.isfinite(values) & (values > 0)]
     if v.size > k:
         v = np.quantile(v, np.linspace(0, 1, k))
@@ -100,6 +102,7 @@ def _candidates(values: np.ndarray, extra: Sequence[float] = (), k: int = 10) ->
 def fit_group(system: str, filesystem: str | None, op: str, runs: Sequence[Run], *,
               ost_count: int | None = None, default_stripes: int | None = None, max_runs: int = 400) -> Fit | None:
     """Fit one group's parameters to its runs; None without runs."""
+    import numpy as np   # imported here: advice from cached fits never needs it
     runs = [r for r in runs if r.value and r.value > 0]
     if not runs:
         return None

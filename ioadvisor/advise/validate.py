@@ -1,0 +1,73 @@
+"""Leave-one-out validation of the performance model on the KB's measured runs."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..kb import RunFilter
+from ..predict import fit_group, group_runs, run_point
+from . import TOLERANCE
+
+
+def _ost_counts(system: str) -> tuple[dict, dict]:
+    from ..center import find_center
+    c = find_center(system)
+    if c is None:
+        return {}, {}
+    return ({f.name: f.ost_count for f in c.filesystems}, {f.name: f.default_stripe_count for f in c.filesystems})
+
+
+def _stats(errors: list[float], regrets: list[float]) -> dict[str, Any]:
+    import numpy as np
+    e = np.array(errors) if errors else None
+    return {"n": len(errors),
+            "median_abs_error": float(np.median(e)) if e is not None else None,
+            "p90_abs_error": float(np.quantile(e, 0.9)) if e is not None else None,
+            "regret_cases": len(regrets),
+            "median_regret": float(np.median(regrets)) if regrets else None}
+
+
+def validate(kb: Any, system: str | None = None) -> dict[str, Any]:
+    """Per system and overall: median and p90 of |predicted/measured - 1| with each run left out of the fit, and
+    the median regret (best measured / measured value of the setting the model would pick) over groups of runs
+    that measure several settings of one workload."""
+    runs = [r for r in kb.runs(RunFilter(system=system)) if r.value and r.value > 0]
+    per_sys: dict[str, tuple[list[float], list[float]]] = {}
+    skipped = 0
+    for (sysname, fs, op), rs in group_runs(runs).items():
+        osts, dflt = _ost_counts(sysname)
+        errs, regrets = per_sys.setdefault(sysname, ([], []))
+        if len(rs) < 2:
+            skipped += len(rs)
+            continue
+        for i, r in enumerate(rs):
+            others = rs[:i] + rs[i + 1:]
+            fit = fit_group(sysname, fs, op, others, ost_count=osts.get(fs), default_stripes=dflt.get(fs))
+            if fit is None or fit.unit != r.unit:
+                skipped += 1
+                continue
+            pred = fit.predict(run_point(r, osts.get(fs), dflt.get(fs)))
+            errs.append(abs(pred / r.value - 1))
+        # regret: runs of one workload (same clients and ranks) measuring different settings
+        workloads: dict[tuple, list] = {}
+        for r in rs:
+            workloads.setdefault((r.nodes, r.ranks, r.transfer_size), []).append(r)
+        for members in workloads.values():
+            settings = {(m.layout, m.stripe_count, m.api, m.collective) for m in members}
+            if len(settings) < 2:
+                continue
+            best = max(m.value for m in members)
+            for i, left in enumerate(members):
+                fit = fit_group(sysname, fs, op, [x for x in rs if x is not left], ost_count=osts.get(fs),
+                                default_stripes=dflt.get(fs))
+                if fit is None:
+                    continue
+                preds = [fit.predict(run_point(m, osts.get(fs), dflt.get(fs))) for m in members]
+                top = max(preds)
+                near = [m for m, p in zip(members, preds) if p >= top * (1 - TOLERANCE)]
+                pick = min(near, key=lambda m: m.stripe_count or 0)   # the cheapest, as the advisor picks
+                regrets.append(best / pick.value)
+    out = {"systems": {s: _stats(e, g) for s, (e, g) in sorted(per_sys.items())}, "skipped_runs": skipped}
+    all_e = [x for e, _ in per_sys.values() for x in e]
+    all_g = [x for _, g in per_sys.values() for x in g]
+    out["overall"] = _stats(all_e, all_g)
+    return out

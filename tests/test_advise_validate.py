@@ -1,0 +1,35 @@
+"""Leave-one-out validation of the model (kb validate)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from ioadvisor.advise.validate import validate
+from ioadvisor.kb import KB
+from ioadvisor.model.run import make_run
+
+EXE = Path(sys.executable).parent / "ioadvise"
+
+
+def test_validate_exact_on_a_model_shaped_system(kb_path):
+    runs = [make_run(system="Toy", filesystem="fs", fs_type="lustre", ost_count=16, op="write", layout="shared",
+                     nodes=1, ranks=1, stripe_count=s, value=min(100.0 * s, 400.0), unit="MiB/s")
+            for s in (1, 2, 3, 4, 6, 8)]
+    with KB.open(kb_path) as kb:
+        kb.add_runs(runs, source="toy", source_hash="toy", fmt="csv", importer="test/1")
+        rep = validate(kb, "Toy")
+    s = rep["systems"]["Toy"]
+    assert s["n"] == 6
+    assert s["median_abs_error"] < 0.01          # every point is predicted by the others
+    assert s["median_regret"] == 1.0 and s["regret_cases"] == 6
+
+
+def test_validate_cli_on_reference_data():
+    p = subprocess.run([str(EXE), "kb", "validate", "--json"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    assert {"HA8000", "PixStor-NVMe"} <= set(rep["systems"])
+    assert rep["overall"]["n"] > 50 and 0 <= rep["overall"]["median_abs_error"]
+    assert rep["systems"]["HA8000"]["median_regret"] >= 1.0
