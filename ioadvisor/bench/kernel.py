@@ -200,6 +200,7 @@ def effective_env(comm: Any, directory: str) -> dict[str, Any]:
         "mount_point": mount_point(directory),
         "mpi_library": mpi_library(),
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "slurm_array_job_id": os.environ.get("SLURM_ARRAY_JOB_ID"),
         "slurm_array_task_id": os.environ.get("SLURM_ARRAY_TASK_ID"),
         "mem_total": mem_total(),
         "python": sys.version.split()[0],

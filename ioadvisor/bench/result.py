@@ -51,10 +51,10 @@ def result_name(doc: dict[str, Any]) -> str:
     if doc.get("kind") == "data":
         parts += [str(eff.get("api")), str(eff.get("layout")), "coll" if eff.get("collective") else "indep"]
     parts.append(stamp)
-    if eff.get("slurm_job_id"):
+    if eff.get("slurm_array_job_id"):
+        parts.append(f"j{eff['slurm_array_job_id']}_{eff.get('slurm_array_task_id')}")
+    elif eff.get("slurm_job_id"):
         parts.append(f"j{eff['slurm_job_id']}")
-        if eff.get("slurm_array_task_id"):
-            parts.append(f"t{eff['slurm_array_task_id']}")
     parts.append(f"p{os.getpid()}")
     return "-".join(parts) + ".json"
 

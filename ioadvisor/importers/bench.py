@@ -44,10 +44,12 @@ def parse(data: bytes, ctx: ImportContext) -> list[Run]:
 def _runs(doc: dict[str, Any], ctx: ImportContext) -> list[Run]:
     kind = doc["kind"]
     eff, params = doc["effective"], doc["params"]
+    job = eff.get("slurm_job_id")
+    if eff.get("slurm_array_job_id") and eff.get("slurm_array_task_id") is not None:
+        job = f"{eff['slurm_array_job_id']}_{eff['slurm_array_task_id']}"   # Slurm's own name for an array task
     prov = Provenance(source=ctx.source, command=doc.get("command"), tool=doc.get("tool", "ioadvise-bench"),
                       tool_version=doc.get("tool_version"), date=(doc.get("finished") or "")[:10] or None,
-                      job_id=eff.get("slurm_job_id"), kind=ctx.kind or "benchmark",
-                      citation=eff.get("slurm_array_task_id") and f"array task {eff['slurm_array_task_id']}")
+                      job_id=job, kind=ctx.kind or "benchmark")
     common: dict[str, Any] = {
         "system": ctx.system or doc["system"], "filesystem": ctx.filesystem or eff.get("mount_point"),
         "fs_type": eff.get("fs_type"), "nodes": _int(eff.get("nodes")), "ranks": _int(eff.get("ranks")),
