@@ -255,3 +255,13 @@ def test_ior2_column_spelling_gives_the_same_values():
     assert spaced != text
     runs = importers.get("ior").parse(spaced.encode(), ImportContext(source="old.txt"))
     assert [(r.op, r.value, r.value_sd) for r in runs] == [(r.op, r.value, r.value_sd) for r in _parse(path)]
+
+
+def test_cli_reports_a_truncated_file_in_one_line(tmp_path, kb_path):
+    cut = tmp_path / "cut.txt"
+    text = (IOR / "posix_fpp_2ranks.txt").read_text()
+    cut.write_text(text[: text.index("Results:")])
+    res = CliRunner().invoke(app, ["kb", "import", str(cut), "--kb", str(kb_path)])
+    assert res.exit_code == 2
+    assert f"cut.txt:{len(cut.read_text().splitlines())}:" in res.output
+    assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
