@@ -195,3 +195,39 @@ def test_cli_json_and_html(tmp_path):
 def test_cli_terminal_report():
     r = runner.invoke(app, ["diagnose", str(LOGDIR / "example.darshan")])
     assert r.exit_code == 0 and "IMB001" in r.output and "2048" in r.output
+
+
+def test_record_adds_a_production_run(kb_path):
+    log = LOGDIR / "example.darshan"
+    r = runner.invoke(app, ["diagnose", str(log), "--record", "--center", "ha8000", "--kb", str(kb_path), "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["recorded"]["runs"] == 1
+    from ioadvisor.kb.store import KB, RunFilter
+    with KB.open(kb_path, create=False) as kb:
+        (run,) = kb.runs(RunFilter(system="HA8000", kind="production"))
+    ind = _independent(log)
+    assert run.op == "write" and run.ranks == ind["nprocs"] and run.layout == "shared" and run.stripe_count == 24
+    assert run.total_bytes == ind["posix_w"] + ind["stdio_w"]
+    # the same log again adds nothing
+    r2 = runner.invoke(app, ["diagnose", str(log), "--record", "--center", "ha8000", "--kb", str(kb_path), "--json"])
+    assert json.loads(r2.stdout)["recorded"]["already_known"] is True
+
+
+def test_kb_import_detects_darshan_and_rejects_truncated(kb_path, tmp_path):
+    cut = tmp_path / "cut.darshan"
+    cut.write_bytes((LOGDIR / "sample-badost.darshan").read_bytes()[:200000])
+    r = runner.invoke(app, ["kb", "import", "--kb", str(kb_path), str(cut), "--system", "edison"])
+    assert r.exit_code == 2 and "cut.darshan" in r.output
+
+
+def test_center_gives_ost_count_and_advice_for_striping(summaries):
+    from ioadvisor.diagnose import _with_advice
+    from ioadvisor.diagnose.rules import Context
+    base = summaries["ior_hdf5_example.darshan"]
+    big = dataclasses.replace(base.shared_files[0], bytes_written=200 << 30, ranks=64)
+    s = dataclasses.replace(base, files=(big,), nprocs=64)
+    (lus,) = [x for x in run_rules(s, ctx=Context(center_ost_count=30, center_name="HA8000")) if x.id == "LUS001"]
+    assert lus.evidence["recommended_stripe_count"] == 30 and "30 OSTs" in lus.message
+    from ioadvisor.center import load_center
+    f = _with_advice(lus, to_workload(s, 16), None, load_center("ha8000"))
+    assert f.advice is not None and f.advice.recommendation.config.stripe_count > 1

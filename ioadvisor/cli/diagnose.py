@@ -58,8 +58,15 @@ def _render(doc: dict[str, Any], con: Console) -> None:
     table.add_column("Severity", no_wrap=True)
     table.add_column("Finding", ratio=1)
     for f in doc["findings"]:
-        table.add_row(f["id"], f"[{_STYLE.get(f['severity'], '')}]{f['severity']}[/]",
-                      f"[bold]{f['title']}[/]\n{f['message']}", )
+        text = f"[bold]{f['title']}[/]\n{f['message']}"
+        adv = f.get("advice")
+        if adv:
+            cfg = adv["recommendation"]["config"]
+            pred, base = adv["recommendation"]["prediction"], adv["baseline"]["prediction"]
+            text += (f"\n[green]Advisor ({adv['system']}):[/] {cfg['layout']}, {cfg['api']}, stripe count "
+                     f"{cfg['stripe_count'] or '-'}: predicted {pred['value']:.0f} {pred['unit']} vs "
+                     f"{base['value']:.0f} {base['unit']} with the defaults")
+        table.add_row(f["id"], f"[{_STYLE.get(f['severity'], '')}]{f['severity']}[/]", text)
     con.print(table)
 
 
@@ -84,10 +91,16 @@ def diagnose_cmd(
         doc = diagnose_report(log, kb=kb, center=center, thresholds=thresholds, ranks_per_node=ranks_per_node)
         if record:
             from ..kb.store import KB
+            system = None
+            if center:
+                from ..center import load_center
+                system = load_center(center).name
             with KB.open(kb, create=True) as store:
-                res = store.import_file(log, "darshan", kind="production")
-            doc["recorded"] = {"kb": str(store.path) if hasattr(store, "path") else str(kb or ""),
-                               "added": getattr(res, "added", None)}
+                res = store.import_file(log, "darshan", kind="production", system=system)
+            doc["recorded"] = {"system": system or "unknown", "runs": res.runs, "already_known": res.skipped}
+            if not json_out:
+                console.print(f"Recorded {res.runs} production run(s) for system {system or 'unknown'}"
+                              + (" (already in the KB)" if res.skipped else "") + ".")
         if html is not None:
             from ..util import atomic_write
             rec = Console(record=True, width=120, file=io.StringIO(), color_system="truecolor")

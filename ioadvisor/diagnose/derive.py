@@ -11,7 +11,9 @@ import math
 import os
 import statistics
 import struct
+import sys
 import tempfile
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -268,9 +270,8 @@ def _child(path: str, conn: Any) -> None:
     saved = os.dup(2)
     os.dup2(errfile.fileno(), 2)
     try:
-        try:
-            from darshan.backend import cffi_backend as backend
-        except ImportError:
+        backend = _import_backend()
+        if backend is None:
             conn.send(("usage", "diagnosing Darshan logs needs PyDarshan: pip install 'ioadvisor[darshan]'"))
             return
         try:
@@ -295,20 +296,65 @@ def _child(path: str, conn: Any) -> None:
         conn.close()
 
 
+class _NoPandas(types.ModuleType):
+    """Placeholder for pandas in the child: PyDarshan imports it at module level but only uses it for DataFrame
+    output, which the child never asks for. Importing pandas is most of PyDarshan's start-up time."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"pandas is not loaded in the log reader ({name})")
+
+
+def _import_backend() -> Any:
+    """PyDarshan's C backend, imported without pandas where that works, with it otherwise; None if missing."""
+    stubbed = False
+    if "pandas" not in sys.modules:
+        sys.modules["pandas"] = _NoPandas("pandas")
+        stubbed = True
+    try:
+        from darshan.backend import cffi_backend
+        return cffi_backend
+    except ImportError as e:
+        if not stubbed or (e.name or "").split(".")[0] == "darshan":
+            return None
+    except Exception:
+        if not stubbed:
+            raise
+    if stubbed:
+        for name in [m for m in sys.modules if m == "pandas" or m.startswith("darshan")]:
+            del sys.modules[name]
+    try:
+        from darshan.backend import cffi_backend
+        return cffi_backend
+    except ImportError:
+        return None
+
+
 class _LogError(Exception):
     pass
 
 
 def _records(backend: Any, log: Any, mod: str) -> list[dict]:
+    """All records of a module; counters as dicts of plain Python numbers (much faster to sum than numpy's)."""
     out = []
-    while True:
-        rec = backend.log_get_record(log, mod, dtype="dict")
-        if rec is None:
-            return out
-        out.append(rec)
+    if mod == "LUSTRE":
+        while (rec := backend.log_get_record(log, mod, dtype="dict")) is not None:
+            out.append(rec)
+        return out
+    cnames = backend.counter_names(mod)
+    fnames = backend.fcounter_names(mod)
+    while (rec := backend.log_get_record(log, mod, dtype="numpy")) is not None:
+        out.append({"id": rec["id"], "rank": rec["rank"],
+                    "counters": dict(zip(cnames, rec["counters"].tolist())),
+                    "fcounters": dict(zip(fnames, rec["fcounters"].tolist()))})
+    return out
 
 
-def _mount_of(path: str, mounts: list[tuple[str, str]]) -> tuple[str | None, str | None]:
+def _mount_of(path: str, mounts: list[tuple[str, str]], cache: dict | None = None) -> tuple[str | None, str | None]:
+    if cache is not None:
+        d = os.path.dirname(path)
+        if d not in cache:
+            cache[d] = _mount_of(d + "/x", mounts)
+        return cache[d]
     best: tuple[str | None, str | None] = (None, None)
     blen = -1
     for mnt, fstype in mounts:
@@ -409,9 +455,10 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
         max_meta = max(max_meta, fc["POSIX_F_META_TIME"])
 
     files: list[FileSummary] = []
+    mount_cache: dict[str, tuple[str | None, str | None]] = {}
     for fid, group in by_file.items():
         fname = names.get(fid, f"<record {fid}>")
-        mnt, fstype = _mount_of(fname, mounts)
+        mnt, fstype = _mount_of(fname, mounts, mount_cache)
         shared = any(r["rank"] == -1 for r in group) or len({r["rank"] for r in group}) > 1
         nranks = job["nprocs"] if any(r["rank"] == -1 for r in group) else len({r["rank"] for r in group})
         cs = [r["counters"] for r in group]
