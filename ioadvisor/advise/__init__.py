@@ -230,6 +230,8 @@ def _predict(c: _Cand, w: Workload, fits: Mapping, system: str) -> None:
     cfg = c.config
     meta = w.metadata_heavy
     op = _metadata_op(fits, system, cfg.filesystem) if meta else w.op
+    if not meta and w.access == "random" and (system, cfg.filesystem, "rand" + w.op) in fits:
+        op = "rand" + w.op           # random small requests: the measured IOPS, not sequential bandwidth
     fit = fits.get((system, cfg.filesystem, op)) if op else None
     if fit is None:
         return
@@ -407,7 +409,7 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
     alts = _alternatives(order[1:], rec)
     from .explain import build_option, warnings_for
     evidence_runs = _evidence_runs(kb, [rec, base] + alts)
-    options = [build_option(c, w, center, base, rec, evidence_runs, has_numbers=bool(predicted))
+    options = [build_option(c, w, center, base, rec, evidence_runs, has_numbers=bool(fits))
                for c in [rec, base] + alts]
     return Advice(system=system, workload=w, recommendation=options[0], baseline=options[1],
                   alternatives=tuple(options[2:]), warnings=tuple(warnings_for(w, center, fits, predicted)))

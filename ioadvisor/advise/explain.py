@@ -74,7 +74,8 @@ def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbe
         out.append(f"The knowledge base has no measured numbers for {center.name}: this ranking rests on the "
                    f"published comparisons cited below and on the center configuration, so no value is predicted.")
     else:
-        out.append(f"No measured runs on {cfg.tier or cfg.filesystem} for this operation: not predicted.")
+        out.append(f"No measured runs on {cfg.tier or cfg.filesystem} for this operation: not predicted; its rank "
+                   f"rests on the published comparisons and the center configuration.")
     if cfg.stripe_count is not None:
         fs = center.filesystem(cfg.filesystem)
         if c is rec and has_numbers and c.value is not None and not w.metadata_heavy:

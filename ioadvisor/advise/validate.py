@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import UsageError
 from ..kb import RunFilter
 from ..predict import fit_group, group_runs, run_point
 from . import TOLERANCE
@@ -30,6 +31,11 @@ def validate(kb: Any, system: str | None = None) -> dict[str, Any]:
     """Per system and overall: median and p90 of |predicted/measured - 1| with each run left out of the fit, and
     the median regret (best measured / measured value of the setting the model would pick) over groups of runs
     that measure several settings of one workload."""
+    if system is not None:
+        match = next((s for s in kb.systems() if s.lower() == system.lower()), None)
+        if match is None:
+            raise UsageError(f"no runs for system {system!r} (known: {', '.join(kb.systems())})")
+        system = match
     runs = [r for r in kb.runs(RunFilter(system=system)) if r.value and r.value > 0]
     per_sys: dict[str, tuple[list[float], list[float]]] = {}
     skipped = 0

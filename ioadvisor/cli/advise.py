@@ -153,7 +153,9 @@ def _row(opt: Any, label: str) -> list[str]:
 
 
 def _num(v: float) -> str:
-    return f"{v:,.0f}" if v < 1e5 else f"{v:,.3g}"
+    if v >= 1e6:
+        return f"{v / 1e6:.3g}M"
+    return f"{v:,.0f}"
 
 
 def render_advice(advice: Any, mpi: str | None) -> None:
