@@ -231,3 +231,27 @@ def test_center_gives_ost_count_and_advice_for_striping(summaries):
     from ioadvisor.center import load_center
     f = _with_advice(lus, to_workload(s, 16), None, load_center("ha8000"))
     assert f.advice is not None and f.advice.recommendation.config.stripe_count > 1
+
+
+def test_pfl_layout_uses_the_last_instantiated_component():
+    from ioadvisor.diagnose.derive import _derive
+
+    def comp(size, count, start, end, osts, flags):
+        return {"counters": {"LUSTRE_COMP_STRIPE_SIZE": size, "LUSTRE_COMP_STRIPE_COUNT": count,
+                             "LUSTRE_COMP_FLAGS": flags, "LUSTRE_COMP_EXT_START": start,
+                             "LUSTRE_COMP_EXT_END": end}, "pool_name": "capacity", "ost_ids": osts}
+    lus = {"id": 7, "rank": -1, "components": [
+        comp(1 << 20, 1, 0, 4 << 20, [3], 0x10),
+        comp(1 << 20, 4, 4 << 20, 64 << 20, [5, 6, 7, 8], 0x10),
+        comp(4 << 20, 16, 64 << 20, -1, [], 0)]}           # not reached by the file: no objects
+    names = raw.counter_names("POSIX")
+    fnames = raw.fcounter_names("POSIX")
+    posix = {"id": 7, "rank": -1, "counters": dict.fromkeys(names, 0), "fcounters": dict.fromkeys(fnames, 0.0)}
+    posix["counters"]["POSIX_BYTES_WRITTEN"] = 50 << 20
+    job = {"nprocs": 8, "run_time": 10.0, "metadata": {}}
+    s = _derive("x.darshan", job, "", [("/lus", "lustre")], {7: "/lus/f"}, ("POSIX", "LUSTRE"),
+                {"POSIX": [posix], "LUSTRE": [lus]}, False)
+    (f,) = s.files
+    assert f.shared and f.fs_type == "lustre"
+    assert f.lustre.components == 3 and f.lustre.stripe_count == 4 and f.lustre.osts == (3, 5, 6, 7, 8)
+    assert s.exe == "(not recorded)"

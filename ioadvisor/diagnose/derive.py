@@ -24,6 +24,7 @@ DARSHAN_MAGIC = 6567223          # DARSHAN_MAGIC_NR, stored as int64 right after
 SMALL_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")   # requests below 1 MiB
 SIZE_BINS = SMALL_BINS + ("1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS")
 CHILD_TIMEOUT = 120.0
+LCME_FL_INIT = 0x10              # Lustre component flag: the component has objects
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -400,14 +401,21 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
         osts: list[int] = []
         size = count = 0
         pool = ""
+        # v1 records arrive as one component; v2 (PFL) as several, of which only instantiated ones have
+        # objects. The layout that carries the file's data is the last instantiated component.
+        chosen = None
         for comp in comps:
             c = comp["counters"]
             ids = [int(o) for o in comp.get("ost_ids", []) if int(o) >= 0]
             osts.extend(ids)
-            if ids or c.get("LUSTRE_COMP_STRIPE_COUNT", 0) > 0:
-                size = int(c.get("LUSTRE_COMP_STRIPE_SIZE", 0))
-                count = int(c.get("LUSTRE_COMP_STRIPE_COUNT", 0))
+            flags = int(c.get("LUSTRE_COMP_FLAGS", -1))
+            instantiated = bool(ids) or (flags > 0 and flags & LCME_FL_INIT)
+            if instantiated or chosen is None:
+                chosen = c
                 pool = comp.get("pool_name") or pool
+        if chosen is not None:
+            size = int(chosen.get("LUSTRE_COMP_STRIPE_SIZE", 0))
+            count = int(chosen.get("LUSTRE_COMP_STRIPE_COUNT", 0))
         if comps:
             layouts[rec["id"]] = LustreLayout(stripe_size=size, stripe_count=count, osts=tuple(dict.fromkeys(osts)),
                                               components=len(comps), pool=pool)
