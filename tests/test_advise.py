@@ -100,3 +100,21 @@ def test_advise_is_fast_once_fitted(kb):
     for _ in range(5):
         advise(w, kb, c)
     assert (time.perf_counter() - t0) / 5 < 0.05
+
+
+def test_pfl_managed_and_non_lustre_are_never_striped(kb, tmp_path):
+    p = tmp_path / "site.toml"
+    p.write_text('name = "PFLSite"\nmpi = "cray"\n[[filesystems]]\nname = "scratch"\ntype = "lustre"\n'
+                 'ost_count = 100\nstriping = "pfl-managed"\n[[filesystems]]\nname = "home"\ntype = "nfs"\n')
+    c = load_center(p)
+    a = advise(Workload(nodes=32, ranks_per_node=16, bytes_per_rank=1 << 30, api="mpiio", layout="shared"), kb, c)
+    for opt in (a.recommendation, a.baseline, *a.alternatives):
+        assert opt.config.stripe_count is None and "lfs" not in opt.commands
+        assert "striping_factor" not in opt.config.hints
+
+
+def test_tsubame_reads_follow_the_stripe_comparison(kb):
+    w = Workload(nodes=16, ranks_per_node=4, bytes_per_rank=1 << 30, api="mpiio", layout="shared", op="read")
+    rec = advise(w, kb, load_center("TSUBAME3.0")).recommendation
+    assert rec.config.stripe_count == 68 and rec.config.hints.get("romio_cb_read") == "disable"
+    assert any("Section 3.2" in e.citation for e in rec.evidence)

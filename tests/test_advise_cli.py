@@ -103,3 +103,13 @@ def test_hint_renderers():
     assert lfs_setstripe("$SCRATCH/out", 8, 4 << 20) == 'lfs setstripe -c 8 -S 4M "$SCRATCH/out"'
     with pytest.raises(ValueError):
         romio_hints_file({"bad key": "1"})
+
+
+def test_cray_commands_in_human_output():
+    p = run("advise", "--system", "TSUBAME3.0", "--nodes", "4", "--ranks-per-node", "4", "--bytes-per-rank", "1GiB",
+            "--api", "mpiio", "--layout", "shared", "--mpi", "cray")
+    assert p.returncode == 0, p.stderr
+    assert "MPICH_MPIIO_HINTS='*:romio_cb_write=disable" in p.stdout.replace("\n", "")
+    p = run("advise", "--system", "TSUBAME3.0", "--nodes", "4", "--ranks-per-node", "4", "--bytes-per-rank", "1GiB",
+            "--mpi", "lam")
+    assert p.returncode == 2 and "unknown MPI flavour" in p.stderr
