@@ -255,3 +255,26 @@ def test_pfl_layout_uses_the_last_instantiated_component():
     assert f.shared and f.fs_type == "lustre"
     assert f.lustre.components == 3 and f.lustre.stripe_count == 4 and f.lustre.osts == (3, 5, 6, 7, 8)
     assert s.exe == "(not recorded)"
+
+
+def test_a_crash_in_the_reader_becomes_a_clear_error(monkeypatch):
+    import signal
+    import ioadvisor.diagnose.derive as derive
+    if "fork" not in __import__("multiprocessing").get_all_start_methods():
+        pytest.skip("needs fork to carry the patched reader into the child")
+
+    def crash(path, backend):
+        import faulthandler
+        faulthandler.disable()      # keep pytest's crash dump of the child out of the output
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    monkeypatch.setattr(derive, "_read", crash)
+    with pytest.raises(ImportFormatError, match="crashed.*SIGSEGV"):
+        derive.summarize(LOGDIR / "example.darshan")
+
+
+def test_cli_bad_thresholds_file_exit_2(tmp_path):
+    p = tmp_path / "t.toml"
+    p.write_text("[SIZE001]\nshare = 'lots'\n")
+    r = runner.invoke(app, ["diagnose", str(LOGDIR / "example.darshan"), "--thresholds", str(p)])
+    assert r.exit_code == 2 and "t.toml" in r.output and "share" in r.output

@@ -393,6 +393,8 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
     if not exe:
         exe = "(not recorded)"
         notes.append("the log records no executable name")
+    if partial:
+        notes.append("Darshan ran out of record memory (partial log): totals are lower bounds")
 
     # Lustre layouts, keyed by record id (the same for every rank's record of one file)
     layouts: dict[int, LustreLayout] = {}
