@@ -100,3 +100,12 @@ def test_parser_never_crashes(body):
     assert 0 <= js.block_end <= len(js.lines)
     js.options()
     js.advice_keys()
+
+
+def test_megabyte_lines_parse_in_linear_time():
+    import time
+    text = "#!/bin/bash\n#SBATCH --job-name=" + "x" * (1 << 20) + "\n#IOADVISE api=" + "A" * (1 << 20) + "\ntrue\n"
+    t0 = time.monotonic()
+    js = parse_jobscript(text)
+    assert time.monotonic() - t0 < 2
+    assert len(js.option("job-name")) == 1 << 20 and js.block_end == 3

@@ -48,9 +48,11 @@ def _center(spec: str | None):
     return load_center(spec)
 
 
-def _diff(old: str, new: str, name: str) -> str:
-    return "".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
-                                        fromfile=name, tofile=f"{name} (wrapped)"))
+def _diff(old: str, new: str, name: str, width: int = 300) -> str:
+    """Unified diff for display; very long lines are shortened (the files themselves are not)."""
+    def short(text: str) -> list[str]:
+        return [line if len(line) <= width else line[:width] + " [...]\n" for line in text.splitlines(keepends=True)]
+    return "".join(difflib.unified_diff(short(old), short(new), fromfile=name, tofile=f"{name} (wrapped)"))
 
 
 def _report(w, name: str) -> dict:

@@ -7,7 +7,6 @@ lines (anywhere in the script) describe the job's I/O for the advisor.
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -98,15 +97,20 @@ class JobScript:
         return prog
 
 
+_TOKEN = re.compile(r"""(?:[^\s"'\\]|\\.|"[^"]*"|'[^']*')+""")
+_UNQUOTE = re.compile(r"""\\(.)|"([^"]*)"|'([^']*)'""")
+
+
 def _split(text: str) -> list[str]:
-    """Split like a shell (quotes, trailing comment) but never fail: fall back to whitespace."""
-    try:
-        lex = shlex.shlex(text, posix=True, punctuation_chars=False)
-        lex.whitespace_split = True
-        lex.commenters = "#"
-        return list(lex)
-    except ValueError:
-        return text.split()
+    """Split like a shell (quotes, backslashes, a trailing # comment) in linear time; never fails
+    (an unbalanced quote is dropped)."""
+    out: list[str] = []
+    for m in _TOKEN.finditer(text):
+        tok = m.group(0)
+        if tok.startswith("#"):
+            break
+        out.append(_UNQUOTE.sub(lambda u: next(g for g in u.groups() if g is not None), tok))
+    return out
 
 
 def _options(tokens: list[str], line: int | None, raw: str, warnings: list[str]) -> tuple[list[Directive], list[str]]:

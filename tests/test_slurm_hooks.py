@@ -1,0 +1,77 @@
+"""The center hooks in the real slurmctld/sbatch: job_submit.lua injects MPI-IO hints for jobs with
+#IOADVISE lines, and hostile #IOADVISE lines neither run anything nor block a submission (also through
+`ioadvise submit`)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.slurm_cluster import slurm_cluster  # noqa: F401
+
+IOADVISE = str(Path(sys.executable).parent / "ioadvise")
+
+
+def _hostile_script(d: Path, out: Path) -> tuple[str, list[Path]]:
+    markers = [d / f"pwned{i}" for i in range(5)]
+    text = "\n".join([
+        "#!/bin/bash",
+        f"#SBATCH -o {out}",
+        "#IOADVISE api=MPIIO layout=shared hint=cb_buffer_size:8388608",
+        f"#IOADVISE outdir=$(touch {markers[0]})",
+        f"#IOADVISE api=`touch {markers[1]}`",
+        f"#IOADVISE layout=shared;touch {markers[2]}",
+        f"#IOADVISE hint=cb_nodes:$(touch {markers[3]}) files=1;touch {markers[4]}",
+        "#IOADVISE api=" + "A" * (1 << 20),
+        'echo "HINTS=${IOADVISE_HINTS:-none}"',
+        'if [ -n "${ROMIO_HINTS:-}" ]; then cat "$ROMIO_HINTS"; fi',
+        "",
+    ])
+    return text, markers
+
+
+def test_job_submit_injects_hints_and_ignores_hostile_lines(slurm_cluster, tmp_path):
+    out = tmp_path / "out.txt"
+    text, markers = _hostile_script(tmp_path, out)
+    script = tmp_path / "job.sh"
+    script.write_text(text)
+    t0 = time.monotonic()
+    jid = slurm_cluster.sbatch(script)
+    submit_time = time.monotonic() - t0
+    info = slurm_cluster.wait(jid)
+    assert info["ExitCode"] == "0:0"
+    assert submit_time < 10
+    lines = out.read_text().splitlines()
+    # the valid line's hint plus the center policy for shared-file MPI-IO; nothing from the hostile lines
+    assert lines[0] == "HINTS=cb_buffer_size=8388608,romio_cb_write=enable,romio_ds_write=disable"
+    assert lines[1:] == ["cb_buffer_size 8388608", "romio_cb_write enable", "romio_ds_write disable"]
+    assert not any(m.exists() for m in markers)
+    assert "ioadvise: injected 3 MPI-IO hints" in (slurm_cluster.dir / "log" / "slurmctld.log").read_text()
+
+
+def test_job_without_ioadvise_lines_is_untouched(slurm_cluster, tmp_path):
+    out = tmp_path / "out.txt"
+    script = tmp_path / "job.sh"
+    script.write_text(f"#!/bin/bash\n#SBATCH -o {out}\necho \"HINTS=${{IOADVISE_HINTS:-none}}\"\n")
+    jid = slurm_cluster.sbatch(script)
+    assert slurm_cluster.wait(jid)["ExitCode"] == "0:0"
+    assert out.read_text().strip() == "HINTS=none"
+
+
+def test_hostile_lines_through_ioadvise_submit(slurm_cluster, tmp_path):
+    out = tmp_path / "out.txt"
+    text, markers = _hostile_script(tmp_path, out)
+    script = tmp_path / "job.sh"
+    script.write_text(text)
+    t0 = time.monotonic()
+    p = subprocess.run([IOADVISE, "submit", str(script), "--hints", "romio_cb_write=enable"], cwd=tmp_path,
+                       env=slurm_cluster.env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert time.monotonic() - t0 < 15
+    jid = p.stdout.strip().splitlines()[-1].split()[-1]
+    assert slurm_cluster.wait(jid)["ExitCode"] == "0:0"
+    lines = out.read_text().splitlines()
+    # the wrapped script carries its own hints; job_submit.lua leaves wrapped scripts alone
+    assert lines == ["HINTS=romio_cb_write=enable", "romio_cb_write enable"]
+    assert not any(m.exists() for m in markers)
