@@ -1,0 +1,73 @@
+"""Median overhead of `ioadvise submit` over plain `sbatch` on the single-node test cluster.
+
+    .venv/bin/python benchmarks/bench_submit.py [-n 15] [--json]
+
+Starts slurm/testcluster in a temporary directory (unless SLURM_CONF is already set), submits the same
+script N times each way with --hold (so nothing runs), cancels the jobs and prints the medians.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+IOADVISE = str(Path(sys.executable).parent / "ioadvise")
+SCRIPT = "#!/bin/bash\n#SBATCH -N 1\n#IOADVISE api=MPIIO layout=shared\nsrun true\n"
+
+
+def _time(args: list[str], env: dict, cwd: Path) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    p = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
+    dt = time.perf_counter() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"{args[0]} failed: {p.stderr.strip()}")
+    return dt, p.stdout.strip().splitlines()[-1].split()[-1].split(";")[0]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-n", type=int, default=15, help="submissions per variant")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-submit-"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SBATCH_")}
+    started = "SLURM_CONF" not in env
+    if started:
+        subprocess.run([str(ROOT / "slurm/testcluster/start.sh"), str(work / "cluster")], check=True,
+                       capture_output=True, timeout=90)
+        env["SLURM_CONF"] = str(work / "cluster/etc/slurm.conf")
+    script = work / "job.sh"
+    script.write_text(SCRIPT)
+    plain, wrapped, ids = [], [], []
+    try:
+        for _ in range(a.n):   # interleaved so drift affects both alike
+            dt, jid = _time(["sbatch", "--parsable", "--hold", str(script)], env, work)
+            plain.append(dt)
+            ids.append(jid)
+            dt, jid = _time([IOADVISE, "submit", str(script), "--hints", "romio_cb_write=enable", "--hold"], env, work)
+            wrapped.append(dt)
+            ids.append(jid)
+    finally:
+        if ids:
+            subprocess.run(["scancel", *ids], env=env, capture_output=True, timeout=60)
+        if started:
+            subprocess.run([str(ROOT / "slurm/testcluster/stop.sh"), str(work / "cluster")], capture_output=True)
+    res = {"n": a.n, "sbatch_median_s": statistics.median(plain), "ioadvise_submit_median_s": statistics.median(wrapped)}
+    res["overhead_median_s"] = res["ioadvise_submit_median_s"] - res["sbatch_median_s"]
+    if a.json:
+        print(json.dumps(res, indent=2))
+    else:
+        print(f"sbatch          median {res['sbatch_median_s'] * 1000:7.1f} ms  (n={a.n})")
+        print(f"ioadvise submit median {res['ioadvise_submit_median_s'] * 1000:7.1f} ms")
+        print(f"overhead        median {res['overhead_median_s'] * 1000:7.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
