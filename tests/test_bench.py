@@ -226,3 +226,25 @@ def test_error_under_mpiexec_is_one_line_and_exit_2(tmp_path):
     out = _mpirun(2, ["bench", "run", "--api", "posix", "--collective", "--dir", str(tmp_path)])
     assert out.returncode == 2
     assert out.stderr.count("Error:") == 1 and "Traceback" not in out.stderr
+
+
+@pytest.mark.mpi
+def test_failure_on_one_rank_aborts_the_job_instead_of_hanging(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    out = _mpirun(2, ["bench", "run", "-t", "4KiB", "-b", "8KiB", "--dir", str(blocker / "sub")])
+    assert out.returncode != 0
+    assert out.stderr.count("Error:") == 1 and "cannot create directory" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_every_bench_option_is_documented():
+    import typer.main
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "bench.md").read_text()
+    group = typer.main.get_command(app).commands["bench"]
+    for name, cmd in group.commands.items():
+        assert f"bench {name}" in doc
+        for param in cmd.params:
+            longs = [o for o in param.opts if o.startswith("--") and o not in ("--help", "--json")]
+            if longs:
+                assert any(o in doc for o in longs), f"bench {name} {longs[0]} is not in docs/bench.md"

@@ -242,16 +242,22 @@ def _ingest(kb_path: str | Path | None, path: Path) -> int:
 
 def run_allocation(plan: Plan, *, kb: str | Path | None | bool = None, progress: Progress | None = None,
                    timeout: float = 3600) -> SweepOutcome:
-    """Run every config one after the other with the launcher in this allocation (or on this machine)."""
+    """Run every config one after the other with the launcher in this allocation (or on this machine);
+    `timeout` bounds the whole sweep."""
     plan_path = write_plan(plan)
     out = SweepOutcome(plan)
     total = len(plan.configs)
+    deadline = time.monotonic() + timeout
     for n, cfg in enumerate(plan.configs):
         if progress:
             progress("start", n, total, cfg.label)
         cmd = launcher_command(plan, cfg, plan_path)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            out.failed.append((cfg.index, f"not run: the sweep's {timeout:.0f}s were used up"))
+            continue
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
             ok, why = p.returncode == 0, _last_error(p.stderr) or f"exit code {p.returncode}"
         except subprocess.TimeoutExpired:
             ok, why = False, f"did not finish within {timeout:.0f}s"

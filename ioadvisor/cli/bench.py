@@ -38,6 +38,7 @@ def _rank_errors() -> Iterator[None]:
             err_console.print(f"[bold red]Error:[/] rank {mpi.COMM_WORLD.Get_rank()}: {e}", highlight=False)
             sys.stderr.flush()
             mpi.COMM_WORLD.Abort(e.exit_code)
+            raise typer.Exit(e.exit_code) from None   # MPI_Abort may return before the job is torn down
         if launcher_rank() != 0:
             raise typer.Exit(e.exit_code) from None
         raise
