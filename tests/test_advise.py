@@ -118,3 +118,20 @@ def test_tsubame_reads_follow_the_stripe_comparison(kb):
     rec = advise(w, kb, load_center("TSUBAME3.0")).recommendation
     assert rec.config.stripe_count == 68 and rec.config.hints.get("romio_cb_read") == "disable"
     assert any("Section 3.2" in e.citation for e in rec.evidence)
+
+
+def test_advice_for_a_system_known_only_from_imported_runs(kb_path, samples):
+    with KB.open(kb_path) as store:
+        for f in sorted((samples / "ior").iterdir()):
+            store.import_file(f, system="mycluster")
+        w = Workload(nodes=1, ranks_per_node=2, bytes_per_rank=64 << 20, api="mpiio", layout="shared")
+        a = advise(w, store, None, system="MyCluster")
+    assert a.system == "mycluster"
+    rec = a.recommendation
+    assert rec.prediction.value is not None and rec.prediction.n_runs >= 4
+    assert rec.config.stripe_count is None                       # nothing says the file system can be striped
+    # the runs measure MPI-IO collective and independent: the model tells them apart, and the choice follows
+    by_mode = {o.config.collective: o.prediction.value for o in (rec, a.baseline, *a.alternatives)}
+    assert by_mode[True] != by_mode[False]
+    assert rec.prediction.value == max(by_mode.values())
+    assert all(e.source.endswith((".txt", ".json", ".csv")) for e in rec.evidence if e.run_id)

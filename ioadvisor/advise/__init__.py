@@ -15,7 +15,7 @@ from ..errors import UsageError
 from ..model.run import norm_api, norm_layout
 from ..model.types import Advice, Center, Config, Evidence, FileSystem, Option, Prediction, Tier, Workload
 from ..model.units import format_size
-from ..predict import INF, Fit, Point
+from ..predict import INF, Fit, Point, io_class
 
 TOLERANCE = 0.05           # candidates within 5% of the best are treated as equally fast
 METADATA_OPS = ("file_create", "open_create")
@@ -219,9 +219,19 @@ def _pinned_candidates(w: Workload, center: Center, pins: Mapping[str, Any]) -> 
 
 # ---- prediction -------------------------------------------------------------------------------------------------
 
+def _fit_for(fits: Mapping, system: str, fsname: str, op: str | None) -> Fit | None:
+    """The fit of a file system; runs that name no file system stand for the derived `unknown` one."""
+    if op is None:
+        return None
+    f = fits.get((system, fsname, op))
+    if f is None and fsname == "unknown":
+        f = fits.get((system, None, op))
+    return f
+
+
 def _metadata_op(fits: Mapping, system: str, fsname: str) -> str | None:
     for op in METADATA_OPS:
-        if (system, fsname, op) in fits:
+        if _fit_for(fits, system, fsname, op) is not None:
             return op
     return None
 
@@ -230,9 +240,9 @@ def _predict(c: _Cand, w: Workload, fits: Mapping, system: str) -> None:
     cfg = c.config
     meta = w.metadata_heavy
     op = _metadata_op(fits, system, cfg.filesystem) if meta else w.op
-    if not meta and w.access == "random" and (system, cfg.filesystem, "rand" + w.op) in fits:
+    if not meta and w.access == "random" and _fit_for(fits, system, cfg.filesystem, "rand" + w.op):
         op = "rand" + w.op           # random small requests: the measured IOPS, not sequential bandwidth
-    fit = fits.get((system, cfg.filesystem, op)) if op else None
+    fit = _fit_for(fits, system, cfg.filesystem, op)
     if fit is None:
         return
     ranks = w.ranks
@@ -249,7 +259,7 @@ def _predict(c: _Cand, w: Workload, fits: Mapping, system: str) -> None:
     if not _stripable(c.place) and c.place.type != "beegfs":
         targets = INF
     p = Point(clients=float(w.nodes), ranks=float(ranks), targets=targets, shared=cfg.layout == "shared",
-              transfer=float(w.access_size) if w.access_size else None)
+              transfer=float(w.access_size) if w.access_size else None, klass=io_class(cfg.api, cfg.collective))
     v = fit.predict(p)
     c.value = v
     c.low, c.high = fit.interval(v)

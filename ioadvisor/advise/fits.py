@@ -13,13 +13,14 @@ from ..predict import Fit, fit_all
 _CACHE: dict[tuple[str, str | None, str], tuple[tuple, dict]] = {}
 _TABLE = ("CREATE TABLE IF NOT EXISTS main.advise_fits (system TEXT PRIMARY KEY, signature TEXT, fits TEXT)")
 MAX_EVIDENCE_IDS = 40
+MODEL_VERSION = "bottleneck/2"   # stored fits of another version are refitted
 
 
 def _signature(kb: KB, system: str) -> tuple:
     """Changes whenever runs are added to the user KB (rowids only grow) or the reference data change."""
     row = kb.conn.execute("SELECT max(rowid) FROM main.runs").fetchone()
     src = kb.conn.execute("SELECT count(*) FROM main.sources").fetchone()
-    return (row[0], src[0], kb.reference)
+    return (MODEL_VERSION, row[0], src[0], kb.reference)
 
 
 def load_system_runs(kb: KB, system: str, max_per_group: int = 400) -> list:
@@ -51,6 +52,7 @@ def _load_table(kb: KB, system: str, sig: tuple) -> dict | None:
     out = {}
     for d in json.loads(row[1]):
         d["run_ids"] = tuple(d["run_ids"])
+        d["class_factors"] = tuple((k, float(v)) for k, v in d.get("class_factors") or ())
         f = Fit(**{k: (float("inf") if v == "inf" else v) for k, v in d.items()})
         out[(f.system, f.filesystem, f.op)] = f
     return out

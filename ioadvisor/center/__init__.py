@@ -14,6 +14,7 @@ _FS_KEYS = {"name", "type", "mount", "ost_count", "default_stripe_count", "defau
             "persistent", "quota", "purpose", "citation"}
 _TIER_KEYS = {"name", "filesystem", "kind", "request", "mount", "capacity_per_node", "stage", "notes"}
 _MPIS = ("mpich", "openmpi", "cray", "intel")
+UNKNOWN_FS = "unknown"         # the file system of runs that do not name one
 _STRIPING = ("user", "pfl-managed", "none")
 
 
@@ -157,9 +158,7 @@ def center_from_runs(system: str, runs: Iterable[Any]) -> Center | None:
     """A minimal Center derived from a system's runs (file system names, types, OST counts), or None."""
     seen: dict[str, FileSystem] = {}
     for r in runs:
-        fsname = r.filesystem or r.fs_type
-        if not fsname:
-            continue
+        fsname = r.filesystem or r.fs_type or UNKNOWN_FS
         prev = seen.get(fsname)
         fstype = (r.fs_type or (prev.type if prev else "unknown")).lower()
         osts = max(filter(None, [r.ost_count, prev.ost_count if prev else None]), default=None)

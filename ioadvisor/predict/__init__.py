@@ -32,6 +32,13 @@ class Point:
     targets: float          # storage targets the data spans
     shared: bool            # several ranks in one file
     transfer: float | None  # bytes per request
+    klass: str | None = None  # API and collective mode, e.g. "MPIIO/coll" (see `io_class`)
+
+
+def io_class(api: str | None, collective: bool | None) -> str:
+    """The API class a run or a candidate belongs to: `POSIX/-`, `MPIIO/coll`, `MPIIO/indep`, ..."""
+    mode = "-" if collective is None else ("coll" if collective else "indep")
+    return f"{api or '?'}/{mode}"
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,7 @@ class Fit:
     shared_penalty: float = 1.0
     knee: float = 0.0                # bytes: value x t/(t+knee)
     log_sigma: float = MIN_LOG_SIGMA
+    class_factors: tuple[tuple[str, float], ...] = ()   # per API class, fitted when runs measure several
     n_runs: int = 0
     run_ids: tuple[str, ...] = field(default=(), compare=False)
 
@@ -61,6 +69,8 @@ class Fit:
                 v *= self.shared_penalty
             if p.transfer and self.knee:
                 v *= p.transfer / (p.transfer + self.knee)
+        if self.class_factors and p.klass:
+            v *= dict(self.class_factors).get(p.klass, 1.0)
         return float(v)
 
     def interval(self, value: float, z: float = 1.64) -> tuple[float, float]:
@@ -88,7 +98,7 @@ def run_point(r: Run, ost_count: int | None = None, default_stripes: int | None 
         targets = INF                # no user striping: data spread over every target
 
     return Point(clients=float(clients) if clients else INF, ranks=float(n), targets=targets, shared=shared,
-                 transfer=float(r.transfer_size) if r.transfer_size else None)
+                 transfer=float(r.transfer_size) if r.transfer_size else None, klass=io_class(r.api, r.collective))
 
 
 def _candidates(values: "np.ndarray", extra: Sequence[float] = (), k: int = 10) -> "np.ndarray":
@@ -147,14 +157,24 @@ def fit_group(system: str, filesystem: str | None, op: str, runs: Sequence[Run],
     # among equally good fits prefer the conservative one (smallest limits): it never promises unseen speed
     tie = 1e-9 * (np.log(np.minimum(C, big)) + np.log(np.minimum(T, big)) + np.log(P))
     best = int(np.argmin(loss + tie))
-    resid = err[best]
+    resid = err[best].copy()
     n = len(runs)
+    # API classes (POSIX, MPI-IO collective, independent ...): a factor each, from their mean residual, shrunk
+    # towards 1 by one pseudo-run so that one odd run does not swing a whole class
+    classes = [io_class(r.api, r.collective) for r in runs]
+    factors: list[tuple[str, float]] = []
+    if len(set(classes)) >= 2:
+        for k in sorted(set(classes)):
+            idx = [i for i, c in enumerate(classes) if c == k]
+            shift = -float(resid[idx].sum()) / (len(idx) + 1)
+            factors.append((k, math.exp(shift)))
+            resid[idx] += shift
     sigma = float(np.sqrt((resid ** 2).sum() / max(n - 1, 1))) if n > 1 else 0.0
     # few runs: widen (the fit can match 2-3 runs exactly without knowing its true error)
     sigma = max(sigma, MIN_LOG_SIGMA * (1 + 3 / math.sqrt(n)))
     return Fit(system=system, filesystem=filesystem, op=op, unit=unit, kind=kind, per_client=float(C[best]),
                per_target=float(T[best]), peak=float(P[best]), shared_penalty=float(S[best]), knee=float(K[best]),
-               log_sigma=sigma, n_runs=n, run_ids=tuple(r.id for r in runs if r.id))
+               log_sigma=sigma, class_factors=tuple(factors), n_runs=n, run_ids=tuple(r.id for r in runs if r.id))
 
 
 def group_runs(runs: Iterable[Run]) -> dict[tuple[str, str | None, str], list[Run]]:
