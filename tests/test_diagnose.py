@@ -278,3 +278,16 @@ def test_cli_bad_thresholds_file_exit_2(tmp_path):
     p.write_text("[SIZE001]\nshare = 'lots'\n")
     r = runner.invoke(app, ["diagnose", str(LOGDIR / "example.darshan"), "--thresholds", str(p)])
     assert r.exit_code == 2 and "t.toml" in r.output and "share" in r.output
+
+
+def test_mpi001_warns_where_the_center_measured_two_phase_losing(summaries):
+    from ioadvisor.diagnose.rules import Context
+    from ioadvisor.kb.store import KB
+    s = summaries[next(n for n in summaries if n.startswith("shane_macsio"))]
+    with KB.open(None, create=False) as kb:
+        measured = [c for c in kb.comparisons("TSUBAME3.0") if c["factor"] == "cb_write"]
+    (f,) = [x for x in run_rules(s, ctx=Context(center_name="TSUBAME3.0")) if x.id == "MPI001"]
+    assert measured and measured[0]["better"] == "disable"
+    assert f.evidence["contrary_comparisons"] and "TSUBAME3.0" in f.message
+    (plain,) = [x for x in run_rules(s) if x.id == "MPI001"]
+    assert "contrary_comparisons" not in plain.evidence

@@ -311,8 +311,31 @@ class MPI001(Rule):
                f"Use collective calls (MPI_File_write_all/read_all, or H5FD_MPIO_COLLECTIVE in HDF5) so "
                f"aggregators combine them; with romio_cb_write=enable the {small} small requests become a few "
                f"stripe-sized ones.")
-        return self.finding(msg, {"file": f.path, "independent_ops": f.mpiio_indep, "collective_ops": f.mpiio_coll,
-                                  "small_posix_requests": small, "files_affected": len(hits)})
+        ev: dict[str, Any] = {"file": f.path, "independent_ops": f.mpiio_indep, "collective_ops": f.mpiio_coll,
+                              "small_posix_requests": small, "files_affected": len(hits)}
+        against = _two_phase_losses(ctx)
+        if against:
+            ev["contrary_comparisons"] = against
+            c = against[0]
+            msg += (f" Caution: on {c['system']} two-phase I/O measured slower than without it for {c['op']}s "
+                    f"({c['citation']}); there, try collective calls with romio_cb_{c['op']}=disable as well "
+                    f"and keep the faster.")
+        return self.finding(msg, ev)
+
+
+def _two_phase_losses(ctx: Context) -> list[dict[str, Any]]:
+    """Published comparisons on the center's system in which disabling two-phase I/O won."""
+    if not ctx.center_name or not ctx.use_kb:
+        return []
+    try:
+        from ..kb.store import KB
+        with KB.open(ctx.kb_path, create=False) as kb:
+            rows = kb.comparisons(ctx.center_name)
+    except Exception:
+        return []
+    return [{"system": r["system"], "op": r["op"], "better": r["better"], "worse": r["worse"],
+             "citation": r["citation"], "source": r["source"]}
+            for r in rows if r["factor"] in ("cb_write", "cb_read") and str(r["better"]).lower() == "disable"]
 
 
 class META001(Rule):
