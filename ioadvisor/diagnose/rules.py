@@ -385,10 +385,11 @@ class IMB001(Rule):
         if not hits:
             return None
         f, gap = max(hits, key=lambda x: x[1])
+        more = (" (or, with collective MPI-IO, more aggregators: cb_nodes, romio_lustre_co_ratio)"
+                if s.has_mpiio and f.mpiio_coll else "")
         msg = (f"{_short(f.path)}: the slowest rank ({f.slowest_rank}) spent {f.slowest_rank_time:.1f} s in I/O, the "
                f"fastest ({f.fastest_rank}) {f.fastest_rank_time:.1f} s. Everyone waits for the slowest: balancing "
-               f"the data per rank (or, with collective I/O, more aggregators: cb_nodes, romio_lustre_co_ratio) "
-               f"could save up to {gap:.0f} s.")
+               f"the data per rank{more} could save up to {gap:.0f} s.")
         return self.finding(msg, {"file": f.path, "slowest_rank": f.slowest_rank, "fastest_rank": f.fastest_rank,
                                   "slowest_s": round(f.slowest_rank_time, 3), "fastest_s": round(f.fastest_rank_time, 3),
                                   "expected_saving_s": round(gap, 1), "files_affected": len(hits)})
@@ -407,9 +408,10 @@ class STDIO001(Rule):
         total = s.bytes_read + s.bytes_written
         if sb < t["min_bytes"] or not total or sb / total <= t["share"]:
             return None
+        lib = "HDF5 or MPI-IO" if s.has_mpiio else "a binary format library such as HDF5"
         msg = (f"{format_size(sb)} ({_pct(sb / total)} of the bytes) went through STDIO in {st.reads + st.writes} "
                f"calls. STDIO buffers in small chunks and serialises on a stream lock: write large binary blocks "
-               f"with write(2) or a parallel library (HDF5, MPI-IO), or at least enlarge the buffer with setvbuf.")
+               f"with write(2) or {lib}, or at least enlarge the buffer with setvbuf.")
         return self.finding(msg, {"stdio_bytes": sb, "total_bytes": total, "stdio_ops": st.reads + st.writes,
                                   "share": round(sb / total, 3)})
 
