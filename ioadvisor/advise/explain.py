@@ -96,6 +96,8 @@ def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbe
         verb = "follows" if a["_sign"] > 0 else "goes against"
         out.append(f"This {verb} a published comparison on {a['system']}: {what} {a['better']} beat {a['worse']} "
                    f"({a.get('citation')}).")
+    if c is rec and w.layout == "shared" and any(a.get("factor") == "layout" and a["_sign"] < 0 for a in c.applied):
+        out.append("If the application can write a file per process, ask again with --layout any.")
     if cfg.api == "HDF5" and cfg.hdf5_alignment:
         out.append(f"HDF5 objects aligned to the {format_size(cfg.hdf5_alignment)} stripe size.")
     return out

@@ -145,7 +145,8 @@ def _row(opt: Any, label: str) -> list[str]:
     where = f"{c.tier} (tier)" if c.tier else c.filesystem
     stripes = "-" if c.stripe_count is None else f"{c.stripe_count} x {format_size(c.stripe_size)}"
     mode = c.api if c.collective is None else f"{c.api} {'coll' if c.collective else 'indep'}"
-    cb = [f"{k[6:]}={v}" for k, v in c.hints.items() if k.startswith("romio_cb_")]
+    word = {"disable": "off", "enable": "on"}
+    cb = [f"{k[6:]} {word.get(v, v)}" for k, v in c.hints.items() if k.startswith("romio_cb_")]
     if cb:
         mode += " " + ",".join(cb)
     pred = "-" if p.value is None else f"{_num(p.value)} ({_num(p.low)}-{_num(p.high)}) {p.unit}"

@@ -6,6 +6,7 @@ and takes MCA parameters instead.
 """
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Mapping
 
@@ -94,11 +95,12 @@ def lfs_setstripe(directory: str, count: int | None, size: int | None) -> str:
 
 
 def _shell_word(p: str) -> str:
-    """Quote for the shell but keep $VARIABLES expandable."""
-    if "$" in p:
-        return '"' + p.replace('"', '\\"') + '"' if not p.replace("$", "").replace("_", "").replace("/", "").isalnum() \
-            or "/" in p else p
-    return shlex.quote(p)
+    """Quote for the shell, keeping $VARIABLES expandable: `$OUTDIR` bare, `"/lustre/$USER"` in double quotes."""
+    if "$" not in p:
+        return shlex.quote(p)
+    if re.fullmatch(r"\$[A-Za-z_][A-Za-z0-9_]*", p):
+        return p
+    return '"' + p.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _lfs_size(n: int) -> str:
