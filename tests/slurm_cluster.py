@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -69,13 +70,22 @@ class Cluster:
 @pytest.fixture(scope="session")
 def slurm_cluster(tmp_path_factory) -> Cluster:
     d = tmp_path_factory.mktemp("slurmtc")
-    p = subprocess.run([str(TESTCLUSTER / "start.sh"), str(d)], capture_output=True, text=True, timeout=90)
+    # the watchdog started with our pid stops the daemons even if this process is killed outright
+    p = subprocess.run([str(TESTCLUSTER / "start.sh"), str(d), str(os.getpid())], capture_output=True, text=True,
+                       timeout=90)
     if p.returncode != 0:
         subprocess.run([str(TESTCLUSTER / "stop.sh"), str(d)], capture_output=True, timeout=30)
         pytest.fail(f"the Slurm test cluster did not start:\n{p.stdout}\n{p.stderr}", pytrace=False)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SBATCH_", "SLURM_"))}
     env["SLURM_CONF"] = str(d / "etc" / "slurm.conf")
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def _interrupt(signum, frame):   # SIGTERM (e.g. from `timeout`) runs the teardown below
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         yield Cluster(dir=d, env=env)
     finally:
+        signal.signal(signal.SIGTERM, previous)
         subprocess.run([str(TESTCLUSTER / "stop.sh"), str(d)], capture_output=True, timeout=30)

@@ -1,8 +1,11 @@
 #!/bin/bash
 # Start a single-node Slurm cluster (slurmctld + slurmd) with every file under DIR.
 #
-#   slurm/testcluster/start.sh DIR      prints the environment to use it (SLURM_CONF=...)
+#   slurm/testcluster/start.sh DIR [OWNER_PID]   prints the environment to use it (SLURM_CONF=...)
 #   slurm/testcluster/stop.sh DIR
+#
+# With OWNER_PID, a small watchdog stops the cluster once that process has gone (a test run that was
+# killed cannot leave daemons behind).
 #
 # The node offers Feature=BEEOND,nvme. Its Prolog creates DIR/odfs/$SLURM_JOB_ID for jobs that asked for
 # BEEOND and its Epilog removes it again: the way a BeeOND site mounts a per-job file system under
@@ -11,7 +14,9 @@
 set -euo pipefail
 
 die() { echo "start.sh: $*" >&2; exit 1; }
-[ $# -eq 1 ] || die "usage: start.sh DIR"
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: start.sh DIR [OWNER_PID]"
+owner=${2:-}
+case "$owner" in *[!0-9]*) die "OWNER_PID must be a number";; esac
 here=$(cd "$(dirname "$0")" && pwd)
 hooks=$(cd "$here/.." && pwd)
 mkdir -p "$1"
@@ -141,5 +146,10 @@ done
 if [ "$state" != idle ]; then
   tail -n 20 "$D/log/slurmctld.log" "$D/log/slurmd.log" >&2 || true
   die "node $node not idle (state: ${state:-none})"
+fi
+if [ -n "$owner" ]; then
+  setsid sh -c 'while kill -0 "$1" 2>/dev/null; do sleep 2; done; exec "$2" "$3"' watchdog "$owner" "$here/stop.sh" "$D" \
+    </dev/null >/dev/null 2>&1 &
+  echo $! > "$D/watchdog.pid"
 fi
 echo "SLURM_CONF=$SLURM_CONF"
