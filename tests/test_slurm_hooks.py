@@ -75,3 +75,19 @@ def test_hostile_lines_through_ioadvise_submit(slurm_cluster, tmp_path):
     # the wrapped script carries its own hints; job_submit.lua leaves wrapped scripts alone
     assert lines == ["HINTS=romio_cb_write=enable", "romio_cb_write enable"]
     assert not any(m.exists() for m in markers)
+
+
+def test_submit_scrubs_sbatch_environment(slurm_cluster, tmp_path):
+    """SBATCH_CONSTRAINT would override the script; plain sbatch is rejected with it, ioadvise submit is not."""
+    script = tmp_path / "job.sh"
+    script.write_text(f"#!/bin/bash\n#SBATCH -o {tmp_path / 'out.txt'}\ntrue\n")
+    env = {**slurm_cluster.env, "SBATCH_CONSTRAINT": "nosuchfeature"}
+    plain = slurm_cluster.run(["sbatch", "--parsable", "--hold", str(script)], env=env)
+    assert plain.returncode != 0
+    p = subprocess.run([IOADVISE, "submit", str(script), "--hints", "a=b", "--hold", "--json"], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    import json
+    jid = json.loads(p.stdout)["job_id"]
+    assert slurm_cluster.job(jid)["JobState"] == "PENDING"
+    slurm_cluster.run(["scancel", jid])
