@@ -83,9 +83,26 @@ def test_fs_type_from_statfs_magic(tmp_path):
 
 
 def test_cache_warning_compares_with_memory():
-    assert cache_warning(1 << 30, 1, 16 << 30, direct=False)
-    assert cache_warning(1 << 30, 1, 16 << 30, direct=True) is None
-    assert cache_warning(64 << 30, 2, 16 << 30, direct=False) is None
+    assert "1GiB per node" in cache_warning(1 << 30, 1, 16 << 30, bypassed=False)
+    assert cache_warning(1 << 30, 1, 16 << 30, bypassed=True) is None
+    assert cache_warning(64 << 30, 2, 16 << 30, bypassed=False) is None
+
+
+def test_drop_caches_needs_root(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    out = runner.invoke(app, ["bench", "run", "--drop-caches", "-t", "4k", "-b", "8k", "--dir", str(tmp_path)])
+    assert out.exit_code == 2 and "root" in out.output
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="dropping caches needs root")
+def test_drop_caches_as_root_between_write_and_read(tmp_path):
+    p = data_params(dict(transfer_size="4KiB", block_size="16KiB", drop_caches=True, dir=str(tmp_path)))
+    try:
+        res = run_data(p)
+    except Exception as e:      # a container with a read-only /proc/sys says so in one line
+        assert "cannot drop caches" in str(e)
+        return
+    assert res["effective"]["drop_caches"] is True and res["warnings"] == []
 
 
 # ---- single process, no launcher ----------------------------------------------------------------------------

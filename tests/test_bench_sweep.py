@@ -119,3 +119,32 @@ def test_allocation_mode_lands_every_config_in_the_kb_with_mpi_hints(tmp_path, k
     again = runner.invoke(app, ["kb", "import", str(res), "--kb", str(kb_path), "--json"])
     assert again.exit_code == 0, again.output
     assert [r["skipped"] for r in json.loads(again.stdout)] == [True] * 6
+
+
+@pytest.mark.mpi
+def test_metadata_sweep_in_allocation(tmp_path, kb_path):
+    f = tmp_path / "md.toml"
+    f.write_text(f'name = "md"\nkind = "md"\n[base]\nfiles_per_dir = 20\nranks = 2\ndir = "{tmp_path / "d"}"\n'
+                 f'system = "mdsweep"\n[vary]\nunique_dir = [false, true]\n')
+    out = runner.invoke(app, ["bench", "sweep", str(f), "--results", str(tmp_path / "r"), "--kb", str(kb_path),
+                              "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["kb_runs"] == 8
+    with KB.open(kb_path) as kb:
+        runs = kb.runs(RunFilter(system="mdsweep", op="file_create"))
+    assert sorted(r.layout for r in runs) == ["fpp", "shared"] and all(r.ranks == 2 for r in runs)
+
+
+def test_md_sweep_rejects_data_keys(tmp_path):
+    f = tmp_path / "md.toml"
+    f.write_text('kind = "md"\n[vary]\napi = ["posix"]\n')
+    with pytest.raises(ConfigError) as e:
+        plan_sweep(f, tmp_path / "r")
+    assert "api" in str(e.value) and "kind md" in str(e.value)
+
+
+def test_cli_error_shows_table_names_literally(tmp_path):
+    f = tmp_path / "bad.toml"
+    f.write_text('[vary]\napi = ["posix"]\ncollective = [true]\n')
+    out = runner.invoke(app, ["bench", "sweep", str(f)])
+    assert out.exit_code == 2 and "[[exclude]]" in out.output and str(f) in out.output

@@ -19,6 +19,7 @@ from typing import Any
 from . import BenchError
 from .comm import hostname, mpi_library, now, synced_span, world
 from .params import DataParams, check_data
+from ..model.units import format_size
 from .stats import summarize
 from .sysinfo import drop_caches, fs_type, mem_total, mount_point
 
@@ -207,14 +208,15 @@ def effective_env(comm: Any, directory: str) -> dict[str, Any]:
     }
 
 
-def cache_warning(total_bytes: int, nodes: int, memtotal: int | None, direct: bool) -> str | None:
-    """A warning when reads may come from the page cache rather than the storage."""
-    if direct or not memtotal:
+def cache_warning(total_bytes: int, nodes: int, memtotal: int | None, bypassed: bool) -> str | None:
+    """A warning when reads may come from the page cache rather than the storage (`bypassed`: O_DIRECT was
+    used or the caches were dropped before reading)."""
+    if bypassed or not memtotal:
         return None
     per_node = total_bytes / max(nodes, 1)
     if per_node <= memtotal:
-        return (f"the data set ({per_node / MiB:,.0f} MiB per node) fits in the page cache "
-                f"(MemTotal {memtotal / MiB:,.0f} MiB): reads may measure memory, not storage; use --direct, "
+        return (f"the data set ({format_size(per_node)} per node) fits in the page cache "
+                f"(MemTotal {format_size(memtotal)}): reads may measure memory, not storage; use --direct, "
                 f"a data set larger than memory, or --drop-caches (root)")
     return None
 
@@ -285,7 +287,7 @@ def run_data(p: DataParams, comm: Any | None = None) -> dict[str, Any] | None:
         bws = [total / t / MiB for t in times[op]]
         results.append({"op": op, "unit": "MiB/s", "bytes": total, "values": bws, "seconds": times[op],
                         **summarize(bws), "verify_errors": errors[op]})
-    warning = cache_warning(total, env["nodes"], env["mem_total"], p.direct)
+    warning = cache_warning(total, env["nodes"], env["mem_total"], p.direct or dropped)
     effective = {**env, "api": p.api, "layout": p.layout, "collective": p.collective,
                  "access": "random" if p.random else "sequential", "direct": p.direct,
                  "hints": readback, "hints_source": "MPI_File_get_info" if readback else None,

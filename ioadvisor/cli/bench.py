@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any, Iterator, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import IOAdvisorError, UsageError
@@ -35,13 +36,15 @@ def _rank_errors() -> Iterator[None]:
     except IOAdvisorError as e:
         mpi = sys.modules.get("mpi4py.MPI")
         if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized() and mpi.COMM_WORLD.Get_size() > 1:
-            err_console.print(f"[bold red]Error:[/] rank {mpi.COMM_WORLD.Get_rank()}: {e}", highlight=False)
+            err_console.print(f"[bold red]Error:[/] rank {mpi.COMM_WORLD.Get_rank()}: {escape(str(e))}",
+                              highlight=False, soft_wrap=True)
             sys.stderr.flush()
             mpi.COMM_WORLD.Abort(e.exit_code)
             raise typer.Exit(e.exit_code) from None   # MPI_Abort may return before the job is torn down
-        if launcher_rank() != 0:
-            raise typer.Exit(e.exit_code) from None
-        raise
+        if launcher_rank() == 0:
+            # messages name TOML tables such as [base]: print them literally, not as rich markup
+            err_console.print(f"[bold red]Error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(e.exit_code) from None
 
 
 def _finish(doc: dict[str, Any], result_dir: Optional[Path], kb: Optional[Path], json_out: bool) -> None:
@@ -158,8 +161,8 @@ def md(
 
 @bench_app.command("sweep")
 def sweep(
-    file: Annotated[Path, typer.Argument(help="Sweep TOML: [base] settings, [vary] lists, [[exclude]], [[include]], "
-                                              "[slurm] (see docs/bench.md).")],
+    file: Annotated[Path, typer.Argument(help="Sweep TOML: base settings, lists of values to vary, "
+                                              "exclude/include tables, Slurm options (see docs/bench.md).")],
     mode: Annotated[str, typer.Option(help="allocation: run each config with mpiexec here, one after the other; "
                                            "array: submit one Slurm job array, then wait and import.")]
     = "allocation",
@@ -180,7 +183,7 @@ def sweep(
     The whole sweep is validated first: an unknown key or an impossible combination (e.g. collective POSIX)
     stops it before anything runs, naming the key.
     """
-    with cli_errors():
+    with cli_errors(), _rank_errors():
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from ..bench import sweep as sw
