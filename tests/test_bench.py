@@ -265,3 +265,16 @@ def test_every_bench_option_is_documented():
             longs = [o for o in param.opts if o.startswith("--") and o not in ("--help", "--json")]
             if longs:
                 assert any(o in doc for o in longs), f"bench {name} {longs[0]} is not in docs/bench.md"
+
+
+def test_truncated_result_names_file_and_line(tmp_path, kb_path):
+    out = runner.invoke(app, ["bench", "run", "-t", "4KiB", "-b", "8KiB", "--dir", str(tmp_path / "d"),
+                              "--result-dir", str(tmp_path / "r")])
+    assert out.exit_code == 0, out.output
+    (good,) = (tmp_path / "r").glob("*.json")
+    text = good.read_text()
+    cut = tmp_path / "cut.json"
+    cut.write_text(text[: len(text) // 2])
+    bad = runner.invoke(app, ["kb", "import", str(cut), "--kb", str(kb_path)])
+    assert bad.exit_code == 2 and f"{cut}:" in bad.output and "invalid JSON" in bad.output
+    assert "Traceback" not in bad.output

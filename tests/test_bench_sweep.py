@@ -148,3 +148,19 @@ def test_cli_error_shows_table_names_literally(tmp_path):
     f.write_text('[vary]\napi = ["posix"]\ncollective = [true]\n')
     out = runner.invoke(app, ["bench", "sweep", str(f)])
     assert out.exit_code == 2 and "[[exclude]]" in out.output and str(f) in out.output
+
+
+@pytest.mark.mpi
+def test_a_failing_config_is_reported_and_the_rest_still_run(tmp_path, kb_path):
+    blocker = tmp_path / "plainfile"
+    blocker.write_text("x")
+    f = tmp_path / "s.toml"
+    f.write_text(f'name = "mixed"\n[base]\ntransfer_size = "4KiB"\nblock_size = "8KiB"\nranks = 2\n'
+                 f'system = "mixedbox"\n[vary]\ndir = ["{tmp_path / "ok"}", "{blocker / "sub"}"]\n')
+    out = runner.invoke(app, ["bench", "sweep", str(f), "--results", str(tmp_path / "r"), "--kb", str(kb_path),
+                              "--json"])
+    assert out.exit_code == 1
+    summary = json.loads(out.stdout)
+    assert len(summary["results"]) == 1 and summary["kb_runs"] == 2
+    assert [x["index"] for x in summary["failed"]] == [1]
+    assert "cannot create directory" in summary["failed"][0]["error"]
