@@ -2,6 +2,7 @@
 catalogues, escaping, large-KB aggregation and the CLI."""
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from html.parser import HTMLParser
@@ -55,6 +56,7 @@ def sites(tmp_path_factory):
         mp.delenv("IOADVISE_KB", raising=False)
         out = []
         for i in (1, 2):
+            mp.setenv("XDG_CACHE_HOME", str(base / f"cache{i}"))      # no plot is reused: both are drawn
             with KB.open(base / "none.sqlite", create=False) as kb:
                 res = build_site(base / f"site{i}", kb=kb, langs=("en", "ja"), formats=("html", "md"))
             out.append((base / f"site{i}", res))
@@ -200,6 +202,19 @@ def test_large_system_is_grouped_and_capped(tmp_path, monkeypatch):
     row = next(tr for tr in page.split("<tr>") if "196 MiB/s" in tr)
     assert "100-316" in row and '<td class="num">10</td>' in row
     assert (tmp_path / "site" / "en" / "plots" / "big-lus-clients.svg").is_file()
+
+
+def test_plot_cache_gives_the_same_bytes(tmp_path):
+    runs = [make_run(value=v, unit="MiB/s", system="Cache", filesystem="lus", op="write", api="POSIX",
+                     stripe_count=c) for c, v in ((1, 100), (2, 190), (4, 300))]
+    with _user_kb(tmp_path / "kb.sqlite", runs) as kb:
+        build_site(tmp_path / "a", kb=kb, center="HA8000", plot_cache=False)
+        cold = files_of(tmp_path / "a")
+        build_site(tmp_path / "b", kb=kb, center="HA8000")           # fills the cache
+        build_site(tmp_path / "c", kb=kb, center="HA8000")           # reads it
+    cached = sorted((Path(os.environ["XDG_CACHE_HOME"]) / "ioadvisor" / "plots").glob("*.svg"))
+    assert len(cached) >= 3
+    assert cold == files_of(tmp_path / "b") == files_of(tmp_path / "c")
 
 
 def test_cli_builds_one_center(tmp_path):

@@ -73,29 +73,33 @@ def parse_list(value: str | None, allowed: tuple[str, ...], what: str) -> tuple[
 
 
 def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tuple[str, ...] = ("en",),
-               formats: tuple[str, ...] = ("html",)) -> BuildResult:
-    """Write the guide for `center` (a file or a name; None = every system) into `out`/<lang>/."""
+               formats: tuple[str, ...] = ("html",), plot_cache: bool = True) -> BuildResult:
+    """Write the guide for `center` (a file or a name; None = every system) into `out`/<lang>/.
+
+    With plot_cache, plots identical to ones drawn before are reused from the user's cache directory."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a directory")
     centers = load_centers(center)
     by_name = {c["name"].lower(): c for c in centers}
     names = collect.system_names(kb, centers, only=center is not None)
-    systems = [collect.collect_system(kb, n, by_name.get(n.lower())) for n in names]
+    runs = collect.lite_runs(kb, names)
+    systems = [collect.collect_system(kb, n, by_name.get(n.lower()), runs.pop(n.lower())) for n in names]
 
     # plots: rendered once, written into every language directory
-    rendered: dict[str, tuple[bytes, bytes]] = {}
+    specs: list[plots.PlotSpec] = []
     for s in systems:
         for sec in s.sections:
             for spec in plots.section_plots(f"{s.slug}-{sec.slug}", f"{s.name} {sec.name}", sec.runs):
-                rendered[spec.name] = plots.render(spec)
+                specs.append(spec)
                 sec.plots.append({"name": spec.name, "title": spec.title})
-            sec.runs = []                         # the tables and plots are done; free the runs
+            sec.runs = []                         # the tables and plot data are done; free the runs
         ci = plots.ci_plot(s.slug, s.name, s.ci_runs)
         if ci:
-            rendered[ci.name] = plots.render(ci)
+            specs.append(ci)
             s.plots.append({"name": ci.name, "title": ci.title})
         s.ci_runs = []
+    rendered = plots.render_all(specs, cache=plot_cache)
     recs = {s.name: recipes.recipes(s.center, s.comparisons) for s in systems}
     guide = {s.name: decisions.decision_guide(kb, s.center) for s in systems}
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections import namedtuple
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kb import KB, RunFilter
+from ..kb import KB
 from ..model.run import META_OPS, Run
 from ..model.units import format_size
 
@@ -39,6 +40,13 @@ def fmt_num(v: float | None) -> str:
     return f"{v:.3g}"
 
 
+LITE_COLUMNS = ("id", "filesystem", "op", "api", "layout", "collective", "access", "nodes", "ranks",
+                "stripe_count", "stripe_size", "transfer_size", "unit", "value", "value_given", "unit_given",
+                "value_min", "value_max", "ci95_low", "ci95_high", "citation", "source_hash", "seq", "origin")
+# A run as far as tables and plots need it: read straight from sqlite, so 100,000 runs cost little.
+Lite = namedtuple("Lite", LITE_COLUMNS)
+
+
 @dataclass
 class Row:
     op: str
@@ -68,7 +76,7 @@ class FsSection:
     grouped: bool
     rows: list[Row]
     hidden_rows: int
-    runs: list[Run] = field(default_factory=list)       # for the plots
+    runs: list[Lite] = field(default_factory=list)      # for the plots
     plots: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -82,7 +90,7 @@ class SystemData:
     provenance: list[dict[str, Any]]
     provenance_total: int
     total_runs: int
-    ci_runs: list[Run] = field(default_factory=list)
+    ci_runs: list[Lite] = field(default_factory=list)
     plots: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -94,7 +102,7 @@ def _setting(v: Any, size: bool = False) -> str:
     return format_size(v) if size else str(v)
 
 
-def _spread(r: Run) -> str:
+def _spread(r: Lite) -> str:
     if r.ci95_low is not None and r.ci95_high is not None:
         return f"ci95 {fmt_num(r.ci95_low)}-{fmt_num(r.ci95_high)}"
     if r.value_min is not None and r.value_max is not None:
@@ -102,37 +110,42 @@ def _spread(r: Run) -> str:
     return "-"
 
 
-def _settings(r: Run) -> dict[str, str]:
+def _settings(r: Lite) -> dict[str, str]:
     return dict(op=r.op, api=_setting(r.api), layout=_setting(r.layout), collective=_setting(r.collective),
                 nodes=_setting(r.nodes), ranks=_setting(r.ranks), stripe_count=_setting(r.stripe_count),
                 stripe_size=_setting(r.stripe_size, True), transfer_size=_setting(r.transfer_size, True))
 
 
-def _run_row(r: Run) -> Row:
+def _run_row(r: Lite) -> Row:
     given = r.value_given if r.value_given is not None else r.value
     return Row(**_settings(r), value=fmt_num(given), unit=r.unit_given or r.unit,
-               normalised=f"{fmt_num(r.value)} {r.unit}", spread=_spread(r), count=1, run_id=r.id or "",
-               citation=r.provenance.citation or "")
+               normalised=f"{fmt_num(r.value)} {r.unit}", spread=_spread(r), count=1, run_id=r.id,
+               citation=r.citation or "")
 
 
-def _sort_key(r: Run) -> tuple:
-    return tuple((getattr(r, k) is None, str(getattr(r, k)) if not isinstance(getattr(r, k), (int, float))
-                  else getattr(r, k)) for k in GROUP_KEYS) + (r.value, r.id or "")
+def _key(values: tuple) -> tuple:
+    """Sort key for settings tuples: None last, numbers as numbers (a column never mixes types)."""
+    return tuple((v is None, "" if v is None else v) for v in values)
 
 
-def _group_rows(runs: list[Run]) -> list[Row]:
-    groups: dict[tuple, list[Run]] = {}
+def _group_key(r: Lite) -> tuple:
+    return (r.op, r.api, r.layout, r.collective, r.access, r.nodes, r.ranks, r.stripe_count, r.stripe_size,
+            r.transfer_size, r.unit)
+
+
+def _group_rows(runs: list[Lite]) -> list[Row]:
+    groups: dict[tuple, list[Lite]] = {}
     for r in runs:
-        groups.setdefault(tuple(getattr(r, k) for k in GROUP_KEYS) + (r.unit,), []).append(r)
+        groups.setdefault(_group_key(r), []).append(r)
     rows = []
-    for key in sorted(groups, key=lambda k: tuple((v is None, str(v)) for v in k)):
-        g = sorted(groups[key], key=lambda r: (r.value, r.id or ""))
+    for key in sorted(groups, key=_key):
+        g = sorted(groups[key], key=lambda r: (r.value, r.id))
         med = g[(len(g) - 1) // 2]                 # the median run itself, so the link points at a real value
         lo, hi = g[0].value, g[-1].value
         rows.append(Row(**_settings(med), value=fmt_num(med.value), unit=med.unit,
                         normalised=f"{fmt_num(med.value)} {med.unit}",
                         spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if len(g) > 1 else _spread(med),
-                        count=len(g), run_id=med.id or "", citation=med.provenance.citation or ""))
+                        count=len(g), run_id=med.id, citation=med.citation or ""))
     return rows
 
 
@@ -146,17 +159,38 @@ def _prov_entry(r: Run, origin: str) -> dict[str, Any]:
             "origin": origin}
 
 
-def collect_system(kb: KB, name: str, center: dict[str, Any] | None) -> SystemData:
-    """Everything the pages of one system show, in a stable order."""
-    runs: list[Run] = []
-    origins: dict[str, str] = {}
+def lite_runs(kb: KB, names: list[str]) -> dict[str, list[Lite]]:
+    """The runs of the named systems (keyed by lower-case name), read in one pass over the KB."""
+    cols = ", ".join(LITE_COLUMNS)
+    cur = kb.conn.cursor()
+    cur.row_factory = None                        # plain tuples: much faster than sqlite3.Row for many runs
+    wanted = {n.lower(): [] for n in names}
+    marks = ",".join("?" * len(names)) or "NULL"
+    cur.execute(f"SELECT lower(system), {cols} FROM all_runs WHERE lower(system) IN ({marks}) "
+                "ORDER BY origin DESC, source_hash, seq", [n.lower() for n in names])
+    make = Lite._make
+    for t in cur.fetchall():
+        wanted[t[0]].append(make(t[1:]) if t[6] is None else make(t[1:6] + (bool(t[6]),) + t[7:]))
+    return wanted
+
+
+def _full_runs(kb: KB, ids: list[str]) -> dict[str, tuple[Run, str]]:
     from ..kb.store import row_to_run
-    for row in kb.rows(RunFilter(system=name)):
-        r = row_to_run(row)
-        runs.append(r)
-        origins[r.id or ""] = row["origin"]
-    runs.sort(key=lambda r: ((r.filesystem or "").lower(), _sort_key(r)))
-    by_fs: dict[str, list[Run]] = {}
+    out: dict[str, tuple[Run, str]] = {}
+    for i in range(0, len(ids), 500):
+        chunk = ids[i:i + 500]
+        q = f"SELECT * FROM all_runs WHERE id IN ({','.join('?' * len(chunk))})"
+        for row in kb.conn.execute(q, chunk):
+            out[row["id"]] = (row_to_run(row), row["origin"])
+    return out
+
+
+def collect_system(kb: KB, name: str, center: dict[str, Any] | None,
+                   runs: list[Lite] | None = None) -> SystemData:
+    """Everything the pages of one system show, in a stable order (`runs`: from `lite_runs`, if read already)."""
+    if runs is None:
+        runs = lite_runs(kb, [name])[name.lower()]
+    by_fs: dict[str, list[Lite]] = {}
     for r in runs:
         by_fs.setdefault(r.filesystem or "-", []).append(r)
     fs_info = {f["name"]: f for f in (center or {}).get("filesystems", [])}
@@ -165,18 +199,25 @@ def collect_system(kb: KB, name: str, center: dict[str, Any] | None) -> SystemDa
     for fs in names:
         fs_runs = by_fs.get(fs, [])
         grouped = len(fs_runs) > ROW_LIMIT
-        rows = _group_rows(fs_runs) if grouped else [_run_row(r) for r in fs_runs]
+        if grouped:
+            rows = _group_rows(fs_runs)
+        else:
+            fs_runs = sorted(fs_runs, key=lambda r: _key(_group_key(r)) + ((False, r.value), (False, r.id)))
+            rows = [_run_row(r) for r in fs_runs]
         hidden = max(0, len(rows) - GROUP_LIMIT)
         rows = rows[:GROUP_LIMIT]
         linked.extend(r.run_id for r in rows)
         sections.append(FsSection(fs, slug(fs), fs_info.get(fs), len(fs_runs), grouped, rows, hidden, fs_runs))
-    # The provenance page: every linked run, then the others up to the limit, in table order.
-    chosen = set(linked)
-    for r in runs:
-        if len(chosen) >= max(PROVENANCE_LIMIT, len(linked)):
-            break
-        chosen.add(r.id)
-    prov = [_prov_entry(r, origins.get(r.id or "", "")) for r in runs if r.id in chosen]
+    # The provenance page: every linked run, then others up to the limit, in table order.
+    chosen = dict.fromkeys(linked)
+    for sec in sections:
+        for r in sec.runs:
+            if len(chosen) >= PROVENANCE_LIMIT:
+                break
+            chosen.setdefault(r.id)
+    full = _full_runs(kb, list(chosen))
+    order = {rid: i for i, rid in enumerate(chosen)}
+    prov = [_prov_entry(*full[rid]) for rid in sorted(full, key=order.__getitem__)]
     comps = sorted(kb.comparisons(name), key=lambda c: (c.get("filesystem") or "", c.get("op") or "",
                                                         c.get("factor") or "", str(c.get("better")),
                                                         str(c.get("worse")), c.get("citation") or ""))

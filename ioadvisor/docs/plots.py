@@ -4,12 +4,17 @@ Points with the same settings are drawn as their median with the min-max range (
 confidence interval of a single run) as error bars, so plots stay small for large knowledge bases."""
 from __future__ import annotations
 
+import functools
+import hashlib
 import io
+import os
+from pathlib import Path
 import statistics
 from dataclasses import dataclass
 from typing import Any
 
 from ..model.run import META_OPS, Run
+from ..util import atomic_write
 
 LOG_SPAN = 20.0      # use a log axis once the values span more than this factor
 
@@ -53,8 +58,13 @@ def _aggregate(points: dict[str, dict[Any, list[Run]]]) -> tuple[Series, ...]:
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=1024)
+def _label_of(op: str, layout: str | None, api: str | None) -> str:
+    return " ".join(x for x in (op, layout, api if api != "POSIX" else None) if x)
+
+
 def _label(r: Run) -> str:
-    return " ".join(x for x in (r.op, r.layout, r.api if r.api != "POSIX" else None) if x)
+    return _label_of(r.op, r.layout, r.api)
 
 
 def _line(name: str, runs: list[Run], xattr: str, title: str, xlabel: str, ylabel: str,
@@ -136,6 +146,7 @@ def render(spec: PlotSpec) -> tuple[bytes, bytes]:
                     ax.errorbar(s.x, s.y, yerr=yerr, marker="o", capsize=3, label=s.label)
                 if _use_log([float(x) for s in spec.series for x in s.x]):
                     ax.set_xscale("log", base=2)
+                    ax.xaxis.set_minor_locator(ticker.NullLocator())   # powers of two label themselves
             else:
                 cats = sorted({x for s in spec.series for x in s.x}, key=str)
                 width = 0.8 / max(1, len(spec.series))
@@ -164,3 +175,46 @@ def render(spec: PlotSpec) -> tuple[bytes, bytes]:
         finally:
             plt.close(fig)
     return svg.getvalue(), png.getvalue()
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ioadvisor" / "plots"
+
+
+def _cache_key(spec: PlotSpec) -> str:
+    """Same spec, same matplotlib and same plotting code -> same bytes, so the result can be reused."""
+    import matplotlib
+    h = hashlib.sha256(repr(spec).encode())
+    h.update(matplotlib.__version__.encode())
+    h.update(Path(__file__).read_bytes())
+    return h.hexdigest()[:32]
+
+
+def render_all(specs: list[PlotSpec], cache: bool = True) -> dict[str, tuple[bytes, bytes]]:
+    """Render many plots: reused from the plot cache when an identical plot was drawn before, else drawn in
+    worker processes when there are several CPUs (the bytes depend on neither)."""
+    out: dict[str, tuple[bytes, bytes]] = {}
+    todo: list[tuple[PlotSpec, Path | None]] = []
+    for spec in specs:
+        base = _cache_dir() / _cache_key(spec) if cache else None
+        if base is not None and base.with_suffix(".svg").is_file() and base.with_suffix(".png").is_file():
+            out[spec.name] = (base.with_suffix(".svg").read_bytes(), base.with_suffix(".png").read_bytes())
+        else:
+            todo.append((spec, base))
+    workers = min(len(todo), os.cpu_count() or 1)
+    if workers <= 1 or len(todo) < 3:
+        results = [render(s) for s, _ in todo]
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(render, [s for s, _ in todo]))
+    for (spec, base), (svg, png) in zip(todo, results):
+        out[spec.name] = (svg, png)
+        if base is not None:
+            try:
+                atomic_write(base.with_suffix(".svg"), svg)
+                atomic_write(base.with_suffix(".png"), png)
+            except OSError:
+                pass                                   # a cache that cannot be written only costs time
+    return out
