@@ -82,3 +82,26 @@ def test_submit_passes_unknown_options_to_sbatch(tmp_path):
 def test_sbatch_environment_is_scrubbed():
     env = scrubbed_env({"SBATCH_CONSTRAINT": "x", "SBATCH_ACCOUNT": "a", "PATH": "/bin"})
     assert env == {"SBATCH_ACCOUNT": "a", "PATH": "/bin"}
+
+
+def test_cli_constraint_keeps_the_tier_feature():
+    from ioadvisor.slurm.submit import merge_cli_constraint
+    req = "--constraint=BEEOND"
+    assert merge_cli_constraint(["-N", "2", "-C", "nvme"], req) == (["-N", "2", "-C", "nvme&BEEOND"], True)
+    assert merge_cli_constraint(["--constraint=a|b"], req) == (["--constraint=a|b&BEEOND"], True)
+    assert merge_cli_constraint(["-Cnvme"], req) == (["-Cnvme&BEEOND"], True)
+    assert merge_cli_constraint(["-C", "BEEOND"], req) == (["-C", "BEEOND"], False)
+    assert merge_cli_constraint(["-N", "2"], req) == (["-N", "2"], False)
+    assert merge_cli_constraint(["-C", "x"], "--bb=foo") == (["-C", "x"], False)
+
+
+def test_submit_merges_tier_into_cli_constraint(tmp_path):
+    src = _script(tmp_path, "#!/bin/bash\ntrue\n")
+    center = tmp_path / "c.toml"
+    center.write_text('name = "c"\n[[filesystems]]\nname = "b"\ntype = "beegfs"\nstriping = "none"\n'
+                      '[[tiers]]\nname = "beeond"\nfilesystem = "b"\nrequest = "--constraint=BEEOND"\n'
+                      'mount = "/mnt/odfs/$SLURM_JOB_ID"\n')
+    r = runner.invoke(app, ["submit", str(src), "--center", str(center), "--tier", "beeond", "-C", "nvme",
+                            "--dry-run", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["sbatch_options"] == ["-C", "nvme&BEEOND"]

@@ -111,16 +111,14 @@ def submit_cmd(
     `ioadvise submit job.sh --center site.toml -N 2 --time=10`.
     """
     with cli_errors():
-        from ..slurm.jobscript import parse_sbatch_args
-        from ..slurm.submit import read_script, sbatch, wrap_script
+        from ..slurm.submit import merge_cli_constraint, read_script, sbatch, wrap_script
         sbatch_opts = [a for a in ctx.args if a != "--"]
         text = read_script(script)
         ex = _explicit(stripe_count, stripe_size, hints, tier, mpi, outdir, stage_in)
         w = wrap_script(text, ex, center=_center(center), kb_path=kb, path=str(script), strict=strict)
-        cli = parse_sbatch_args(sbatch_opts)
-        if w.settings and w.settings.tier and any(d.option == "constraint" for d in cli):
-            w = type(w)(original=w.original, text=w.text, settings=w.settings, source=w.source,
-                        warnings=(*w.warnings, "--constraint on the command line replaces the tier's request"))
+        if w.settings and w.settings.tier and w.changed:
+            # a --constraint on the command line replaces the script's; keep the tier's feature in it
+            sbatch_opts, _ = merge_cli_constraint(sbatch_opts, w.settings.tier.request)
         report = {**_report(w, str(script)), "sbatch_options": sbatch_opts, "dry_run": dry_run, "job_id": None}
         if not json:
             for msg in w.warnings:

@@ -176,3 +176,32 @@ def sbatch(text: str, options: list[str] | tuple[str, ...] = (), *, name: str = 
         raise SlurmError("sbatch failed")  # not reached
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def merge_cli_constraint(options: list[str], request: str | None) -> tuple[list[str], bool]:
+    """sbatch options with the tier's feature added to a --constraint/-C given on the command line (which
+    would otherwise replace the script's, tier included). Returns (options, changed)."""
+    m = re.match(r"^(?:--constraint=|-C\s*)(.+)$", (request or "").strip())
+    if not m:
+        return list(options), False
+    feature = m.group(1)
+    opts = list(options)
+    spots = []
+    i = 0
+    while i < len(opts):
+        o = opts[i]
+        if o.startswith("--constraint="):
+            spots.append((i, "--constraint=", o[len("--constraint="):]))
+        elif o in ("--constraint", "-C") and i + 1 < len(opts):
+            spots.append((i + 1, "", opts[i + 1]))
+            i += 1
+        elif o.startswith("-C") and len(o) > 2:
+            spots.append((i, "-C", o[2:]))
+        i += 1
+    if not spots:
+        return opts, False
+    idx, prefix, value = spots[-1]
+    if re.search(rf"(^|[&|,\[\]]){re.escape(feature)}($|[&|,\[\]*:])", value):
+        return opts, False
+    opts[idx] = f"{prefix}{value}&{feature}"
+    return opts, True
