@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..errors import ConfigError, IOAdvisorError, SlurmError, UsageError
+from ..errors import ConfigError, SlurmError, UsageError
 from ..util import atomic_write
 from .params import DATA_KEYS, MD_KEYS, data_params, md_params
 
