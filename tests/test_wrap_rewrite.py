@@ -121,3 +121,23 @@ def test_wrap_twice_equals_once_and_strip_restores(script, request):
     once = wrap(script, s)
     assert wrap(once, s) == once
     assert strip_wrap(once) == script or strip_wrap(once) == script + "\n"
+
+
+def test_posix_sh_script_with_tier_staging(tmp_path):
+    """/bin/sh (dash on Debian) runs the block too: stage in, run in scratch, stage out on failure."""
+    scratch = tmp_path / "scratch" / "5"
+    scratch.mkdir(parents=True)
+    (tmp_path / "in.txt").write_text("in\n")
+    script = "#!/bin/sh\nset -eu\ncat in.txt > out.txt\npwd > where.txt\nexit 4\n"
+    s = WrapSettings(tier=TierSpec(name="t", mount=str(tmp_path / "scratch") + "/${SLURM_JOB_ID}"),
+                     stage_in=("in.txt",), outdir="results")
+    path = tmp_path / "w.sh"
+    path.write_text(wrap(script, s))
+    p = subprocess.run(["/bin/sh", str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=30,
+                       env={"PATH": os.environ["PATH"], "SLURM_JOB_ID": "5"})
+    assert p.returncode == 4, p.stderr
+    res = tmp_path / "results"
+    assert (res / "out.txt").read_text() == "in\n"
+    assert (res / "where.txt").read_text().strip() == str(scratch)
+    assert not (res / "in.txt").exists()          # staged-in inputs are not copied back
+    assert json.loads((res / "ioadvise-5.json").read_text())["exit_code"] == 4
