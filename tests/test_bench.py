@@ -258,7 +258,7 @@ def test_failure_on_one_rank_aborts_the_job_instead_of_hanging(tmp_path):
 def test_every_bench_option_is_documented():
     import typer.main
     doc = (Path(__file__).resolve().parent.parent / "docs" / "bench.md").read_text()
-    group = typer.main.get_command(app).commands["bench"]
+    group = typer.main.get_command(app).get_command(None, "bench")
     for name, cmd in group.commands.items():
         assert f"bench {name}" in doc
         for param in cmd.params:

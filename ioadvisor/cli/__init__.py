@@ -1,12 +1,62 @@
-"""The `ioadvise` command: thin typer commands that call one library function each and render the result."""
+"""The `ioadvise` command: thin typer commands that call one library function each and render the result.
+
+Each command lives in a module of this package with a typer app of its own. The root group imports only the
+module of the command being run, so `ioadvise advise` or `ioadvise submit` does not pay for the imports of
+`docs` or `bench` (start-up time is a target: see benchmarks/bench_advise.py).
+"""
 from __future__ import annotations
 
 import importlib
 
 import typer
+from typer.core import TyperGroup
+
+# command name -> module of this package whose `app` defines it, in the order `--help` lists them
+COMMANDS = {
+    "advise": "advise",
+    "wrap": "wrap",
+    "submit": "wrap",
+    "diagnose": "diagnose",
+    "kb": "kb",
+    "docs": "docs",
+    "bench": "bench",
+}
+
+
+def command_app() -> typer.Typer:
+    """A typer app for one command module, with the root's help settings."""
+    return typer.Typer(rich_markup_mode="rich", no_args_is_help=True, add_completion=False)
+
+
+class _LazyGroup(TyperGroup):
+    """Root group that imports a command's module only when that command is asked for."""
+
+    def list_commands(self, ctx: object) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: object, name: str) -> object | None:
+        module = COMMANDS.get(name)
+        if module is None:
+            return None
+        built = typer.main.get_command(importlib.import_module(f"{__name__}.{module}").app)
+        cmd = built.commands.get(name) if isinstance(built, TyperGroup) else built
+        if cmd is not None:
+            _unwrap_help(cmd)
+        return cmd
+
+
+def _unwrap_help(cmd: object) -> None:
+    """Join the source line breaks inside each paragraph of a command's help, so the terminal wraps it."""
+    text = getattr(cmd, "help", None)
+    if text:
+        cmd.help = "\n\n".join(" ".join(p.split()) for p in text.split("\n\n"))  # type: ignore[attr-defined]
+    for sub in getattr(cmd, "commands", {}).values():
+        _unwrap_help(sub)
+
 
 app = typer.Typer(
     name="ioadvise",
+    cls=_LazyGroup,
     help="Parallel I/O advice for Slurm HPC centers, from measured runs.",
     rich_markup_mode="rich",
     no_args_is_help=True,
@@ -14,15 +64,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# Command modules; each registers its commands on `app` when imported.
-COMMAND_MODULES = ("kb", "advise", "wrap", "docs", "diagnose", "bench")
 
-for _mod in COMMAND_MODULES:
-    try:
-        importlib.import_module(f"{__name__}.{_mod}")
-    except ModuleNotFoundError as _e:
-        if _e.name != f"{__name__}.{_mod}":
-            raise
+@app.callback()
+def _root() -> None:
+    """Parallel I/O advice for Slurm HPC centers, from measured runs."""
 
 
 def main() -> None:

@@ -9,9 +9,10 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..errors import UsageError
-from . import app
+from . import command_app
 from .common import JsonOption, KBOption, cli_errors, console, print_json
-from .kb import kb_app
+
+app = command_app()
 
 _WORKLOAD_KEYS = {"nodes", "ranks_per_node", "bytes_per_rank", "total_bytes", "api", "layout", "op", "access_size",
                   "random", "files", "lifetime", "system", "center", "stripe_count", "stripe_size", "tier",
@@ -295,29 +296,3 @@ def advise_cmd(
             print_json(advice_json(result))
         else:
             render_advice(result, flavour and str(flavour).lower())
-
-
-@kb_app.command("validate")
-def validate_cmd(
-    system: Annotated[Optional[str], typer.Option(help="Only this system.")] = None,
-    kb: KBOption = None,
-    json_out: JsonOption = False,
-) -> None:
-    """Leave-one-out check of the performance model: prediction error and recommendation regret."""
-    with cli_errors():
-        from ..advise.validate import validate
-        from ..kb import KB
-        with KB.open(kb, create=False) as store:
-            rep = validate(store, system)
-        if json_out:
-            print_json(rep)
-            return
-        from rich.table import Table
-        t = Table(title="Leave-one-out validation", title_justify="left")
-        for col in ("system", "runs", "median |err|", "p90 |err|", "regret cases", "median regret"):
-            t.add_column(col)
-        for name, s in list(rep["systems"].items()) + [("overall", rep["overall"])]:
-            pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
-            t.add_row(name, str(s["n"]), pct(s["median_abs_error"]), pct(s["p90_abs_error"]),
-                      str(s["regret_cases"]), "-" if s["median_regret"] is None else f"{s['median_regret']:.3f}")
-        console.print(t)

@@ -13,8 +13,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import IOAdvisorError, UsageError
-from . import app
+from . import command_app
 from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json
+
+app = command_app()
 
 bench_app = typer.Typer(help="Measure I/O on this system (IOR- and mdtest-like kernels, sweeps) into the KB.",
                         no_args_is_help=True)

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Iterator, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ..errors import IOAdvisorError
 
@@ -27,7 +28,7 @@ def cli_errors() -> Iterator[None]:
     try:
         yield
     except IOAdvisorError as e:
-        err_console.print(f"[bold red]Error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+        err_console.print(f"[bold red]Error:[/] {escape(str(e))}", highlight=False, markup=True, soft_wrap=True)
         raise typer.Exit(e.exit_code) from None
     except KeyboardInterrupt:
         err_console.print("Interrupted")

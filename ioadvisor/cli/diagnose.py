@@ -12,8 +12,10 @@ from rich.panel import Panel
 from rich.table import Table
 
 from ..model.units import format_size
-from . import app
+from . import command_app
 from .common import JsonOption, KBOption, cli_errors, console, print_json
+
+app = command_app()
 
 _STYLE = {"high": "bold red", "warn": "yellow", "info": "cyan"}
 

@@ -8,8 +8,10 @@ from typing import Annotated, Optional
 import typer
 
 from ..kb import KB
-from . import app
+from . import command_app
 from .common import JsonOption, KBOption, cli_errors, console, print_json
+
+app = command_app()
 
 docs_app = typer.Typer(help="The center's I/O guide, generated from the knowledge base.", no_args_is_help=True)
 app.add_typer(docs_app, name="docs")

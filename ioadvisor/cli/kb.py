@@ -8,14 +8,15 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.progress import Progress
 from rich.table import Table
 
 from ..kb import KB, RunFilter
 from ..kb.export import export_csv
 from ..model.units import format_size
-from . import app
+from . import command_app
 from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json
+
+app = command_app()
 
 kb_app = typer.Typer(help="The knowledge base of measured runs.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
@@ -46,6 +47,8 @@ def import_(
         results = []
         with KB.open(kb) as store:
             paths = _files(files)
+            from rich.progress import Progress
+
             with Progress(console=err_console, transient=True, disable=len(paths) < 5) as prog:
                 task = prog.add_task("importing", total=len(paths))
                 for p in paths:
@@ -164,3 +167,28 @@ def export(
             atomic_write(output, text)
         else:
             typer.echo(text, nl=False)
+
+
+@kb_app.command("validate")
+def validate_cmd(
+    system: Annotated[Optional[str], typer.Option(help="Only this system.")] = None,
+    kb: KBOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Leave-one-out check of the performance model: prediction error and recommendation regret."""
+    with cli_errors():
+        from ..advise.validate import validate
+        from ..kb import KB
+        with KB.open(kb, create=False) as store:
+            rep = validate(store, system)
+        if json_out:
+            print_json(rep)
+            return
+        t = Table(title="Leave-one-out validation", title_justify="left")
+        for col in ("system", "runs", "median |err|", "p90 |err|", "regret cases", "median regret"):
+            t.add_column(col)
+        for name, s in list(rep["systems"].items()) + [("overall", rep["overall"])]:
+            pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+            t.add_row(name, str(s["n"]), pct(s["median_abs_error"]), pct(s["p90_abs_error"]),
+                      str(s["regret_cases"]), "-" if s["median_regret"] is None else f"{s['median_regret']:.3f}")
+        console.print(t)

@@ -9,8 +9,10 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
-from . import app
+from . import command_app
 from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json
+
+app = command_app()
 
 StripeCount = Annotated[Optional[int], typer.Option("--stripe-count", help="Lustre stripe count for the output "
                                                      "directory (applied only when it is on Lustre).")]
@@ -89,7 +91,7 @@ def wrap_cmd(
             return
         for msg in w.warnings:
             err_console.print(f"[yellow]warning:[/] {msg}", highlight=False)
-        console.print(_diff(text, w.text, str(script)), markup=False, highlight=False, end="")
+        console.print(_diff(text, w.text, str(script)), markup=False, highlight=False, end="", soft_wrap=True)
         err_console.print(f"wrote {output}", highlight=False)
 
 
@@ -123,7 +125,7 @@ def submit_cmd(
         if not json:
             for msg in w.warnings:
                 err_console.print(f"[yellow]warning:[/] {msg}", highlight=False)
-            console.print(_diff(text, w.text, str(script)), markup=False, highlight=False, end="")
+            console.print(_diff(text, w.text, str(script)), markup=False, highlight=False, end="", soft_wrap=True)
         if not dry_run:
             report["job_id"] = sbatch(w.text, sbatch_opts, name=script.name)
         if json:
