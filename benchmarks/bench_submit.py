@@ -3,7 +3,9 @@
     .venv/bin/python benchmarks/bench_submit.py [-n 15] [--json]
 
 Starts slurm/testcluster in a temporary directory (unless SLURM_CONF is already set), submits the same
-script N times each way with --hold (so nothing runs), cancels the jobs and prints the medians.
+script N times each way with --hold (so nothing runs), cancels the jobs and prints the medians. Two
+`ioadvise submit` variants are timed: with explicit settings (`--hints`, no advice) and advised from the
+shipped reference data for a center (`--center tsubame3`, the `#IOADVISE` lines describe the workload).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 IOADVISE = str(Path(sys.executable).parent / "ioadvise")
-SCRIPT = "#!/bin/bash\n#SBATCH -N 1\n#IOADVISE api=MPIIO layout=shared\nsrun true\n"
+SCRIPT = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --ntasks-per-node=28\n#IOADVISE api=MPIIO layout=shared bytes_per_rank=1GiB\nsrun true\n"
 
 
 def _time(args: list[str], env: dict, cwd: Path) -> tuple[float, str]:
@@ -45,7 +47,7 @@ def main() -> None:
         env["SLURM_CONF"] = str(work / "cluster/etc/slurm.conf")
     script = work / "job.sh"
     script.write_text(SCRIPT)
-    plain, wrapped, ids = [], [], []
+    plain, wrapped, advised, ids = [], [], [], []
     try:
         for _ in range(a.n):   # interleaved so drift affects both alike
             dt, jid = _time(["sbatch", "--parsable", "--hold", str(script)], env, work)
@@ -54,6 +56,9 @@ def main() -> None:
             dt, jid = _time([IOADVISE, "submit", str(script), "--hints", "romio_cb_write=enable", "--hold"], env, work)
             wrapped.append(dt)
             ids.append(jid)
+            dt, jid = _time([IOADVISE, "submit", str(script), "--center", "tsubame3", "--strict", "--hold"], env, work)
+            advised.append(dt)
+            ids.append(jid)
     finally:
         if ids:
             subprocess.run(["scancel", *ids], env=env, capture_output=True, timeout=60)
@@ -61,12 +66,16 @@ def main() -> None:
             subprocess.run([str(ROOT / "slurm/testcluster/stop.sh"), str(work / "cluster")], capture_output=True)
     res = {"n": a.n, "sbatch_median_s": statistics.median(plain), "ioadvise_submit_median_s": statistics.median(wrapped)}
     res["overhead_median_s"] = res["ioadvise_submit_median_s"] - res["sbatch_median_s"]
+    res["advised_submit_median_s"] = statistics.median(advised)
+    res["advised_overhead_median_s"] = res["advised_submit_median_s"] - res["sbatch_median_s"]
     if a.json:
         print(json.dumps(res, indent=2))
     else:
         print(f"sbatch          median {res['sbatch_median_s'] * 1000:7.1f} ms  (n={a.n})")
         print(f"ioadvise submit median {res['ioadvise_submit_median_s'] * 1000:7.1f} ms")
-        print(f"overhead        median {res['overhead_median_s'] * 1000:7.1f} ms")
+        print(f"overhead        median {res['overhead_median_s'] * 1000:7.1f} ms  (explicit --hints)")
+        print(f"ioadvise submit median {res['advised_submit_median_s'] * 1000:7.1f} ms  (advised, --center tsubame3)")
+        print(f"overhead        median {res['advised_overhead_median_s'] * 1000:7.1f} ms  (advised)")
 
 
 if __name__ == "__main__":
