@@ -44,3 +44,17 @@ def test_export_writes_atomically(tmp_path, kb_path):
     assert res.exit_code == 0
     assert out.read_text().startswith("source,system,")
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_import_directory_skips_hidden_files_and_directories(tmp_path, kb_path):
+    import shutil
+    from pathlib import Path
+    src = next(Path(__file__).parent.joinpath("data", "samples", "fio").glob("*.json"))
+    results = tmp_path / "results"
+    (results / ".git").mkdir(parents=True)
+    shutil.copy(src, results / "run.json")
+    (results / ".git" / "junk").write_text("not a benchmark output\n")
+    (results / ".partial.json").write_text("{")
+    res = runner.invoke(app, ["kb", "import", str(results), "--kb", str(kb_path), "--json"])
+    assert res.exit_code == 0, res.output
+    assert [Path(r["path"]).name for r in json.loads(res.stdout)] == ["run.json"]

@@ -26,7 +26,8 @@ def _files(paths: list[Path]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(".")))
+            out.extend(sorted(f for f in p.rglob("*") if f.is_file()
+                              and not any(part.startswith(".") for part in f.relative_to(p).parts)))
         else:
             out.append(p)
     return out
