@@ -58,3 +58,22 @@ def test_import_directory_skips_hidden_files_and_directories(tmp_path, kb_path):
     res = runner.invoke(app, ["kb", "import", str(results), "--kb", str(kb_path), "--json"])
     assert res.exit_code == 0, res.output
     assert [Path(r["path"]).name for r in json.loads(res.stdout)] == ["run.json"]
+
+
+def test_kb_list_table_fits_an_80_column_terminal(kb_path):
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "COLUMNS": "80", "IOADVISE_KB": str(kb_path)}
+    out = subprocess.run([sys.executable, "-c", "from ioadvisor.cli import main; main()", "kb", "list",
+                          "--system", "HA8000", "--limit", "6"], env=env, capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("21 run(s), first 6 shown; in every row shown: system HA8000")
+    runs = json.loads(runner.invoke(app, ["kb", "list", "--kb", str(kb_path), "--system", "HA8000", "--json",
+                                          "--limit", "6"]).stdout)[:6]
+    body = [ln for ln in lines if ln[:12] in {r["id"] for r in runs}]
+    assert len(body) == 6                          # one line per run, the full id at its start
+    for ln, r in zip(body, runs):
+        assert len(ln) <= 80
+        given = r["value_given"] if r["value_given"] is not None else r["value"]
+        assert f"{given:,.1f} {r['unit_given'] or r['unit']}" in ln

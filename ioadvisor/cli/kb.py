@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich import box
 from rich.table import Table
 
 from ..kb import KB, RunFilter
@@ -98,20 +99,36 @@ def list_(
                 return
             total = store.count(flt)
             shown = store.runs(RunFilter(**{**flt.__dict__, "limit": limit}))
-        table = Table(title=f"{total} run(s)" + (f", first {len(shown)} shown" if total > len(shown) else ""))
-        for col in ("id", "system", "fs", "op", "api", "layout", "coll", "nodes", "ranks", "xfer", "stripes",
-                    "value", "unit", "citation"):
-            table.add_column(col, no_wrap=col in ("id",), justify="right" if col in ("nodes", "ranks", "value")
-                             else "left")
+        cols = ("id", "system", "fs", "op", "api", "layout", "coll", "nodes", "ranks", "xfer", "stripes",
+                "value", "citation")
+        rows = []
         for r in shown:
             coll = "-" if r.collective is None else ("yes" if r.collective else "no")
-            table.add_row(r.id, r.system, r.filesystem or "-", r.op, r.api or "-", r.layout or "-", coll,
-                          str(r.nodes or "-"), str(r.ranks or "-"), format_size(r.transfer_size),
-                          str(r.stripe_count if r.stripe_count is not None else "-"),
-                          _fmt_value(r.value_given if r.value_given is not None else r.value),
-                          r.unit_given or r.unit,
-                          r.provenance.citation or Path(r.provenance.source).name)
-        console.print(table)
+            value = _fmt_value(r.value_given if r.value_given is not None else r.value)
+            rows.append((r.id, r.system, r.filesystem or "-", r.op, r.api or "-", r.layout or "-", coll,
+                         str(r.nodes or "-"), str(r.ranks or "-"), format_size(r.transfer_size),
+                         str(r.stripe_count if r.stripe_count is not None else "-"),
+                         f"{value} {r.unit_given or r.unit}", r.provenance.citation or Path(r.provenance.source).name))
+        # a column with one value in every shown row is said once above the table, so the table fits a terminal
+        always = {"id", "op", "value", "citation"}
+        common = {i: rows[0][i] for i, c in enumerate(cols)
+                  if len(rows) > 1 and c not in always and len({row[i] for row in rows}) == 1}
+        keep = [i for i in range(len(cols)) if i not in common]
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
+        for i in keep:
+            c = cols[i]
+            # every column keeps its full width; only the citation gives way (`kb show` has it in full)
+            width = max(len(c), *(len(row[i]) for row in rows)) if rows else len(c)
+            table.add_column(c, no_wrap=True, overflow="ellipsis",
+                             min_width=None if c == "citation" else width, ratio=1 if c == "citation" else None,
+                             justify="right" if c in ("nodes", "ranks", "value", "stripes") else "left")
+        for row in rows:
+            table.add_row(*(row[i] for i in keep))
+        same = ", ".join(f"{cols[i]} {v}" for i, v in common.items() if v != "-")
+        console.print(f"{total} run(s)" + (f", first {len(shown)} shown" if total > len(shown) else "")
+                      + (f"; in every row shown: {same}" if same else ""), highlight=False, markup=False)
+        if rows:
+            console.print(table)
 
 
 @kb_app.command("show")
