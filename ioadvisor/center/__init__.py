@@ -38,6 +38,20 @@ def _typed(table: dict[str, Any], key: str, kind: type | tuple, where: str, path
     return v
 
 
+def _tables(data: dict[str, Any], key: str, allowed: set[str], required: tuple[str, ...],
+            path: str) -> Iterable[tuple[str, dict[str, Any]]]:
+    """The tables of an array such as `filesystems`, each checked for unknown and missing keys."""
+    for i, table in enumerate(data.get(key) or []):
+        where = f"{key}[{i}]."
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: {key}[{i}] must be a table")
+        _check_keys(table, allowed, where, path)
+        for req in required:
+            if not table.get(req):
+                raise ConfigError(f"{path}: missing key {where}{req}")
+        yield where, table
+
+
 def _size(table: dict[str, Any], key: str, where: str, path: str) -> int | None:
     v = table.get(key)
     if v is None:
@@ -58,14 +72,7 @@ def center_from_dict(data: dict[str, Any], path: str = "<center>") -> Center:
     if mpi not in _MPIS:
         raise ConfigError(f"{path}: mpi must be one of {', '.join(_MPIS)}, got {mpi!r}")
     fss: list[FileSystem] = []
-    for i, fs in enumerate(data.get("filesystems") or []):
-        where = f"filesystems[{i}]."
-        if not isinstance(fs, dict):
-            raise ConfigError(f"{path}: filesystems[{i}] must be a table")
-        _check_keys(fs, _FS_KEYS, where, path)
-        for req in ("name", "type"):
-            if not fs.get(req):
-                raise ConfigError(f"{path}: missing key {where}{req}")
+    for where, fs in _tables(data, "filesystems", _FS_KEYS, ("name", "type"), path):
         for k in ("name", "type", "mount", "striping", "quota", "purpose", "citation"):
             _typed(fs, k, str, where, path)
         for k in ("ost_count", "default_stripe_count"):
@@ -86,14 +93,7 @@ def center_from_dict(data: dict[str, Any], path: str = "<center>") -> Center:
     if len(set(names)) != len(names):
         raise ConfigError(f"{path}: file system names must be unique, got {names}")
     tiers: list[Tier] = []
-    for i, t in enumerate(data.get("tiers") or []):
-        where = f"tiers[{i}]."
-        if not isinstance(t, dict):
-            raise ConfigError(f"{path}: tiers[{i}] must be a table")
-        _check_keys(t, _TIER_KEYS, where, path)
-        for req in ("name", "filesystem"):
-            if not t.get(req):
-                raise ConfigError(f"{path}: missing key {where}{req}")
+    for where, t in _tables(data, "tiers", _TIER_KEYS, ("name", "filesystem"), path):
         if t["filesystem"] not in names:
             raise ConfigError(f"{path}: {where}filesystem {t['filesystem']!r} is not one of the file systems "
                               f"({', '.join(names) or 'none'})")
