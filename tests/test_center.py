@@ -47,6 +47,22 @@ def test_tier_must_name_a_filesystem(tmp_path):
         load_center(p)
 
 
+@pytest.mark.parametrize("doc, message", [
+    ('name = "X"\nfilesystems = ["lustre"]\n', "filesystems[0] must be a table"),
+    ('name = "X"\n[[filesystems]]\nname = "l"\n', "missing key filesystems[0].type"),
+    ('name = "X"\n[[filesystems]]\nname = "l"\ntype = "lustre"\n[[tiers]]\nname = "t"\n',
+     "missing key tiers[0].filesystem"),
+    ('name = "X"\n[[filesystems]]\nname = "l"\ntype = "lustre"\n[[tiers]]\nname = "t"\nfilesystem = "l"\n'
+     'size = 3\n', "unknown key tiers[0].'size'"),
+])
+def test_array_tables_are_checked(tmp_path, doc, message):
+    p = tmp_path / "c.toml"
+    p.write_text(doc)
+    with pytest.raises(ConfigError) as e:
+        load_center(p)
+    assert str(e.value).startswith(f"{p}: {message}")
+
+
 def test_unknown_center_and_system():
     with pytest.raises(UsageError, match="unknown center"):
         load_center("no-such-center")
