@@ -246,3 +246,16 @@ def test_cli_bad_center_file_names_the_file(tmp_path):
                             "--kb", str(tmp_path / "k.sqlite")])
     assert r.exit_code == 2
     assert str(bad) in r.output and "Traceback" not in r.output
+
+
+def test_stripe_plot_keeps_client_counts_apart(kb_path):
+    from ioadvisor.docs.plots import section_plots
+    with KB.open(kb_path) as kb:
+        runs = kb.runs(RunFilter(system="HA8000", filesystem="lustre"))
+    spec = next(s for s in section_plots("ha8000-lustre", "HA8000 lustre", runs) if s.name == "ha8000-lustre-stripes")
+    by_label = {s.label: s for s in spec.series}
+    assert set(by_label) == {"read, 1 client", "write, 1 client"}
+    write = by_label["write, 1 client"]
+    expected = {r.stripe_count: r.value for r in runs if r.op == "write" and r.nodes == 1}
+    assert dict(zip(write.x, write.y)) == expected      # each point is the 1-client run, not a mix with 24 clients
+    assert max(write.y) < 400                           # the 24-client 2.5 GB/s run is not on this curve

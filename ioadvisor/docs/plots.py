@@ -67,6 +67,12 @@ def _label(r: Run) -> str:
     return _label_of(r.op, r.layout, r.api)
 
 
+def _label_clients(r: Run) -> str:
+    """A curve per client count too: bandwidth vs stripes from 1 client and from 24 is not one curve."""
+    clients = "clients not stated" if r.nodes is None else f"{r.nodes} client{'s' if r.nodes != 1 else ''}"
+    return f"{_label(r)}, {clients}"
+
+
 def _line(name: str, runs: list[Run], xattr: str, title: str, xlabel: str, ylabel: str,
           label=_label) -> PlotSpec | None:
     pts: dict[str, dict[Any, list[Run]]] = {}
@@ -86,7 +92,7 @@ def section_plots(prefix: str, fs: str, runs: list[Run]) -> list[PlotSpec]:
     meta = [r for r in runs if r.op in META_OPS and r.unit == "ops/s"]
     specs = [
         _line(f"{prefix}-stripes", bw, "stripe_count", f"{fs}: bandwidth vs stripe count", "stripe count (OSTs)",
-              "bandwidth (MiB/s)"),
+              "bandwidth (MiB/s)", label=_label_clients),
         _line(f"{prefix}-clients", bw, "ranks", f"{fs}: bandwidth vs processes", "processes (clients x threads)",
               "bandwidth (MiB/s)"),
         _line(f"{prefix}-metadata", meta, "ranks", f"{fs}: metadata rates vs processes", "processes",
