@@ -73,6 +73,13 @@ def _label_clients(r: Run) -> str:
     return f"{_label(r)}, {clients}"
 
 
+def _label_stripes(r: Run) -> str:
+    """A curve per stripe count too, for the same reason along the other axis."""
+    if r.stripe_count is None:
+        return _label(r)
+    return f"{_label(r)}, {r.stripe_count} stripe{'s' if r.stripe_count != 1 else ''}"
+
+
 def _line(name: str, runs: list[Run], xattr: str, title: str, xlabel: str, ylabel: str,
           label=_label) -> PlotSpec | None:
     pts: dict[str, dict[Any, list[Run]]] = {}
@@ -94,7 +101,7 @@ def section_plots(prefix: str, fs: str, runs: list[Run]) -> list[PlotSpec]:
         _line(f"{prefix}-stripes", bw, "stripe_count", f"{fs}: bandwidth vs stripe count", "stripe count (OSTs)",
               "bandwidth (MiB/s)", label=_label_clients),
         _line(f"{prefix}-clients", bw, "ranks", f"{fs}: bandwidth vs processes", "processes (clients x threads)",
-              "bandwidth (MiB/s)"),
+              "bandwidth (MiB/s)", label=_label_stripes),
         _line(f"{prefix}-metadata", meta, "ranks", f"{fs}: metadata rates vs processes", "processes",
               "rate (operations/s)", label=lambda r: r.op),
     ]
