@@ -135,3 +135,14 @@ def test_advice_for_a_system_known_only_from_imported_runs(kb_path, samples):
     assert by_mode[True] != by_mode[False]
     assert rec.prediction.value == max(by_mode.values())
     assert all(e.source.endswith((".txt", ".json", ".csv")) for e in rec.evidence if e.run_id)
+
+
+def test_prediction_beyond_the_measured_client_counts_is_flagged(kb):
+    # HA8000's Lustre write runs were measured at 1 client and at 24 processes
+    inside = advise(Workload(nodes=1, ranks_per_node=1, bytes_per_rank=1 << 30, layout="shared"), kb,
+                    load_center("HA8000"))
+    assert inside.recommendation.prediction.note is None and not inside.warnings
+    far = advise(Workload(nodes=64, ranks_per_node=1, bytes_per_rank=1 << 30, layout="shared"), kb,
+                 load_center("HA8000"))
+    assert far.recommendation.prediction.note == "extrapolated: 64 client node(s), runs measured at 1-24 clients"
+    assert any("extrapolates to 64 client node(s)" in w for w in far.warnings)

@@ -33,3 +33,26 @@ def test_validate_cli_on_reference_data():
     assert {"HA8000", "PixStor-NVMe"} <= set(rep["systems"])
     assert rep["overall"]["n"] > 50 and 0 <= rep["overall"]["median_abs_error"]
     assert rep["systems"]["HA8000"]["median_regret"] >= 1.0
+
+
+def test_validate_splits_errors_by_measured_client_counts(kb_path):
+    # bandwidth grows with clients up to 400 MiB/s; the runs at 1 and 8 clients are outside what the others measured
+    runs = [make_run(system="Toy", filesystem="fs", fs_type="lustre", ost_count=16, op="write", layout="fpp",
+                     nodes=n, ranks=n, stripe_count=1, value=min(100.0 * n, 400.0), unit="MiB/s")
+            for n in (1, 2, 3, 4, 8)]
+    with KB.open(kb_path) as kb:
+        kb.add_runs(runs, source="toy", source_hash="toy", fmt="csv", importer="test/1")
+        s = validate(kb, "Toy")["systems"]["Toy"]
+    inside, outside = s["within_measured_clients"], s["extrapolated_clients"]
+    assert (inside["n"], outside["n"]) == (3, 2)
+    assert inside["median_abs_error"] < 0.01                   # 2, 3 and 4 clients lie between measured runs
+    assert outside["median_abs_error"] > inside["median_abs_error"]
+
+
+def test_reference_split_adds_up():
+    p = subprocess.run([str(EXE), "kb", "validate", "--json"], capture_output=True, text=True, timeout=60)
+    rep = json.loads(p.stdout)
+    for s in [*rep["systems"].values(), rep["overall"]]:
+        assert s["within_measured_clients"]["n"] + s["extrapolated_clients"]["n"] == s["n"]
+    # measured on the reference data: 14.1% within measured client counts (26 runs), 87% extrapolated (50 runs)
+    assert rep["overall"]["within_measured_clients"]["median_abs_error"] < 0.2

@@ -50,3 +50,15 @@ def test_shared_penalty_is_fitted_when_both_layouts_are_measured():
                              ranks=n, value=(1000.0 * n) * (0.55 if n > 1 else 1), unit="MiB/s"))
     fit = fit_group("S", "fs", "write", runs)
     assert fit.shared_penalty == 0.55
+
+
+def test_fit_knows_the_client_counts_it_was_measured_at():
+    runs = [make_run(system="T", filesystem="fs", fs_type="lustre", ost_count=8, op="write", layout="fpp",
+                     nodes=n, ranks=n, stripe_count=1, value=100.0 * n, unit="MiB/s") for n in (2, 4)]
+    fit = fit_group("T", "fs", "write", runs, ost_count=8)
+    at = lambda n: Point(clients=n, ranks=n, targets=n, shared=False, transfer=None)  # noqa: E731
+    assert (fit.clients_min, fit.clients_max) == (2, 4)
+    assert not fit.extrapolates(at(3)) and fit.extrapolates(at(1)) and fit.extrapolates(at(16))
+    agg = make_run(system="T", filesystem="fs", fs_type="lustre", ost_count=8, op="write", layout="fpp",
+                   value=2000.0, unit="MiB/s")                  # no client count: an aggregate over many clients
+    assert not fit_group("T", "fs", "write", runs + [agg], ost_count=8).extrapolates(at(64))

@@ -36,6 +36,7 @@ class _Cand:
     cost: float = 0.0
     applied: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    extrapolated: bool = False       # predicted for a client count outside the measured ones
 
 
 def check_workload(w: Workload) -> None:
@@ -264,6 +265,7 @@ def _predict(c: _Cand, w: Workload, fits: Mapping, system: str) -> None:
     c.value = v
     c.low, c.high = fit.interval(v)
     c.fit = fit
+    c.extrapolated = fit.extrapolates(p)
 
 
 # ---- comparisons ------------------------------------------------------------------------------------------------
@@ -422,7 +424,7 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
     options = [build_option(c, w, center, base, rec, evidence_runs, has_numbers=bool(fits))
                for c in [rec, base] + alts]
     return Advice(system=system, workload=w, recommendation=options[0], baseline=options[1],
-                  alternatives=tuple(options[2:]), warnings=tuple(warnings_for(w, center, fits, predicted)))
+                  alternatives=tuple(options[2:]), warnings=tuple(warnings_for(w, center, fits, predicted, rec)))
 
 
 def _alternatives(order: list[_Cand], rec: _Cand, n: int = 4) -> list[_Cand]:

@@ -5,6 +5,7 @@ from typing import Any, Mapping
 
 from ..model.types import Center, Config, Evidence, Option, Prediction, Workload
 from ..model.units import format_size
+from ..predict import INF
 from .. import mpiio
 
 _FACTOR_WORDS = {
@@ -114,6 +115,16 @@ def _limiter(c: Any, w: Workload) -> str:
     return f"The bottleneck is {min(vals, key=vals.get)}."
 
 
+def measured_clients(fit: Any) -> str:
+    """The client counts a fit's runs measured, in words: `1-32 clients`, `1 client and aggregates`."""
+    lo, hi = fit.clients_min, fit.clients_max
+    if lo == INF:
+        return "aggregate figures over many clients only"
+    top = max(x for x in (lo, hi) if x != INF)
+    span = f"{lo:g}" if top == lo else f"{lo:g}-{top:g}"
+    return f"{span} client{'s' if top != 1 else ''}" + (" and aggregates over many clients" if hi == INF else "")
+
+
 def build_option(c: Any, w: Workload, center: Center, base: Any, rec: Any, runs: Mapping[str, Any], *,
                  has_numbers: bool) -> Option:
     unit = c.fit.unit if c.fit else ("ops/s" if w.metadata_heavy else "MiB/s")
@@ -121,18 +132,27 @@ def build_option(c: Any, w: Workload, center: Center, base: Any, rec: Any, runs:
     if c.fit:
         ev += [_run_evidence(runs[i]) for i in c.fit.run_ids[:12] if i in runs]
     ev += [_comparison_evidence(a) for a in c.applied]
+    note = None
+    if c.value is None:
+        note = "no measured runs: not predicted"
+    elif c.extrapolated:
+        note = f"extrapolated: {w.nodes} client node(s), runs measured at {measured_clients(c.fit)}"
     pred = Prediction(value=c.value, unit=unit, low=c.low, high=c.high,  # type: ignore[arg-type]
                       evidence=tuple(e.run_id for e in ev if e.run_id), n_runs=c.fit.n_runs if c.fit else 0,
-                      note=None if c.value is not None else "no measured runs: not predicted")
+                      note=note)
     return Option(config=c.config, prediction=pred, commands=commands_for(c.config, center, w), evidence=tuple(ev),
                   reasons=tuple(_reasons(c, w, center, base, rec, has_numbers)))
 
 
-def warnings_for(w: Workload, center: Center, fits: Mapping, predicted: list) -> list[str]:
+def warnings_for(w: Workload, center: Center, fits: Mapping, predicted: list, rec: Any = None) -> list[str]:
     out = []
     if not fits:
         out.append(f"No measured runs for {center.name}: import benchmark results (ioadvise kb import) "
                    f"to get predicted values.")
     elif not predicted:
         out.append(f"No measured runs for this operation on {center.name}.")
+    elif rec is not None and rec.extrapolated:
+        out.append(f"The prediction extrapolates to {w.nodes} client node(s) from runs measured at "
+                   f"{measured_clients(rec.fit)}: such predictions are far less certain than the interval says "
+                   f"(see ioadvise kb validate); measure at this scale to confirm.")
     return out

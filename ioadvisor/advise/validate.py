@@ -17,18 +17,28 @@ def _ost_counts(system: str) -> tuple[dict, dict]:
     return ({f.name: f.ost_count for f in c.filesystems}, {f.name: f.default_stripe_count for f in c.filesystems})
 
 
-def _stats(errors: list[float], regrets: list[float]) -> dict[str, Any]:
+def _stats(errors: list[tuple[float, bool]], regrets: list[float]) -> dict[str, Any]:
+    """Error figures of (|error|, extrapolated) pairs: all of them, and split by whether the left-out run's
+    client count lay inside the client counts of the runs the model was fitted on."""
     import numpy as np
-    e = np.array(errors) if errors else None
-    return {"n": len(errors),
-            "median_abs_error": float(np.median(e)) if e is not None else None,
-            "p90_abs_error": float(np.quantile(e, 0.9)) if e is not None else None,
+
+    def med(xs: list[float]) -> float | None:
+        return float(np.median(xs)) if xs else None
+    every = [e for e, _ in errors]
+    inside = [e for e, x in errors if not x]
+    outside = [e for e, x in errors if x]
+    return {"n": len(every),
+            "median_abs_error": med(every),
+            "p90_abs_error": float(np.quantile(every, 0.9)) if every else None,
+            "within_measured_clients": {"n": len(inside), "median_abs_error": med(inside)},
+            "extrapolated_clients": {"n": len(outside), "median_abs_error": med(outside)},
             "regret_cases": len(regrets),
             "median_regret": float(np.median(regrets)) if regrets else None}
 
 
 def validate(kb: Any, system: str | None = None) -> dict[str, Any]:
-    """Per system and overall: median and p90 of |predicted/measured - 1| with each run left out of the fit, and
+    """Per system and overall: median and p90 of |predicted/measured - 1| with each run left out of the fit (also
+    split into runs inside and outside the client counts the remaining runs measured), and
     the median regret (best measured / measured value of the setting the model would pick) over groups of runs
     that measure several settings of one workload."""
     if system is not None:
@@ -37,7 +47,7 @@ def validate(kb: Any, system: str | None = None) -> dict[str, Any]:
             raise UsageError(f"no runs for system {system!r} (known: {', '.join(kb.systems())})")
         system = match
     runs = [r for r in kb.runs(RunFilter(system=system)) if r.value and r.value > 0]
-    per_sys: dict[str, tuple[list[float], list[float]]] = {}
+    per_sys: dict[str, tuple[list[tuple[float, bool]], list[float]]] = {}
     skipped = 0
     for (sysname, fs, op), rs in group_runs(runs).items():
         osts, dflt = _ost_counts(sysname)
@@ -51,8 +61,8 @@ def validate(kb: Any, system: str | None = None) -> dict[str, Any]:
             if fit is None or fit.unit != r.unit:
                 skipped += 1
                 continue
-            pred = fit.predict(run_point(r, osts.get(fs), dflt.get(fs)))
-            errs.append(abs(pred / r.value - 1))
+            point = run_point(r, osts.get(fs), dflt.get(fs))
+            errs.append((abs(fit.predict(point) / r.value - 1), fit.extrapolates(point)))
         # regret: runs of one workload (same clients and ranks) measuring different settings
         workloads: dict[tuple, list] = {}
         for r in rs:

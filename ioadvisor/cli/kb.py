@@ -203,10 +203,20 @@ def validate_cmd(
             print_json(rep)
             return
         t = Table(title="Leave-one-out validation", title_justify="left")
-        for col in ("system", "runs", "median |err|", "p90 |err|", "regret cases", "median regret"):
-            t.add_column(col)
+        for col in ("system", "runs", "median |err|", "p90 |err|", "within clients", "extrapolated",
+                    "regret cases", "median regret"):
+            t.add_column(col, justify="left" if col == "system" else "right")
+
+        def pct(v: float | None) -> str:
+            return "-" if v is None else f"{100 * v:.1f}%"
+
+        def part(d: dict) -> str:
+            return f"{pct(d['median_abs_error'])} ({d['n']})"
+
         for name, s in list(rep["systems"].items()) + [("overall", rep["overall"])]:
-            pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"  # noqa: E731
             t.add_row(name, str(s["n"]), pct(s["median_abs_error"]), pct(s["p90_abs_error"]),
+                      part(s["within_measured_clients"]), part(s["extrapolated_clients"]),
                       str(s["regret_cases"]), "-" if s["median_regret"] is None else f"{s['median_regret']:.3f}")
         console.print(t)
+        console.print("within clients / extrapolated: median |err| (runs) of left-out runs whose client count lies "
+                      "inside / outside the client counts of the runs the model was fitted on", highlight=False)

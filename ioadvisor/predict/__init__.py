@@ -59,6 +59,8 @@ class Fit:
     class_factors: tuple[tuple[str, float], ...] = ()   # per API class, fitted when runs measure several
     n_runs: int = 0
     run_ids: tuple[str, ...] = field(default=(), compare=False)
+    clients_min: float = 0.0         # the client counts the runs measured (inf: an aggregate over many clients)
+    clients_max: float = INF
 
     def predict(self, p: Point) -> float:
         if self.kind == "rate":
@@ -72,6 +74,11 @@ class Fit:
         if self.class_factors and p.klass:
             v *= dict(self.class_factors).get(p.klass, 1.0)
         return float(v)
+
+    def extrapolates(self, p: Point) -> bool:
+        """Whether `p` lies outside the client counts the fit was measured at (its error is then much larger:
+        see `kb validate`)."""
+        return not self.clients_min <= p.clients <= self.clients_max
 
     def interval(self, value: float, z: float = 1.64) -> tuple[float, float]:
         w = math.exp(z * self.log_sigma)
@@ -174,7 +181,8 @@ def fit_group(system: str, filesystem: str | None, op: str, runs: Sequence[Run],
     sigma = max(sigma, MIN_LOG_SIGMA * (1 + 3 / math.sqrt(n)))
     return Fit(system=system, filesystem=filesystem, op=op, unit=unit, kind=kind, per_client=float(C[best]),
                per_target=float(T[best]), peak=float(P[best]), shared_penalty=float(S[best]), knee=float(K[best]),
-               log_sigma=sigma, class_factors=tuple(factors), n_runs=n, run_ids=tuple(r.id for r in runs if r.id))
+               log_sigma=sigma, class_factors=tuple(factors), n_runs=n, run_ids=tuple(r.id for r in runs if r.id),
+               clients_min=float(clients.min()), clients_max=float(clients.max()))
 
 
 def group_runs(runs: Iterable[Run]) -> dict[tuple[str, str | None, str], list[Run]]:
