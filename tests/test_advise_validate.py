@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ioadvisor.advise.validate import validate
-from ioadvisor.kb import KB
+from ioadvisor.kb import KB, RunFilter
 from ioadvisor.model.run import make_run
 
 EXE = Path(sys.executable).parent / "ioadvise"
@@ -56,3 +56,20 @@ def test_reference_split_adds_up():
         assert s["within_measured_clients"]["n"] + s["extrapolated_clients"]["n"] == s["n"]
     # measured on the reference data: 14.1% within measured client counts (26 runs), 87% extrapolated (50 runs)
     assert rep["overall"]["within_measured_clients"]["median_abs_error"] < 0.2
+
+
+def test_production_observations_are_neither_fitted_nor_validated(kb_path):
+    from ioadvisor.advise.fits import load_system_runs
+    from ioadvisor.model.run import Provenance
+    runs = [make_run(system="Toy", filesystem="fs", fs_type="lustre", ost_count=16, op="write", layout="shared",
+                     nodes=1, ranks=1, stripe_count=s, value=min(100.0 * s, 400.0), unit="MiB/s")
+            for s in (1, 2, 4)]
+    seen = make_run(system="Toy", filesystem="fs", fs_type="lustre", ost_count=16, op="write", layout="shared",
+                    nodes=1, ranks=1, stripe_count=4, value=5.0, unit="MiB/s",
+                    provenance=Provenance(source="job.darshan", kind="production"))
+    with KB.open(kb_path) as kb:
+        kb.add_runs(runs, source="toy", source_hash="toy", fmt="csv", importer="test/1")
+        kb.add_runs([seen], source="job.darshan", source_hash="job", fmt="darshan", importer="test/1")
+        assert len(kb.runs(RunFilter(system="Toy"))) == 4
+        assert {r.value for r in load_system_runs(kb, "Toy")} == {100.0, 200.0, 400.0}
+        assert validate(kb, "Toy")["systems"]["Toy"]["n"] == 3

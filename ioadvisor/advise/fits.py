@@ -29,7 +29,9 @@ def load_system_runs(kb: KB, system: str, max_per_group: int = 400) -> list:
     from ..kb.store import row_to_run
     rows = []
     for db in ("main",) + (("ref",) if kb.reference else ()):
-        rows += kb.conn.execute(f"SELECT * FROM {db}.runs WHERE system = ? COLLATE NOCASE", (system,)).fetchall()
+        # production observations (Darshan, job records) are lower bounds of what the job could do: not fitted
+        rows += kb.conn.execute(f"SELECT * FROM {db}.runs WHERE system = ? COLLATE NOCASE "
+                                f"AND kind IS NOT 'production'", (system,)).fetchall()
     groups: dict[tuple, list] = {}
     for r in rows:
         groups.setdefault((r["filesystem"], r["op"]), []).append(r)

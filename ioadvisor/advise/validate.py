@@ -46,7 +46,8 @@ def validate(kb: Any, system: str | None = None) -> dict[str, Any]:
         if match is None:
             raise UsageError(f"no runs for system {system!r} (known: {', '.join(kb.systems())})")
         system = match
-    runs = [r for r in kb.runs(RunFilter(system=system)) if r.value and r.value > 0]
+    runs = [r for r in kb.runs(RunFilter(system=system))
+            if r.value and r.value > 0 and r.provenance.kind != "production"]   # as the fits: measured runs only
     per_sys: dict[str, tuple[list[tuple[float, bool]], list[float]]] = {}
     skipped = 0
     for (sysname, fs, op), rs in group_runs(runs).items():
