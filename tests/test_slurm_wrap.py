@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,20 @@ def jobs(slurm_cluster, tmp_path_factory):
     out["awkward"] = (*_submit(slurm_cluster, d, s, "--hints", "romio_cb_write=enable",
                                "--outdir", "results 'x' \"y\""), d)
 
+    # 6. BeeOND tier, the user's script sets its own EXIT trap and ends with exec: results still come back
+    d, s = mk("exec", "#!/bin/bash\n#SBATCH -o out.txt\ntrap 'echo mine > mine.txt' EXIT\necho r > result.txt\n"
+              "exec sh -c 'echo late > late.txt; exit 6'\n")
+    out["exec"] = (*_submit(slurm_cluster, d, s, "--center", center, "--tier", "beeond"), d)
+
+    # 7. BeeOND tier, the job is cancelled while it runs: scancel's SIGTERM still stages results out
+    d, s = mk("cancel", "#!/bin/bash\n#SBATCH -o out.txt\necho r > result.txt\nsleep 120\n")
+    jid, report = _submit(slurm_cluster, d, s, "--center", center, "--tier", "beeond")
+    deadline = time.time() + 60
+    while not (slurm_cluster.odfs / jid / "result.txt").exists() and time.time() < deadline:
+        time.sleep(0.2)
+    slurm_cluster.run(["scancel", jid], check=True)
+    out["cancel"] = (jid, report, d)
+
     records = {}
     for name, (jid, report, d) in out.items():
         records[name] = (jid, d, slurm_cluster.wait(jid, timeout=90), report)
@@ -151,3 +166,19 @@ def test_awkward_script_runs_unchanged(jobs):
     rec = json.loads((outdir / f"ioadvise-{jid}.json").read_text())
     assert rec["exit_code"] == 0
     assert (outdir / f"ioadvise-{jid}.romio-hints").read_text() == "romio_cb_write enable\n"
+
+
+def test_user_exit_trap_and_exec_cannot_skip_the_stage_out(jobs, slurm_cluster):
+    jid, d, info, _ = jobs["exec"]
+    assert info["ExitCode"] == "6:0", (d / "out.txt").read_text()
+    assert (d / "result.txt").read_text() == "r\n" and (d / "late.txt").read_text() == "late\n"
+    assert not (d / "mine.txt").exists()          # exec drops the user's own trap, as bash does
+    rec = json.loads((d / f"ioadvise-{jid}.json").read_text())
+    assert rec["exit_code"] == 6 and rec["staged_out_bytes"] == len("r\n") + len("late\n")
+
+
+def test_cancelled_job_is_staged_out(jobs, slurm_cluster):
+    jid, d, info, _ = jobs["cancel"]
+    assert info["JobState"] == "CANCELLED"
+    assert (d / "result.txt").read_text() == "r\n"
+    assert json.loads((d / f"ioadvise-{jid}.json").read_text())["exit_code"] == 143

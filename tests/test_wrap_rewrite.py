@@ -141,3 +141,73 @@ def test_posix_sh_script_with_tier_staging(tmp_path):
     assert (res / "where.txt").read_text().strip() == str(scratch)
     assert not (res / "in.txt").exists()          # staged-in inputs are not copied back
     assert json.loads((res / "ioadvise-5.json").read_text())["exit_code"] == 4
+
+
+def _tier_job(tmp_path: Path, shell: str, body: str, job_id: str = "7") -> tuple[Path, Path, Path]:
+    """A wrapped script staging through a scratch dir; returns (script, scratch, results dir)."""
+    scratch = tmp_path / "scratch" / job_id
+    scratch.mkdir(parents=True)
+    s = WrapSettings(tier=TierSpec(name="t", mount=str(tmp_path / "scratch") + "/${SLURM_JOB_ID}"), outdir="res")
+    path = tmp_path / "w.sh"
+    path.write_text(wrap(f"#!/bin/{shell}\n{body}", s))
+    return path, scratch, tmp_path / "res"
+
+
+@pytest.mark.parametrize("shell", ["bash", "sh"])
+@pytest.mark.parametrize("body, rc, user_trap", [
+    ("trap 'echo mine > mine.txt' EXIT\necho r > result.txt\nexit 3\n", 3, True),   # the user's own EXIT trap
+    ("echo r > result.txt\ntrap - EXIT\nexit 0\n", 0, False),                       # clearing traps
+    ("echo r > result.txt\nexec sh -c 'exit 5'\n", 5, False),                       # exec replaces the shell
+])
+def test_user_traps_and_exec_cannot_skip_the_stage_out(tmp_path, shell, body, rc, user_trap):
+    path, scratch, res = _tier_job(tmp_path, shell, body)
+    p = subprocess.run([f"/bin/{shell}", str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=30,
+                       env={"PATH": os.environ["PATH"], "SLURM_JOB_ID": "7"})
+    assert p.returncode == rc, p.stderr
+    assert (res / "result.txt").read_text() == "r\n"
+    assert (res / "mine.txt").exists() == user_trap
+    rec = json.loads((res / "ioadvise-7.json").read_text())
+    assert rec["exit_code"] == rc and rec["end"] is not None
+
+
+def test_sigterm_still_stages_out_and_records_143(tmp_path):
+    import signal
+    import time
+    path, scratch, res = _tier_job(tmp_path, "bash", "echo r > result.txt\nsleep 30\n")
+    p = subprocess.Popen(["/bin/bash", str(path)], cwd=tmp_path, env={"PATH": os.environ["PATH"], "SLURM_JOB_ID": "7"},
+                         start_new_session=True)
+    deadline = time.time() + 10
+    while not (scratch / "result.txt").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGTERM)          # as Slurm signals every process of a cancelled job
+    assert p.wait(timeout=20) == 143
+    assert (res / "result.txt").read_text() == "r\n"
+    assert json.loads((res / "ioadvise-7.json").read_text())["exit_code"] == 143
+
+
+def test_record_counts_the_bytes_staged_out_and_not_the_inputs(tmp_path):
+    body = "head -c 3000 /dev/zero > a.bin\nmkdir d\nhead -c 500 /dev/zero > d/b.bin\n"
+    path, scratch, res = _tier_job(tmp_path, "sh", body)
+    p = subprocess.run(["/bin/sh", str(path)], cwd=tmp_path, capture_output=True, text=True, timeout=30,
+                       env={"PATH": os.environ["PATH"], "SLURM_JOB_ID": "7"})
+    assert p.returncode == 0, p.stderr
+    expected = sum(int(subprocess.run(["du", "-sb", str(scratch / n)], capture_output=True, text=True)
+                       .stdout.split()[0]) for n in ("a.bin", "d"))
+    rec = json.loads((res / "ioadvise-7.json").read_text())
+    assert rec["staged_out_bytes"] == expected and expected >= 3500
+    assert isinstance(rec["stage_out_seconds"], int)
+
+
+def test_marker_from_the_environment_does_not_skip_the_block_and_stdin_scripts_still_run(tmp_path):
+    out = wrap("#!/bin/bash\necho ran > ran.txt\n", WrapSettings(hints={"romio_cb_write": "enable"}))
+    path = tmp_path / "w.sh"
+    path.write_text(out)
+    env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": "8", "_ioadv_parent": "1"}   # e.g. inherited from a job
+    p = subprocess.run(["bash", str(path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and (tmp_path / "ran.txt").exists()
+    assert json.loads((tmp_path / "ioadvise-8.json").read_text())["exit_code"] == 0
+    (tmp_path / "ran.txt").unlink()
+    p = subprocess.run(["bash"], input=out, cwd=tmp_path, env={**env, "SLURM_JOB_ID": "9"}, capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 0 and (tmp_path / "ran.txt").exists()   # no file to rerun: commands run in place
+    assert json.loads((tmp_path / "ioadvise-9.json").read_text())["exit_code"] == 0

@@ -2,8 +2,9 @@
 
 The inserted block sits between `# >>> ioadvise wrap` and `# <<< ioadvise wrap` at the end of the #SBATCH
 block (sbatch keeps reading directives through comment lines, so `#SBATCH` lines inside the block still count).
-Rewrapping replaces the block, so wrap(wrap(s)) == wrap(s). The user's commands follow unchanged; an EXIT
-trap stages results back, writes the record and exits with the user's exit code.
+Rewrapping replaces the block, so wrap(wrap(s)) == wrap(s). The user's commands follow unchanged and run in
+a child shell; the batch shell's EXIT trap stages results back, writes the record and exits with the user's
+exit code.
 
 Every value from settings or the script is shell-quoted; the only shell variables the block expands are
 the ones it sets itself and the few allowed in a tier mount pattern ($SLURM_JOB_ID, $USER, ...).
@@ -163,6 +164,7 @@ def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> l
     L: list[str] = []
     add = L.append
     add("_ioadv_start=$(date +%s)")
+    add('case "$0" in /*) _ioadv_self="$0";; *) _ioadv_self="$PWD/$0";; esac')
     add('_ioadv_job="${SLURM_JOB_ID:-$$}"')
     add('_ioadv_cwd="$PWD"')
     outdir = s.outdir or script_dirs.get("outdir")
@@ -175,9 +177,10 @@ def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> l
     add('_ioadv_rec="$_ioadv_rec_dir/ioadvise-$_ioadv_job.json"')
     add(f"_ioadv_settings={q(record)}")
     add("_ioadv_record() {")
-    add('  printf \'{"job_id":"%s","host":"%s","start":%s,"end":%s,"exit_code":%s,"settings":%s}\\n\' '
-        '"$_ioadv_job" "$(hostname 2>/dev/null)" "$_ioadv_start" "${1:-null}" "${2:-null}" "$_ioadv_settings" '
-        '> "$_ioadv_rec.tmp" && mv -f -- "$_ioadv_rec.tmp" "$_ioadv_rec"')
+    add('  printf \'{"job_id":"%s","host":"%s","start":%s,"end":%s,"exit_code":%s,"staged_out_bytes":%s,'
+        '"stage_out_seconds":%s,"settings":%s}\\n\' '
+        '"$_ioadv_job" "$(hostname 2>/dev/null)" "$_ioadv_start" "${1:-null}" "${2:-null}" "${3:-null}" '
+        '"${4:-null}" "$_ioadv_settings" > "$_ioadv_rec.tmp" && mv -f -- "$_ioadv_rec.tmp" "$_ioadv_rec"')
     add("}")
     add("_ioadv_record")
     trap_at = len(L)
@@ -221,11 +224,20 @@ def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> l
                          else "      :")
             finish += [
                 '  if [ -n "${_ioadv_staged:-}" ]; then',
+                '    _ioadv_bytes=0',
+                '    _ioadv_t0=$(date +%s)',
                 '    for _ioadv_f in "$_ioadv_scratch"/* "$_ioadv_scratch"/.[!.]*; do',
                 '      [ -e "$_ioadv_f" ] || continue',
                 skip_line,
                 '      cp -R -- "$_ioadv_f" "$_ioadv_out"/ || echo "ioadvise: stage-out of $_ioadv_f failed" >&2',
+                # apparent size with GNU du; anything else makes the total unknown rather than wrong
+                '      _ioadv_n=$(du -sb -- "$_ioadv_f" 2>/dev/null | cut -f1)',
+                '      case "$_ioadv_n" in',
+                "        ''|*[!0-9]*) _ioadv_bytes=null;;",
+                '        *) [ "$_ioadv_bytes" = null ] || _ioadv_bytes=$((_ioadv_bytes + _ioadv_n));;',
+                '      esac',
                 "    done",
+                '    _ioadv_secs=$(( $(date +%s) - _ioadv_t0 ))',
                 "  fi",
             ]
     else:
@@ -237,10 +249,14 @@ def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> l
         "  set +eu",
         '  cd -- "$_ioadv_out" 2>/dev/null',
         *finish,
-        '  _ioadv_record "$(date +%s)" "$_ioadv_rc"',
+        '  _ioadv_record "$(date +%s)" "$_ioadv_rc" "${_ioadv_bytes:-}" "${_ioadv_secs:-}"',
         '  exit "$_ioadv_rc"',
         "}",
         "trap _ioadv_finish EXIT",
+        # a cancelled or timed-out job gets SIGTERM: exit through the trap so results are still staged out
+        "trap 'exit 143' TERM",
+        "trap 'exit 130' INT",
+        "trap 'exit 129' HUP",
     ]
     return L
 
@@ -263,7 +279,23 @@ def wrap(text: str, settings: WrapSettings) -> str:
     output = js.option("output")
     if output and "/" in output and "%" not in output.rsplit("/", 1)[0]:
         dirs["recdir"] = output.rsplit("/", 1)[0] or "/"
-    block = [BEGIN, *directives, *preamble(settings, dirs), END]
+    # The block sets everything up in the batch shell, then runs the script again in a child shell of the same
+    # interpreter (as the kernel reads the #! line: the program and at most one argument), which skips the
+    # block and runs the user's commands. Their traps, `exec` or `exit` end only the child; the batch shell's
+    # EXIT trap then stages results out and records the child's exit code. If $0 is not this script (it came on
+    # stdin), the commands run in the batch shell as before.
+    prog, _, arg = js.shebang[2:].strip().partition(" ")
+    child = " ".join([q(prog)] + ([q(arg.strip())] if arg.strip() else []))
+    block = [BEGIN, *directives,
+             'if [ "${_ioadv_parent:-}" != "$PPID" ]; then',
+             *(f"  {line}" for line in preamble(settings, dirs)),
+             f'  if grep -qF {q(BEGIN_PREFIX)} "$_ioadv_self" 2>/dev/null; then',
+             f'    _ioadv_parent=$$ {child} "$_ioadv_self" "$@"',
+             "    exit $?",
+             "  fi",
+             "fi",
+             "unset _ioadv_parent",
+             END]
     lines = base.splitlines(keepends=True)
     at = js.block_end
     head = lines[:at]
