@@ -182,3 +182,23 @@ def test_cancelled_job_is_staged_out(jobs, slurm_cluster):
     assert info["JobState"] == "CANCELLED"
     assert (d / "result.txt").read_text() == "r\n"
     assert json.loads((d / f"ioadvise-{jid}.json").read_text())["exit_code"] == 143
+
+
+def test_jobs_collect_by_job_id_brings_the_record_into_the_kb(jobs, slurm_cluster, tmp_path):
+    jid, d, info, _ = jobs["exec"]
+    env = {**slurm_cluster.env, "PATH": f"{VENV_BIN}:{slurm_cluster.env.get('PATH', '/usr/bin:/bin')}"}
+    kb = str(tmp_path / "kb.sqlite")
+    p = subprocess.run([IOADVISE, "jobs", "collect", jid, "--kb", kb, "--system", "testcluster", "--json"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    (row,) = json.loads(p.stdout)
+    assert row["job_id"] == jid and row["status"] == "imported" and row["exit_code"] == 6
+    assert row["path"] == str(d / f"ioadvise-{jid}.json")
+    runs = json.loads(subprocess.run([IOADVISE, "kb", "list", "--kb", kb, "--kind", "production", "--json"],
+                                     env=env, capture_output=True, text=True, timeout=60).stdout)
+    assert [(r["system"], r["tier"], r["op"], r["provenance"]["job_id"]) for r in runs] == \
+        [("testcluster", "beeond", "write", jid)]
+    assert runs[0]["total_bytes"] == len("r\n") + len("late\n")
+    p = subprocess.run([IOADVISE, "jobs", "collect", "999999", "--kb", kb], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 2 and "999999" in p.stderr and "Traceback" not in p.stderr

@@ -20,6 +20,7 @@ COMMANDS = {
     "kb": "kb",
     "docs": "docs",
     "bench": "bench",
+    "jobs": "jobs",
 }
 
 

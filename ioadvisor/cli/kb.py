@@ -38,7 +38,7 @@ def _files(paths: list[Path]) -> list[Path]:
 def import_(
     files: Annotated[list[Path], typer.Argument(help="Result files or directories of result files.")],
     fmt: Annotated[str, typer.Option("--format", "-f",
-                                     help="auto|ior|mdtest|fio|iozone|csv|darshan|bench")] = "auto",
+                                     help="auto|ior|mdtest|fio|iozone|csv|darshan|bench|jobrecord")] = "auto",
     system: Annotated[Optional[str], typer.Option(help="System the runs were measured on.")] = None,
     filesystem: Annotated[Optional[str], typer.Option(help="File system or tier name.")] = None,
     kb: KBOption = None,
@@ -111,8 +111,10 @@ def list_(
                          f"{value} {r.unit_given or r.unit}", r.provenance.citation or Path(r.provenance.source).name))
         # a column with one value in every shown row is said once above the table, so the table fits a terminal
         always = {"id", "op", "value", "citation"}
+        # (with one row, only its empty columns: a lone run is shown in full)
         common = {i: rows[0][i] for i, c in enumerate(cols)
-                  if len(rows) > 1 and c not in always and len({row[i] for row in rows}) == 1}
+                  if rows and c not in always and len({row[i] for row in rows}) == 1
+                  and (len(rows) > 1 or rows[0][i] == "-")}
         keep = [i for i in range(len(cols)) if i not in common]
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
         for i in keep:

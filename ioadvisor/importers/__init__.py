@@ -16,7 +16,7 @@ from ..errors import ImportFormatError, UsageError
 from ..model.run import Run
 
 # Order matters for detection: the most specific formats first, the canonical CSV last.
-MODULES = ("darshan", "bench", "ior", "mdtest", "fio", "iozone", "csv")
+MODULES = ("darshan", "jobrecord", "bench", "ior", "mdtest", "fio", "iozone", "csv")
 SNIFF_BYTES = 65536
 
 

@@ -1,0 +1,65 @@
+"""`ioadvise jobs collect`: bring the records of wrapped jobs into the knowledge base."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+from rich import box
+from rich.table import Table
+
+from . import command_app
+from .common import JsonOption, KBOption, cli_errors, console, print_json
+
+app = command_app()
+jobs_app = typer.Typer(help="Jobs wrapped by `ioadvise wrap` / `ioadvise submit`.", no_args_is_help=True,
+                       rich_markup_mode="rich")
+app.add_typer(jobs_app, name="jobs")
+
+
+@jobs_app.command("collect")
+def collect(
+    targets: Annotated[list[str], typer.Argument(help="Slurm job ids, directories holding ioadvise-JOBID.json "
+                                                      "records, or record files.")],
+    system: Annotated[Optional[str], typer.Option(help="System the jobs ran on (default: unknown).")] = None,
+    kb: KBOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Add the records wrapped jobs wrote to the KB as production observations.
+
+    A record with staged-out data becomes one write run on its tier (bytes staged out / job wall time, a lower
+    bound); a record without a staged volume is listed but holds no measurement. Every record is checked before
+    anything is imported; a record imported before adds nothing.
+    """
+    with cli_errors():
+        from ..importers import ImportContext
+        from ..importers.jobrecord import read_record, record_runs
+        from ..kb import KB
+        from ..slurm.records import find_records
+        paths = find_records(targets)
+        checked = []
+        for p in paths:
+            rec = read_record(p.read_bytes(), str(p))
+            checked.append((p, rec, record_runs(rec, ImportContext(source=str(p), system=system))))
+        rows = []
+        with KB.open(kb) as store:
+            for p, rec, runs in checked:
+                row = {"path": str(p), "job_id": rec.job_id, "exit_code": rec.exit_code, "tier": rec.tier,
+                       "staged_out_bytes": rec.staged_out_bytes, "elapsed_s": rec.end - rec.start,
+                       "runs": 0, "status": "no staged volume: nothing measured"}
+                if runs:
+                    res = store.import_file(p, "jobrecord", system=system, kind="production")
+                    row["runs"] = res.runs
+                    row["status"] = "already in the KB" if res.skipped else "imported"
+                rows.append(row)
+    if json_out:
+        print_json(rows)
+        return
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for col in ("job", "exit", "tier", "staged out", "wall s", "result"):
+        t.add_column(col, justify="right" if col in ("exit", "staged out", "wall s") else "left")
+    from ..model.units import format_size
+    for r in rows:
+        t.add_row(r["job_id"], "-" if r["exit_code"] is None else str(r["exit_code"]), r["tier"] or "-",
+                  "-" if r["staged_out_bytes"] is None else format_size(r["staged_out_bytes"]), str(r["elapsed_s"]),
+                  r["status"])
+    console.print(t)

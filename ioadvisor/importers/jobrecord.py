@@ -1,0 +1,93 @@
+"""Job records written by a wrapped batch script (`ioadvise-<jobid>.json`) as production observations.
+
+A record knows the job's settings, its start and end time and, when it staged a scratch tier out, the bytes it
+copied back. From those it makes one `write` run on the tier: bytes staged out / job wall time, a lower bound
+of the bandwidth the job wrote with (the job also computed and staged). A record without a staged volume (no
+tier, or a `du` that could not count) holds no measurement and gives no run.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ImportFormatError, UsageError
+from ..model.run import Provenance, Run, make_run
+from . import ImportContext, register
+
+PREFIX = b'{"job_id":'
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    job_id: str
+    host: str | None
+    start: int
+    end: int | None
+    exit_code: int | None
+    staged_out_bytes: int | None
+    stage_out_seconds: int | None
+    settings: dict[str, Any]
+
+    @property
+    def tier(self) -> str | None:
+        t = self.settings.get("tier")
+        return t.get("name") if isinstance(t, dict) else None
+
+
+def sniff(head: bytes) -> bool:
+    return head.lstrip().startswith(PREFIX) and b'"settings":' in head
+
+
+def _int(d: dict, key: str, source: str, *, required: bool = False) -> int | None:
+    v = d.get(key)
+    if v is None and not required:
+        return None
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise ImportFormatError(f"job record: {key} must be a non-negative integer, got {v!r}", source or None)
+    return v
+
+
+def read_record(data: bytes, source: str = "") -> JobRecord:
+    """Validate a record's bytes; ImportFormatError (naming `source`) for anything that is not one."""
+    try:
+        d = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        line = getattr(e, "lineno", None)
+        raise ImportFormatError(f"job record is not valid JSON: {getattr(e, 'msg', e)}", source or None, line) from None
+    if not isinstance(d, dict) or "job_id" not in d or not isinstance(d.get("settings"), dict):
+        raise ImportFormatError("not an ioadvise job record (job_id and settings expected)", source or None)
+    return JobRecord(job_id=str(d["job_id"]), host=d.get("host") or None, start=_int(d, "start", source, required=True),
+                     end=_int(d, "end", source), exit_code=_int(d, "exit_code", source),
+                     staged_out_bytes=_int(d, "staged_out_bytes", source),
+                     stage_out_seconds=_int(d, "stage_out_seconds", source), settings=d["settings"])
+
+
+def record_runs(rec: JobRecord, ctx: ImportContext) -> list[Run]:
+    """The production run a finished record supports (none without a staged volume)."""
+    if rec.end is None:
+        raise ImportFormatError(f"job {rec.job_id} has not finished (its record has no end time)", ctx.source or None)
+    if not rec.staged_out_bytes:
+        return []
+    elapsed = max(rec.end - rec.start, 1)
+    s = rec.settings
+    hints = {str(k): str(v) for k, v in (s.get("hints") or {}).items()}
+    note = (f"job {rec.job_id} on {rec.host or 'an unknown host'}: {rec.staged_out_bytes} bytes staged out of tier "
+            f"{rec.tier} after {elapsed} s of wall time (exit code {rec.exit_code}); the value is bytes / wall time, "
+            f"a lower bound of the bandwidth the job wrote with")
+    try:
+        return [make_run(value=rec.staged_out_bytes / elapsed, unit="B/s", system=ctx.system or "unknown",
+                         filesystem=ctx.filesystem or rec.tier, tier=rec.tier, op="write", hints=hints,
+                         stripe_count=s.get("stripe_count"), stripe_size=s.get("stripe_size"),
+                         total_bytes=rec.staged_out_bytes, notes=note,
+                         provenance=Provenance(source=ctx.source, tool="ioadvise wrap", importer="jobrecord/1",
+                                               job_id=rec.job_id, kind="production"))]
+    except UsageError as e:
+        raise ImportFormatError(f"job record: {e}", ctx.source or None) from None
+
+
+def parse(data: bytes, ctx: ImportContext) -> list[Run]:
+    return record_runs(read_record(data, ctx.source), ctx)
+
+
+register("jobrecord", sniff, parse)

@@ -1,0 +1,78 @@
+"""Finding the JSON records wrapped jobs write (`ioadvise-<jobid>.json`), by directory or by Slurm job id."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Mapping
+
+from ..errors import SlurmError, UsageError
+
+_JOB_ID = re.compile(r"^\d+(?:_\d+)?$")
+
+
+def record_name(job_id: str) -> str:
+    return f"ioadvise-{job_id}.json"
+
+
+def records_in(directory: Path) -> list[Path]:
+    """The job records directly in `directory`, in name order (half-written `.tmp` files are not records)."""
+    return sorted(p for p in directory.glob("ioadvise-*.json") if p.is_file())
+
+
+def is_job_id(text: str) -> bool:
+    return bool(_JOB_ID.match(text))
+
+
+def job_dirs(job_id: str, env: Mapping[str, str] | None = None) -> dict[str, list[Path]]:
+    """{job id: directories its record may be in} from `scontrol show job -o` (an array job gives one entry per
+    task): the directory of its standard output, then its working directory."""
+    exe = shutil.which("scontrol", path=(env or os.environ).get("PATH"))
+    if exe is None:
+        raise SlurmError("scontrol not found on PATH: pass the directory that holds the job's record instead")
+    p = subprocess.run([exe, "show", "job", "-o", job_id], env=dict(env) if env else None, capture_output=True,
+                       text=True, timeout=60)
+    if p.returncode != 0:
+        raise UsageError(f"job {job_id}: {p.stderr.strip() or 'unknown to Slurm'} (a job leaves slurmctld's memory "
+                         f"some minutes after it ends: pass the directory that holds {record_name(job_id)} instead)")
+    out: dict[str, list[Path]] = {}
+    for line in p.stdout.splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        jid = fields.get("JobId")
+        if not jid:
+            continue
+        dirs = []
+        std = fields.get("StdOut", "")
+        if std.startswith("/") and "%" not in std:
+            dirs.append(Path(std).parent)
+        if fields.get("WorkDir", "").startswith("/"):
+            dirs.append(Path(fields["WorkDir"]))
+        out[jid] = list(dict.fromkeys(dirs))
+    return out
+
+
+def find_records(targets: list[str], env: Mapping[str, str] | None = None) -> list[Path]:
+    """Record files for targets that are record files, directories of records or Slurm job ids."""
+    found: list[Path] = []
+    for t in targets:
+        p = Path(t)
+        if p.is_dir():
+            recs = records_in(p)
+            if not recs:
+                raise UsageError(f"{p}: no job records (ioadvise-JOBID.json) in this directory")
+            found += recs
+        elif p.is_file():
+            found.append(p)
+        elif is_job_id(t):
+            for jid, dirs in job_dirs(t, env).items():
+                hit = next((d / record_name(jid) for d in dirs if (d / record_name(jid)).is_file()), None)
+                if hit is None:
+                    where = ", ".join(str(d) for d in dirs) or "no directory Slurm reports"
+                    raise UsageError(f"job {jid}: no {record_name(jid)} in {where} (was the job wrapped, and did "
+                                     f"it write its record elsewhere? pass that directory)")
+                found.append(hit)
+        else:
+            raise UsageError(f"{t}: no such file or directory, and not a Slurm job id")
+    return list(dict.fromkeys(found))
