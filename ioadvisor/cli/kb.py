@@ -198,7 +198,6 @@ def validate_cmd(
     """Leave-one-out check of the performance model: prediction error and recommendation regret."""
     with cli_errors():
         from ..advise.validate import validate
-        from ..kb import KB
         with KB.open(kb, create=False) as store:
             rep = validate(store, system)
         if json_out:
