@@ -1,6 +1,8 @@
 """The bound-and-bottleneck model reproduces the seeds' measured curves."""
 from __future__ import annotations
 
+import pytest
+
 from ioadvisor.kb import KB, RunFilter
 from ioadvisor.model.run import make_run
 from ioadvisor.predict import Point, fit_all, fit_group
@@ -62,3 +64,46 @@ def test_fit_knows_the_client_counts_it_was_measured_at():
     agg = make_run(system="T", filesystem="fs", fs_type="lustre", ost_count=8, op="write", layout="fpp",
                    value=2000.0, unit="MiB/s")                  # no client count: an aggregate over many clients
     assert not fit_group("T", "fs", "write", runs + [agg], ost_count=8).extrapolates(at(64))
+
+
+def _meta(op, ranks, value):
+    return make_run(system="S", filesystem="fs", fs_type="lustre", op=op, layout="fpp", nodes=ranks, ranks=ranks,
+                    stripe_count=1, value=value, unit="ops/s")
+
+
+def test_single_count_group_borrows_the_saturation_of_sibling_ops():
+    # file_stat saturates at 100 ranks (100 ops/s per rank, 10,000 ceiling); file_create was measured only at one
+    # rank: without a sibling its ceiling is unknown and the fit predicts the one-rank value for every count
+    stat = [_meta("file_stat", 1, 100.0), _meta("file_stat", 400, 10000.0)]
+    alone = fit_all([_meta("file_create", 1, 50.0)])[("S", "fs", "file_create")]
+    assert alone.predict(Point(clients=64, ranks=400, targets=1, shared=False, transfer=None)) == pytest.approx(50.0)
+    fits = fit_all(stat + [_meta("file_create", 1, 50.0)])
+    f = fits[("S", "fs", "file_create")]
+    big = f.predict(Point(clients=64, ranks=400, targets=1, shared=False, transfer=None))
+    assert abs(big / 5000.0 - 1) < 0.01                     # 50 per rank x the sibling's saturation at 100 ranks
+    assert f.predict(Point(clients=1, ranks=1, targets=1, shared=False, transfer=None)) == pytest.approx(50.0)
+
+
+def test_aggregate_only_group_does_not_promise_its_aggregate_to_one_rank():
+    # a rate stated with no rank count (an aggregate) used to make the per-rank rate unbounded, so one rank was
+    # predicted the aggregate; with a sibling that measured both ends, one rank gets aggregate / saturation
+    stat = [_meta("file_stat", 1, 100.0), _meta("file_stat", 400, 10000.0)]
+    agg = make_run(system="S", filesystem="fs", fs_type="lustre", op="dir_create", layout="fpp", stripe_count=1,
+                   value=20000.0, unit="ops/s")
+    f = fit_all(stat + [agg])[("S", "fs", "dir_create")]
+    one = f.predict(Point(clients=1, ranks=1, targets=1, shared=False, transfer=None))
+    assert abs(one / 200.0 - 1) < 0.01
+    assert f.predict(Point(clients=float("inf"), ranks=float("inf"), targets=1, shared=False,
+                           transfer=None)) == pytest.approx(20000.0)
+
+
+def test_saturation_is_borrowed_only_within_a_system_file_system_and_family():
+    stat = [_meta("file_stat", 1, 100.0), _meta("file_stat", 400, 10000.0)]
+    other = make_run(system="T", filesystem="fs", fs_type="lustre", op="file_create", layout="fpp", nodes=1,
+                     ranks=1, stripe_count=1, value=50.0, unit="ops/s")
+    rand = make_run(system="S", filesystem="fs", fs_type="lustre", op="randwrite", layout="fpp", nodes=1,
+                    ranks=1, stripe_count=1, transfer_size=4096, value=5000.0, unit="IOPS")
+    fits = fit_all(stat + [other, rand])
+    p = Point(clients=64, ranks=400, targets=1, shared=False, transfer=4096)
+    assert fits[("T", "fs", "file_create")].predict(p) == pytest.approx(50.0)    # another system
+    assert fits[("S", "fs", "randwrite")].predict(p) == pytest.approx(5000.0)     # random IOPS do not scale like metadata

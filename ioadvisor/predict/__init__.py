@@ -10,7 +10,7 @@ runs themselves suggest; the residuals give the uncertainty. Everything here is 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ..model.run import DATA_OPS, Run
@@ -193,13 +193,59 @@ def group_runs(runs: Iterable[Run]) -> dict[tuple[str, str | None, str], list[Ru
     return out
 
 
+def _family(op: str, kind: str) -> str:
+    """Ops whose scaling with clients is set by the same part of a system: metadata ops share the metadata
+    server, random-I/O ops the targets' IOPS, sequential read and write the client links and targets."""
+    if kind == "bandwidth":
+        return "bandwidth"
+    return "iops" if op in DATA_OPS else "metadata"
+
+
+def _scale_counts(fit: Fit, runs: Sequence[Run], ost_count: int | None, default_stripes: int | None) -> set[float]:
+    pts = [run_point(r, ost_count, default_stripes) for r in runs if r.value and r.value > 0 and r.unit == fit.unit]
+    return {p.ranks if fit.kind == "rate" else p.clients for p in pts}
+
+
+def _with_saturation_prior(fit: Fit, counts: set[float], saturation: float, spread: float) -> Fit:
+    """A group measured at one client (rank) count cannot tell the per-client value from the ceiling: the grid
+    search then picks the smallest limits that match, i.e. it predicts the one measured value for every count.
+    Here the count at which sibling ops of the same system saturate (ceiling / per-client value) fills in the
+    limit the runs do not determine. Its uncertainty widens by the spread of the siblings' saturation points."""
+    (n,) = counts
+    sigma = max(fit.log_sigma, spread)
+    if math.isfinite(n) and n < saturation:
+        # the runs measured the per-client side below saturation: the ceiling was unseen
+        per_client = min(fit.per_client, fit.peak / n)
+        return replace(fit, per_client=per_client, peak=per_client * saturation, log_sigma=sigma)
+    # the runs measured an aggregate (or a count past saturation): the per-client value was unseen
+    return replace(fit, per_client=fit.peak / saturation, log_sigma=sigma)
+
+
 def fit_all(runs: Iterable[Run], ost_counts: dict[str | None, int | None] | None = None,
             default_stripes: dict[str | None, int | None] | None = None) -> dict[tuple[str, str | None, str], Fit]:
-    """Fits for every (system, file system, op) group of `runs`."""
+    """Fits for every (system, file system, op) group of `runs`. Groups measured at a single client (rank) count
+    borrow the saturation point of the groups of the same system, file system and family that measured
+    several (see `_with_saturation_prior`)."""
     fits = {}
+    counts: dict[tuple, set[float]] = {}
     for key, rs in group_runs(runs).items():
-        f = fit_group(*key, rs, ost_count=(ost_counts or {}).get(key[1]),
-                      default_stripes=(default_stripes or {}).get(key[1]))
+        osts, dflt = (ost_counts or {}).get(key[1]), (default_stripes or {}).get(key[1])
+        f = fit_group(*key, rs, ost_count=osts, default_stripes=dflt)
         if f is not None:
             fits[key] = f
+            counts[key] = _scale_counts(f, rs, osts, dflt)
+    # saturation counts of groups that measured at least two client counts, one of them finite
+    sat: dict[tuple, list[float]] = {}
+    for key, f in fits.items():
+        c = counts[key]
+        if len(c) >= 2 and any(math.isfinite(x) for x in c) and 0 < f.per_client < f.peak:
+            sat.setdefault((key[0], key[1], _family(key[2], f.kind)), []).append(math.log(f.peak / f.per_client))
+    for key, f in fits.items():
+        logs = sat.get((key[0], key[1], _family(key[2], f.kind)))
+        if len(counts[key]) == 1 and logs:
+            logs = sorted(logs)
+            mid = len(logs) // 2
+            m = logs[mid] if len(logs) % 2 else (logs[mid - 1] + logs[mid]) / 2
+            spread = math.sqrt(sum((x - m) ** 2 for x in logs) / (len(logs) - 1)) if len(logs) > 1 else 0.0
+            fits[key] = _with_saturation_prior(f, counts[key], math.exp(m), spread)
     return fits
