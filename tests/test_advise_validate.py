@@ -108,7 +108,7 @@ def test_left_out_run_is_predicted_from_the_other_runs_of_its_system_only(kb_pat
 def test_reference_error_regression_guard():
     with KB.open(None, create=False) as kb:
         rep = validate(kb)
-    # measured on the reference data: overall median 40.3% (76 runs), p90 90.4%, 6 runs not predictable;
+    # measured on the reference data: overall median 40.3% (76 runs), p90 90.4%, 6 runs not predictable (Dell 2.3 median 50.8%);
     # before the model borrowed saturation points from sibling ops (and was validated like the advice engine
     # predicts) it was 46.2% / 106.8%
     assert rep["overall"]["median_abs_error"] < 0.42
@@ -116,3 +116,4 @@ def test_reference_error_regression_guard():
     assert rep["overall"]["median_regret"] <= 1.05
     assert rep["overall"]["not_predictable"] == 6
     assert rep["systems"]["PixStor-NVMe"]["median_abs_error"] < 0.13
+    assert rep["systems"]["Dell-EE-Lustre-2.3"]["median_abs_error"] < 0.53

@@ -107,3 +107,15 @@ def test_saturation_is_borrowed_only_within_a_system_file_system_and_family():
     p = Point(clients=64, ranks=400, targets=1, shared=False, transfer=4096)
     assert fits[("T", "fs", "file_create")].predict(p) == pytest.approx(50.0)    # another system
     assert fits[("S", "fs", "randwrite")].predict(p) == pytest.approx(5000.0)     # random IOPS do not scale like metadata
+
+
+def test_single_client_single_stripe_count_bandwidth_is_not_taken_as_target_bound():
+    # writes measured at 1 client (1,000) and at 8 clients (6,000): saturation at 6 clients. Reads measured only
+    # on one client over 8 stripes: the fit alone would read them as 125 per target and cap 24 targets at 3,000
+    def bw(op, nodes, stripes, value):
+        return make_run(system="S", filesystem="fs", fs_type="lustre", ost_count=24, op=op, layout="fpp",
+                        nodes=nodes, ranks=nodes, stripe_count=stripes, value=value, unit="MiB/s")
+    runs = [bw("write", 1, 8, 1000.0), bw("write", 8, 8, 6000.0), bw("read", 1, 8, 1000.0)]
+    f = fit_all(runs, {"fs": 24})[("S", "fs", "read")]
+    assert f.predict(Point(clients=1, ranks=1, targets=8, shared=False, transfer=None)) == pytest.approx(1000.0)
+    assert f.predict(Point(clients=16, ranks=16, targets=24, shared=False, transfer=None)) == pytest.approx(6000.0)

@@ -201,12 +201,15 @@ def _family(op: str, kind: str) -> str:
     return "iops" if op in DATA_OPS else "metadata"
 
 
-def _scale_counts(fit: Fit, runs: Sequence[Run], ost_count: int | None, default_stripes: int | None) -> set[float]:
+def _scale_counts(fit: Fit, runs: Sequence[Run], ost_count: int | None,
+                  default_stripes: int | None) -> tuple[set[float], set[float]]:
+    """The client (rank, for rates) counts and the target counts a group's runs measured."""
     pts = [run_point(r, ost_count, default_stripes) for r in runs if r.value and r.value > 0 and r.unit == fit.unit]
-    return {p.ranks if fit.kind == "rate" else p.clients for p in pts}
+    return {p.ranks if fit.kind == "rate" else p.clients for p in pts}, {p.targets for p in pts}
 
 
-def _with_saturation_prior(fit: Fit, counts: set[float], saturation: float, spread: float) -> Fit:
+def _with_saturation_prior(fit: Fit, counts: set[float], targets: set[float], saturation: float,
+                           spread: float) -> Fit:
     """A group measured at one client (rank) count cannot tell the per-client value from the ceiling: the grid
     search then picks the smallest limits that match, i.e. it predicts the one measured value for every count.
     Here the count at which sibling ops of the same system saturate (ceiling / per-client value) fills in the
@@ -216,7 +219,14 @@ def _with_saturation_prior(fit: Fit, counts: set[float], saturation: float, spre
     if math.isfinite(n) and n < saturation:
         # the runs measured the per-client side below saturation: the ceiling was unseen
         per_client = min(fit.per_client, fit.peak / n)
-        return replace(fit, per_client=per_client, peak=per_client * saturation, log_sigma=sigma)
+        peak = per_client * saturation
+        per_target = fit.per_target
+        if len(targets) == 1:
+            # one target count as well: nothing says the targets, rather than the client, bound those runs
+            (t,) = targets
+            if math.isfinite(t) and t > 0:
+                per_target = max(per_target, peak / t)
+        return replace(fit, per_client=per_client, per_target=per_target, peak=peak, log_sigma=sigma)
     # the runs measured an aggregate (or a count past saturation): the per-client value was unseen
     return replace(fit, per_client=fit.peak / saturation, log_sigma=sigma)
 
@@ -228,12 +238,13 @@ def fit_all(runs: Iterable[Run], ost_counts: dict[str | None, int | None] | None
     several (see `_with_saturation_prior`)."""
     fits = {}
     counts: dict[tuple, set[float]] = {}
+    targets: dict[tuple, set[float]] = {}
     for key, rs in group_runs(runs).items():
         osts, dflt = (ost_counts or {}).get(key[1]), (default_stripes or {}).get(key[1])
         f = fit_group(*key, rs, ost_count=osts, default_stripes=dflt)
         if f is not None:
             fits[key] = f
-            counts[key] = _scale_counts(f, rs, osts, dflt)
+            counts[key], targets[key] = _scale_counts(f, rs, osts, dflt)
     # saturation counts of groups that measured at least two client counts, one of them finite
     sat: dict[tuple, list[float]] = {}
     for key, f in fits.items():
@@ -247,5 +258,5 @@ def fit_all(runs: Iterable[Run], ost_counts: dict[str | None, int | None] | None
             mid = len(logs) // 2
             m = logs[mid] if len(logs) % 2 else (logs[mid - 1] + logs[mid]) / 2
             spread = math.sqrt(sum((x - m) ** 2 for x in logs) / (len(logs) - 1)) if len(logs) > 1 else 0.0
-            fits[key] = _with_saturation_prior(f, counts[key], math.exp(m), spread)
+            fits[key] = _with_saturation_prior(f, counts[key], targets[key], math.exp(m), spread)
     return fits
