@@ -146,3 +146,12 @@ def test_prediction_beyond_the_measured_client_counts_is_flagged(kb):
                  load_center("HA8000"))
     assert far.recommendation.prediction.note == "extrapolated: 64 client node(s), runs measured at 1-24 clients"
     assert any("extrapolates to 64 client node(s)" in w for w in far.warnings)
+
+
+def test_reasons_say_when_the_job_is_outside_a_comparisons_measured_scale(kb):
+    center = load_center("TSUBAME3.0")
+    def reasons(nodes):
+        w = Workload(nodes=nodes, ranks_per_node=4, bytes_per_rank=1 << 30, api="mpiio", layout="shared")
+        return " ".join(advise(w, kb, center).recommendation.reasons)
+    assert "measured at 72 node(s) and this job has 16" in reasons(16)      # two-phase runs: 72 nodes only
+    assert "measured at 72 node(s)" not in reasons(72)

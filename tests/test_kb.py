@@ -166,3 +166,21 @@ def test_killed_import_leaves_kb_consistent(tmp_path, kb_path):
         assert kb.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         r = kb.import_file(big)   # and the same file imports fine afterwards
         assert r.runs == 50_000
+
+
+def test_a_version_1_kb_is_migrated_and_keeps_its_comparisons(tmp_path):
+    import sqlite3
+    from ioadvisor.kb.schema import MIGRATIONS, SCHEMA_VERSION
+    path = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript(MIGRATIONS[0])
+    conn.execute("INSERT INTO sources VALUES ('h', 'c.csv', 'comparisons', 'comparisons/1', 'now', 0)")
+    conn.execute("INSERT INTO comparisons (source_hash, system, op, factor, better, worse) "
+                 "VALUES ('h', 'X', 'write', 'layout', 'fpp', 'shared')")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with KB.open(path, reference=False) as kb:
+        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION >= 2
+        (c,) = kb.comparisons("X")
+        assert (c["better"], c["nodes_min"], c["nodes_max"]) == ("fpp", None, None)

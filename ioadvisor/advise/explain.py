@@ -96,12 +96,21 @@ def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbe
         what = _FACTOR_WORDS.get(a.get("factor"), a.get("factor"))
         verb = "follows" if a["_sign"] > 0 else "goes against"
         out.append(f"This {verb} a published comparison on {a['system']}: {what} {a['better']} beat {a['worse']} "
-                   f"({a.get('citation')}).")
+                   f"({a.get('citation')}){_scale_note(a, w)}.")
     if c is rec and w.layout == "shared" and any(a.get("factor") == "layout" and a["_sign"] < 0 for a in c.applied):
         out.append("If the application can write a file per process, ask again with --layout any.")
     if cfg.api == "HDF5" and cfg.hdf5_alignment:
         out.append(f"HDF5 objects aligned to the {format_size(cfg.hdf5_alignment)} stripe size.")
     return out
+
+
+def _scale_note(cmp: Mapping[str, Any], w: Workload) -> str:
+    """`; measured at 72 nodes, this job has 16` when the job is outside the node counts a comparison covers."""
+    lo, hi = cmp.get("nodes_min"), cmp.get("nodes_max")
+    if (lo is None or w.nodes >= lo) and (hi is None or w.nodes <= hi):
+        return ""
+    span = f"{lo}" if lo == hi else f"{lo or 1}-{hi}" if hi is not None else f"{lo} or more"
+    return f"; it was measured at {span} node(s) and this job has {w.nodes}, so the effect may differ"
 
 
 def _limiter(c: Any, w: Workload) -> str:

@@ -15,7 +15,7 @@ RUN_COLUMNS = (
 )
 
 COMPARISON_COLUMNS = ("system", "filesystem", "op", "factor", "better", "worse", "condition", "source",
-                      "citation", "notes")
+                      "citation", "notes", "nodes_min", "nodes_max")
 
 MIGRATIONS: list[str] = [
     # 1: runs, their sources, and published ordinal comparisons
@@ -54,6 +54,11 @@ MIGRATIONS: list[str] = [
         source TEXT, citation TEXT, notes TEXT
     );
     CREATE INDEX comparisons_system ON comparisons(system COLLATE NOCASE, factor);
+    """,
+    # 2: the client node counts a comparison was measured over, so advice can say when a job is outside them
+    """
+    ALTER TABLE comparisons ADD COLUMN nodes_min INTEGER;
+    ALTER TABLE comparisons ADD COLUMN nodes_max INTEGER;
     """,
 ]
 
