@@ -1,6 +1,6 @@
 """`ioadvise bench` against fio: same bytes, same pattern, O_DIRECT on both sides, tools alternated run by run.
 
-    .venv/bin/python benchmarks/bench_vs_fio.py [--dir DIR] [--size 256MiB] [--jobs 2] [--runs 5] [--json]
+    .venv/bin/python benchmarks/bench_vs_fio.py [--dir DIR] [--size 256MiB] [--jobs 2] [--runs 21] [--json]
 
 Part 1 (local disk): sequential 1 MiB writes then reads, a file per process, `--direct` / fio `--direct=1`,
 fsync before close on both sides. Reports each tool's median bandwidth and the ratio (target: within 10%).
@@ -135,7 +135,7 @@ def main() -> None:
     ap.add_argument("--tmpfs", type=Path, default=Path("/dev/shm"), help="tmpfs directory for part 2")
     ap.add_argument("--size", default="256MiB", help="bytes per process")
     ap.add_argument("--jobs", type=int, default=2, help="processes (fio numjobs / mpiexec -n)")
-    ap.add_argument("--runs", type=int, default=5, help="runs per tool")
+    ap.add_argument("--runs", type=int, default=21, help="runs per tool")
     ap.add_argument("--tmpfs-size", default="1GiB", help="bytes written per run in part 2")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
