@@ -7,22 +7,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-V=.venv-phdf5
+V=${IOADVISE_PHDF5_VENV:-.venv-phdf5}   # another path lets the build be timed or tried without touching this one
 if [ -x "$V/bin/python" ] && "$V/bin/python" -c "import h5py, sys; sys.exit(not h5py.get_config().mpi)" 2>/dev/null; then
   exit 0
 fi
-APT_PACKAGES=(libhdf5-mpich-dev mpich pkg-config)
-if [ "${IOADVISE_SKIP_APT:-0}" != 1 ]; then
-  missing=()
-  for p in "${APT_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  if [ ${#missing[@]} -gt 0 ]; then
-    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-fi
+. scripts/apt.sh
+apt_ensure libhdf5-mpich-dev mpich pkg-config
 PY=${PYTHON:-python3}
 [ -x "$V/bin/python" ] || "$PY" -m venv "$V"
 "$V/bin/python" -m pip install -q --upgrade pip setuptools wheel Cython numpy pkgconfig

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ioadvisor.bench import stats
-from ioadvisor.bench.kernel import cache_warning, offsets, run_data
+from ioadvisor.bench.kernel import cache_warning, offsets, pattern_byte, run_data
 from ioadvisor.bench.mdkernel import run_md
 from ioadvisor.bench.params import DataParams, data_params, md_params
 from ioadvisor.bench.sysinfo import FS_MAGIC, fs_type
@@ -65,6 +65,7 @@ def test_shared_offsets_follow_ior_segments_blocks_transfers():
     ({"api": "lustre"}, "api"),
     ({"stripes": 4}, "stripes"),
     ({"direct": True, "transfer_size": 1000, "block_size": 8000}, "direct"),
+    ({"api": "mpiio", "hdf5_alignment": "1MiB"}, "hdf5_alignment"),
 ])
 def test_impossible_settings_are_rejected_naming_the_key(values, key):
     with pytest.raises(UsageError) as e:
@@ -136,6 +137,21 @@ def test_hdf5_file_per_process(tmp_path):
     p = data_params(dict(api="hdf5", layout="fpp", transfer_size="8KiB", block_size="64KiB", dir=str(tmp_path)))
     res = run_data(p)
     assert [r["verify_errors"] for r in res["results"]] == [0, 0]
+    h5 = res["effective"]["hdf5"]
+    assert h5["parallel"] is False and h5["data_offset"] > 0 and "io_mode" not in h5
+
+
+def test_hdf5_alignment_puts_the_dataset_on_a_boundary(tmp_path):
+    """Without alignment the data starts right after HDF5's metadata (2 KiB into the file), so no rank's block
+    starts on a stripe boundary; --hdf5-alignment moves the dataset, as IOR's setAlignment does."""
+    h5py = pytest.importorskip("h5py")
+    p = data_params(dict(api="hdf5", layout="fpp", transfer_size="8KiB", block_size="64KiB", dir=str(tmp_path),
+                         hdf5_alignment="1MiB", keep=True))
+    res = run_data(p)
+    off = res["effective"]["hdf5"]["data_offset"]
+    assert off > 0 and off % (1 << 20) == 0 and res["params"]["hdf5_alignment"] == 1 << 20
+    with h5py.File(tmp_path / "ioadvise-bench.h5.00000", "r") as f:
+        assert f["data"].id.get_offset() == off and (f["data"][:] == pattern_byte(0)).all()
 
 
 def test_shared_hdf5_without_parallel_h5py_is_a_clear_error(tmp_path):

@@ -132,7 +132,10 @@ def _mpiio(p: DataParams, op: str, path: str, offs: list[int], buf: _Buffer, exp
 
 
 def _hdf5(p: DataParams, op: str, path: str, offs: list[int], buf: _Buffer, expect: int,
-          comm: Any, ranks: int) -> tuple[float, float, int]:
+          comm: Any, ranks: int, readback: dict[str, str], h5: dict[str, Any]) -> tuple[float, float, int]:
+    """One phase on an HDF5 file: one contiguous 1-D byte dataset, `data`, each transfer a hyperslab at the
+    IOR offset. Shared: h5py's `mpio` driver on `comm`, collective or independent transfers. Timed from the
+    open (dataset creation included) to the close, like IOR."""
     try:
         import h5py
     except ImportError:
@@ -140,15 +143,24 @@ def _hdf5(p: DataParams, op: str, path: str, offs: list[int], buf: _Buffer, expe
     shared = p.layout == "shared"
     length = p.segments * p.block_size * (ranks if shared else 1)
     kw: dict[str, Any] = {}
+    info = None
     if shared:
-        kw = {"driver": "mpio", "comm": comm, "info": _mpi_info(p)}
+        info = _mpi_info(p)
+        kw = {"driver": "mpio", "comm": comm, "info": info}
+    if p.hdf5_alignment and op == "write":
+        # like IOR: objects at least this big (the dataset) start at a multiple of it
+        kw.update(alignment_threshold=min(p.hdf5_alignment, length), alignment_interval=p.hdf5_alignment)
     arr = buf.array
     bad = 0
     t0 = now()
     f = h5py.File(path, "w" if op == "write" else "r", **kw)
     try:
+        if shared and not readback:
+            from .h5mpi import file_hints
+            readback.update(file_hints(f) or {})
         if op == "write":
-            dset = f.create_dataset("data", shape=(length,), dtype="u1")
+            # no fill values: the writes cover every byte, as with IOR's HDF5 noFill
+            dset = f.create_dataset("data", shape=(length,), dtype="u1", fill_time="never")
         else:
             dset = f["data"]
         import contextlib
@@ -161,11 +173,23 @@ def _hdf5(p: DataParams, op: str, path: str, offs: list[int], buf: _Buffer, expe
                     dset.read_direct(arr, source_sel=slice(off, off + len(arr)))
                     if arr[0] != expect:
                         bad += 1
-        if op == "write":
-            f.flush()
+            dxpl = getattr(dset, "_dxpl", None)   # the list h5py's transfers and `collective` use
+            if shared and offs and dxpl is not None:
+                from .h5mpi import actual_io_mode
+                got = actual_io_mode(dxpl.id)
+                if got:
+                    h5.setdefault("io_mode", {})[op] = got[0]
+                    if got[1]:
+                        h5.setdefault("no_collective_cause", {})[op] = got[1]
+        if "data_offset" not in h5:   # after the writes: serial HDF5 allocates the storage on the first one
+            h5["data_offset"] = dset.id.get_offset()
+        if op == "write" and p.fsync and shared:
+            f.flush()   # the mpio driver's flush is MPI_File_sync (collective); at close it does not sync
     finally:
         f.close()
-    if op == "write" and p.fsync and (not shared or comm.Get_rank() == 0):
+        if info is not None:
+            info.Free()
+    if op == "write" and p.fsync and not shared:
         fd = os.open(path, os.O_RDONLY)
         try:
             os.fsync(fd)
@@ -243,6 +267,7 @@ def run_data(p: DataParams, comm: Any | None = None) -> dict[str, Any] | None:
     src = (rank + shift) % ranks
     buf = _Buffer(p.transfer_size, aligned=p.direct)
     readback: dict[str, str] = {}
+    h5: dict[str, Any] = {}
     total = p.segments * p.block_size * ranks
     times: dict[str, list[float]] = {op: [] for op in p.ops}
     errors: dict[str, int] = {op: 0 for op in p.ops}
@@ -266,7 +291,7 @@ def run_data(p: DataParams, comm: Any | None = None) -> dict[str, Any] | None:
                     path, offs, expect = file_path(p, rank), wr_offs, 0
                 else:
                     path, offs, expect = file_path(p, src), rd_offs, pattern_byte(src)
-                t0, t1, bad = _phase(p, op, path, offs, buf, expect, comm, ranks, readback)
+                t0, t1, bad = _phase(p, op, path, offs, buf, expect, comm, ranks, readback, h5)
                 span = synced_span(comm, t0, t1, origin)
                 bad = comm.allreduce(bad)
                 if op in times and not (need_prep and op == "write"):
@@ -287,21 +312,37 @@ def run_data(p: DataParams, comm: Any | None = None) -> dict[str, Any] | None:
         bws = [total / t / MiB for t in times[op]]
         results.append({"op": op, "unit": "MiB/s", "bytes": total, "values": bws, "seconds": times[op],
                         **summarize(bws), "verify_errors": errors[op]})
-    warning = cache_warning(total, env["nodes"], env["mem_total"], p.direct or dropped)
+    warnings = [w for w in [cache_warning(total, env["nodes"], env["mem_total"], p.direct or dropped)] if w]
+    if p.api == "hdf5" and p.collective:
+        for op, mode in h5.get("io_mode", {}).items():
+            if "collective" not in mode:
+                why = ", ".join(h5.get("no_collective_cause", {}).get(op, [])) or "no cause given"
+                warnings.append(f"HDF5 did {mode} I/O in the {op} phase although collective was asked ({why})")
     effective = {**env, "api": p.api, "layout": p.layout, "collective": p.collective,
                  "access": "random" if p.random else "sequential", "direct": p.direct,
                  "hints": readback, "hints_source": "MPI_File_get_info" if readback else None,
                  "rank_shift": shift, "fsync": p.fsync, "drop_caches": dropped}
+    if p.api == "hdf5":
+        effective["hdf5"] = _hdf5_env(h5)
     return {"kind": "data", "started": started, "params": p.to_dict(), "effective": effective,
-            "results": results, "warnings": [warning] if warning else []}
+            "results": results, "warnings": warnings}
 
 
-def _phase(p, op, path, offs, buf, expect, comm, ranks, readback):
+def _phase(p, op, path, offs, buf, expect, comm, ranks, readback, h5):
     if p.api == "posix":
         return _posix(p, op, path, offs, buf, expect)
     if p.api == "mpiio":
         return _mpiio(p, op, path, offs, buf, expect, comm, readback)
-    return _hdf5(p, op, path, offs, buf, expect, comm, ranks)
+    return _hdf5(p, op, path, offs, buf, expect, comm, ranks, readback, h5)
+
+
+def _hdf5_env(h5: dict[str, Any]) -> dict[str, Any]:
+    """HDF5 and h5py versions, whether h5py is parallel, where the dataset's bytes start in the file (IOR's
+    offsets are relative to it, so a block boundary is a stripe boundary only when it is aligned) and, for a
+    shared file, the I/O mode HDF5 reports it really used per phase."""
+    import h5py
+    return {"hdf5_version": h5py.version.hdf5_version, "h5py_version": h5py.version.version,
+            "parallel": bool(h5py.get_config().mpi), **h5}
 
 
 def _drop(comm: Any) -> None:

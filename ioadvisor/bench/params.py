@@ -62,6 +62,7 @@ class DataParams:
     drop_caches: bool = False
     system: str | None = None
     seed: int = 12345
+    hdf5_alignment: int = 0       # H5Pset_alignment for the dataset (IOR's setAlignment); 0: HDF5's default
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -141,6 +142,8 @@ def data_params(values: Mapping[str, Any]) -> DataParams:
             v = parse_hints(v)
         elif key in ("transfer_size", "block_size"):
             v = _size(key, v)
+        elif key == "hdf5_alignment":
+            v = 0 if str(v).strip() in ("0", "") else _size(key, v)
         elif key in ("segments", "reps"):
             v = _pos_int(key, v)
         elif key == "seed":
@@ -174,6 +177,10 @@ def check_data(p: DataParams) -> None:
     if p.direct and p.api != "posix":
         raise UsageError("direct: O_DIRECT is only available with api posix (ROMIO has direct_write/direct_read "
                          "hints for MPI-IO)")
+    if p.hdf5_alignment and p.api != "hdf5":
+        raise UsageError("hdf5_alignment: only for api hdf5")
+    if p.hdf5_alignment < 0:
+        raise UsageError("hdf5_alignment: must not be negative")
     if p.direct and (p.transfer_size % PAGE or p.block_size % PAGE):
         raise UsageError(f"direct: O_DIRECT needs transfer_size and block_size multiples of {PAGE} bytes")
 

@@ -100,6 +100,9 @@ def run(
     random: Annotated[bool, typer.Option("--random", help="Issue the transfers in shuffled order.")] = False,
     direct: Annotated[bool, typer.Option("--direct", help="O_DIRECT with page-aligned buffers (POSIX).")] = False,
     ops: Annotated[str, typer.Option(help="Phases to time: write, read or write,read.")] = "write,read",
+    hdf5_alignment: Annotated[str, typer.Option("--hdf5-alignment",
+                                                help="Start the HDF5 dataset at a multiple of this, e.g. the "
+                                                     "stripe size (IOR setAlignment); 0: HDF5's default.")] = "0",
     directory: Annotated[Path, typer.Option("--dir", "-d", help="Directory the test files go to.")] = Path("."),
     drop_caches: Annotated[bool, typer.Option("--drop-caches",
                                               help="Drop the page cache before reading (root only).")] = False,
@@ -122,7 +125,7 @@ def run(
         p = data_params(dict(api=api, layout=layout, collective=collective, hints=hints,
                              transfer_size=transfer_size, block_size=block_size, segments=segments, reps=reps,
                              random=random, direct=direct, ops=ops, dir=str(directory), drop_caches=drop_caches,
-                             keep=keep, system=system))
+                             keep=keep, system=system, hdf5_alignment=hdf5_alignment))
         if drop_caches and os.geteuid() != 0:
             raise UsageError("--drop-caches needs root; use --direct or a data set larger than memory instead")
         from ..bench.kernel import run_data
