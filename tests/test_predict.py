@@ -119,3 +119,26 @@ def test_single_client_single_stripe_count_bandwidth_is_not_taken_as_target_boun
     f = fit_all(runs, {"fs": 24})[("S", "fs", "read")]
     assert f.predict(Point(clients=1, ranks=1, targets=8, shared=False, transfer=None)) == pytest.approx(1000.0)
     assert f.predict(Point(clients=16, ranks=16, targets=24, shared=False, transfer=None)) == pytest.approx(6000.0)
+
+
+def test_lookups_borrow_from_lookups_and_updates_from_updates():
+    # stat saturates at 200 ranks, create at 10: a lone dir_stat run borrows 200, a lone dir_create 10
+    runs = [_meta("file_stat", 1, 100.0), _meta("file_stat", 400, 20000.0),
+            _meta("file_create", 1, 100.0), _meta("file_create", 400, 1000.0),
+            _meta("dir_stat", 1, 50.0), _meta("dir_create", 1, 50.0)]
+    fits = fit_all(runs)
+    p = Point(clients=64, ranks=1000, targets=1, shared=False, transfer=None)
+    assert fits[("S", "fs", "dir_stat")].predict(p) == pytest.approx(50.0 * 200)
+    assert fits[("S", "fs", "dir_create")].predict(p) == pytest.approx(50.0 * 10)
+    # with no sibling of its own kind, a lookup falls back to every metadata op of the system
+    fits = fit_all(runs[2:4] + [_meta("dir_stat", 1, 50.0)])
+    assert fits[("S", "fs", "dir_stat")].predict(p) == pytest.approx(50.0 * 10)
+
+
+def test_a_group_that_does_not_rise_with_clients_lends_no_saturation_point():
+    # a peak at 64 ranks and a lower sustained plateau over many more: no saturation point to lend
+    plateau = make_run(system="S", filesystem="fs", fs_type="lustre", op="file_stat", layout="fpp",
+                       stripe_count=1, value=3000.0, unit="ops/s")
+    fits = fit_all([_meta("file_stat", 64, 6000.0), plateau, _meta("dir_stat", 1, 50.0)])
+    p = Point(clients=64, ranks=1000, targets=1, shared=False, transfer=None)
+    assert fits[("S", "fs", "dir_stat")].predict(p) == pytest.approx(50.0)

@@ -193,19 +193,35 @@ def group_runs(runs: Iterable[Run]) -> dict[tuple[str, str | None, str], list[Ru
     return out
 
 
-def _family(op: str, kind: str) -> str:
-    """Ops whose scaling with clients is set by the same part of a system: metadata ops share the metadata
-    server, random-I/O ops the targets' IOPS, sequential read and write the client links and targets."""
+# metadata operations that only look up (served in parallel from the metadata server's cache) and those that
+# change the namespace (serialised by its journal and directory locks): they saturate at different client counts
+_LOOKUPS = ("file_stat", "dir_stat", "file_read")
+
+
+def _families(op: str, kind: str) -> tuple[str, ...]:
+    """The families of ops, closest first, whose scaling with clients is set by the same part of a system:
+    metadata lookups and metadata updates (then any metadata op) share the metadata server, random-I/O ops the
+    targets' IOPS, sequential read and write the client links and targets."""
     if kind == "bandwidth":
-        return "bandwidth"
-    return "iops" if op in DATA_OPS else "metadata"
+        return ("bandwidth",)
+    if op in DATA_OPS:
+        return ("iops",)
+    return ("metadata/lookup" if op in _LOOKUPS else "metadata/update", "metadata")
 
 
 def _scale_counts(fit: Fit, runs: Sequence[Run], ost_count: int | None,
-                  default_stripes: int | None) -> tuple[set[float], set[float]]:
-    """The client (rank, for rates) counts and the target counts a group's runs measured."""
-    pts = [run_point(r, ost_count, default_stripes) for r in runs if r.value and r.value > 0 and r.unit == fit.unit]
-    return {p.ranks if fit.kind == "rate" else p.clients for p in pts}, {p.targets for p in pts}
+                  default_stripes: int | None) -> tuple[set[float], set[float], bool]:
+    """The client (rank, for rates) counts and the target counts a group's runs measured, and whether the best
+    value measured at each count rises with the count (the runs then show where the ceiling sets in)."""
+    pts = [(run_point(r, ost_count, default_stripes), r.value) for r in runs
+           if r.value and r.value > 0 and r.unit == fit.unit]
+    best: dict[float, float] = {}
+    for p, v in pts:
+        n = p.ranks if fit.kind == "rate" else p.clients
+        best[n] = max(best.get(n, 0.0), v)
+    seq = [best[n] for n in sorted(best)]
+    rising = len(seq) >= 2 and all(b > a for a, b in zip(seq, seq[1:]))
+    return set(best), {p.targets for p, _ in pts}, rising
 
 
 def _with_saturation_prior(fit: Fit, counts: set[float], targets: set[float], saturation: float,
@@ -239,20 +255,24 @@ def fit_all(runs: Iterable[Run], ost_counts: dict[str | None, int | None] | None
     fits = {}
     counts: dict[tuple, set[float]] = {}
     targets: dict[tuple, set[float]] = {}
+    rising: dict[tuple, bool] = {}
     for key, rs in group_runs(runs).items():
         osts, dflt = (ost_counts or {}).get(key[1]), (default_stripes or {}).get(key[1])
         f = fit_group(*key, rs, ost_count=osts, default_stripes=dflt)
         if f is not None:
             fits[key] = f
-            counts[key], targets[key] = _scale_counts(f, rs, osts, dflt)
-    # saturation counts of groups that measured at least two client counts, one of them finite
+            counts[key], targets[key], rising[key] = _scale_counts(f, rs, osts, dflt)
+    # saturation counts of groups that measured at least two client counts, one of them finite, with values rising
+    # with the count: a group as fast (or slower) at more clients was saturated already, or has contention the
+    # model does not describe (a peak and a lower sustained plateau), and shows no saturation point
     sat: dict[tuple, list[float]] = {}
     for key, f in fits.items():
         c = counts[key]
-        if len(c) >= 2 and any(math.isfinite(x) for x in c) and 0 < f.per_client < f.peak:
-            sat.setdefault((key[0], key[1], _family(key[2], f.kind)), []).append(math.log(f.peak / f.per_client))
+        if len(c) >= 2 and any(math.isfinite(x) for x in c) and rising[key] and 0 < f.per_client < f.peak:
+            for fam in _families(key[2], f.kind):
+                sat.setdefault((key[0], key[1], fam), []).append(math.log(f.peak / f.per_client))
     for key, f in fits.items():
-        logs = sat.get((key[0], key[1], _family(key[2], f.kind)))
+        logs = next((sat[k] for fam in _families(key[2], f.kind) if (k := (key[0], key[1], fam)) in sat), None)
         if len(counts[key]) == 1 and logs:
             logs = sorted(logs)
             mid = len(logs) // 2
