@@ -118,3 +118,17 @@ def test_reference_error_regression_guard():
     assert rep["overall"]["not_predictable"] == 6
     assert rep["systems"]["PixStor-NVMe"]["median_abs_error"] < 0.13
     assert rep["systems"]["Dell-EE-Lustre-2.3"]["median_abs_error"] < 0.46
+
+
+def test_validate_table_shows_the_split_and_the_unpredictable_runs():
+    import os
+    env = {**os.environ, "COLUMNS": "200"}
+    p = subprocess.run([str(EXE), "kb", "validate"], capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(subprocess.run([str(EXE), "kb", "validate", "--json"], capture_output=True, text=True,
+                                    timeout=60).stdout)
+    row = next(line for line in p.stdout.splitlines() if line.startswith("│ overall"))
+    cells = [c.strip() for c in row.strip("│").split("│")]
+    o = rep["overall"]
+    assert cells[1] == str(o["n"]) and cells[6] == str(o["not_predictable"])
+    assert cells[4] == f"{100 * o['within_measured_clients']['median_abs_error']:.1f}% ({o['within_measured_clients']['n']})"

@@ -205,7 +205,7 @@ def validate_cmd(
             return
         t = Table(title="Leave-one-out validation", title_justify="left")
         for col in ("system", "runs", "median |err|", "p90 |err|", "within clients", "extrapolated",
-                    "regret cases", "median regret"):
+                    "not predictable", "regret cases", "median regret"):
             t.add_column(col, justify="left" if col == "system" else "right")
 
         def pct(v: float | None) -> str:
@@ -217,7 +217,9 @@ def validate_cmd(
         for name, s in list(rep["systems"].items()) + [("overall", rep["overall"])]:
             t.add_row(name, str(s["n"]), pct(s["median_abs_error"]), pct(s["p90_abs_error"]),
                       part(s["within_measured_clients"]), part(s["extrapolated_clients"]),
-                      str(s["regret_cases"]), "-" if s["median_regret"] is None else f"{s['median_regret']:.3f}")
+                      str(s.get("not_predictable", 0)), str(s["regret_cases"]), "-" if s["median_regret"] is None else f"{s['median_regret']:.3f}")
         console.print(t)
         console.print("within clients / extrapolated: median |err| (runs) of left-out runs whose client count lies "
-                      "inside / outside the client counts of the runs the model was fitted on", highlight=False)
+                      "inside / outside the client counts of the runs the model was fitted on; not predictable: "
+                      "runs that are the only one of their operation (no model once left out, the advice gives no "
+                      "number), not in the error figures", highlight=False)
