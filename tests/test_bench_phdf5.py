@@ -80,3 +80,16 @@ def test_shared_hdf5_file_through_the_mpio_driver(tmp_path, mode, align):
                                      capture_output=True, text=True, timeout=60).stdout)
     assert {(r["op"], r["layout"], r["collective"], r["ranks"]) for r in runs} == \
         {(op, "shared", mode == "--collective", ranks) for op in ("write", "read")}
+
+
+def test_read_only_run_reports_the_timed_phase_only(tmp_path):
+    """A read-only run writes its file first, untimed; the I/O mode it records is the read's."""
+    p = subprocess.run([MPIEXEC, "-n", "2", str(PVENV / "bin" / "ioadvise"), "bench", "run", "--api", "hdf5",
+                        "--layout", "shared", "--collective", "--ops", "read", "-t", "64KiB", "-b", "128KiB",
+                        "--dir", str(tmp_path / "data"), "--result-dir", str(tmp_path / "results"), "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert [r["op"] for r in doc["results"]] == ["read"] and doc["results"][0]["verify_errors"] == 0
+    assert doc["effective"]["hdf5"]["io_mode"] == {"read": "contiguous-collective"}
+    assert not (tmp_path / "data" / "ioadvise-bench.h5").exists()   # removed without --keep

@@ -313,17 +313,18 @@ def run_data(p: DataParams, comm: Any | None = None) -> dict[str, Any] | None:
         results.append({"op": op, "unit": "MiB/s", "bytes": total, "values": bws, "seconds": times[op],
                         **summarize(bws), "verify_errors": errors[op]})
     warnings = [w for w in [cache_warning(total, env["nodes"], env["mem_total"], p.direct or dropped)] if w]
-    if p.api == "hdf5" and p.collective:
-        for op, mode in h5.get("io_mode", {}).items():
+    h5env = _hdf5_env(h5, p.ops) if p.api == "hdf5" else None
+    if h5env and p.collective:
+        for op, mode in h5env.get("io_mode", {}).items():
             if "collective" not in mode:
-                why = ", ".join(h5.get("no_collective_cause", {}).get(op, [])) or "no cause given"
+                why = ", ".join(h5env.get("no_collective_cause", {}).get(op, [])) or "no cause given"
                 warnings.append(f"HDF5 did {mode} I/O in the {op} phase although collective was asked ({why})")
     effective = {**env, "api": p.api, "layout": p.layout, "collective": p.collective,
                  "access": "random" if p.random else "sequential", "direct": p.direct,
                  "hints": readback, "hints_source": "MPI_File_get_info" if readback else None,
                  "rank_shift": shift, "fsync": p.fsync, "drop_caches": dropped}
-    if p.api == "hdf5":
-        effective["hdf5"] = _hdf5_env(h5)
+    if h5env:
+        effective["hdf5"] = h5env
     return {"kind": "data", "started": started, "params": p.to_dict(), "effective": effective,
             "results": results, "warnings": warnings}
 
@@ -336,13 +337,19 @@ def _phase(p, op, path, offs, buf, expect, comm, ranks, readback, h5):
     return _hdf5(p, op, path, offs, buf, expect, comm, ranks, readback, h5)
 
 
-def _hdf5_env(h5: dict[str, Any]) -> dict[str, Any]:
+def _hdf5_env(h5: dict[str, Any], ops: tuple[str, ...]) -> dict[str, Any]:
     """HDF5 and h5py versions, whether h5py is parallel, where the dataset's bytes start in the file (IOR's
     offsets are relative to it, so a block boundary is a stripe boundary only when it is aligned) and, for a
     shared file, the I/O mode HDF5 reports it really used per phase."""
     import h5py
-    return {"hdf5_version": h5py.version.hdf5_version, "h5py_version": h5py.version.version,
-            "parallel": bool(h5py.get_config().mpi), **h5}
+    out = {"hdf5_version": h5py.version.hdf5_version, "h5py_version": h5py.version.version,
+           "parallel": bool(h5py.get_config().mpi), **h5}
+    for key in ("io_mode", "no_collective_cause"):   # only the timed phases, not a read-only run's set-up write
+        if key in out:
+            out[key] = {op: v for op, v in out[key].items() if op in ops}
+            if not out[key]:
+                del out[key]
+    return out
 
 
 def _drop(comm: Any) -> None:
