@@ -64,8 +64,13 @@ def validate(kb: Any, system: str | None = None) -> dict[str, Any]:
         errs, regrets = per_sys.setdefault(sysname, ([], []))
         unpredictable[sysname] = 0
 
+        refits: dict[int, dict] = {}
+
         def fits_without(left: Any) -> dict:
-            return fit_all([x for x in srs if x is not left], osts, dflt)
+            # the error and the regret loops leave out the same runs: fit each system without one run once
+            if id(left) not in refits:
+                refits[id(left)] = fit_all([x for x in srs if x is not left], osts, dflt)
+            return refits[id(left)]
 
         for r in srs:
             fit = fits_without(r).get((sysname, r.filesystem, r.op))

@@ -10,6 +10,7 @@ runs themselves suggest; the residuals give the uncertainty. Everything here is 
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable, Sequence
 
@@ -274,9 +275,7 @@ def fit_all(runs: Iterable[Run], ost_counts: dict[str | None, int | None] | None
     for key, f in fits.items():
         logs = next((sat[k] for fam in _families(key[2], f.kind) if (k := (key[0], key[1], fam)) in sat), None)
         if len(counts[key]) == 1 and logs:
-            logs = sorted(logs)
-            mid = len(logs) // 2
-            m = logs[mid] if len(logs) % 2 else (logs[mid - 1] + logs[mid]) / 2
+            m = statistics.median(logs)
             spread = math.sqrt(sum((x - m) ** 2 for x in logs) / (len(logs) - 1)) if len(logs) > 1 else 0.0
             fits[key] = _with_saturation_prior(f, counts[key], targets[key], math.exp(m), spread)
     return fits
