@@ -12,3 +12,20 @@ apt_ensure() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
+
+# apt_enable_nonfree: add bookworm's non-free component (IOzone lives there) on the Debian mirror the machine
+# already uses, in a sources entry of its own; nothing if it is already listed or IOADVISE_SKIP_APT=1.
+apt_enable_nonfree() {
+  [ "${IOADVISE_SKIP_APT:-0}" != 1 ] || return 0
+  if grep -rqsE "(^|[[:space:]])non-free([[:space:]]|$)" /etc/apt/sources.list /etc/apt/sources.list.d/; then return 0; fi
+  local mirror sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  # the first Debian archive URI in use (deb822 "URIs:" or one-line "deb URI" entries), comments ignored
+  mirror=$( { sed -n 's/^URIs:[[:space:]]*\([^[:space:]]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null || true
+             sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\?\([^[:space:]]*\).*/\2/p' /etc/apt/sources.list 2>/dev/null || true
+           } | grep -m1 '/debian/\?$' || true)
+  mirror=${mirror:-http://deb.debian.org/debian}
+  printf 'Types: deb\nURIs: %s\nSuites: bookworm\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$mirror" | $sudo tee /etc/apt/sources.list.d/ioadvisor-nonfree.sources >/dev/null
+  $sudo apt-get update -qq
+}

@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 
 . scripts/apt.sh
 apt_ensure slurm-wlm munge fio chromium
+# Open MPI for the Open MPI flavour's hint tests, Lua 5.1 (what slurmctld embeds) for the hook tests, CJK fonts so
+# the browser test sees Japanese glyphs, IOzone (bookworm non-free) for the IOzone importer's tests.
+apt_ensure openmpi-bin libopenmpi-dev lua5.1 liblua5.1-0 fonts-noto-cjk
+apt_enable_nonfree
+apt_ensure iozone3
 
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
