@@ -6,23 +6,29 @@ block that exports MPI-IO hints (ROMIO hints file + ROMIO_HINTS, MPICH_MPIIO_HIN
 
 Safety rules this file keeps:
   * it never runs a program (no os.execute, io.popen) and never evaluates script text;
-  * it reads at most MAX_SCAN bytes and MAX_LINES lines of the script, ignores lines longer than MAX_LINE;
+  * its work per job is bounded: it looks at most at the first MAX_SCAN bytes and MAX_LINES lines of the
+    script, ignores #IOADVISE lines longer than MAX_LINE, and uses only plain finds and anchored patterns
+    whose cost is linear in the text they look at (slurmctld runs this hook while holding its job lock);
   * keys and values must match a strict character set; anything else is ignored;
+  * the hints file is created by mktemp (exclusive, unpredictable name) in the job's own $TMPDIR, never at a
+    predictable shared path;
   * any error lets the job through unchanged (pcall around everything).
 --]]
 
 local MAX_SCAN = 65536
 local MAX_LINES = 400
 local MAX_LINE = 1024
+local MAX_VALUE = 128
 local MARK_BEGIN = "# >>> ioadvise job_submit"
 local MARK_END = "# <<< ioadvise job_submit"
 local WRAP_MARK = "# >>> ioadvise wrap"
 
--- workload keys users may state, and how each value must look
+-- >>> IOADVISE KEYS: the #IOADVISE keys users may state, and how each value must look (anchored patterns)
 local KEYS = {
   outdir = "^[%w%._%-/]+$", bytes_per_rank = "^[%w%.]+$", api = "^%a+$", layout = "^%a+$",
   pattern = "^%a+$", files = "^%d+$", lifetime = "^[%a%-]+$", hint = "^[%w_]+:[%w%._%-]+$",
 }
+-- <<< IOADVISE KEYS
 
 -- center policy: hints for MPI-IO jobs, by layout (shared file vs file per process)
 local POLICY = {
@@ -30,27 +36,44 @@ local POLICY = {
   fpp = { romio_cb_write = "disable" },
 }
 
-local function parse(script)
-  local found, n = {}, 0
-  local text = string.sub(script, 1, MAX_SCAN)
-  for line in string.gmatch(text, "([^\n]*)\n?") do
+-- calls fn(line) for each line of text (at most MAX_LINES); stops early when fn returns true.
+-- Returns the index just after the last line visited, and whether fn stopped the walk.
+local function each_line(text, fn)
+  local pos, n = 1, 0
+  while pos <= #text and n < MAX_LINES do
     n = n + 1
-    if n > MAX_LINES then break end
-    if #line <= MAX_LINE and string.sub(line, 1, 9) == "#IOADVISE" then
-      for key, value in string.gmatch(string.sub(line, 10), "([%w_]+)=(%S+)") do
-        local pat = KEYS[key]
-        if pat and #value <= 128 and string.match(value, pat) then
-          if key == "hint" then
-            found.hints = found.hints or {}
-            local k, v = string.match(value, "^([%w_]+):(.+)$")
-            table.insert(found.hints, { k, v })
-          else
-            found[key] = value
-          end
-        end
-      end
-    end
+    local e = string.find(text, "\n", pos, true)
+    local line = string.sub(text, pos, (e or #text + 1) - 1)
+    if fn(line, pos) then return pos, true end
+    if not e then return #text + 1, false end
+    pos = e + 1
   end
+  return pos, false
+end
+
+local function take(found, token)
+  local eq = string.find(token, "=", 1, true)
+  if not eq then return end
+  local key, value = string.sub(token, 1, eq - 1), string.sub(token, eq + 1)
+  local pat = KEYS[key]
+  if not pat or #value == 0 or #value > MAX_VALUE or not string.match(value, pat) then return end
+  if key == "hint" then
+    local colon = string.find(value, ":", 1, true)
+    found.hints = found.hints or {}
+    table.insert(found.hints, { string.sub(value, 1, colon - 1), string.sub(value, colon + 1) })
+  else
+    found[key] = value
+  end
+end
+
+local function parse(text)
+  local found = {}
+  each_line(text, function(line)
+    if #line <= MAX_LINE and string.sub(line, 1, 9) == "#IOADVISE" then
+      -- whitespace-separated tokens; "%S+" consumes what it matches, so this is linear in the line
+      for token in string.gmatch(string.sub(line, 10), "%S+") do take(found, token) end
+    end
+  end)
   return found
 end
 
@@ -82,38 +105,48 @@ local function block(list)
   -- every key and value matched [%w._-]+ above, so single quotes are safe around them
   return table.concat({
     MARK_BEGIN,
-    "_ioadv_h=\"${TMPDIR:-/tmp}/ioadvise-romio-hints.${SLURM_JOB_ID:-$$}\"",
-    "printf '%s\\n' '" .. table.concat(romio, "' '") .. "' > \"$_ioadv_h\" && export ROMIO_HINTS=\"$_ioadv_h\"",
+    -- mktemp creates the file exclusively (O_EXCL, mode 0600) under an unpredictable name
+    "_ioadv_h=$(mktemp \"${TMPDIR:-/tmp}/ioadvise-romio-hints.XXXXXXXXXX\" 2>/dev/null) &&",
+    "  printf '%s\\n' '" .. table.concat(romio, "' '") .. "' > \"$_ioadv_h\" && export ROMIO_HINTS=\"$_ioadv_h\"",
     "export MPICH_MPIIO_HINTS='*:" .. table.concat(mpich, ":") .. "'",
     "export IOADVISE_HINTS='" .. table.concat(plain, ",") .. "'",
     MARK_END,
   }, "\n") .. "\n"
 end
 
--- index just after the #SBATCH block (shebang, comments, blank lines), as sbatch reads it
-local function insert_at(script)
-  local pos, first = 1, true
-  while pos <= #script do
-    local e = string.find(script, "\n", pos, true) or #script
-    local line = string.sub(script, pos, e)
-    local body = string.match(line, "^%s*(.-)%s*$")
-    if not (first or body == "" or string.sub(body, 1, 1) == "#") then break end
+-- index just after the #SBATCH block (shebang, comments, blank lines), as sbatch reads it. When that block
+-- runs past the scanned text, the start of the last line read (sbatch has parsed the options already, so
+-- #SBATCH lines after the inserted block are plain comments to the shell); nil if that is the first line.
+local function insert_at(text, whole)
+  local first, last = true, 1
+  local stop, found = each_line(text, function(line, pos)
+    last = pos
+    local c = string.find(line, "%S")  -- unanchored single-class find: linear
+    if not (first or c == nil or string.sub(line, c, c) == "#") then return true end
     first = false
-    pos = e + 1
-  end
-  return pos
+  end)
+  if found then return stop end
+  if stop > #text and #text == whole then return stop end
+  if last > 1 then return last end
+  return nil
 end
 
 local function rewrite(job_desc)
   local script = job_desc.script
-  if type(script) ~= "string" or not string.find(string.sub(script, 1, MAX_SCAN), "#IOADVISE", 1, true) then
+  if type(script) ~= "string" then return end
+  local text = string.sub(script, 1, MAX_SCAN)
+  if not string.find(text, "#IOADVISE", 1, true) then return end
+  if string.find(text, MARK_BEGIN, 1, true) or string.find(script, WRAP_MARK, 1, true) then return end
+  local list = hints_for(parse(text))
+  if #list == 0 then return end
+  local at = insert_at(text, #script)
+  if not at then
+    slurm.log_info("ioadvise: job left unchanged: first line longer than %d bytes", MAX_SCAN)
     return
   end
-  if string.find(script, MARK_BEGIN, 1, true) or string.find(script, WRAP_MARK, 1, true) then return end
-  local list = hints_for(parse(script))
-  if #list == 0 then return end
-  local at = insert_at(script)
-  job_desc.script = string.sub(script, 1, at - 1) .. block(list) .. string.sub(script, at)
+  local sep = ""
+  if at > #script and string.sub(script, -1) ~= "\n" then sep = "\n" end  -- last line without a newline
+  job_desc.script = string.sub(script, 1, at - 1) .. sep .. block(list) .. string.sub(script, at)
   slurm.log_info("ioadvise: injected %d MPI-IO hints", #list)
 end
 

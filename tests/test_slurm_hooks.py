@@ -91,3 +91,23 @@ def test_submit_scrubs_sbatch_environment(slurm_cluster, tmp_path):
     jid = json.loads(p.stdout)["job_id"]
     assert slurm_cluster.job(jid)["JobState"] == "PENDING"
     slurm_cluster.run(["scancel", jid])
+
+
+def test_80k_comment_line_does_not_slow_sbatch(slurm_cluster, tmp_path):
+    """An 80 KB comment line took the old trim 31.6 s inside slurmctld (quadratic); the hook now reads at most
+    64 KiB and never backtracks, so the submission returns at once and a second user's sbatch is not held.
+    The #SBATCH block ends past the 64 KiB bound, so the hints go in before the long line."""
+    out = tmp_path / "out.txt"
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\n#IOADVISE api=MPIIO layout=shared\n#" + " " * 80_000 + "x\n"
+                      f"#SBATCH -o {out}\n" 'echo "HINTS=${IOADVISE_HINTS:-none}"\n')
+    plain = tmp_path / "plain.sh"
+    plain.write_text(f"#!/bin/bash\n#SBATCH -o {tmp_path / 'plain.txt'}\ntrue\n")
+    t0 = time.monotonic()
+    jid = slurm_cluster.sbatch(script)
+    other = slurm_cluster.sbatch(plain)
+    both = time.monotonic() - t0
+    assert both < 5, f"two submissions took {both:.1f} s"
+    assert slurm_cluster.wait(jid)["ExitCode"] == "0:0"
+    assert slurm_cluster.wait(other)["ExitCode"] == "0:0"
+    assert out.read_text().strip() == "HINTS=romio_cb_write=enable,romio_ds_write=disable"

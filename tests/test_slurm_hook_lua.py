@@ -1,0 +1,134 @@
+"""slurm/job_submit.lua run inside real Lua 5.1 (Debian's lua5.1, the interpreter slurmctld embeds) through
+slurm/testcluster/run_job_submit.lua, a stand-in `slurm` table with only SUCCESS and log_info.
+
+What must not happen: a hostile line changing what is injected, a script changed anywhere but at the one
+insertion point, a hints file at a predictable path (a planted symlink there must not be followed)."""
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LUA = shutil.which("lua5.1")
+pytestmark = pytest.mark.skipif(LUA is None, reason="lua5.1 is installed by scripts/setup.sh")
+
+HEAD = "#!/bin/bash\n#SBATCH -N 1\n#IOADVISE api=MPIIO layout=shared hint=cb_buffer_size:8388608\n"
+BEGIN, END = "# >>> ioadvise job_submit\n", "# <<< ioadvise job_submit\n"
+
+
+def hook(tmp_path: Path, script: str) -> tuple[str, str]:
+    """The script as slurmctld would store it after the hook, and the hook's log."""
+    src, out = tmp_path / "in.sh", tmp_path / "out.sh"
+    src.write_bytes(script.encode())
+    p = subprocess.run([LUA, str(ROOT / "slurm/testcluster/run_job_submit.lua"), str(ROOT / "slurm/job_submit.lua"),
+                        str(src), str(out)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return out.read_bytes().decode(), p.stderr
+
+
+def split(result: str) -> tuple[str, str, str]:
+    """(before, block, after) around the one injected block."""
+    assert result.count(BEGIN) == 1 and result.count(END) == 1
+    before, rest = result.split(BEGIN)
+    block, after = rest.split(END)
+    return before, BEGIN + block + END, after
+
+
+def test_block_goes_after_the_header_and_the_rest_is_untouched(tmp_path):
+    script = HEAD + "# a comment\n\nsrun ./app\n#IOADVISE hint=late:1\n"
+    result, log = hook(tmp_path, script)
+    before, block, after = split(result)
+    assert before == HEAD + "# a comment\n\n"
+    assert after == "srun ./app\n#IOADVISE hint=late:1\n"
+    assert "export IOADVISE_HINTS='cb_buffer_size=8388608,late=1,romio_cb_write=enable,romio_ds_write=disable'" in block
+    assert "injected 4 MPI-IO hints" in log
+
+
+@pytest.mark.parametrize("line", [
+    "#IOADVISE api=MPIIO;touch${IFS}/tmp/x",
+    "#IOADVISE hint=a:$(id)",
+    "#IOADVISE hint=a:'b'",
+    "#IOADVISE hint=a:" + "b" * 200,           # value over 128 bytes
+    "#IOADVISE hint=" + "a" * 2000 + ":1",     # line over 1 KiB
+    "#IOADVISE " + "x" * (1 << 20),            # 1 MiB without '='
+])
+def test_hostile_ioadvise_lines_add_nothing(tmp_path, line):
+    # in the body (the hook reads #IOADVISE lines anywhere in the first 64 KiB), so the header stays short
+    result, _ = hook(tmp_path, HEAD + "srun ./app\n" + line + "\n")
+    _, block, after = split(result)
+    # only the valid hint and the center policy: 3 items, none from the hostile line
+    assert "IOADVISE_HINTS='cb_buffer_size=8388608,romio_cb_write=enable,romio_ds_write=disable'" in block
+    assert after == "srun ./app\n" + line + "\n"
+
+
+def test_header_longer_than_the_scan_bound_gets_the_block_where_the_read_stopped(tmp_path):
+    # an 80 KiB comment line inside the #SBATCH block: its end is past 64 KiB, so the block goes before it
+    script = HEAD + "#" + " " * (80 << 10) + "x\nsrun ./app\n"
+    result, _ = hook(tmp_path, script)
+    before, _, after = split(result)
+    assert (before, after) == (HEAD, script[len(HEAD):])
+
+
+def test_first_line_longer_than_the_scan_bound_leaves_the_job_unchanged(tmp_path):
+    # the #IOADVISE line starts past 64 KiB, so it is not read, and nothing may go before the shebang
+    script = "#!/bin/bash #IOADVISE api=MPIIO" + " " * (70 << 10) + "\n#IOADVISE api=MPIIO layout=shared\nsrun ./app\n"
+    assert hook(tmp_path, script)[0] == script
+
+
+def test_huge_body_is_copied_byte_for_byte(tmp_path):
+    body = "srun ./app\n" + " " * (1 << 20) + "x\n" + "echo filler\n" * 250_000   # about 4 MiB
+    result, _ = hook(tmp_path, HEAD + body)
+    before, _, after = split(result)
+    assert (before, after) == (HEAD, body)
+
+
+def test_script_ending_without_newline_gets_one_before_the_block(tmp_path):
+    result, _ = hook(tmp_path, HEAD.rstrip("\n"))
+    before, _, after = split(result)
+    assert (before, after) == (HEAD, "")
+
+
+def test_wrapped_or_already_injected_scripts_are_left_alone(tmp_path):
+    once, _ = hook(tmp_path, HEAD + "srun ./app\n")
+    again, _ = hook(tmp_path, once)
+    assert again == once
+    wrapped = HEAD + "# >>> ioadvise wrap\nsrun ./app\n"
+    assert hook(tmp_path, wrapped)[0] == wrapped
+
+
+def test_lines_past_the_line_bound_are_not_read(tmp_path):
+    script = "#!/bin/bash\n" + "#\n" * 500 + "#IOADVISE api=MPIIO layout=fpp\nsrun ./app\n"
+    result, _ = hook(tmp_path, script)
+    assert result == script   # the #IOADVISE line is line 502, past the 400 lines read
+
+
+def test_header_of_more_lines_than_the_bound_gets_the_block_at_the_last_line_read(tmp_path):
+    script = HEAD + "#SBATCH -t 1\n" * 500 + "srun ./app\n"
+    before, _, after = split(hook(tmp_path, script)[0])
+    assert before == HEAD + "#SBATCH -t 1\n" * 396   # 3 + 396 lines before it; line 400 is where it stopped
+    assert before + after == script
+
+
+def test_hints_file_is_created_exclusively_not_at_a_predictable_path(tmp_path):
+    result, _ = hook(tmp_path, HEAD + 'printf "%s\\n" "$ROMIO_HINTS"\n')
+    job_tmp = tmp_path / "jobtmp"
+    job_tmp.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    # the old predictable names for this job id, planted as symlinks by another user
+    for name in ("ioadvise-romio-hints.4242", "ioadvise-romio-hints.$$"):
+        (job_tmp / name).symlink_to(victim)
+    p = subprocess.run(["bash", "-c", result], capture_output=True, text=True, timeout=30,
+                       env={"PATH": os.environ["PATH"], "TMPDIR": str(job_tmp), "SLURM_JOB_ID": "4242"})
+    assert p.returncode == 0, p.stderr
+    hints = Path(p.stdout.strip())
+    assert hints.parent == job_tmp and not hints.is_symlink()
+    assert hints.name.startswith("ioadvise-romio-hints.") and hints.name != "ioadvise-romio-hints.4242"
+    assert stat.S_IMODE(hints.stat().st_mode) == 0o600
+    assert hints.read_text() == "cb_buffer_size 8388608\nromio_cb_write enable\nromio_ds_write disable\n"
+    assert victim.read_text() == "precious\n"
