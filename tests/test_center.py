@@ -47,20 +47,20 @@ def test_tier_must_name_a_filesystem(tmp_path):
         load_center(p)
 
 
-@pytest.mark.parametrize("doc, message", [
-    ('name = "X"\nfilesystems = ["lustre"]\n', "filesystems[0] must be a table"),
-    ('name = "X"\n[[filesystems]]\nname = "l"\n', "missing key filesystems[0].type"),
-    ('name = "X"\n[[filesystems]]\nname = "l"\ntype = "lustre"\n[[tiers]]\nname = "t"\n',
+@pytest.mark.parametrize("doc, line, message", [
+    ('name = "X"\nfilesystems = ["lustre"]\n', 2, "filesystems[0] must be a table"),
+    ('name = "X"\n[[filesystems]]\nname = "l"\n', 2, "missing key filesystems[0].type"),
+    ('name = "X"\n[[filesystems]]\nname = "l"\ntype = "lustre"\n[[tiers]]\nname = "t"\n', 5,
      "missing key tiers[0].filesystem"),
     ('name = "X"\n[[filesystems]]\nname = "l"\ntype = "lustre"\n[[tiers]]\nname = "t"\nfilesystem = "l"\n'
-     'size = 3\n', "unknown key tiers[0].'size'"),
+     'size = 3\n', 8, "unknown key tiers[0].'size'"),
 ])
-def test_array_tables_are_checked(tmp_path, doc, message):
+def test_array_tables_are_checked(tmp_path, doc, line, message):
     p = tmp_path / "c.toml"
     p.write_text(doc)
     with pytest.raises(ConfigError) as e:
         load_center(p)
-    assert str(e.value).startswith(f"{p}: {message}")
+    assert str(e.value).startswith(f"{p}:{line}: {message}")
 
 
 def test_unknown_center_and_system():

@@ -1,6 +1,7 @@
 """Center configurations: TOML files describing file systems and scratch tiers, loaded into `Center`."""
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Iterable
@@ -9,13 +10,13 @@ from ..errors import ConfigError, UsageError
 from ..model.types import Center, FileSystem, Tier
 from ..model.units import parse_size
 
-_TOP_KEYS = {"name", "title", "source", "mpi", "filesystems", "tiers"}
-_FS_KEYS = {"name", "type", "mount", "ost_count", "default_stripe_count", "default_stripe_size", "striping",
-            "persistent", "quota", "purpose", "citation"}
-_TIER_KEYS = {"name", "filesystem", "kind", "request", "mount", "capacity_per_node", "stage", "notes"}
-_MPIS = ("mpich", "openmpi", "cray", "intel")
+from .schema import FS_STRIPING, KEYS, MPI_FLAVOURS, STRIPE_UNIT, TIER_KINDS, keys_of
+
 UNKNOWN_FS = "unknown"         # the file system of runs that do not name one
-_STRIPING = ("user", "pfl-managed", "none")
+_STRIPING = FS_STRIPING
+_MPIS = MPI_FLAVOURS
+_FEATURES = re.compile(r"^[A-Za-z0-9_-]+(?:[&|,][A-Za-z0-9_-]+)*$")
+_VERSION = re.compile(r"^[0-9]+(?:\.[0-9]+){0,3}[A-Za-z0-9._-]*$")
 
 
 def centers_dir() -> Path:
@@ -24,88 +25,189 @@ def centers_dir() -> Path:
     return data_dir() / "centers"
 
 
-def _check_keys(table: dict[str, Any], allowed: set[str], where: str, path: str) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise ConfigError(f"{path}: unknown key {where}{unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+def key_line(text: str, key: str) -> int | None:
+    """The line of `key` ("mpi", "filesystems[1].ost_count", "tiers[0]") in a center file's TOML text."""
+    lines = text.splitlines()
+    m = re.match(r"^(\w+)\[(\d+)\](?:\.(\w+))?$", key)
+    if m is None:
+        name, lo = key.split(".")[0], 0
+        hi = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("[")), len(lines))
+    else:
+        heads = [i for i, ln in enumerate(lines) if re.match(rf"^\s*\[\[\s*{m.group(1)}\s*\]\]", ln)]
+        if int(m.group(2)) >= len(heads):
+            return None
+        lo = heads[int(m.group(2))]
+        if m.group(3) is None:
+            return lo + 1
+        name = m.group(3)
+        hi = next((i for i in range(lo + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+        lo += 1
+    for i in range(lo, hi):
+        if re.match(rf"^\s*{re.escape(name)}\s*=", lines[i]):
+            return i + 1
+    return None if m is None else lo
 
 
-def _typed(table: dict[str, Any], key: str, kind: type | tuple, where: str, path: str) -> Any:
-    v = table.get(key)
-    if v is not None and (not isinstance(v, kind) or (kind is int and isinstance(v, bool))):
-        name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise ConfigError(f"{path}: {where}{key} must be {name}, got {v!r}")
-    return v
+class _Reader:
+    """Reads one parsed center document; every error names the file, the line where known, and the key."""
+
+    def __init__(self, path: str, text: str | None):
+        self.path, self.text = path, text
+
+    def fail(self, key: str, message: str) -> ConfigError:
+        line = key_line(self.text, key) if self.text is not None else None
+        err = ConfigError(f"{self.path}:{line}: {message}" if line else f"{self.path}: {message}")
+        err.key = key  # type: ignore[attr-defined]
+        return err
+
+    def check_keys(self, table: dict[str, Any], section: str, where: str) -> None:
+        allowed = list(keys_of(section)) + (["filesystems", "tiers"] if section == "" else [])
+        unknown = sorted(set(table) - set(allowed))
+        if unknown:
+            raise self.fail(f"{where}{unknown[0]}", f"unknown key {where}{unknown[0]!r} "
+                                                    f"(allowed: {', '.join(sorted(allowed))})")
+
+    def value(self, table: dict[str, Any], section: str, key: str, where: str) -> Any:
+        """The key's value read as its schema kind says (None when absent)."""
+        spec = keys_of(section)[key]
+        v = table.get(key)
+        if v is None:
+            return None
+        at = f"{where}{key}"
+        if spec.kind in ("string", "choice", "version", "bandwidth") and not isinstance(v, str):
+            raise self.fail(at, f"{at} must be str, got {v!r}")
+        if spec.kind == "integer" and (not isinstance(v, int) or isinstance(v, bool)):
+            raise self.fail(at, f"{at} must be int, got {v!r}")
+        if spec.kind == "boolean" and not isinstance(v, bool):
+            raise self.fail(at, f"{at} must be bool, got {v!r}")
+        if spec.kind == "choice":
+            v = v.lower()
+            if v not in spec.choices:
+                raise self.fail(at, f"{at} must be one of {', '.join(spec.choices)}, got {v!r}")
+        if spec.kind == "version" and not _VERSION.match(v):
+            raise self.fail(at, f"{at} is not a version such as 4.1.4: {v!r}")
+        if spec.kind == "size":
+            try:
+                v = parse_size(v)
+            except UsageError:
+                raise self.fail(at, f"{at} is not a size: {v!r} (use e.g. 1MiB)") from None
+        if spec.kind == "bandwidth":
+            v = self.bandwidth(v, at)
+        return v
+
+    def bandwidth(self, v: str, at: str) -> float:
+        """Bytes/s from '40 GB/s', '12.5GiB/s'."""
+        from ..model.units import BANDWIDTH_UNIT, normalize
+        m = re.match(r"^\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]+/s)\s*$", v)
+        try:
+            if m is None:
+                raise UsageError(v)
+            mib, unit = normalize(float(m.group(1)), m.group(2))
+            if unit != BANDWIDTH_UNIT or mib <= 0:
+                raise UsageError(v)
+        except UsageError:
+            raise self.fail(at, f"{at} is not a bandwidth: {v!r} (use e.g. 40GB/s or 12.5GiB/s)") from None
+        return mib * (1 << 20)
+
+    def tables(self, data: dict[str, Any], section: str) -> Iterable[tuple[str, dict[str, Any]]]:
+        """The tables of an array such as `filesystems`, each checked for unknown and missing keys."""
+        required = [k.name for k in KEYS if k.section == section and k.default == "required"]
+        items = data.get(section) or []
+        if not isinstance(items, list):
+            raise self.fail(section, f"{section} must be an array of tables ([[{section}]])")
+        for i, table in enumerate(items):
+            where = f"{section}[{i}]."
+            if not isinstance(table, dict):
+                raise self.fail(section, f"{section}[{i}] must be a table")
+            self.check_keys(table, section, where)
+            for req in required:
+                if not table.get(req):
+                    raise self.fail(f"{section}[{i}]", f"missing key {where}{req}")
+            yield where, table
 
 
-def _tables(data: dict[str, Any], key: str, allowed: set[str], required: tuple[str, ...],
-            path: str) -> Iterable[tuple[str, dict[str, Any]]]:
-    """The tables of an array such as `filesystems`, each checked for unknown and missing keys."""
-    for i, table in enumerate(data.get(key) or []):
-        where = f"{key}[{i}]."
-        if not isinstance(table, dict):
-            raise ConfigError(f"{path}: {key}[{i}] must be a table")
-        _check_keys(table, allowed, where, path)
-        for req in required:
-            if not table.get(req):
-                raise ConfigError(f"{path}: missing key {where}{req}")
-        yield where, table
+def center_from_dict(data: dict[str, Any], path: str = "<center>", text: str | None = None) -> Center:
+    """Validate a parsed center TOML document and build a `Center`; errors name the file, line and key.
 
-
-def _size(table: dict[str, Any], key: str, where: str, path: str) -> int | None:
-    v = table.get(key)
-    if v is None:
-        return None
-    try:
-        return parse_size(v)
-    except UsageError:
-        raise ConfigError(f"{path}: {where}{key} is not a size: {v!r} (use e.g. 1MiB)") from None
-
-
-def center_from_dict(data: dict[str, Any], path: str = "<center>") -> Center:
-    """Validate a parsed center TOML document and build a `Center`; errors name the file and key."""
-    _check_keys(data, _TOP_KEYS, "", path)
-    name = _typed(data, "name", str, "", path)
+    `text`, the document's TOML source, lets errors give the line of the key."""
+    rd = _Reader(path, text)
+    rd.check_keys(data, "", "")
+    name = rd.value(data, "", "name", "")
     if not name:
-        raise ConfigError(f"{path}: missing key 'name'")
-    mpi = (_typed(data, "mpi", str, "", path) or "mpich").lower()
-    if mpi not in _MPIS:
-        raise ConfigError(f"{path}: mpi must be one of {', '.join(_MPIS)}, got {mpi!r}")
-    fss: list[FileSystem] = []
-    for where, fs in _tables(data, "filesystems", _FS_KEYS, ("name", "type"), path):
-        for k in ("name", "type", "mount", "striping", "quota", "purpose", "citation"):
-            _typed(fs, k, str, where, path)
-        for k in ("ost_count", "default_stripe_count"):
-            v = _typed(fs, k, int, where, path)
-            if v is not None and v < (1 if k == "ost_count" else -1):
-                raise ConfigError(f"{path}: {where}{k} must be positive, got {v}")
-        striping = fs.get("striping") or ("user" if fs["type"].lower() in ("lustre", "beegfs") else "none")
-        if striping not in _STRIPING:
-            raise ConfigError(f"{path}: {where}striping must be one of {', '.join(_STRIPING)}, got {striping!r}")
-        persistent = _typed(fs, "persistent", bool, where, path)
-        fss.append(FileSystem(
-            name=fs["name"], type=fs["type"].lower(), mount=fs.get("mount"), ost_count=fs.get("ost_count"),
-            default_stripe_count=fs.get("default_stripe_count"),
-            default_stripe_size=_size(fs, "default_stripe_size", where, path), striping=striping,
-            persistent=True if persistent is None else persistent, quota=fs.get("quota"),
-            purpose=fs.get("purpose"), citation=fs.get("citation")))
+        raise rd.fail("name", "missing key 'name'")
+    fss = [_filesystem(rd, where, fs) for where, fs in rd.tables(data, "filesystems")]
     names = [f.name for f in fss]
-    if len(set(names)) != len(names):
-        raise ConfigError(f"{path}: file system names must be unique, got {names}")
-    tiers: list[Tier] = []
-    for where, t in _tables(data, "tiers", _TIER_KEYS, ("name", "filesystem"), path):
-        if t["filesystem"] not in names:
-            raise ConfigError(f"{path}: {where}filesystem {t['filesystem']!r} is not one of the file systems "
-                              f"({', '.join(names) or 'none'})")
-        for k in ("name", "kind", "request", "mount", "notes"):
-            _typed(t, k, str, where, path)
-        stage = _typed(t, "stage", bool, where, path)
-        tiers.append(Tier(name=t["name"], filesystem=t["filesystem"], kind=t.get("kind") or "per-job",
-                          request=t.get("request"), mount=t.get("mount"),
-                          capacity_per_node=_size(t, "capacity_per_node", where, path),
-                          stage=True if stage is None else stage, notes=t.get("notes")))
-    return Center(name=name, title=_typed(data, "title", str, "", path), source=_typed(data, "source", str, "", path),
-                  mpi=mpi, filesystems=tuple(fss), tiers=tuple(tiers))
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup is not None:
+        raise rd.fail(f"filesystems[{len(names) - 1 - names[::-1].index(dup)}].name",
+                      f"file system names must be unique, got {dup!r} twice")
+    tiers = [_tier(rd, where, t, names) for where, t in rd.tables(data, "tiers")]
+    tnames = [t.name for t in tiers]
+    dup = next((n for n in tnames if tnames.count(n) > 1), None)
+    if dup is not None:
+        raise rd.fail(f"tiers[{len(tnames) - 1 - tnames[::-1].index(dup)}].name",
+                      f"tier names must be unique, got {dup!r} twice")
+    return Center(name=name, title=rd.value(data, "", "title", ""), source=rd.value(data, "", "source", ""),
+                  mpi=rd.value(data, "", "mpi", "") or "mpich", mpi_version=rd.value(data, "", "mpi_version", ""),
+                  node_memory=rd.value(data, "", "node_memory", ""), filesystems=tuple(fss), tiers=tuple(tiers))
+
+
+def _filesystem(rd: _Reader, where: str, fs: dict[str, Any]) -> FileSystem:
+    v = {k: rd.value(fs, "filesystems", k, where) for k in fs}
+    osts, count, size = v.get("ost_count"), v.get("default_stripe_count"), v.get("default_stripe_size")
+    if osts is not None and osts < 1:
+        raise rd.fail(f"{where}ost_count", f"{where}ost_count must be positive, got {osts}")
+    if count is not None and (count < -1 or count == 0):
+        raise rd.fail(f"{where}default_stripe_count", f"{where}default_stripe_count must be -1 (all OSTs) or "
+                                                      f"positive, got {count}")
+    if count is not None and osts is not None and count > osts:
+        raise rd.fail(f"{where}default_stripe_count", f"{where}default_stripe_count {count} is more than "
+                                                      f"ost_count {osts}")
+    if size is not None and (size <= 0 or size % STRIPE_UNIT):
+        raise rd.fail(f"{where}default_stripe_size", f"{where}default_stripe_size {size} bytes is not a positive "
+                                                     f"multiple of 64 KiB ({STRIPE_UNIT} bytes); Lustre refuses it")
+    fstype = v["type"].lower()
+    mount = v.get("mount")
+    if mount is not None and not mount.startswith(("/", "$")):
+        raise rd.fail(f"{where}mount", f"{where}mount must be an absolute path, got {mount!r}")
+    striping = v.get("striping") or ("user" if fstype in ("lustre", "beegfs") else "none")
+    return FileSystem(
+        name=v["name"], type=fstype, mount=mount, ost_count=osts, default_stripe_count=count,
+        default_stripe_size=size, striping=striping,
+        persistent=True if v.get("persistent") is None else v["persistent"], quota=v.get("quota"),
+        purpose=v.get("purpose"), citation=v.get("citation"), rated_write_bandwidth=v.get("rated_write_bandwidth"),
+        rated_read_bandwidth=v.get("rated_read_bandwidth"))
+
+
+def _tier(rd: _Reader, where: str, t: dict[str, Any], fs_names: list[str]) -> Tier:
+    v = {k: rd.value(t, "tiers", k, where) for k in t}
+    if v["filesystem"] not in fs_names:
+        raise rd.fail(f"{where}filesystem", f"{where}filesystem {v['filesystem']!r} is not one of the file "
+                                            f"systems ({', '.join(fs_names) or 'none'})")
+    request = v.get("request")
+    if request is not None:
+        m = re.match(r"^(?:--constraint=|-C\s*)(.*)$", request.strip())
+        if m and not _FEATURES.match(m.group(1)):
+            raise rd.fail(f"{where}request", f"{where}request: {m.group(1)!r} is not a feature list (letters, "
+                                              f"digits, _ and - joined by &, | or ,)")
+        if not m and not re.match(r"^--[a-z][a-z-]*(?:[= ]\S+)?$", request.strip()):
+            raise rd.fail(f"{where}request", f"{where}request {request!r} is not one sbatch option such as "
+                                              f"--constraint=BEEOND or --gres=nvme:1")
+        if '"' in request or "'" in request or "#" in request:
+            raise rd.fail(f"{where}request", f"{where}request {request!r}: quotes and # cannot go in an #SBATCH "
+                                              f"line")
+    if v.get("mount") is not None:
+        if not v["mount"].startswith(("/", "$")):
+            raise rd.fail(f"{where}mount", f"{where}mount must be an absolute path or start with a variable "
+                                           f"such as $TMPDIR, got {v['mount']!r}")
+        from ..slurm.rewrite import mount_expr
+        try:
+            mount_expr(v["mount"])
+        except UsageError as e:
+            raise rd.fail(f"{where}mount", f"{where}mount: {e}") from None
+    return Tier(name=v["name"], filesystem=v["filesystem"], kind=v.get("kind") or "per-job", request=request,
+                mount=v.get("mount"), capacity_per_node=v.get("capacity_per_node"),
+                stage=True if v.get("stage") is None else v["stage"], notes=v.get("notes"))
 
 
 def load_center_file(path: str | Path) -> Center:
@@ -120,8 +222,11 @@ def load_center_file(path: str | Path) -> Center:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{p}: not valid TOML: {e}") from None
-    return center_from_dict(data, str(p))
+        m = re.search(r"at line (\d+)", str(e))
+        line = int(m.group(1)) if m else None
+        raise ConfigError(f"{p}:{line}: not valid TOML: {e}" if line
+                          else f"{p}: not valid TOML: {e}") from None
+    return center_from_dict(data, str(p), text)
 
 
 def available_centers(directory: Path | None = None) -> list[Path]:

@@ -21,6 +21,8 @@ COMMANDS = {
     "docs": "docs",
     "bench": "bench",
     "jobs": "jobs",
+    "center": "center",
+    "systems": "systems",
 }
 
 
@@ -66,8 +68,22 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            v = version("ioadvisor")
+        except PackageNotFoundError:
+            v = "unknown (not installed)"
+        typer.echo(f"ioadvise {v}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                      help="Print the version and exit."),
+) -> None:
     """Parallel I/O advice for Slurm HPC centers, from measured runs."""
 
 

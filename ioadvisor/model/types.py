@@ -20,6 +20,8 @@ class FileSystem:
     quota: str | None = None
     purpose: str | None = None
     citation: str | None = None
+    rated_write_bandwidth: float | None = None   # bytes/s, the rated peak (center file)
+    rated_read_bandwidth: float | None = None
 
     @property
     def stripable(self) -> bool:
@@ -51,6 +53,8 @@ class Center:
     mpi: str = "mpich"
     filesystems: tuple[FileSystem, ...] = ()
     tiers: tuple[Tier, ...] = ()
+    mpi_version: str | None = None
+    node_memory: int | None = None          # bytes of memory on one client node
 
     def filesystem(self, name: str) -> FileSystem | None:
         return next((f for f in self.filesystems if f.name == name), None)

@@ -1,0 +1,51 @@
+"""`ioadvise center check`: check center files before they are deployed to the hooks and the guide."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from ..errors import IOAdvisorError
+from . import command_app
+from .common import JsonOption, console, err_console, print_json
+
+app = command_app()
+center_app = typer.Typer(help="Center files (docs/center.md).", no_args_is_help=True, rich_markup_mode="rich")
+app.add_typer(center_app, name="center")
+
+
+@center_app.command("check")
+def check(
+    files: Annotated[list[Path], typer.Argument(help="Center TOML files.")],
+    json_out: JsonOption = False,
+) -> None:
+    """Load each center file as every command will and list what it leaves out.
+
+    An error (type, unit, stripe size not a multiple of 64 KiB, tier on an unknown file system, MPI flavour,
+    tier request or mount the wrapped job and the hooks cannot use) prints one line naming the file, line and
+    key, and the exit code is 2. Warnings leave the exit code 0.
+    """
+    from ..center.check import check_center
+    reports = []
+    failed = False
+    for f in files:
+        try:
+            reports.append(check_center(f))
+        except IOAdvisorError as e:
+            failed = True
+            reports.append({"file": str(f), "ok": False, "error": str(e)})
+            err_console.print(f"[bold red]Error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+    if json_out:
+        print_json(reports)
+    else:
+        for r in reports:
+            if not r["ok"]:
+                continue
+            console.print(f"{r['file']}: ok, {r['name']}: {len(r['filesystems'])} file system(s), "
+                          f"{len(r['tiers'])} tier(s), {len(r['warnings'])} warning(s)", highlight=False)
+            for w in r["warnings"]:
+                console.print(f"  [yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
+    if failed:
+        raise typer.Exit(2)

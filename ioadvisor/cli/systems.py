@@ -1,0 +1,32 @@
+"""`ioadvise systems`: the systems the knowledge base and the shipped center files know."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich import box
+from rich.table import Table
+
+from . import command_app
+from .common import JsonOption, KBOption, cli_errors, console, print_json
+
+app = command_app()
+
+
+@app.command("systems")
+def systems(kb: KBOption = None, json_out: JsonOption = False) -> None:
+    """List every known system: its runs (yours and the reference data's), their sources, and its center file."""
+    with cli_errors():
+        from ..kb import KB
+        from ..kb.systems import known_systems
+        with KB.open(kb, create=False) as store:
+            rows = known_systems(store)
+    if json_out:
+        print_json(rows)
+        return
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+    for col in ("system", "runs", "yours", "sources", "file systems", "center file"):
+        t.add_column(col, justify="right" if col in ("runs", "yours", "sources") else "left")
+    for r in rows:
+        t.add_row(r["system"], str(r["runs"]), str(r["user_runs"]), str(len(r["sources"])),
+                  ", ".join(r["filesystems"]) or "-", Path(r["center_file"]).name if r["center_file"] else "-")
+    console.print(t)
