@@ -109,7 +109,7 @@ def test_pfl_managed_and_non_lustre_are_never_striped(kb, tmp_path):
     c = load_center(p)
     a = advise(Workload(nodes=32, ranks_per_node=16, bytes_per_rank=1 << 30, api="mpiio", layout="shared"), kb, c)
     for opt in (a.recommendation, a.baseline, *a.alternatives):
-        assert opt.config.stripe_count is None and "lfs" not in opt.commands
+        assert opt.config.stripe_count is None and opt.commands["lfs"] is None and "lfs " not in opt.commands["text"]
         assert "striping_factor" not in opt.config.hints
 
 

@@ -73,7 +73,11 @@ def test_hostile_lines_through_ioadvise_submit(slurm_cluster, tmp_path):
     assert slurm_cluster.wait(jid)["ExitCode"] == "0:0"
     lines = out.read_text().splitlines()
     # the wrapped script carries its own hints; job_submit.lua leaves wrapped scripts alone
-    assert lines == ["HINTS=romio_cb_write=enable", "romio_cb_write enable"]
+    assert [x for x in lines if not x.startswith("ioadvise: ")] == ["HINTS=romio_cb_write=enable",
+                                                                     "romio_cb_write enable"]
+    # and says what it applied: one line each for striping, hints and staging
+    said = [x.split(":")[1].strip() for x in lines if x.startswith("ioadvise: ")]
+    assert said == ["striping", "hints", "staging"], lines
     assert not any(m.exists() for m in markers)
 
 

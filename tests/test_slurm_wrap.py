@@ -148,7 +148,10 @@ def test_lfs_stand_in_claiming_lustre_gets_setstripe(jobs):
     jid, d, info, _ = jobs["lustre"]
     assert info["ExitCode"] == "0:0"
     calls = (d / "lfs.log").read_text().splitlines()
-    assert f"setstripe -c 4 -S 1048576 {d}" in calls
+    # striping goes on a new job-specific directory, never on the start directory itself; -S in lfs grammar
+    assert f"setstripe -c 4 -S 1M {d}/ioadvise-{jid}" in calls
+    assert not any(c.startswith("setstripe") and c.endswith(str(d)) for c in calls)
+    assert f"ioadvise: striping: -c 4 -S 1M set on {d}/ioadvise-{jid}" in (d / "out.txt").read_text()
 
 
 def test_no_striping_when_not_lustre(jobs):
@@ -165,7 +168,7 @@ def test_awkward_script_runs_unchanged(jobs):
     outdir = d / "results 'x' \"y\""
     rec = json.loads((outdir / f"ioadvise-{jid}.json").read_text())
     assert rec["exit_code"] == 0
-    assert (outdir / f"ioadvise-{jid}.romio-hints").read_text() == "romio_cb_write enable\n"
+    assert (outdir / f"ioadvise-{jid}" / "romio-hints").read_text() == "romio_cb_write enable\n"
 
 
 def test_user_exit_trap_and_exec_cannot_skip_the_stage_out(jobs, slurm_cluster):

@@ -30,7 +30,7 @@ def test_wrap_writes_new_file_and_leaves_script_alone(tmp_path):
     assert src.read_text() == SCRIPT
     text = out.read_text()
     assert BEGIN in text and "export MPICH_MPIIO_HINTS='*:romio_cb_write=enable'" in text
-    assert "lfs setstripe -c 4 -S 4194304" in text
+    assert 'lfs setstripe -c 4 -S 4M "$IOADVISE_DIR"' in text
     assert out.stat().st_mode & 0o111
 
 

@@ -80,7 +80,11 @@ def test_exit_code_and_record_local_run(tmp_path):
     rec = json.loads((tmp_path / "ioadvise-42.json").read_text())
     assert rec["exit_code"] == 1 and rec["job_id"] == "42" and rec["end"] >= rec["start"]
     assert rec["settings"]["hints"] == {"romio_cb_write": "disable", "cb_buffer_size": "8388608"}
-    assert (tmp_path / "ioadvise-42.romio-hints").read_text() == "romio_cb_write disable\ncb_buffer_size 8388608\n"
+    # the hints file is job-private and absolute: <outdir>/ioadvise-JOBID/romio-hints
+    assert (tmp_path / "ioadvise-42" / "romio-hints").read_text() == "romio_cb_write disable\ncb_buffer_size 8388608\n"
+    assert f"ioadvise: hints: romio_cb_write=disable,cb_buffer_size=8388608 for MPICH: " \
+           f"ROMIO_HINTS={tmp_path}/ioadvise-42/romio-hints" in p.stderr
+    assert "ioadvise: staging: none (no scratch tier)" in p.stderr
 
 
 def test_hostile_values_are_quoted_not_run(tmp_path):

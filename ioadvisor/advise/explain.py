@@ -7,6 +7,7 @@ from ..model.types import Center, Config, Evidence, Option, Prediction, Workload
 from ..model.units import format_size
 from ..predict import INF
 from .. import mpiio
+from ..errors import UsageError
 
 _FACTOR_WORDS = {
     "layout": "file layout", "api": "I/O interface", "cb_write": "two-phase collective buffering for writes",
@@ -39,20 +40,42 @@ def _run_evidence(run: Any) -> Evidence:
                     unit=run.unit, summary=", ".join(x for x in parts if x))
 
 
-def commands_for(cfg: Config, center: Center, w: Workload) -> dict[str, Any]:
-    """Commands per MPI flavour (mpich, openmpi, cray, intel), the striping command and the ROMIO hints file."""
+def plan_for(cfg: Config, center: Center, w: Workload, mpi: str | None = None,
+             mpi_version: str | None = None) -> mpiio.Plan:
+    """The renderer's view of a configuration: where the job keeps its data, which MPI, what it does."""
     fs = center.filesystem(cfg.filesystem)
     tier = center.tier(cfg.tier) if cfg.tier else None
-    directory = (tier.mount if tier and tier.mount else None) or (fs.mount if fs and fs.mount else None) or "$OUTDIR"
-    hints = dict(cfg.hints) if cfg.api in ("MPIIO", "HDF5") else {}
-    out = mpiio.render_all(hints, fs_type=fs.type if fs else None, directory=directory,
-                           stripe_count=cfg.stripe_count, stripe_size=cfg.stripe_size,
-                           hdf5_alignment=cfg.hdf5_alignment)
-    if tier is not None:
-        out["request"] = tier.request
-        if w.lifetime == "after-job":
-            out["stage_out"] = f"copy results from {directory} to persistent storage before the job ends"
-    out["default_mpi"] = center.mpi
+    persistent = fs if fs is not None and fs.persistent and not tier else next(
+        (f for f in center.filesystems if f.persistent and f.mount), None)
+    base = persistent.mount if persistent is not None and persistent.mount else "$PWD"
+    try:
+        mpiio.path_fragment(base)
+    except UsageError:
+        base = "$PWD"      # a mount pattern with variables the renderer does not expand
+    flavour = mpi or center.mpi
+    return mpiio.Plan(op=w.op, api=cfg.api, layout=cfg.layout, stripe_count=cfg.stripe_count,
+                      stripe_size=cfg.stripe_size, striping_allowed=bool(fs and fs.stripable),
+                      fs_type=fs.type if fs else None, hints=dict(cfg.hints), mpi=flavour,
+                      mpi_version=mpi_version if mpi else center.mpi_version if flavour == center.mpi else None,
+                      base=base, tier=cfg.tier, tier_mount=tier.mount if tier else None,
+                      tier_request=tier.request if tier else None, stage=tier.stage if tier else True,
+                      lifetime=w.lifetime, hdf5_alignment=cfg.hdf5_alignment)
+
+
+def commands_for(cfg: Config, center: Center, w: Workload) -> dict[str, Any]:
+    """The commands that apply a configuration (docs/advise.md): `text` for the center's MPI, `by_mpi` the same
+    for every flavour, and the parts (`lfs`, `romio_hints_file`, per-flavour exports, staging, notes)."""
+    plan = plan_for(cfg, center, w)
+    by = mpiio.render_flavours(plan, tuple(dict.fromkeys((center.mpi, *mpiio.FLAVOURS))))
+    main = by[center.mpi]
+    out: dict[str, Any] = {
+        "text": main.text(), "lines": main.lines(), "lfs": main.lfs, "romio_hints_file": main.hints_file,
+        "request": main.request, "stage_in": list(main.stage_in), "stage_out": list(main.stage_out),
+        "notes": list(main.notes), "h5py": dict(main.h5py), "default_mpi": center.mpi,
+        "mpi_version": center.mpi_version, "by_mpi": {f: c.text() for f, c in by.items()},
+    }
+    for f, c in by.items():
+        out[f] = list(c.env)
     return out
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MPI_FLAVOURS = ("mpich", "openmpi", "cray", "intel")
+from ..mpiio.flavours import FLAVOURS as MPI_FLAVOURS  # one flavour list: the renderer's
 FS_STRIPING = ("user", "pfl-managed", "none")
 TIER_KINDS = ("per-job", "node-local", "burst-buffer")
 # file system types ioadvisor knows something about; others load with a warning from `center check`

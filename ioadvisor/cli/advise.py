@@ -160,13 +160,11 @@ def _num(v: float) -> str:
     return f"{v:,.0f}"
 
 
-def render_advice(advice: Any, mpi: str | None) -> None:
-    from rich.panel import Panel
+def render_advice(advice: Any, flavour: str, commands: str) -> None:
     from rich.table import Table
     from ..model.units import format_size
     rec, base = advice.recommendation, advice.baseline
     w = advice.workload
-    flavour = mpi or rec.commands.get("default_mpi") or "mpich"
     console.print(f"[bold]{advice.system}[/]: {w.nodes} node(s) x {w.ranks_per_node} rank(s), "
                   f"{format_size(w.bytes_per_rank)} per rank, {w.api} {w.layout} {w.op}", highlight=False)
     t = Table(box=None, pad_edge=False, header_style="bold")
@@ -192,24 +190,20 @@ def render_advice(advice: Any, mpi: str | None) -> None:
             val = f" = {_num(e.value)} {e.unit}" if e.value is not None else ""
             summary = (e.summary or "").split(" (")[0] if not e.run_id else e.summary
             console.print(f"  - {head}{val}: {summary} [{e.source}, {e.citation}]", highlight=False, markup=False)
-    cmds = rec.commands
-    lines = []
-    if cmds.get("request"):
-        lines.append(f"#SBATCH {cmds['request']}")
-    if cmds.get("lfs"):
-        lines.append(cmds["lfs"])
-    needs_file = any("ROMIO_HINTS" in x for x in cmds.get(flavour) or [])
-    if cmds.get("romio_hints_file") and needs_file:
-        lines.append("cat > romio-hints <<'EOF'\n" + cmds["romio_hints_file"] + "EOF")
-    lines += list(cmds.get(flavour) or [])
-    if cmds.get("h5py"):
-        kw = ", ".join(f"{k}={v}" for k, v in cmds["h5py"].items())
-        lines.append(f"# h5py: h5py.File(path, 'w', driver='mpio', comm=comm, {kw})")
-    if cmds.get("stage_out"):
-        lines.append(f"# {cmds['stage_out']}")
-    if lines:
-        console.print(Panel("\n".join(lines), title=f"Commands ({flavour})", title_align="left", expand=False),
-                      highlight=False)
+    if commands:
+        # printed as is, never wrapped: a line broken by the terminal width would not paste as one command
+        console.print(f"[bold]Commands[/] ({flavour}):", highlight=False)
+        console.print(commands.rstrip("\n"), highlight=False, markup=False, soft_wrap=True)
+
+
+def commands_text(advice: Any, center: Any, flavour: str | None, version: str | None) -> tuple[str, str]:
+    """(flavour, the paste-able commands of the recommendation for it): the one renderer's text."""
+    from ..advise.explain import plan_for
+    from ..mpiio import render
+    rec = advice.recommendation
+    if flavour is None:
+        return center.mpi, rec.commands.get("text") or ""
+    return flavour, render(plan_for(rec.config, center, advice.workload, flavour, version)).text()
 
 
 def option_json(opt: Any) -> dict[str, Any]:
@@ -263,7 +257,8 @@ def advise_cmd(
     collective: Annotated[Optional[bool], typer.Option("--collective/--independent",
                                                        help="Pin collective or independent MPI-IO.")] = None,
     hints: Annotated[Optional[str], typer.Option(help="Pin MPI-IO hints: KEY=VALUE,KEY=VALUE.")] = None,
-    mpi: Annotated[Optional[str], typer.Option(help="MPI flavour for the commands: mpich, openmpi, cray, intel.")] = None,
+    mpi: Annotated[Optional[str], typer.Option(help="MPI for the commands: mpich, openmpi, cray, intel or mvapich2, "
+                                               "optionally @VERSION (openmpi@4.1.4; default: the center's).")] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Recommend where and how a job should do its I/O: tier, layout, striping, collective mode and hints.
@@ -282,9 +277,8 @@ def advise_cmd(
                      stripe_count=stripe_count, stripe_size=stripe_size, tier=tier, collective=collective,
                      hints=hints, mpi=mpi)
         opts.update({k: v for k, v in given.items() if v is not None})
-        flavour = opts.get("mpi")
-        if flavour is not None and str(flavour).lower() not in ("mpich", "openmpi", "cray", "intel"):
-            raise UsageError(f"unknown MPI flavour {flavour!r} (use mpich, openmpi, cray or intel)")
+        from ..mpiio import parse_mpi
+        flavour, version = parse_mpi(str(opts["mpi"])) if opts.get("mpi") else (None, None)
         w, pins = build_request(opts)
         from ..advise import advise
         from ..center import resolve_center
@@ -292,7 +286,10 @@ def advise_cmd(
         with KB.open(kb, create=False) as store:
             c = resolve_center(opts.get("system"), opts.get("center"), store)
             result = advise(w, store, c, pins=pins)
+            used, text = commands_text(result, c, flavour, version)
         if json_out:
-            print_json(advice_json(result))
+            doc = advice_json(result)
+            doc["mpi"] = {"flavour": used, "version": version if flavour else c.mpi_version, "commands": text}
+            print_json(doc)
         else:
-            render_advice(result, flavour and str(flavour).lower())
+            render_advice(result, used, text)

@@ -23,8 +23,9 @@ TierOpt = Annotated[Optional[str], typer.Option("--tier", help="Scratch tier of 
                                                  "requested, staged in and out.")]
 CenterOpt = Annotated[Optional[str], typer.Option("--center", help="Center config: a .toml file or a shipped "
                                                    "center's name.")]
-MpiOpt = Annotated[Optional[str], typer.Option("--mpi", help="MPI flavour: mpich, openmpi, cray or intel "
-                                                "(default: the center's, else mpich).")]
+MpiOpt = Annotated[Optional[str], typer.Option("--mpi", help="MPI: mpich, openmpi, cray, intel or mvapich2, "
+                                                "optionally @VERSION, e.g. openmpi@4.1.4 (default: the center's, "
+                                                "else mpich).")]
 StageIn = Annotated[Optional[list[str]], typer.Option("--stage-in", help="File or directory (relative to the "
                                                        "job's start directory) copied to the tier; repeatable.")]
 OutDir = Annotated[Optional[str], typer.Option("--outdir", help="Persistent directory for results (default: "
@@ -35,12 +36,12 @@ def _explicit(stripe_count, stripe_size, hints, tier, mpi, outdir, stage_in):
     from ..model.units import parse_size
     from ..slurm.submit import Explicit
     from .advise import parse_hints
-    if mpi is not None and mpi not in ("mpich", "openmpi", "cray", "intel"):
-        raise UsageError(f"--mpi {mpi!r}: choose mpich, openmpi, cray or intel")
+    from ..mpiio import parse_mpi
+    flavour, version = parse_mpi(mpi) if mpi is not None else (None, None)
     if stripe_count is not None and (stripe_count == 0 or stripe_count < -1):
         raise UsageError("--stripe-count must be positive (or -1 for all targets)")
     return Explicit(stripe_count=stripe_count, stripe_size=parse_size(stripe_size) if stripe_size else None,
-                    hints=parse_hints(hints), tier=tier, mpi=mpi, outdir=outdir, stage_in=tuple(stage_in or ()))
+                    hints=parse_hints(hints), tier=tier, mpi=flavour, mpi_version=version, outdir=outdir, stage_in=tuple(stage_in or ()))
 
 
 def _center(spec: str | None):

@@ -2,10 +2,12 @@
 the center description and the published comparisons (each recipe says what it rests on)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..model.units import format_size, parse_size
+from ..errors import UsageError
+from ..model.units import parse_size
+from ..mpiio import Plan, render
 
 
 @dataclass(frozen=True)
@@ -23,10 +25,6 @@ def _size(v: Any) -> int | None:
         return int(v) if isinstance(v, int) else parse_size(str(v))
     except Exception:
         return None
-
-
-def _lfs_size(n: int) -> str:
-    return format_size(n).replace("iB", "").replace("KiB", "K")
 
 
 def _cite(c: dict[str, Any]) -> str:
@@ -55,24 +53,31 @@ def recipes(center: dict[str, Any] | None, comparisons: list[dict[str, Any]]) ->
         sizes = [(_size(c["better"]), c) for c in comps if c.get("factor") == "stripe_size"]
         size = next((s for s, _ in sizes if s), None) or _size(fs.get("default_stripe_size")) or (1 << 20)
         size_basis = tuple(_cite(c) for s, c in sizes if s)
-        out.append(Recipe("recipe_shared", name,
-                          f"mkdir -p {mount}/shared_out\nlfs setstripe -c {shared_count} -S {_lfs_size(size)} "
-                          f"{mount}/shared_out\nlfs getstripe {mount}/shared_out", shared_basis + size_basis))
+        obj = center.get("object")
+        mpi = str(center.get("mpi") or "mpich")
+        version = getattr(obj, "mpi_version", None) if obj is not None and getattr(obj, "mpi", None) == mpi else None
+        plan = Plan(stripe_size=size, fs_type="lustre", base=mount, mpi=mpi, mpi_version=version)
+        try:
+            shared = render(replace(plan, stripe_count=int(shared_count)))
+            small = render(replace(plan, stripe_count=1, stripe_size=None))
+        except (UsageError, ValueError):
+            continue          # a size Lustre would reject, or a mount the renderer cannot write safely
+        out.append(Recipe("recipe_shared", name, shared.text() + 'lfs getstripe "$IOADVISE_DIR"',
+                          shared_basis + size_basis))
         small_basis = tuple(_cite(c) for c in comps if c.get("factor") == "stripe_count"
                             and str(c.get("better")) == "1")
-        out.append(Recipe("recipe_small", name,
-                          f"mkdir -p {mount}/many_files\nlfs setstripe -c 1 {mount}/many_files", small_basis))
-        hints = [f"striping_factor {osts if shared_count == '-1' and osts else shared_count}",
-                 f"striping_unit {size}"]
+        out.append(Recipe("recipe_small", name, small.text().rstrip("\n"), small_basis))
+        hints = {"striping_factor": str(osts if shared_count == "-1" and osts else shared_count),
+                 "striping_unit": str(size)}
         basis = list(shared_basis)
         for factor, hint in (("cb_write", "romio_cb_write"), ("cb_read", "romio_cb_read")):
             for c in comps:
                 if c.get("factor") == factor and c.get("better") in ("enable", "disable"):
-                    hints.append(f"{hint} {c['better']}")
+                    hints[hint] = c["better"]
                     basis.append(_cite(c))
                     break
-        out.append(Recipe("recipe_romio", name, "# romio-hints\n" + "\n".join(hints)
-                          + "\n\n# in the job script:\nexport ROMIO_HINTS=$PWD/romio-hints", tuple(basis)))
+        romio = render(replace(plan, api="MPIIO", stripe_size=None, hints=hints))
+        out.append(Recipe("recipe_romio", name, romio.text().rstrip("\n"), tuple(basis)))
     lines = [f"#SBATCH {t['request']}" for t in center["tiers"] if t.get("request")]
     # `#IOADVISE key=value` lines describe the job's I/O for `ioadvise wrap`, which fills in the rest
     io = ["#IOADVISE bytes_per_rank=1GiB api=MPIIO layout=any lifetime=after-job"]

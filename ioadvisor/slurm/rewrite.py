@@ -18,16 +18,15 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..errors import UsageError
+from ..mpiio.render import Plan, check_hints, check_stripe_size, render
+from ..mpiio.flavours import FLAVOURS as MPI_FLAVOURS, parse_version
 from .jobscript import parse_jobscript
 
 BEGIN = "# >>> ioadvise wrap: generated block, rerun `ioadvise wrap` to change it"
 BEGIN_PREFIX = "# >>> ioadvise wrap"
 END = "# <<< ioadvise wrap"
 SHELLS = {"sh", "bash", "dash", "ksh", "zsh", "ash"}
-MPI_FLAVOURS = ("mpich", "openmpi", "cray", "intel")
 MOUNT_VARS = {"SLURM_JOB_ID", "SLURM_JOBID", "USER", "SLURM_JOB_USER", "HOME", "TMPDIR"}
-_HINT_KEY = re.compile(r"^[A-Za-z0-9_]+$")
-_HINT_VALUE = re.compile(r"^[^\s'\"\\`$;&|<>(){}]+$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,19 +47,30 @@ class WrapSettings:
     stripe_size: int | None = None
     hints: Mapping[str, str] = field(default_factory=dict)
     mpi: str = "mpich"
+    mpi_version: str | None = None
     tier: TierSpec | None = None
     outdir: str | None = None            # persistent directory for results (default: the job's start dir)
     stage_in: tuple[str, ...] = ()       # files/dirs (relative to the start dir) copied to the tier
     allow_striping: bool = True          # center policy: users may run lfs setstripe
+    op: str = "write"                    # a read job gets no striping (it cannot change existing files)
+    lifetime: str = "after-job"
 
     def to_plain(self) -> dict:
         return {
             "stripe_count": self.stripe_count, "stripe_size": self.stripe_size, "hints": dict(self.hints),
-            "mpi": self.mpi, "tier": None if self.tier is None else {
+            "mpi": self.mpi, "mpi_version": self.mpi_version, "tier": None if self.tier is None else {
                 "name": self.tier.name, "request": self.tier.request, "mount": self.tier.mount,
                 "stage": self.tier.stage},
             "outdir": self.outdir, "stage_in": list(self.stage_in), "allow_striping": self.allow_striping,
+            "op": self.op, "lifetime": self.lifetime,
         }
+
+    def plan(self) -> Plan:
+        """The configuration for the one renderer; the persistent base is the wrapper's output directory."""
+        return Plan(op=self.op, api="MPIIO", stripe_count=self.stripe_count, stripe_size=self.stripe_size,
+                    striping_allowed=self.allow_striping, fs_type="lustre", hints=dict(self.hints), mpi=self.mpi,
+                    mpi_version=self.mpi_version, base="$_ioadv_out", base_vars=frozenset({"_ioadv_out"}),
+                    lifetime=self.lifetime)
 
 
 def q(value: object) -> str:
@@ -89,14 +99,15 @@ def validate(settings: WrapSettings) -> None:
     """Reject settings that cannot be rendered safely (UsageError names the value)."""
     if settings.mpi not in MPI_FLAVOURS:
         raise UsageError(f"unknown MPI flavour {settings.mpi!r}; choose one of {', '.join(MPI_FLAVOURS)}")
-    for k, v in settings.hints.items():
-        if not _HINT_KEY.match(str(k)):
-            raise UsageError(f"hint name {str(k)[:40]!r}: letters, digits and _ only")
-        if not _HINT_VALUE.match(str(v)):
-            raise UsageError(f"hint {k}={str(v)[:40]!r}: no spaces, quotes or shell characters in values")
+    check_hints(settings.hints)
+    parse_version(settings.mpi_version)
+    if settings.op not in ("write", "read"):
+        raise UsageError(f"op {settings.op!r}: write or read")
     for n, what in ((settings.stripe_count, "stripe count"), (settings.stripe_size, "stripe size")):
         if n is not None and (not isinstance(n, int) or n < (-1 if what == "stripe count" else 1) or n == 0):
             raise UsageError(f"{what} must be a positive integer (-1 = all targets for the count), not {n!r}")
+    if isinstance(settings.stripe_size, int):
+        check_stripe_size(settings.stripe_size)
     if settings.tier is not None:
         mount_expr(settings.tier.mount)
 
@@ -141,26 +152,15 @@ def _directive_quote(value: str) -> str:
     return f'"{value}"'
 
 
-def hint_exports(hints: Mapping[str, str], mpi: str) -> list[str]:
-    """Shell lines exporting the hints for one MPI flavour; the ROMIO file path is in $_ioadv_hints."""
-    if not hints:
-        return []
-    lines = ['export ROMIO_HINTS="$_ioadv_hints"']
-    body = ":".join(f"{k}={v}" for k, v in hints.items())
-    if mpi == "cray":
-        lines.append(f"export MPICH_MPIIO_HINTS={q('*:' + body)}")
-    elif mpi == "openmpi":
-        # Open MPI's default OMPIO ignores ROMIO_HINTS; the romio component reads it
-        lines.append("export OMPI_MCA_io=romio321")
-    elif mpi == "intel":
-        lines.append("export I_MPI_EXTRA_FILESYSTEM=on")
-    return lines
-
-
 def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> list[str]:
     """The shell lines of the inserted block (after any #SBATCH lines)."""
     s = settings
-    record = json.dumps(s.to_plain(), sort_keys=True, separators=(",", ":"))
+    cmds = render(s.plan())
+    # the record holds what is applied: a read job's striping and striping hints are dropped by the renderer
+    applied = {**s.to_plain(), "hints": dict(cmds.hints)}
+    if cmds.lfs is None:
+        applied.update(stripe_count=None, stripe_size=None)
+    record = json.dumps(applied, sort_keys=True, separators=(",", ":"))
     L: list[str] = []
     add = L.append
     add("_ioadv_start=$(date +%s)")
@@ -178,29 +178,41 @@ def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> l
     add(f"_ioadv_settings={q(record)}")
     add("_ioadv_record() {")
     add('  printf \'{"job_id":"%s","host":"%s","start":%s,"end":%s,"exit_code":%s,"staged_out_bytes":%s,'
-        '"stage_out_seconds":%s,"settings":%s}\\n\' '
+        '"stage_out_seconds":%s,"stage_out_status":%s,"settings":%s}\\n\' '
         '"$_ioadv_job" "$(hostname 2>/dev/null)" "$_ioadv_start" "${1:-null}" "${2:-null}" "${3:-null}" '
-        '"${4:-null}" "$_ioadv_settings" > "$_ioadv_rec.tmp" && mv -f -- "$_ioadv_rec.tmp" "$_ioadv_rec"')
+        '"${4:-null}" "${5:-null}" "$_ioadv_settings" > "$_ioadv_rec.tmp" && mv -f -- "$_ioadv_rec.tmp" "$_ioadv_rec"')
     add("}")
     add("_ioadv_record")
     trap_at = len(L)
-    if s.hints:
-        add('_ioadv_hints="$_ioadv_rec_dir/ioadvise-$_ioadv_job.romio-hints"')
-        add("printf '%s %s\\n' " + " ".join(f"{q(k)} {q(v)}" for k, v in s.hints.items())
-            + ' > "$_ioadv_hints"')
-        L.extend(hint_exports(s.hints, s.mpi))
-        add(f"export IOADVISE_HINTS={q(','.join(f'{k}={v}' for k, v in s.hints.items()))}")
-    if (s.stripe_count or s.stripe_size) and s.allow_striping:
-        args = []
-        if s.stripe_count:
-            args += ["-c", str(s.stripe_count)]
-        if s.stripe_size:
-            args += ["-S", str(s.stripe_size)]
-        add('_ioadv_fs=$(stat -f -c %T "$_ioadv_out" 2>/dev/null)')
+    L.extend(cmds.directory)
+    if cmds.lfs:
+        flags = cmds.lfs[len("lfs setstripe "):].rsplit(" ", 1)[0]
+        add('_ioadv_fs=$(stat -f -c %T "$IOADVISE_DIR" 2>/dev/null)')
         add('if [ "$_ioadv_fs" = lustre ] || { command -v lfs >/dev/null 2>&1 && '
-            'lfs getstripe -d "$_ioadv_out" >/dev/null 2>&1; }; then')
-        add(f'  lfs setstripe {" ".join(args)} "$_ioadv_out" || echo "ioadvise: lfs setstripe failed" >&2')
+            'lfs getstripe -d "$IOADVISE_DIR" >/dev/null 2>&1; }; then')
+        add(f"  if {cmds.lfs}; then")
+        add(f'    echo "ioadvise: striping: {flags} set on $IOADVISE_DIR (write large files there)" >&2')
+        add("  else")
+        add('    echo "ioadvise: striping: lfs setstripe failed on $IOADVISE_DIR" >&2')
+        add("  fi")
+        add("else")
+        add('  echo "ioadvise: striping: not set, $IOADVISE_DIR is not on Lustre" >&2')
         add("fi")
+    else:
+        why = next((n for n in cmds.notes if "layout" in n or "stripe" in n.lower()), "none advised")
+        add(f"echo {q('ioadvise: striping: ' + why)} >&2")
+    if cmds.hints_write:
+        L.append(cmds.hints_write)
+    L.extend(cmds.env)
+    if cmds.hints:
+        listed = ",".join(f"{k}={v}" for k, v in cmds.hints.items())
+        add(f"export IOADVISE_HINTS={q(listed)}")
+        shown = " ".join(f"{v}=${v}" for v in re.findall(r"^export (\w+)=", "\n".join(cmds.env), re.M))
+        add(f'echo "ioadvise: hints: {listed} for {cmds.mpi_label}: {shown}" >&2')
+    elif s.hints:
+        add(f"echo {q('ioadvise: hints: not applied (' + '; '.join(cmds.notes) + ')')} >&2")
+    else:
+        add("echo 'ioadvise: hints: none advised' >&2")
     finish = []
     if s.tier is not None:
         add(f"_ioadv_scratch={mount_expr(s.tier.mount)}")
@@ -212,6 +224,10 @@ def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> l
                     if not item.startswith("/") else
                     f'  cp -R -- {q(item)} "$_ioadv_scratch"/ || echo {q("ioadvise: stage-in of " + item + " failed")} >&2')
             add("  _ioadv_staged=1")
+            add(f'  echo "ioadvise: staging: {len(s.stage_in)} item(s) copied in to $_ioadv_scratch; new files are '
+                f'copied back to $_ioadv_out at the end" >&2')
+        else:
+            add(f'  echo "ioadvise: staging: none (tier {s.tier.name} is not staged; copy results out yourself)" >&2')
         add('  export IOADVISE_OUTDIR="$_ioadv_scratch"')
         add('  cd -- "$_ioadv_scratch" || exit 1')
         add("else")
@@ -225,11 +241,12 @@ def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> l
             finish += [
                 '  if [ -n "${_ioadv_staged:-}" ]; then',
                 '    _ioadv_bytes=0',
+                '    _ioadv_sorc=0',
                 '    _ioadv_t0=$(date +%s)',
                 '    for _ioadv_f in "$_ioadv_scratch"/* "$_ioadv_scratch"/.[!.]*; do',
                 '      [ -e "$_ioadv_f" ] || continue',
                 skip_line,
-                '      cp -R -- "$_ioadv_f" "$_ioadv_out"/ || echo "ioadvise: stage-out of $_ioadv_f failed" >&2',
+                '      cp -R -- "$_ioadv_f" "$_ioadv_out"/ || { _ioadv_sorc=1; echo "ioadvise: stage-out of $_ioadv_f failed" >&2; }',
                 # apparent size with GNU du; anything else makes the total unknown rather than wrong
                 '      _ioadv_n=$(du -sb -- "$_ioadv_f" 2>/dev/null | cut -f1)',
                 '      case "$_ioadv_n" in',
@@ -238,10 +255,13 @@ def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> l
                 '      esac',
                 "    done",
                 '    _ioadv_secs=$(( $(date +%s) - _ioadv_t0 ))',
+                '    echo "ioadvise: staging: $_ioadv_bytes bytes staged out to $_ioadv_out in ${_ioadv_secs}s, '
+                'exit status $_ioadv_sorc" >&2',
                 "  fi",
             ]
     else:
         add('export IOADVISE_OUTDIR="$_ioadv_out"')
+        add("echo 'ioadvise: staging: none (no scratch tier)' >&2")
     # the trap is set before anything that may fail, so the record and stage-out happen on every exit
     L[trap_at:trap_at] = [
         "_ioadv_finish() {",
@@ -249,7 +269,7 @@ def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> l
         "  set +eu",
         '  cd -- "$_ioadv_out" 2>/dev/null',
         *finish,
-        '  _ioadv_record "$(date +%s)" "$_ioadv_rc" "${_ioadv_bytes:-}" "${_ioadv_secs:-}"',
+        '  _ioadv_record "$(date +%s)" "$_ioadv_rc" "${_ioadv_bytes:-}" "${_ioadv_secs:-}" "${_ioadv_sorc:-}"',
         '  exit "$_ioadv_rc"',
         "}",
         "trap _ioadv_finish EXIT",

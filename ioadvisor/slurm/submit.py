@@ -32,6 +32,7 @@ class Explicit:
     hints: Mapping[str, str] = field(default_factory=dict)
     tier: str | None = None
     mpi: str | None = None
+    mpi_version: str | None = None
     outdir: str | None = None
     stage_in: tuple[str, ...] = ()
 
@@ -92,6 +93,7 @@ def explicit_settings(js: JobScript, ex: Explicit, center: Center | None) -> Wra
     return WrapSettings(
         stripe_count=ex.stripe_count, stripe_size=ex.stripe_size, hints=dict(ex.hints),
         mpi=ex.mpi or (center.mpi if center else "mpich"),
+        mpi_version=ex.mpi_version if ex.mpi else (center.mpi_version if center else None),
         tier=tier_spec(center, ex.tier) if ex.tier else None,
         outdir=ex.outdir, stage_in=stage, allow_striping=_striping_allowed(center))
 

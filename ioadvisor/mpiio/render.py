@@ -1,0 +1,282 @@
+"""The one renderer: a configuration in, the shell commands that apply it out. Pure: values in, text out.
+
+`advise` prints these commands, `wrap`/`submit` put the same lines into the job script, `docs build` shows them
+as recipes and `diagnose` quotes the `lfs` line. The rules that make them safe live here, once:
+
+* striping is set on a job-specific directory the commands create (`$IOADVISE_DIR`, a new
+  `ioadvise-JOBID` directory below the persistent output directory), never on a top-level or home directory;
+* the ROMIO hints file is `$IOADVISE_DIR/romio-hints`, an absolute, job-private path;
+* stripe sizes must be multiples of 64 KiB and are written the way `lfs` parses them (`1M`, `64K`, never `1MiB`);
+* a read job gets no `lfs setstripe` and no striping hints (both act only when a file is created);
+* staging is real commands, the stage-out reporting its byte count and exit status.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from ..errors import UsageError
+from .flavours import FlavourRule, rule_for
+
+STRIPE_UNIT = 64 << 10                    # Lustre stripe sizes are multiples of 64 KiB (lfs-setstripe(1))
+STRIPING_HINTS = ("striping_factor", "striping_unit", "start_iodevice", "romio_lustre_start_iodevice")
+HINTS_NAME = "romio-hints"
+DIR_VAR = "IOADVISE_DIR"
+SCRATCH_VAR = "IOADVISE_SCRATCH"
+JOB_ID = "${SLURM_JOB_ID:-$$}"
+# variables a directory pattern (a file system mount, a tier mount) may expand
+PATH_VARS = {"SLURM_JOB_ID", "SLURM_JOBID", "USER", "SLURM_JOB_USER", "HOME", "TMPDIR", "PWD", "SLURM_SUBMIT_DIR",
+             "SCRATCH", "WORK"}
+# ROMIO hint -> Open MPI OMPIO MCA parameter (the 'width' of fs_lustre is the stripe count)
+OMPIO_MCA = {
+    "cb_buffer_size": "io_ompio_bytes_per_agg",
+    "cb_nodes": "io_ompio_num_aggregators",
+    "striping_unit": "fs_lustre_stripe_size",
+    "striping_factor": "fs_lustre_stripe_width",
+}
+_HINT_KEY = re.compile(r"^[A-Za-z0-9_]+$")
+_HINT_VALUE = re.compile(r"^[^\s'\"\\`$;&|<>(){}]+$")
+
+
+def check_hints(hints: Mapping[str, object]) -> dict[str, str]:
+    """Hints as strings; UsageError for a key or value that could not be written safely into a script."""
+    out: dict[str, str] = {}
+    for k, v in hints.items():
+        k, v = str(k), str(v)
+        if not _HINT_KEY.match(k):
+            raise UsageError(f"hint name {k[:40]!r}: letters, digits and _ only")
+        if not _HINT_VALUE.match(v):
+            raise UsageError(f"hint {k}={v[:40]!r}: no spaces, quotes or shell characters in values")
+        out[k] = v
+    return out
+
+
+def lfs_size(n: int) -> str:
+    """A stripe size in the grammar of Lustre's size parser: a number and one unit letter (`4M`, `192K`).
+    ValueError unless it is a positive multiple of 64 KiB."""
+    if isinstance(n, bool) or not isinstance(n, int) or n <= 0 or n % STRIPE_UNIT:
+        raise ValueError(f"stripe size {n!r} bytes is not a positive multiple of 64 KiB (65536 bytes)")
+    for suffix, mult in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n % mult == 0:
+            return f"{n // mult}{suffix}"
+    return str(n)  # not reached: every multiple of 64 KiB is a whole number of K
+
+
+def check_stripe_size(n: int | None, what: str = "stripe size") -> None:
+    """UsageError for a stripe size Lustre would reject."""
+    if n is not None and (n <= 0 or n % STRIPE_UNIT):
+        raise UsageError(f"{what} {n} bytes: Lustre needs a multiple of 64 KiB (65536 bytes), e.g. 1MiB or 4MiB")
+
+
+def shell_word(p: str) -> str:
+    """Quote for the shell, keeping $VARIABLES expandable: `"$OUTDIR"`, `"/lustre/$USER"` in double quotes."""
+    if "$" not in p:
+        return shlex.quote(p)
+    return '"' + re.sub(r'([\\"`])', r"\\\1", p) + '"'
+
+
+def lfs_setstripe(directory: str, count: int | None, size: int | None) -> str:
+    """`lfs setstripe -c N -S SIZE DIR`, sizes in Lustre's grammar (ValueError for a size lfs rejects)."""
+    parts = ["lfs", "setstripe"]
+    if count is not None:
+        parts += ["-c", str(count)]
+    if size:
+        parts += ["-S", lfs_size(size)]
+    return " ".join(parts + [shell_word(directory)])
+
+
+def path_fragment(pattern: str, extra_vars: frozenset[str] = frozenset()) -> str:
+    """A directory pattern as text for inside double quotes: allowed $VARS stay, everything else is literal.
+    UsageError for another variable or a relative path."""
+    allowed = PATH_VARS | extra_vars
+    out: list[str] = []
+    pos = 0
+    for m in re.finditer(r"\$(?:\{(\w+)\}|(\w+))", pattern):
+        name = m.group(1) or m.group(2)
+        if name not in allowed:
+            raise UsageError(f"directory {pattern!r}: ${name} is not allowed (use {', '.join(sorted(PATH_VARS))})")
+        out.append(re.sub(r'([\\"`$])', r"\\\1", pattern[pos:m.start()]))
+        out.append("${" + name + "}")
+        pos = m.end()
+    out.append(re.sub(r'([\\"`$])', r"\\\1", pattern[pos:]))
+    text = "".join(out).rstrip("/") or "/"
+    if not (pattern.startswith("/") or pattern.startswith("$")):
+        raise UsageError(f"directory {pattern!r} must be an absolute path")
+    return text
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """A configuration to apply, with where the job keeps its data."""
+
+    op: str = "write"                           # write | read
+    api: str = "POSIX"
+    layout: str | None = None
+    stripe_count: int | None = None
+    stripe_size: int | None = None
+    striping_allowed: bool = True               # the file system is Lustre and the center lets users stripe
+    fs_type: str | None = None
+    hints: Mapping[str, str] = field(default_factory=dict)
+    mpi: str = "mpich"
+    mpi_version: str | None = None
+    base: str = "$PWD"                          # persistent parent directory (absolute, or $VAR-rooted)
+    base_vars: frozenset[str] = frozenset()     # extra variables `base` may use (the wrapper's own)
+    tier: str | None = None
+    tier_mount: str | None = None
+    tier_request: str | None = None
+    stage: bool = True
+    lifetime: str = "after-job"
+    stage_in: tuple[str, ...] = ()
+    hdf5_alignment: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Commands:
+    """The rendered commands. `lines()` is what a user pastes into a job script, in order."""
+
+    request: str | None = None                  # `#SBATCH --constraint=BEEOND`
+    directory: tuple[str, ...] = ()             # export IOADVISE_DIR=...; mkdir -p
+    lfs: str | None = None
+    hints: Mapping[str, str] = field(default_factory=dict)
+    hints_file: str = ""                        # text of the ROMIO hints file
+    hints_write: str | None = None              # the line writing it
+    env: tuple[str, ...] = ()                   # exports for the MPI flavour
+    scratch: tuple[str, ...] = ()               # export IOADVISE_SCRATCH=...
+    stage_in: tuple[str, ...] = ()
+    stage_out: tuple[str, ...] = ()
+    h5py: Mapping[str, int] = field(default_factory=dict)
+    hdf5_c: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    mpi: str = "mpich"
+    mpi_label: str = ""
+    mpi_source: str = ""
+
+    def lines(self) -> list[str]:
+        """Shell lines for the top of the job script (after its #SBATCH lines)."""
+        out = [self.request] if self.request else []
+        out += [*self.directory, *([self.lfs] if self.lfs else []), *([self.hints_write] if self.hints_write else []),
+                *self.env, *self.scratch, *self.stage_in]
+        return out
+
+    def text(self) -> str:
+        """Everything as one paste-able block; stage-out, HDF5 and notes as marked sections and comments."""
+        out = self.lines()
+        if self.stage_out:
+            out += ["# at the end of the job, before the tier is removed:", *self.stage_out]
+        if self.h5py:
+            kw = ", ".join(f"{k}={v}" for k, v in self.h5py.items())
+            out.append(f"# h5py: h5py.File(path, 'w', driver='mpio', comm=comm, {kw})")
+        out += [f"# {c}" for c in self.hdf5_c]
+        out += [f"# note: {n}" for n in self.notes]
+        return "\n".join(out) + ("\n" if out else "")
+
+
+def _flavour_env(rule: FlavourRule, hints: Mapping[str, str], fs_type: str | None,
+                 notes: list[str]) -> tuple[list[str], bool]:
+    """Exports for one flavour; returns (lines, whether a ROMIO hints file is needed)."""
+    lines: list[str] = []
+    if rule.ompio:
+        rest = []
+        for k, v in hints.items():
+            if k in OMPIO_MCA:
+                lines.append(f"export OMPI_MCA_{OMPIO_MCA[k]}={shlex.quote(v)}")
+            else:
+                rest.append(k)
+        if rest:
+            notes.append(f"{rule.label} has no ROMIO; OMPIO has no parameter for {', '.join(rest)}, "
+                         f"so {'it is' if len(rest) == 1 else 'they are'} not applied.")
+        return lines, False
+    if rule.hints_env:
+        kept = {k: v for k, v in hints.items() if ":" not in v and "," not in v}
+        dropped = sorted(set(hints) - set(kept))
+        if dropped:
+            notes.append(f"{', '.join(dropped)}: values with ':' or ',' cannot be written into {rule.hints_env}; "
+                         f"not applied.")
+        if kept:
+            body = ":".join(f"{k}={v}" for k, v in kept.items())
+            lines.append(f"export {rule.hints_env}={shlex.quote('*:' + body)}")
+        return lines, False
+    lines.append(f'export ROMIO_HINTS="${DIR_VAR}/{HINTS_NAME}"')
+    for name, value in rule.env:
+        if rule.fs_env and fs_type not in ("lustre", "gpfs", "panfs"):
+            continue
+        lines.append(f"export {name}={shlex.quote(value.format(fs=fs_type or ''))}")
+    return lines, True
+
+
+def render(plan: Plan) -> Commands:
+    """The commands that apply `plan`. UsageError for values that cannot be rendered safely."""
+    notes: list[str] = []
+    rule, assumed = rule_for(plan.mpi, plan.mpi_version)
+    hints = check_hints(plan.hints) if plan.api.upper() in ("MPIIO", "MPI-IO", "HDF5") else {}
+    if plan.hints and not hints:
+        notes.append(f"MPI-IO hints are not applied: the job uses {plan.api}, which does not read them.")
+    if plan.stripe_count is not None and (plan.stripe_count == 0 or plan.stripe_count < -1):
+        raise UsageError(f"stripe count {plan.stripe_count}: positive, or -1 for all OSTs")
+    check_stripe_size(plan.stripe_size)
+    striping = plan.stripe_count is not None or bool(plan.stripe_size)
+    reading = plan.op == "read"
+    if reading:
+        dropped = [k for k in hints if k in STRIPING_HINTS]
+        for k in dropped:
+            hints.pop(k)
+        if striping or dropped:
+            how = lfs_setstripe("FILE", plan.stripe_count, plan.stripe_size).replace("setstripe", "migrate", 1)
+            notes.append(f"A read job cannot change the layout of files that already exist (striping is fixed when "
+                         f"a file is created), so no lfs setstripe{' and no ' + ', '.join(dropped) if dropped else ''}"
+                         f". If the input's layout is the problem, restripe it once before the job: `{how}`, or copy "
+                         f"it into a directory set with `lfs setstripe`.")
+    lfs = None
+    if striping and not reading:
+        if plan.striping_allowed:
+            lfs = lfs_setstripe(f"${DIR_VAR}", plan.stripe_count, plan.stripe_size)
+        else:
+            notes.append("Striping is not set: the center does not let users stripe this file system.")
+    env: list[str] = []
+    needs_file = False
+    if hints:
+        env, needs_file = _flavour_env(rule, hints, plan.fs_type, notes)
+        if assumed:
+            notes.append(assumed)
+    hints_file = "".join(f"{k} {v}\n" for k, v in hints.items())
+    hints_write = None
+    if needs_file:
+        hints_write = ("printf '%s\\n' " + " ".join(shlex.quote(f"{k} {v}") for k, v in hints.items())
+                       + f' > "${DIR_VAR}/{HINTS_NAME}"')
+    directory: tuple[str, ...] = ()
+    if lfs or needs_file:
+        base = path_fragment(plan.base, plan.base_vars)
+        directory = (f'export {DIR_VAR}="{base}/ioadvise-{JOB_ID}"', f'mkdir -p -- "${DIR_VAR}"')
+    scratch: tuple[str, ...] = ()
+    stage_in: tuple[str, ...] = ()
+    stage_out: tuple[str, ...] = ()
+    if plan.tier and plan.tier_mount:
+        scratch = (f'export {SCRATCH_VAR}="{path_fragment(plan.tier_mount)}"',)
+        if plan.stage:
+            stage_in = tuple(f'cp -R -- {shlex.quote(i)} "${SCRATCH_VAR}"/' for i in plan.stage_in)
+            if plan.lifetime == "after-job":
+                dest = path_fragment(plan.base, plan.base_vars)
+                stage_out = ('_ioadv_rc=0; cp -R -- "$IOADVISE_SCRATCH"/. "' + dest + '"/ || _ioadv_rc=$?',
+                             'echo "ioadvise: staged out $(du -sb -- "$IOADVISE_SCRATCH" | cut -f1) bytes to '
+                             + dest.replace('"', '\\"') + ', exit $_ioadv_rc"')
+        elif plan.lifetime == "after-job":
+            notes.append(f"The tier {plan.tier} is not staged: copy results to persistent storage yourself.")
+    h5py: dict[str, int] = {}
+    hdf5_c: tuple[str, ...] = ()
+    if plan.hdf5_alignment and plan.api.upper() == "HDF5" and not reading:
+        thr = min(plan.hdf5_alignment, 1 << 20)
+        h5py = {"alignment_threshold": thr, "alignment_interval": int(plan.hdf5_alignment)}
+        hdf5_c = (f"HDF5 C: H5Pset_alignment(fapl, {thr}, {int(plan.hdf5_alignment)});",)
+    return Commands(request=f"#SBATCH {plan.tier_request}" if plan.tier and plan.tier_request else None,
+                    directory=directory, lfs=lfs, hints=hints, hints_file=hints_file, hints_write=hints_write,
+                    env=tuple(env), scratch=scratch, stage_in=stage_in, stage_out=stage_out, h5py=h5py,
+                    hdf5_c=hdf5_c, notes=tuple(notes), mpi=plan.mpi, mpi_label=rule.label, mpi_source=rule.source)
+
+
+def render_flavours(plan: Plan, flavours: tuple[str, ...]) -> dict[str, Commands]:
+    """The same plan rendered for several MPI flavours (the version applies to the plan's own flavour only)."""
+    from dataclasses import replace
+    return {f: render(replace(plan, mpi=f, mpi_version=plan.mpi_version if f == plan.mpi else None))
+            for f in flavours}
