@@ -61,6 +61,8 @@ class DataParams:
     keep: bool = False
     drop_caches: bool = False
     system: str | None = None
+    filesystem: str | None = None  # the center's name for the file system under dir (default: from the center)
+    center: str | None = None      # center file or shipped name: system name and mount -> file system
     seed: int = 12345
     hdf5_alignment: int = 0       # H5Pset_alignment for the dataset (IOR's setAlignment); 0: HDF5's default
 
@@ -82,6 +84,8 @@ class MdParams:
     reps: int = 1
     dir: str = "."
     system: str | None = None
+    filesystem: str | None = None
+    center: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -154,7 +158,7 @@ def data_params(values: Mapping[str, Any]) -> DataParams:
             if bad or not items:
                 raise UsageError(f"ops: {', '.join(bad) or 'nothing'} is not one of {', '.join(DATA_OPS)}")
             v = tuple(o for o in DATA_OPS if o in items)   # write always before read
-        elif key in ("dir", "system"):
+        elif key in ("dir", "system", "filesystem", "center"):
             v = str(v)
         kw[key] = v
     p = DataParams(**kw)
@@ -224,6 +228,7 @@ def data_command(p: DataParams, ranks: int = 1) -> str:
                      ("--keep", p.keep)):
         if on:
             args.append(flag)
+    args += _naming_args(p)
     if ranks > 1:
         args = ["mpiexec", "-n", str(ranks)] + args
     return shlex.join(args)
@@ -237,6 +242,15 @@ def md_command(p: MdParams, ranks: int = 1) -> str:
             "--dir", p.dir]
     if p.unique_dir:
         args.append("--unique-dir")
+    args += _naming_args(p)
     if ranks > 1:
         args = ["mpiexec", "-n", str(ranks)] + args
     return shlex.join(args)
+
+
+def _naming_args(p: DataParams | MdParams) -> list[str]:
+    out: list[str] = []
+    for flag, v in (("--system", p.system), ("--filesystem", p.filesystem), ("--center", p.center)):
+        if v:
+            out += [flag, v]
+    return out

@@ -37,10 +37,42 @@ def document(result: dict[str, Any], *, system: str | None = None, command: list
             tool_version = version("ioadvisor")
         except PackageNotFoundError:
             tool_version = None
+    params = result.get("params", {})
+    name, fs, tier, warning = naming(params, result.get("effective", {}), system or params.get("system"))
+    if warning:
+        result = {**result, "warnings": list(result.get("warnings") or []) + [warning]}
     return {FORMAT_MARKER: FORMAT_VERSION, "tool": "ioadvise-bench", "tool_version": tool_version,
-            "system": system or result.get("params", {}).get("system") or default_system(),
+            "system": name, "filesystem": fs, "tier": tier,
             "command": command, "argv": shlex.join(sys.argv),
             "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **result}
+
+
+def naming(params: dict[str, Any], effective: dict[str, Any],
+           system: str | None) -> tuple[str, str | None, str | None, str | None]:
+    """(system, file system, tier, warning) the runs are filed under.
+
+    The system: `system`, else the center's name, else $SLURM_CLUSTER_NAME, else the host name. The file
+    system: `filesystem`, else the center file system (or tier) whose mount holds the test directory; the
+    center is `center` or, without one, the shipped center named like the system. Without either the runs
+    keep the mount point as their file system and the warning says how to name it."""
+    from ..center import center_for, default_system_name, place_of_path
+    center = center_for(params.get("center"), system or os.environ.get("SLURM_CLUSTER_NAME"))
+    name = default_system_name(center, system) or default_system()
+    fs, tier = params.get("filesystem"), None
+    if center is not None and params.get("dir"):
+        d = os.path.abspath(str(params["dir"]))
+        place = place_of_path(center, d) or place_of_path(center, os.path.realpath(d))
+        if place is not None:
+            tier = place[1]
+            fs = fs or place[0]
+    warning = None
+    if fs is None:
+        where = effective.get("mount_point") or params.get("dir")
+        hint = (f"center {center.name} has no mount holding {params.get('dir')}" if center is not None
+                else "no center file")
+        warning = (f"no file system name ({hint}): the runs are filed under the mount point {where!r}; "
+                   f"give --filesystem NAME or --center FILE")
+    return name, fs, tier, warning
 
 
 def result_name(doc: dict[str, Any]) -> str:

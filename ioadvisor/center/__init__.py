@@ -297,3 +297,43 @@ def resolve_center(system: str | None, center: str | Path | None, kb: Any | None
                 return derived
     known = sorted({load_center_file(p).name for p in available_centers()} | set(kb.systems() if kb else []))
     raise UsageError(f"unknown system {system!r} (known: {', '.join(known)})")
+
+
+def _mount_regex(pattern: str) -> re.Pattern[str]:
+    """A mount pattern as a regex matching it and anything below it; `$VAR` matches one path component."""
+    parts, pos = [], 0
+    for m in re.finditer(r"\$(?:\{\w+\}|\w+)", pattern):
+        parts.append(re.escape(pattern[pos:m.start()]))
+        parts.append(r"[^/]+")
+        pos = m.end()
+    parts.append(re.escape(pattern[pos:].rstrip("/")))
+    return re.compile("^" + "".join(parts) + r"(?:/|$)")
+
+
+def place_of_path(center: Center, path: str | Path) -> tuple[str, str | None] | None:
+    """(file system name, tier name or None) of the center whose mount (or tier mount) holds `path`, the
+    longest mount winning; None when no mount of the center holds it."""
+    p = str(path)
+    best: tuple[int, str, str | None] | None = None
+    candidates = [(fs.mount, fs.name, None) for fs in center.filesystems if fs.mount]
+    candidates += [(t.mount, t.filesystem, t.name) for t in center.tiers if t.mount]
+    for mount, fs, tier in candidates:
+        if mount.startswith("/") and _mount_regex(mount).match(p):
+            score = len(mount)
+            if best is None or score > best[0]:
+                best = (score, fs, tier)
+    return None if best is None else (best[1], best[2])
+
+
+def default_system_name(center: Center | None = None, explicit: str | None = None) -> str | None:
+    """The system runs are filed under: `explicit`, else the center's name, else $SLURM_CLUSTER_NAME."""
+    import os
+    return explicit or (center.name if center is not None else None) or os.environ.get("SLURM_CLUSTER_NAME") or None
+
+
+def center_for(spec: str | Path | None, system: str | None) -> Center | None:
+    """The center named by `spec` (file or shipped name) or, without one, the shipped center whose name is
+    `system`; None when there is neither."""
+    if spec is not None:
+        return load_center(spec)
+    return find_center(system) if system else None

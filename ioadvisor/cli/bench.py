@@ -23,6 +23,27 @@ bench_app = typer.Typer(help="Measure I/O on this system (IOR- and mdtest-like k
 app.add_typer(bench_app, name="bench")
 
 
+SystemOpt = Annotated[Optional[str], typer.Option(
+    help="System the runs are filed under (default: the center's name, else $SLURM_CLUSTER_NAME, else the "
+         "host name).")]
+FilesystemOpt = Annotated[Optional[str], typer.Option(
+    help="File system the runs are filed under (default: the center file system whose mount holds --dir, "
+         "else the mount point).")]
+CenterOpt = Annotated[Optional[str], typer.Option(
+    help="Center file or shipped center name: gives the system name and maps --dir to a file system "
+         "(docs/center.md).")]
+
+
+def _check_center(spec: str | None) -> str | None:
+    """Load the center before anything runs, so a bad file stops the benchmark with exit 2; a file is
+    returned as an absolute path (sweep tasks may start elsewhere)."""
+    if spec is None:
+        return None
+    from ..center import load_center
+    load_center(spec)
+    return os.path.abspath(spec) if Path(spec).is_file() else spec
+
+
 def default_result_dir() -> Path:
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "ioadvisor" / "results"
@@ -107,8 +128,9 @@ def run(
     drop_caches: Annotated[bool, typer.Option("--drop-caches",
                                               help="Drop the page cache before reading (root only).")] = False,
     keep: Annotated[bool, typer.Option("--keep", help="Keep the test files.")] = False,
-    system: Annotated[Optional[str], typer.Option(help="System name for the KB (default: "
-                                                       "$SLURM_CLUSTER_NAME or the host name).")] = None,
+    system: SystemOpt = None,
+    filesystem: FilesystemOpt = None,
+    center: CenterOpt = None,
     result_dir: Annotated[Optional[Path], typer.Option("--result-dir",
                                                        help="Where the result JSON goes "
                                                             "(default ~/.local/share/ioadvisor/results).")] = None,
@@ -125,7 +147,8 @@ def run(
         p = data_params(dict(api=api, layout=layout, collective=collective, hints=hints,
                              transfer_size=transfer_size, block_size=block_size, segments=segments, reps=reps,
                              random=random, direct=direct, ops=ops, dir=str(directory), drop_caches=drop_caches,
-                             keep=keep, system=system, hdf5_alignment=hdf5_alignment))
+                             keep=keep, system=system, hdf5_alignment=hdf5_alignment, filesystem=filesystem,
+                             center=_check_center(center)))
         if drop_caches and os.geteuid() != 0:
             raise UsageError("--drop-caches needs root; use --direct or a data set larger than memory instead")
         from ..bench.kernel import run_data
@@ -146,7 +169,9 @@ def md(
     items: Annotated[str, typer.Option(help="files (mdtest -F), dirs (-D) or both.")] = "files",
     reps: Annotated[int, typer.Option("--reps", "-i", help="Repetitions.")] = 1,
     directory: Annotated[Path, typer.Option("--dir", "-d", help="Directory the tree is made in.")] = Path("."),
-    system: Annotated[Optional[str], typer.Option(help="System name for the KB.")] = None,
+    system: SystemOpt = None,
+    filesystem: FilesystemOpt = None,
+    center: CenterOpt = None,
     result_dir: Annotated[Optional[Path], typer.Option("--result-dir", help="Where the result JSON goes.")] = None,
     kb: Annotated[Optional[Path], typer.Option("--kb", help="Import the result into this knowledge base.")] = None,
     json_out: JsonOption = False,
@@ -155,7 +180,8 @@ def md(
     with cli_errors(), _rank_errors():
         from ..bench.params import md_params
         p = md_params(dict(files_per_dir=files_per_dir, dirs_per_rank=dirs_per_rank, unique_dir=unique_dir,
-                           file_size=file_size, items=items, reps=reps, dir=str(directory), system=system))
+                           file_size=file_size, items=items, reps=reps, dir=str(directory), system=system,
+                           filesystem=filesystem, center=_check_center(center)))
         from ..bench.mdkernel import run_md
         res = run_md(p)
         if res is None:
@@ -181,6 +207,9 @@ def sweep(
     no_wait: Annotated[bool, typer.Option("--no-wait", help="Array mode: submit and return; import later with "
                                                             "`ioadvise kb import RESULTS`.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the whole sweep.")] = 3600,
+    system: SystemOpt = None,
+    filesystem: FilesystemOpt = None,
+    center: CenterOpt = None,
     json_out: JsonOption = False,
 ) -> None:
     """Run the cartesian product of a sweep file and import every result into the KB.
@@ -195,6 +224,11 @@ def sweep(
         if mode not in ("allocation", "array"):
             raise UsageError(f"--mode: {mode!r} is not allocation or array")
         plan = sw.plan_sweep(file, results, default_results=default_result_dir())
+        naming = {k: v for k, v in (("system", system), ("filesystem", filesystem),
+                                    ("center", _check_center(center))) if v}
+        for c in plan.configs:          # the command line names the runs of every config (over the sweep file)
+            c.settings.update(naming)
+            c.settings["center"] = _check_center(c.settings.get("center"))
         target_kb: Any = False if no_kb else kb
         if dry_run:
             doc = {"plan": json.loads(plan.to_json()), "mode": mode}

@@ -1,6 +1,7 @@
 """`ioadvise jobs collect`: bring the records of wrapped jobs into the knowledge base."""
 from __future__ import annotations
 
+import os
 from typing import Annotated, Optional
 
 import typer
@@ -20,7 +21,11 @@ app.add_typer(jobs_app, name="jobs")
 def collect(
     targets: Annotated[list[str], typer.Argument(help="Slurm job ids, directories holding ioadvise-JOBID.json "
                                                       "records, or record files.")],
-    system: Annotated[Optional[str], typer.Option(help="System the jobs ran on (default: unknown).")] = None,
+    system: Annotated[Optional[str], typer.Option(help="System the jobs ran on (default: the center's name, "
+                                                       "else $SLURM_CLUSTER_NAME, else unknown).")] = None,
+    center: Annotated[Optional[str], typer.Option(help="Center file or shipped center name: the system name, "
+                                                       "and the file system of each tier (docs/center.md).")]
+    = None,
     kb: KBOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -34,20 +39,27 @@ def collect(
         from ..importers import ImportContext
         from ..importers.jobrecord import read_record, record_runs
         from ..kb import KB
+        from ..center import center_for, default_system_name
         from ..slurm.records import find_records
+        where = center_for(center, system or os.environ.get("SLURM_CLUSTER_NAME"))
+        system = default_system_name(where, system)
         paths = find_records(targets)
         checked = []
         for p in paths:
             rec = read_record(p.read_bytes(), str(p))
-            checked.append((p, rec, record_runs(rec, ImportContext(source=str(p), system=system))))
+            tier = where.tier(rec.tier) if where is not None and rec.tier else None
+            fs = tier.filesystem if tier is not None else None
+            ctx = ImportContext(source=str(p), system=system, filesystem=fs)
+            checked.append((p, rec, fs, record_runs(rec, ctx)))
         rows = []
         with KB.open(kb) as store:
-            for p, rec, runs in checked:
+            for p, rec, fs, runs in checked:
                 row = {"path": str(p), "job_id": rec.job_id, "exit_code": rec.exit_code, "tier": rec.tier,
                        "staged_out_bytes": rec.staged_out_bytes, "elapsed_s": rec.end - rec.start,
+                       "system": system or "unknown", "filesystem": fs or rec.tier,
                        "runs": 0, "status": "no staged volume: nothing measured"}
                 if runs:
-                    res = store.import_file(p, "jobrecord", system=system, kind="production")
+                    res = store.import_file(p, "jobrecord", system=system, filesystem=fs, kind="production")
                     row["runs"] = res.runs
                     row["status"] = "already in the KB" if res.skipped else "imported"
                 rows.append(row)

@@ -51,7 +51,8 @@ def _runs(doc: dict[str, Any], ctx: ImportContext) -> list[Run]:
                       tool_version=doc.get("tool_version"), date=(doc.get("finished") or "")[:10] or None,
                       job_id=job, kind=ctx.kind or "benchmark")
     common: dict[str, Any] = {
-        "system": ctx.system or doc["system"], "filesystem": ctx.filesystem or eff.get("mount_point"),
+        "system": ctx.system or doc["system"], "filesystem": ctx.filesystem or doc.get("filesystem") or eff.get("mount_point"),
+        "tier": doc.get("tier"),
         "fs_type": eff.get("fs_type"), "nodes": _int(eff.get("nodes")), "ranks": _int(eff.get("ranks")),
         "ranks_per_node": _int(eff.get("ranks_per_node")), "provenance": prov,
     }
