@@ -1,13 +1,61 @@
-"""Diagnose a job from its Darshan log: derive what it did, check it against rules, say what to change."""
+"""Diagnose a job from its Darshan log: derive what it did, check it against rules, say what to change.
+
+Library entry points:
+- `analyze(log, ...) -> Diagnosis`: the derived `LogSummary` and the findings (each with severity, evidence holding
+  the counters and the arithmetic, and `time_at_stake_s`: run time per rank the finding concerns). This is what a
+  program scanning many logs should call.
+- `diagnose(log, ...) -> dict`: the JSON document of `ioadvise diagnose --json` (docs/diagnose.md).
+"""
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..model.types import to_plain
+from ..model.types import Finding, to_plain
+from .summary import LogSummary
 
-SCHEMA = "ioadvisor.diagnose/1"
+SCHEMA = "ioadvisor.diagnose/2"
+
+__all__ = ["Diagnosis", "analyze", "diagnose", "document", "SCHEMA"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Diagnosis:
+    """One log's diagnosis: what it says (`summary`) and what to change (`findings`, most severe first)."""
+
+    summary: LogSummary
+    findings: tuple[Finding, ...]
+
+    @property
+    def run_time(self) -> float:
+        return self.summary.run_time
+
+    @property
+    def io_time_per_rank(self) -> float:
+        """POSIX + STDIO read and write time, rank-seconds divided by the processes."""
+        t = sum(a.read_time + a.write_time for k, a in self.summary.apis.items() if k in ("POSIX", "STDIO"))
+        return t / max(1, self.summary.nprocs)
+
+
+def analyze(log: str | Path, *, center: str | None = None, thresholds: str | Path | None = None,
+            kb: str | Path | None = None, use_kb: bool = True) -> Diagnosis:
+    """Read one Darshan log and run every rule on it.
+
+    `center` (a TOML file or a shipped center name) gives the file system's OST count. With `use_kb`, striping
+    findings quote measured gains from the KB at `kb` (else the default KB). Raises ImportFormatError, UsageError or
+    ConfigError (exit 2 in the CLI) for bad input.
+    """
+    from .derive import summarize
+    from .rules import Context, load_thresholds, run_rules
+
+    t = load_thresholds(thresholds)          # bad thresholds fail before the log is read
+    c_obj = _center(center)
+    s = summarize(log)
+    ctx = Context(kb_path=str(kb) if kb else None, use_kb=use_kb, center_ost_count=_ost_count(c_obj),
+                  center_name=c_obj.name if c_obj else None)
+    return Diagnosis(summary=s, findings=tuple(run_rules(s, t, ctx)))
 
 
 def diagnose(log: str | Path, *, kb: str | Path | None = None, center: str | None = None,
@@ -15,28 +63,31 @@ def diagnose(log: str | Path, *, kb: str | Path | None = None, center: str | Non
              use_kb: bool = True) -> dict[str, Any]:
     """Diagnose one Darshan log; returns the JSON document described in docs/diagnose.md.
 
-    `center` (a TOML file or a shipped center name) gives the file system's OST count and lets striping findings
-    carry an `Advice` for the derived workload. Raises ImportFormatError / UsageError / ConfigError (exit 2).
+    With `center`, striping findings also carry an `Advice` for the derived workload.
     """
-    from .derive import summarize, to_workload
-    from .rules import Context, load_thresholds, run_rules
+    from .derive import to_workload
 
-    t = load_thresholds(thresholds)          # bad thresholds fail before the log is read
-    c_obj = None
-    ost_count = None
-    if center:
-        from ..center import load_center
-        c_obj = load_center(center)
-        counts = [fs.ost_count for fs in c_obj.filesystems if fs.type == "lustre" and fs.ost_count]
-        ost_count = max(counts) if counts else None
-    s = summarize(log)
-    ctx = Context(kb_path=str(kb) if kb else None, use_kb=use_kb, center_ost_count=ost_count,
-                  center_name=c_obj.name if c_obj else None)
-    findings = run_rules(s, t, ctx)
-    workload = to_workload(s, ranks_per_node)
-    if c_obj is not None and any(f.id.startswith("LUS") for f in findings):
+    d = analyze(log, center=center, thresholds=thresholds, kb=kb, use_kb=use_kb)
+    findings = list(d.findings)
+    workload = to_workload(d.summary, ranks_per_node)
+    c_obj = _center(center)
+    if c_obj is not None:
         findings = [_with_advice(f, workload, kb, c_obj) if f.id in ("LUS001", "LUS003") else f for f in findings]
-    return document(s, findings, workload, ranks_per_node)
+    return document(d.summary, findings, workload, ranks_per_node)
+
+
+def _center(center: str | None) -> Any:
+    if not center:
+        return None
+    from ..center import load_center
+    return load_center(center)
+
+
+def _ost_count(c_obj: Any) -> int | None:
+    if c_obj is None:
+        return None
+    counts = [fs.ost_count for fs in c_obj.filesystems if fs.type == "lustre" and fs.ost_count]
+    return max(counts) if counts else None
 
 
 def _with_advice(f: Any, workload: Any, kb: Any, center: Any) -> Any:
@@ -53,35 +104,63 @@ def _with_advice(f: Any, workload: Any, kb: Any, center: Any) -> Any:
     return dataclasses.replace(f, advice=adv)
 
 
-def document(s: Any, findings: list[Any], workload: Any, ranks_per_node: int | None) -> dict[str, Any]:
+def _rank_spread(sp: Any) -> dict[str, Any] | None:
+    if sp is None:
+        return None
+    return {"layer": sp.layer, "slowest_rank": sp.slowest_rank, "slowest_time_s": round(sp.slowest_time, 4),
+            "slowest_bytes": sp.slowest_bytes, "fastest_rank": sp.fastest_rank,
+            "fastest_time_s": round(sp.fastest_time, 4), "fastest_bytes": sp.fastest_bytes,
+            "mean_bytes": round(sp.mean_bytes, 1), "bytes_agree_within": round(sp.bytes_agree_within, 4)}
+
+
+def _mpiio_dir(d: Any) -> dict[str, Any] | None:
+    if d is None:
+        return None
+    return {"bytes": d.bytes, "collective_ops": d.collective_ops, "independent_ops": d.independent_ops,
+            "collective_share_min": round(d.collective_share_min, 4),
+            "collective_share_max": round(d.collective_share_max, 4), "time_s": round(d.time, 4)}
+
+
+def document(s: LogSummary, findings: list[Any], workload: Any, ranks_per_node: int | None) -> dict[str, Any]:
     """The stable JSON shape of a diagnosis."""
     used = sorted({o for f in s.files if f.lustre for o in f.lustre.osts})
+    req = {op: {"ops": r.ops, "small": r.small, "zero_bytes": r.zero, "exactly_1mib": r.exactly_1mib,
+                "time_s": round(r.time, 4)} for op, r in (("read", s.reads), ("write", s.writes))}
     return {
         "schema": SCHEMA,
         "log": s.path,
         "job": {"jobid": s.jobid, "exe": s.exe, "nprocs": s.nprocs, "run_time": s.run_time,
                 "start_time": s.start_time, "darshan_version": s.darshan_version, "log_version": s.log_version,
-                "modules": list(s.modules), "layout": s.layout, "files": len(s.files),
-                "shared_files": len(s.shared_files), "fpp_files": len(s.fpp_files), "partial": s.partial,
+                "modules": list(s.modules), "unread_modules": list(s.unread_modules),
+                "partial_modules": list(s.partial_modules), "layout": s.layout, "files": len(s.files),
+                "shared_files": len(s.shared_files), "fpp_files": len(s.fpp_files),
+                "special_files": sum(1 for f in s.files if f.special), "partial": s.partial,
                 "notes": list(s.notes)},
         "apis": {k: dataclasses.asdict(v) for k, v in s.apis.items()},
         "requests": {"read_sizes": dict(s.read_sizes), "write_sizes": dict(s.write_sizes),
-                     "small_reads": s.small_reads, "small_writes": s.small_writes,
+                     "small_reads": s.small_reads, "small_writes": s.small_writes, **req,
                      "seq_reads": s.seq_reads, "seq_writes": s.seq_writes,
                      "consec_reads": s.consec_reads, "consec_writes": s.consec_writes},
         "mpiio": {"indep_reads": s.mpiio_indep_reads, "indep_writes": s.mpiio_indep_writes,
                   "coll_reads": s.mpiio_coll_reads, "coll_writes": s.mpiio_coll_writes,
                   "nonblocking": s.mpiio_nb_ops} if s.has_mpiio else None,
-        "metadata_time_s": round(s.meta_time, 3),
-        "lustre": {"osts_used": len(used), "fs_ost_count": s.fs_ost_count,
-                   "fs_ost_count_source": s.fs_ost_count_source,
+        "metadata": {"rank_seconds": round(s.meta.rank_seconds, 3), "per_rank_max_s": round(s.meta.per_rank_max, 3),
+                     "per_rank_mean_s": round(s.meta.per_rank_mean, 3), "busiest_rank": s.meta.busiest_rank,
+                     "left_out_rank_seconds": round(s.meta.left_out_rank_seconds, 3),
+                     "left_out_files": s.meta.left_out_files},
+        "lustre": {"osts_used": len(used), "osts_seen": s.osts_seen,
+                   "fs_ost_count_at_least": s.fs_ost_count_at_least,
                    "osts": [{"ost": o.ost, "files": o.files, "write_time_s": round(o.write_time, 3),
                              "mean_write_time_s": round(o.mean_write_time, 3), "bytes_written": o.bytes_written}
                             for o in s.osts]},
         "files": [{"path": f.path, "shared": f.shared, "ranks": f.ranks, "fs_type": f.fs_type,
-                   "bytes_read": f.bytes_read, "bytes_written": f.bytes_written, "reads": f.reads,
-                   "writes": f.writes, "small_requests": f.small_reads + f.small_writes,
-                   "meta_time_s": round(f.meta_time, 3),
+                   "special": f.special or None, "bytes_read": f.bytes_read, "bytes_written": f.bytes_written,
+                   "reads": f.reads, "writes": f.writes, "small_reads": f.small_reads, "small_writes": f.small_writes,
+                   "zero_byte_reads": f.read_req.zero, "zero_byte_writes": f.write_req.zero,
+                   "read_time_s": round(f.read_time, 4), "write_time_s": round(f.write_time, 4),
+                   "meta_time_s": round(f.meta_time, 4),
+                   "rank_spread": _rank_spread(f.spread), "mpiio_read": _mpiio_dir(f.mpiio_read),
+                   "mpiio_write": _mpiio_dir(f.mpiio_write), "mpiio_rank_spread": _rank_spread(f.mpiio_spread),
                    "lustre": dataclasses.asdict(f.lustre) if f.lustre else None} for f in s.files[:50]],
         "workload": to_plain(workload),
         "workload_assumptions": {"ranks_per_node": ranks_per_node or 1,

@@ -9,183 +9,24 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import statistics
 import struct
 import sys
 import tempfile
 import types
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ImportFormatError, UsageError
+from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES, ApiTotals, FileSummary, LogSummary,
+                      LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests)
+
+__all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "check_header", "sniff", "summarize", "to_workload"]
 
 DARSHAN_MAGIC = 6567223          # DARSHAN_MAGIC_NR, stored as int64 right after the 8-byte version string
-SMALL_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")   # requests below 1 MiB
-SIZE_BINS = SMALL_BINS + ("1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS")
 CHILD_TIMEOUT = 120.0
 LCME_FL_INIT = 0x10              # Lustre component flag: the component has objects
-
-
-@dataclass(frozen=True, kw_only=True)
-class ApiTotals:
-    """Bytes and operations through one interface (POSIX, MPI-IO, STDIO, HDF5)."""
-
-    bytes_read: int = 0
-    bytes_written: int = 0
-    reads: int = 0
-    writes: int = 0
-    files: int = 0
-
-
-@dataclass(frozen=True, kw_only=True)
-class LustreLayout:
-    """A file's Lustre layout, one entry per component (plain files have one)."""
-
-    stripe_size: int                  # of the last component that has objects (the one covering EOF for PFL)
-    stripe_count: int
-    osts: tuple[int, ...]             # every OST index the file has objects on, all components
-    components: int = 1
-    pool: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class FileSummary:
-    """One file as POSIX (and MPI-IO, if used) saw it."""
-
-    id: int
-    path: str
-    shared: bool                       # opened by more than one rank (rank -1 record, or several rank records)
-    ranks: int                         # ranks that have a record for it (all ranks for a shared record)
-    fs_type: str | None
-    mount: str | None
-    bytes_read: int = 0
-    bytes_written: int = 0
-    reads: int = 0
-    writes: int = 0
-    read_time: float = 0.0
-    write_time: float = 0.0
-    meta_time: float = 0.0
-    small_reads: int = 0
-    small_writes: int = 0
-    fastest_rank_time: float | None = None
-    slowest_rank_time: float | None = None
-    fastest_rank: int | None = None
-    slowest_rank: int | None = None
-    mpiio_indep: int = 0               # independent MPI-IO reads + writes on this file
-    mpiio_coll: int = 0                # collective MPI-IO reads + writes on this file
-    lustre: LustreLayout | None = None
-
-    @property
-    def bytes(self) -> int:
-        return self.bytes_read + self.bytes_written
-
-
-@dataclass(frozen=True, kw_only=True)
-class OstLoad:
-    """Write time attributed to one OST: each file's POSIX write time is shared equally among its OSTs."""
-
-    ost: int
-    files: int
-    write_time: float
-    bytes_written: int
-
-    @property
-    def mean_write_time(self) -> float:
-        return self.write_time / self.files if self.files else 0.0
-
-
-@dataclass(frozen=True, kw_only=True)
-class LogSummary:
-    """Everything the rules look at, derived once from the log."""
-
-    path: str
-    exe: str
-    jobid: int | None
-    uid: int | None
-    nprocs: int
-    run_time: float
-    start_time: int | None
-    darshan_version: str
-    log_version: str
-    modules: tuple[str, ...]
-    mounts: tuple[tuple[str, str], ...]
-    apis: dict[str, ApiTotals]
-    files: tuple[FileSummary, ...]
-    read_sizes: dict[str, int]          # POSIX request-size histogram, bins as in Darshan (0_100 ... 1G_PLUS)
-    write_sizes: dict[str, int]
-    consec_reads: int = 0
-    consec_writes: int = 0
-    seq_reads: int = 0
-    seq_writes: int = 0
-    meta_time: float = 0.0              # POSIX + STDIO metadata time summed over records (rank-seconds)
-    max_meta_time_record: float = 0.0
-    mpiio_indep_reads: int = 0
-    mpiio_indep_writes: int = 0
-    mpiio_coll_reads: int = 0
-    mpiio_coll_writes: int = 0
-    mpiio_nb_ops: int = 0
-    h5d_collective: bool | None = None   # H5D_USE_MPIIO_COLLECTIVE on any dataset, None without H5D
-    osts: tuple[OstLoad, ...] = ()
-    fs_ost_count: int | None = None      # OSTs of the file system, as far as the log tells
-    fs_ost_count_source: str = ""        # how fs_ost_count was obtained
-    partial: bool = False                # Darshan ran out of memory and dropped records
-    notes: tuple[str, ...] = ()
-
-    # convenience views -------------------------------------------------------------------------------
-    @property
-    def has_mpiio(self) -> bool:
-        return "MPI-IO" in self.modules
-
-    @property
-    def has_posix(self) -> bool:
-        return "POSIX" in self.modules
-
-    @property
-    def shared_files(self) -> tuple[FileSummary, ...]:
-        return tuple(f for f in self.files if f.shared)
-
-    @property
-    def fpp_files(self) -> tuple[FileSummary, ...]:
-        return tuple(f for f in self.files if not f.shared)
-
-    @property
-    def small_reads(self) -> int:
-        return sum(self.read_sizes.get(b, 0) for b in SMALL_BINS)
-
-    @property
-    def small_writes(self) -> int:
-        return sum(self.write_sizes.get(b, 0) for b in SMALL_BINS)
-
-    @property
-    def posix_reads(self) -> int:
-        return self.apis.get("POSIX", ApiTotals()).reads
-
-    @property
-    def posix_writes(self) -> int:
-        return self.apis.get("POSIX", ApiTotals()).writes
-
-    @property
-    def bytes_read(self) -> int:
-        """Bytes read at the lowest traced layer (POSIX + STDIO)."""
-        return sum(self.apis[a].bytes_read for a in ("POSIX", "STDIO") if a in self.apis)
-
-    @property
-    def bytes_written(self) -> int:
-        return sum(self.apis[a].bytes_written for a in ("POSIX", "STDIO") if a in self.apis)
-
-    @property
-    def layout(self) -> str:
-        """`shared`, `fpp` or `mixed`, by the bytes moved through POSIX."""
-        sb = sum(f.bytes for f in self.files if f.shared)
-        fb = sum(f.bytes for f in self.files if not f.shared)
-        if sb == 0 and fb == 0:
-            return "none"
-        if sb >= 0.8 * (sb + fb):
-            return "shared"
-        if fb >= 0.8 * (sb + fb):
-            return "fpp"
-        return "mixed"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -377,31 +218,121 @@ def _read(path: str, backend: Any) -> LogSummary:
         modinfo = backend.log_get_modules(log)
         modules = tuple(modinfo.keys())
         recs: dict[str, list[dict]] = {}
-        for mod in ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "LUSTRE"):
+        for mod in READ_MODULES:
             if mod in modinfo:
                 recs[mod] = _records(backend, log, mod)
-        partial = any(bool(m.get("partial_flag")) for m in modinfo.values())
+        partial_mods = tuple(k for k, m in modinfo.items() if m.get("partial_flag"))
     finally:
         backend.log_close(log)
-    return _derive(path, job, exe, mounts, names, modules, recs, partial)
+    return _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods)
 
 
 def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names: dict, modules: tuple[str, ...],
-            recs: dict[str, list[dict]], partial: bool) -> LogSummary:
+            recs: dict[str, list[dict]], partial: bool, partial_modules: tuple[str, ...] = ()) -> LogSummary:
+    """The LogSummary of one log's records (plain dicts, as `_records` returns them)."""
+    nprocs = max(1, int(job["nprocs"]))
     notes: list[str] = []
     exe = exe.strip()
     if not exe:
         exe = "(not recorded)"
         notes.append("the log records no executable name")
     if partial:
-        notes.append("Darshan ran out of record memory (partial log): totals are lower bounds")
+        notes.append("Darshan ran out of record memory (partial log"
+                     + (f": {', '.join(partial_modules)}" if partial_modules else "") + "): totals are lower bounds")
+    unread = [m for m in modules if m in UNREAD_IO_MODULES]
+    if unread:
+        notes.append(f"I/O through {', '.join(unread)} is in the log but not analysed here")
+    if nprocs == 1:
+        notes.append("a single process: no file is shared")
 
-    # Lustre layouts, keyed by record id (the same for every rank's record of one file)
+    layouts = _layouts(recs.get("LUSTRE", []))
+    mpiio = _mpiio_files(recs.get("MPI-IO", []), nprocs)
+    by_file: dict[int, list[dict]] = {}
+    for rec in recs.get("POSIX", []):
+        by_file.setdefault(rec["id"], []).append(rec)
+
+    files: list[FileSummary] = []
+    mount_cache: dict[str, tuple[str | None, str | None]] = {}
+    for fid, group in by_file.items():
+        fname = names.get(fid, f"<record {fid}>")
+        mnt, fstype = _mount_of(fname, mounts, mount_cache)
+        files.append(_file(fid, fname, group, nprocs, mnt, fstype, mpiio.get(fid), layouts.get(fid)))
+    files.sort(key=lambda f: -f.bytes)
+
+    read_sizes = {b: 0 for b in SIZE_BINS}
+    write_sizes = {b: 0 for b in SIZE_BINS}
+    seq = {"CONSEC_READS": 0, "CONSEC_WRITES": 0, "SEQ_READS": 0, "SEQ_WRITES": 0}
+    special_ids = {f.id for f in files if f.special}
+    for rec in recs.get("POSIX", []):
+        if rec["id"] in special_ids:
+            continue
+        c = rec["counters"]
+        for b in SIZE_BINS:
+            read_sizes[b] += c[f"POSIX_SIZE_READ_{b}"]
+            write_sizes[b] += c[f"POSIX_SIZE_WRITE_{b}"]
+        for k in seq:
+            seq[k] += c[f"POSIX_{k}"]
+    regular = [f for f in files if not f.special]
+    reads = sum((f.read_req for f in regular), Requests())
+    writes = sum((f.write_req for f in regular), Requests())
+
+    stdio = _stdio_streams(recs.get("STDIO", []), names, nprocs)
+    apis = _api_totals(modules, recs)
+    osts = _ost_loads(files)
+    all_ids = [o for lay in layouts.values() for o in lay.osts]
+    m_ops = {"ir": 0, "iw": 0, "cr": 0, "cw": 0, "nb": 0}
+    for rec in recs.get("MPI-IO", []):
+        c = rec["counters"]
+        m_ops["ir"] += c["MPIIO_INDEP_READS"]
+        m_ops["iw"] += c["MPIIO_INDEP_WRITES"]
+        m_ops["cr"] += c["MPIIO_COLL_READS"] + c["MPIIO_SPLIT_READS"]
+        m_ops["cw"] += c["MPIIO_COLL_WRITES"] + c["MPIIO_SPLIT_WRITES"]
+        m_ops["nb"] += c["MPIIO_NB_READS"] + c["MPIIO_NB_WRITES"]
+    h5_coll: bool | None = None
+    for rec in recs.get("H5D", []):
+        h5_coll = bool(h5_coll) or rec["counters"]["H5D_USE_MPIIO_COLLECTIVE"] > 0
+
+    meta_j = job.get("metadata") or {}
+    start = job.get("start_time_sec")
+    return LogSummary(
+        path=path, exe=exe, jobid=job.get("jobid"), uid=job.get("uid"), nprocs=nprocs,
+        run_time=float(job.get("run_time") or 0.0), start_time=int(start) if start is not None else None,
+        darshan_version=str(meta_j.get("lib_ver", "")), log_version=str(job.get("log_ver", "")),
+        modules=modules, partial_modules=partial_modules, mounts=tuple(mounts), apis=apis, files=tuple(files),
+        read_sizes=read_sizes, write_sizes=write_sizes, reads=reads, writes=writes,
+        consec_reads=seq["CONSEC_READS"], consec_writes=seq["CONSEC_WRITES"], seq_reads=seq["SEQ_READS"],
+        seq_writes=seq["SEQ_WRITES"], meta=_meta_time(recs, names, special_ids, nprocs),
+        mpiio_indep_reads=m_ops["ir"], mpiio_indep_writes=m_ops["iw"], mpiio_coll_reads=m_ops["cr"],
+        mpiio_coll_writes=m_ops["cw"], mpiio_nb_ops=m_ops["nb"], h5d_collective=h5_coll, stdio_streams=stdio,
+        osts=osts, osts_seen=len(set(all_ids)), fs_ost_count_at_least=(max(all_ids) + 1) if all_ids else None,
+        partial=partial, notes=tuple(notes))
+
+
+_SPECIAL_NAME = re.compile(r"(fifo|pipe|socket|sock)(?=$|[_.:\-\[0-9])", re.IGNORECASE)
+
+
+def special_kind(path: str, fs_type: str | None = None) -> str:
+    """"fifo", "pipe" or "socket" when a record's name (or its mount's type) says it is not a file-system file."""
+    if fs_type in ("pipefs", "sockfs"):
+        return "pipe" if fs_type == "pipefs" else "socket"
+    base = path.rsplit("/", 1)[-1]
+    if base.startswith("pipe:["):
+        return "pipe"
+    if base.startswith("socket:["):
+        return "socket"
+    m = _SPECIAL_NAME.match(base)
+    if not m:
+        return ""
+    word = m.group(1).lower()
+    return "socket" if word.startswith("sock") else "fifo"
+
+
+def _layouts(records: list[dict]) -> dict[int, LustreLayout]:
+    """Lustre layouts by record id (the same for every rank's record of one file)."""
     layouts: dict[int, LustreLayout] = {}
-    for rec in recs.get("LUSTRE", []):
+    for rec in records:
         comps = rec.get("components") or []
         osts: list[int] = []
-        size = count = 0
         pool = ""
         # v1 records arrive as one component; v2 (PFL) as several, of which only instantiated ones have
         # objects. The layout that carries the file's data is the last instantiated component.
@@ -416,108 +347,216 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
                 chosen = c
                 pool = comp.get("pool_name") or pool
         if chosen is not None:
-            size = int(chosen.get("LUSTRE_COMP_STRIPE_SIZE", 0))
-            count = int(chosen.get("LUSTRE_COMP_STRIPE_COUNT", 0))
-        if comps:
-            layouts[rec["id"]] = LustreLayout(stripe_size=size, stripe_count=count, osts=tuple(dict.fromkeys(osts)),
-                                              components=len(comps), pool=pool)
+            layouts[rec["id"]] = LustreLayout(
+                stripe_size=int(chosen.get("LUSTRE_COMP_STRIPE_SIZE", 0)),
+                stripe_count=int(chosen.get("LUSTRE_COMP_STRIPE_COUNT", 0)),
+                osts=tuple(dict.fromkeys(osts)), components=len(comps), pool=pool)
+    return layouts
 
-    # MPI-IO per file
-    mpi_ops: dict[int, list[int]] = {}
-    mi = dict(indep_r=0, indep_w=0, coll_r=0, coll_w=0, nb=0)
-    mpi_tot = _Totals()
-    for rec in recs.get("MPI-IO", []):
-        c = rec["counters"]
-        ind = c["MPIIO_INDEP_READS"] + c["MPIIO_INDEP_WRITES"]
-        col = c["MPIIO_COLL_READS"] + c["MPIIO_COLL_WRITES"] + c["MPIIO_SPLIT_READS"] + c["MPIIO_SPLIT_WRITES"]
-        acc = mpi_ops.setdefault(rec["id"], [0, 0])
-        acc[0] += ind
-        acc[1] += col
-        mi["indep_r"] += c["MPIIO_INDEP_READS"]
-        mi["indep_w"] += c["MPIIO_INDEP_WRITES"]
-        mi["coll_r"] += c["MPIIO_COLL_READS"] + c["MPIIO_SPLIT_READS"]
-        mi["coll_w"] += c["MPIIO_COLL_WRITES"] + c["MPIIO_SPLIT_WRITES"]
-        mi["nb"] += c["MPIIO_NB_READS"] + c["MPIIO_NB_WRITES"]
-        mpi_tot.add(rec["id"], c["MPIIO_BYTES_READ"], c["MPIIO_BYTES_WRITTEN"],
-                    c["MPIIO_INDEP_READS"] + c["MPIIO_COLL_READS"] + c["MPIIO_SPLIT_READS"] + c["MPIIO_NB_READS"],
-                    c["MPIIO_INDEP_WRITES"] + c["MPIIO_COLL_WRITES"] + c["MPIIO_SPLIT_WRITES"] + c["MPIIO_NB_WRITES"])
 
-    # POSIX, grouped by file
-    by_file: dict[int, list[dict]] = {}
-    read_sizes = {b: 0 for b in SIZE_BINS}
-    write_sizes = {b: 0 for b in SIZE_BINS}
-    posix_tot = _Totals()
-    consec_r = consec_w = seq_r = seq_w = 0
-    meta = 0.0
-    max_meta = 0.0
-    for rec in recs.get("POSIX", []):
+def _largest(hist: list[int], n: int, total: int) -> int:
+    """The most bytes `n` requests of a size histogram can carry: the n largest, each at its bin's upper edge."""
+    out = 0
+    for b, count in zip(reversed(SIZE_BINS), reversed(hist)):
+        take = min(n, count)
+        if take <= 0:
+            continue
+        upper = BIN_UPPER[b]
+        out += total if upper is None else take * upper
+        n -= take
+        if n <= 0 or out >= total:
+            break
+    return min(out, total)
+
+
+def _mpiio_direction(c: dict, t: float, op: str) -> MpiioDirection:
+    D, B, H = ("READS", "MPIIO_BYTES_READ", "READ") if op == "read" else ("WRITES", "MPIIO_BYTES_WRITTEN", "WRITE")
+    coll = int(c[f"MPIIO_COLL_{D}"] + c[f"MPIIO_SPLIT_{D}"])
+    ind = int(c[f"MPIIO_INDEP_{D}"] + c[f"MPIIO_NB_{D}"])
+    total = int(c[B])
+    if ind == 0:
+        lo = hi = total
+    elif coll == 0:
+        lo = hi = 0
+    else:
+        hist = [int(c[f"MPIIO_SIZE_{H}_AGG_{b}"]) for b in SIZE_BINS]
+        hi = _largest(hist, coll, total)
+        lo = max(0, total - _largest(hist, ind, total))
+    return MpiioDirection(bytes=total, collective_ops=coll, independent_ops=ind, collective_bytes_min=lo,
+                          collective_bytes_max=hi, time=t)
+
+
+def _mpiio_files(records: list[dict], nprocs: int) -> dict[int, tuple]:
+    """Per file id: (read MpiioDirection, write MpiioDirection, RankSpread of the MPI-IO layer or None)."""
+    groups: dict[int, list[dict]] = {}
+    for rec in records:
+        groups.setdefault(rec["id"], []).append(rec)
+    out: dict[int, tuple] = {}
+    for fid, group in groups.items():
+        rd = sum((_mpiio_direction(r["counters"], r["fcounters"]["MPIIO_F_READ_TIME"], "read") for r in group),
+                 MpiioDirection())
+        wr = sum((_mpiio_direction(r["counters"], r["fcounters"]["MPIIO_F_WRITE_TIME"], "write") for r in group),
+                 MpiioDirection())
+        spread = _spread("MPIIO", group, nprocs, rd.bytes + wr.bytes) if nprocs > 1 else None
+        out[fid] = (rd, wr, spread)
+    return out
+
+
+def _spread(prefix: str, group: list[dict], nprocs: int, total_bytes: int) -> RankSpread | None:
+    """Slowest and fastest rank with their bytes: from a shared record's counters, or compared across rank records."""
+    layer = "POSIX" if prefix == "POSIX" else "MPI-IO"
+    if len(group) == 1 and group[0]["rank"] == -1:
+        c, fc = group[0]["counters"], group[0]["fcounters"]
+        var = fc.get(f"{prefix}_F_VARIANCE_RANK_BYTES")
+        return RankSpread(layer=layer, slowest_rank=int(c[f"{prefix}_SLOWEST_RANK"]),
+                          slowest_time=float(fc[f"{prefix}_F_SLOWEST_RANK_TIME"]),
+                          slowest_bytes=int(c[f"{prefix}_SLOWEST_RANK_BYTES"]),
+                          fastest_rank=int(c[f"{prefix}_FASTEST_RANK"]),
+                          fastest_time=float(fc[f"{prefix}_F_FASTEST_RANK_TIME"]),
+                          fastest_bytes=int(c[f"{prefix}_FASTEST_RANK_BYTES"]),
+                          mean_bytes=total_bytes / nprocs,
+                          bytes_stddev=math.sqrt(var) if var and var > 0 else None)
+    ranks = {r["rank"] for r in group}
+    if len(ranks) < 2 or -1 in ranks:
+        return None
+    per: dict[int, list[float]] = {}
+    for r in group:
+        c, fc = r["counters"], r["fcounters"]
+        a = per.setdefault(r["rank"], [0.0, 0])
+        a[0] += fc[f"{prefix}_F_READ_TIME"] + fc[f"{prefix}_F_WRITE_TIME"] + fc[f"{prefix}_F_META_TIME"]
+        a[1] += c[f"{prefix}_BYTES_READ"] + c[f"{prefix}_BYTES_WRITTEN"]
+    slow = max(per, key=lambda k: per[k][0])
+    fast = min(per, key=lambda k: per[k][0])
+    # ranks of the job without a record on the file moved nothing on it
+    values = [v[1] for v in per.values()] + [0] * max(0, nprocs - len(per))
+    mean = sum(values) / len(values)
+    return RankSpread(layer=layer, slowest_rank=slow, slowest_time=per[slow][0], slowest_bytes=int(per[slow][1]),
+                      fastest_rank=fast, fastest_time=per[fast][0], fastest_bytes=int(per[fast][1]),
+                      mean_bytes=mean, bytes_stddev=statistics.pstdev(values) if len(values) > 1 else 0.0)
+
+
+def _requests(c: dict, op: str, t: float) -> Requests:
+    """One POSIX record's requests in one direction (see `Requests`)."""
+    d, o = ("READ", "WRITE") if op == "read" else ("WRITE", "READ")
+    bins = [int(c[f"POSIX_SIZE_{d}_{b}"]) for b in SIZE_BINS]
+    other = [int(c[f"POSIX_SIZE_{o}_{b}"]) for b in SIZE_BINS]
+    common = [(int(c[f"POSIX_ACCESS{i}_ACCESS"]), int(c[f"POSIX_ACCESS{i}_COUNT"])) for i in range(1, 5)]
+    n0 = sum(n for s, n in common if s == 0 and n > 0)
+    n1 = sum(n for s, n in common if s == MIB and n > 0)
+    zero_max, zero_min = min(n0, bins[0]), max(0, min(bins[0], n0 - other[0]))
+    one_max, one_min = min(n1, bins[4]), max(0, min(bins[4], n1 - other[4]))
+    return Requests(ops=int(c[f"POSIX_{d}S"]), small=max(0, sum(bins[:5]) - zero_max - one_max), zero=zero_min,
+                    exactly_1mib=one_min, time=t)
+
+
+def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None, fstype: str | None,
+          mpiio: tuple | None, lustre: LustreLayout | None) -> FileSummary:
+    ranks = {r["rank"] for r in group}
+    reduced = -1 in ranks
+    shared = nprocs > 1 and (reduced or len(ranks) > 1)
+    cs = [r["counters"] for r in group]
+    fcs = [r["fcounters"] for r in group]
+    br = sum(int(c["POSIX_BYTES_READ"]) for c in cs)
+    bw = sum(int(c["POSIX_BYTES_WRITTEN"]) for c in cs)
+    return FileSummary(
+        id=fid, path=fname, shared=shared, ranks=nprocs if reduced else len(ranks), fs_type=fstype, mount=mnt,
+        special=special_kind(fname, fstype), bytes_read=br, bytes_written=bw,
+        reads=sum(int(c["POSIX_READS"]) for c in cs), writes=sum(int(c["POSIX_WRITES"]) for c in cs),
+        read_time=sum(f["POSIX_F_READ_TIME"] for f in fcs), write_time=sum(f["POSIX_F_WRITE_TIME"] for f in fcs),
+        meta_time=sum(f["POSIX_F_META_TIME"] for f in fcs),
+        read_req=sum((_requests(r["counters"], "read", r["fcounters"]["POSIX_F_READ_TIME"]) for r in group),
+                     Requests()),
+        write_req=sum((_requests(r["counters"], "write", r["fcounters"]["POSIX_F_WRITE_TIME"]) for r in group),
+                      Requests()),
+        spread=_spread("POSIX", group, nprocs, br + bw) if shared else None,
+        mpiio_read=mpiio[0] if mpiio else None, mpiio_write=mpiio[1] if mpiio else None,
+        mpiio_spread=mpiio[2] if mpiio and shared else None, lustre=lustre)
+
+
+def _is_stream(name: str) -> bool:
+    return name in ("<STDIN>", "<STDOUT>", "<STDERR>")
+
+
+def _meta_time(recs: dict[str, list[dict]], names: dict, special_ids: set[int], nprocs: int) -> MetaTime:
+    """Metadata time per rank: a shared (rank -1) record's time divided among the job's processes."""
+    own: dict[int, float] = {}
+    shared = total = left = 0.0
+    left_ids: set[int] = set()
+    for mod, key in (("POSIX", "POSIX_F_META_TIME"), ("STDIO", "STDIO_F_META_TIME")):
+        for rec in recs.get(mod, []):
+            t = float(rec["fcounters"][key])
+            name = names.get(rec["id"], "")
+            if rec["id"] in special_ids or (mod == "STDIO" and (_is_stream(name) or special_kind(name))):
+                left += t
+                if t > 0:
+                    left_ids.add(rec["id"])
+                continue
+            total += t
+            if rec["rank"] == -1:
+                shared += t / nprocs
+            else:
+                own[rec["rank"]] = own.get(rec["rank"], 0.0) + t
+    busiest = max(own, key=own.get) if own else None
+    return MetaTime(rank_seconds=total, per_rank_max=shared + (own[busiest] if busiest is not None else 0.0),
+                    per_rank_mean=total / nprocs, busiest_rank=busiest, left_out_rank_seconds=left,
+                    left_out_files=len(left_ids))
+
+
+def _stdio_streams(records: list[dict], names: dict, nprocs: int) -> tuple[dict, ...]:
+    """STDIO use per file (terminal streams left out): bytes, calls and time per rank."""
+    acc: dict[int, dict] = {}
+    for rec in records:
+        name = names.get(rec["id"], f"<record {rec['id']}>")
+        if _is_stream(name):
+            continue
         c, fc = rec["counters"], rec["fcounters"]
-        by_file.setdefault(rec["id"], []).append(rec)
-        for b in SIZE_BINS:
-            read_sizes[b] += c[f"POSIX_SIZE_READ_{b}"]
-            write_sizes[b] += c[f"POSIX_SIZE_WRITE_{b}"]
-        posix_tot.add(rec["id"], c["POSIX_BYTES_READ"], c["POSIX_BYTES_WRITTEN"], c["POSIX_READS"], c["POSIX_WRITES"])
-        consec_r += c["POSIX_CONSEC_READS"]
-        consec_w += c["POSIX_CONSEC_WRITES"]
-        seq_r += c["POSIX_SEQ_READS"]
-        seq_w += c["POSIX_SEQ_WRITES"]
-        meta += fc["POSIX_F_META_TIME"]
-        max_meta = max(max_meta, fc["POSIX_F_META_TIME"])
-
-    files: list[FileSummary] = []
-    mount_cache: dict[str, tuple[str | None, str | None]] = {}
-    for fid, group in by_file.items():
-        fname = names.get(fid, f"<record {fid}>")
-        mnt, fstype = _mount_of(fname, mounts, mount_cache)
-        shared = any(r["rank"] == -1 for r in group) or len({r["rank"] for r in group}) > 1
-        nranks = job["nprocs"] if any(r["rank"] == -1 for r in group) else len({r["rank"] for r in group})
-        cs = [r["counters"] for r in group]
-        fcs = [r["fcounters"] for r in group]
-        # rank extremes: a reduced record carries them; rank records are compared directly
-        if len(group) == 1 and group[0]["rank"] == -1:
-            fast_t, slow_t = fcs[0]["POSIX_F_FASTEST_RANK_TIME"], fcs[0]["POSIX_F_SLOWEST_RANK_TIME"]
-            fast_r, slow_r = cs[0]["POSIX_FASTEST_RANK"], cs[0]["POSIX_SLOWEST_RANK"]
-        elif len(group) > 1:
-            tot = [f["POSIX_F_READ_TIME"] + f["POSIX_F_WRITE_TIME"] + f["POSIX_F_META_TIME"] for f in fcs]
-            i_fast, i_slow = tot.index(min(tot)), tot.index(max(tot))
-            fast_t, slow_t = tot[i_fast], tot[i_slow]
-            fast_r, slow_r = group[i_fast]["rank"], group[i_slow]["rank"]
+        a = acc.setdefault(rec["id"], {"file": name, "bytes": 0, "calls": 0, "rank_seconds": 0.0,
+                                       "shared_seconds": 0.0, "own": {}})
+        a["bytes"] += int(c["STDIO_BYTES_READ"] + c["STDIO_BYTES_WRITTEN"])
+        a["calls"] += int(c["STDIO_READS"] + c["STDIO_WRITES"])
+        t = max(0.0, float(fc["STDIO_F_READ_TIME"] + fc["STDIO_F_WRITE_TIME"]))
+        a["rank_seconds"] += t
+        if rec["rank"] == -1:
+            a["shared_seconds"] += t / nprocs
         else:
-            fast_t = slow_t = None
-            fast_r = slow_r = None
-        ops = mpi_ops.get(fid, [0, 0])
-        files.append(FileSummary(
-            id=fid, path=fname, shared=shared, ranks=nranks, fs_type=fstype, mount=mnt,
-            bytes_read=sum(c["POSIX_BYTES_READ"] for c in cs), bytes_written=sum(c["POSIX_BYTES_WRITTEN"] for c in cs),
-            reads=sum(c["POSIX_READS"] for c in cs), writes=sum(c["POSIX_WRITES"] for c in cs),
-            read_time=sum(f["POSIX_F_READ_TIME"] for f in fcs), write_time=sum(f["POSIX_F_WRITE_TIME"] for f in fcs),
-            meta_time=sum(f["POSIX_F_META_TIME"] for f in fcs),
-            small_reads=sum(c[f"POSIX_SIZE_READ_{b}"] for c in cs for b in SMALL_BINS),
-            small_writes=sum(c[f"POSIX_SIZE_WRITE_{b}"] for c in cs for b in SMALL_BINS),
-            fastest_rank_time=fast_t, slowest_rank_time=slow_t, fastest_rank=fast_r, slowest_rank=slow_r,
-            mpiio_indep=ops[0], mpiio_coll=ops[1], lustre=layouts.get(fid)))
-    files.sort(key=lambda f: -f.bytes)
+            a["own"][rec["rank"]] = a["own"].get(rec["rank"], 0.0) + t
+    out = []
+    for a in acc.values():
+        own = a.pop("own")
+        a["per_rank_max_s"] = a.pop("shared_seconds") + max(own.values(), default=0.0)
+        out.append(a)
+    return tuple(sorted(out, key=lambda a: -a["bytes"]))
 
-    # STDIO and HDF5 totals
-    stdio_tot = _Totals()
-    for rec in recs.get("STDIO", []):
-        c, fc = rec["counters"], rec["fcounters"]
-        stdio_tot.add(rec["id"], c["STDIO_BYTES_READ"], c["STDIO_BYTES_WRITTEN"], c["STDIO_READS"], c["STDIO_WRITES"])
-        meta += fc["STDIO_F_META_TIME"]
-        max_meta = max(max_meta, fc["STDIO_F_META_TIME"])
-    h5_tot = _Totals()
-    h5_coll: bool | None = None
-    for rec in recs.get("H5D", []):
-        c = rec["counters"]
-        h5_tot.add(rec["id"], c["H5D_BYTES_READ"], c["H5D_BYTES_WRITTEN"], c["H5D_READS"], c["H5D_WRITES"])
-        h5_coll = bool(h5_coll) or c["H5D_USE_MPIIO_COLLECTIVE"] > 0
+
+def _api_totals(modules: tuple[str, ...], recs: dict[str, list[dict]]) -> dict[str, ApiTotals]:
+    spec = (("POSIX", "POSIX", "POSIX"), ("MPI-IO", "MPI-IO", "MPIIO"), ("STDIO", "STDIO", "STDIO"),
+            ("HDF5", "H5D", "H5D"))
     apis: dict[str, ApiTotals] = {}
-    for name, tot, mod in (("POSIX", posix_tot, "POSIX"), ("MPI-IO", mpi_tot, "MPI-IO"),
-                           ("STDIO", stdio_tot, "STDIO"), ("HDF5", h5_tot, "H5D")):
-        if mod in modules:
-            apis[name] = tot.freeze()
+    for name, mod, p in spec:
+        if mod not in modules:
+            continue
+        br = bw = r = w = 0
+        rt = wt = mt = 0.0
+        ids = set()
+        for rec in recs.get(mod, []):
+            c, fc = rec["counters"], rec["fcounters"]
+            br += int(c[f"{p}_BYTES_READ"])
+            bw += int(c[f"{p}_BYTES_WRITTEN"])
+            reads = [k for k in (f"{p}_READS", f"{p}_INDEP_READS", f"{p}_COLL_READS", f"{p}_SPLIT_READS",
+                                 f"{p}_NB_READS") if k in c]
+            writes = [k.replace("READS", "WRITES") for k in reads]
+            r += sum(int(c[k]) for k in reads)
+            w += sum(int(c[k]) for k in writes)
+            rt += fc[f"{p}_F_READ_TIME"]
+            wt += fc[f"{p}_F_WRITE_TIME"]
+            mt += fc[f"{p}_F_META_TIME"]
+            ids.add(rec["id"])
+        apis[name] = ApiTotals(bytes_read=br, bytes_written=bw, reads=r, writes=w, files=len(ids), read_time=rt,
+                               write_time=wt, meta_time=mt)
+    return apis
 
-    # per-OST write time, and how many OSTs the file system has
+
+def _ost_loads(files: list[FileSummary]) -> tuple[OstLoad, ...]:
     ost_acc: dict[int, list[float]] = {}
     for f in files:
         if f.lustre and f.lustre.osts:
@@ -527,45 +566,8 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
                 a[0] += 1
                 a[1] += f.write_time * share
                 a[2] += f.bytes_written * share
-    osts = tuple(OstLoad(ost=o, files=int(a[0]), write_time=a[1], bytes_written=int(a[2]))
+    return tuple(OstLoad(ost=o, files=int(a[0]), write_time=a[1], bytes_written=int(a[2]))
                  for o, a in sorted(ost_acc.items()))
-    fs_osts, fs_src = None, ""
-    all_ids = [o for lay in layouts.values() for o in lay.osts]
-    if all_ids:
-        fs_osts = max(all_ids) + 1
-        fs_src = (f"at least {fs_osts}: the highest OST index in the log's Lustre records is {max(all_ids)} "
-                  f"({len(set(all_ids))} distinct OSTs seen)")
-
-    meta_j = job.get("metadata") or {}
-    start = job.get("start_time_sec")
-    return LogSummary(
-        path=path, exe=exe, jobid=job.get("jobid"), uid=job.get("uid"), nprocs=int(job["nprocs"]),
-        run_time=float(job.get("run_time") or 0.0), start_time=int(start) if start is not None else None,
-        darshan_version=str(meta_j.get("lib_ver", "")), log_version=str(job.get("log_ver", "")),
-        modules=modules, mounts=tuple(mounts), apis=apis, files=tuple(files),
-        read_sizes=read_sizes, write_sizes=write_sizes,
-        consec_reads=consec_r, consec_writes=consec_w, seq_reads=seq_r, seq_writes=seq_w,
-        meta_time=meta, max_meta_time_record=max_meta,
-        mpiio_indep_reads=mi["indep_r"], mpiio_indep_writes=mi["indep_w"], mpiio_coll_reads=mi["coll_r"],
-        mpiio_coll_writes=mi["coll_w"], mpiio_nb_ops=mi["nb"], h5d_collective=h5_coll,
-        osts=osts, fs_ost_count=fs_osts, fs_ost_count_source=fs_src, partial=partial, notes=tuple(notes))
-
-
-class _Totals:
-    def __init__(self) -> None:
-        self.br = self.bw = self.r = self.w = 0
-        self.ids: set[int] = set()
-
-    def add(self, fid: int, br: int, bw: int, r: int, w: int) -> None:
-        self.br += int(br)
-        self.bw += int(bw)
-        self.r += int(r)
-        self.w += int(w)
-        self.ids.add(fid)
-
-    def freeze(self) -> ApiTotals:
-        return ApiTotals(bytes_read=self.br, bytes_written=self.bw, reads=self.r, writes=self.w, files=len(self.ids))
-
 
 # ----------------------------------------------------------------------------------------------------
 # from the summary to a Workload

@@ -1,12 +1,17 @@
 """Diagnosis rules: small classes named by a stable ID, each turning a `LogSummary` into at most one `Finding`.
 
 A rule's class docstring is its title. Thresholds come from data/thresholds.toml (a user file may override keys).
-Rules only read the summary and the thresholds; the expected gain of a striping change is looked up in the KB
-through a `Context`, which the caller may leave empty.
+Rules only read the summary, the thresholds and a `Context` (the center's OST count, the KB for measured gains).
+
+Every finding states the run time it puts at stake, in seconds per rank, and its severity follows from that time and
+its share of the run ([SEVERITY] in the thresholds): below `min_seconds` a rule stays silent, so nothing that costs a
+fraction of a second is ever reported, let alone rated high. The evidence of each finding holds the counters it read
+and the arithmetic, so a reader can check it against the log.
 """
 from __future__ import annotations
 
 import functools
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,9 +20,9 @@ from typing import Any, Mapping
 from ..errors import ConfigError
 from ..model.types import Finding
 from ..model.units import format_size
-from .derive import SMALL_BINS, FileSummary, LogSummary, median_ost_time
+from .summary import FileSummary, LogSummary, RankSpread
 
-SEVERITIES = ("high", "warn", "info")
+COLLECTIVE_SHARE = 0.9        # a file direction whose MPI-IO bytes may be this collective gets no collective advice
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -62,7 +67,7 @@ def load_thresholds(user: str | Path | None = None) -> dict[str, dict[str, Any]]
 
 
 # ----------------------------------------------------------------------------------------------------
-# context: what besides the log may inform a finding
+# context, severity, the rule base
 
 @dataclass(frozen=True, kw_only=True)
 class Context:
@@ -75,11 +80,23 @@ class Context:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
+def rate(at_stake: float, run_time: float, sev: Mapping[str, Any]) -> str | None:
+    """Severity of `at_stake` seconds per rank in a run of `run_time` s; None below the floor (no finding)."""
+    if at_stake < sev["min_seconds"]:
+        return None
+    share = at_stake / run_time if run_time > 0 else 1.0
+    if at_stake >= sev["high_seconds"] and share >= sev["high_share"]:
+        return "high"
+    if at_stake >= sev["warn_seconds"] and share >= sev["warn_share"]:
+        return "warn"
+    return "info"
+
+
 class Rule:
-    """Base class; subclasses set `id`, `severity` and implement `check`."""
+    """Base class; subclasses implement `check`. `max_severity` caps what `rate` gives (causes outside the job)."""
 
     id = ""
-    severity = "warn"
+    max_severity = "high"
 
     @property
     def title(self) -> str:
@@ -88,18 +105,50 @@ class Rule:
     def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
         raise NotImplementedError
 
-    def finding(self, message: str, evidence: Mapping[str, Any], severity: str | None = None,
-                advice: Any = None) -> Finding:
-        return Finding(id=self.id, title=self.title, severity=severity or self.severity, message=message,
-                       evidence=dict(evidence), advice=advice)
+    def finding(self, s: LogSummary, message: str, evidence: Mapping[str, Any], *, at_stake: float | None,
+                arithmetic: list[str], counters: Mapping[str, Any], advice: Any = None,
+                severity: str | None = None) -> Finding | None:
+        """A Finding rated by the time at stake (None below the floor), with counters and arithmetic in evidence."""
+        if severity is None:
+            severity = rate(at_stake or 0.0, s.run_time, self.sev)
+            if severity is None:
+                return None
+            order = ("info", "warn", "high")
+            severity = order[min(order.index(severity), order.index(self.max_severity))]
+        ev = dict(evidence)
+        ev["counters"] = dict(counters)
+        ev["arithmetic"] = list(arithmetic)
+        if at_stake is not None:
+            ev["time_at_stake_s"] = round(at_stake, 3)
+            ev["run_time_s"] = s.run_time
+            ev["share_of_run"] = round(at_stake / s.run_time, 4) if s.run_time else None
+        return Finding(id=self.id, title=self.title, severity=severity, message=message, evidence=ev,
+                       advice=advice, time_at_stake_s=round(at_stake, 3) if at_stake is not None else None)
+
+    sev: Mapping[str, Any] = {}
 
 
 def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def _pct1(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
 def _short(path: str, n: int = 60) -> str:
     return path if len(path) <= n else "…" + path[-(n - 1):]
+
+
+def _s(x: float) -> str:
+    return f"{x:.3g} s" if x < 10 else f"{x:.0f} s"
+
+
+def _may_be_collective(f: FileSummary, op: str) -> bool:
+    """True if the file's MPI-IO bytes in direction `op` may be at least 90% collective (then no collective advice,
+    and its POSIX requests are the aggregators' output rather than the application's own)."""
+    d = f.mpiio(op)
+    return bool(d and d.bytes and d.collective_share_max >= COLLECTIVE_SHARE)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -145,10 +194,17 @@ def measured_stripe_gain(kb_path: str | None, target: int) -> dict[str, Any] | N
     return best
 
 
+def _file_rank_time(f: FileSummary) -> tuple[float, str]:
+    """I/O time per rank on a file: the slowest rank's where the log has it, else the mean over its ranks."""
+    mean = f.io_time / max(1, f.ranks)
+    if f.spread and f.spread.slowest_time > mean:
+        return f.spread.slowest_time, (f"slowest rank {f.spread.slowest_rank} spent {f.spread.slowest_time:.3f} s "
+                                       f"on the file (POSIX_F_SLOWEST_RANK_TIME)")
+    return mean, f"({f.read_time:.3f} + {f.write_time:.3f}) s read + write time / {f.ranks} ranks = {mean:.3f} s"
+
+
 class LUS001(Rule):
     """Large shared file on a single stripe"""
-
-    severity = "high"
 
     def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
         hits = [f for f in s.shared_files if f.lustre and f.lustre.stripe_count
@@ -158,24 +214,25 @@ class LUS001(Rule):
         f = max(hits, key=lambda x: x.bytes)
         want = stripe_count_for(f.bytes, t)
         how = [f"{want} by the size table for a {format_size(f.bytes)} shared file"]
-        osts, osrc = (ctx.center_ost_count, f"the center config ({ctx.center_name})") if ctx.center_ost_count \
-            else (s.fs_ost_count, "the log's Lustre records (" + s.fs_ost_count_source + ")")
-        if osts and want > osts:
-            want = osts
-            how.append(f"capped at the file system's {osts} OSTs from {osrc}")
+        if ctx.center_ost_count and want > ctx.center_ost_count:
+            want = ctx.center_ost_count
+            how.append(f"capped at the file system's {want} OSTs (center config {ctx.center_name})")
         if f.ranks and want > f.ranks:
             want = f.ranks
             how.append(f"capped at the {f.ranks} ranks that access the file")
         want = max(want, 2)
-        ssize = f.lustre.stripe_size or (1 << 20)
+        if not ctx.center_ost_count and s.fs_ost_count_at_least:
+            how.append(f"the log shows at least {s.fs_ost_count_at_least} OSTs (a lower bound, not a limit)")
+        ssize = f.lustre.stripe_size if f.lustre.stripe_size and f.lustre.stripe_size % 65536 == 0 else (1 << 20)
+        at_stake, how_t = _file_rank_time(f)
+        from ..mpiio import lfs_setstripe
+        cmd = lfs_setstripe(os.path.dirname(f.path) or ".", want, ssize)
         evidence: dict[str, Any] = {
             "file": f.path, "bytes": f.bytes, "ranks": f.ranks, "stripe_count": f.lustre.stripe_count,
             "stripe_size": f.lustre.stripe_size, "osts": list(f.lustre.osts), "files_affected": len(hits),
-            "recommended_stripe_count": want, "fs_ost_count": osts, "stripe_count_reasoning": "; ".join(how)}
-        if f.write_time and f.ranks:
-            wall = f.slowest_rank_time or f.write_time / f.ranks
-            if wall > 0:
-                evidence["observed_mib_s"] = round(f.bytes_written / wall / (1 << 20), 1)
+            "recommended_stripe_count": want, "fs_ost_count": ctx.center_ost_count,
+            "fs_ost_count_at_least": s.fs_ost_count_at_least, "stripe_count_reasoning": "; ".join(how),
+            "command": cmd}
         gain = measured_stripe_gain(ctx.kb_path, want) if ctx.use_kb else None
         if gain:
             evidence["expected_gain"] = gain["gain"]
@@ -188,21 +245,24 @@ class LUS001(Rule):
             gtext = ("Expected gain: up to the stripe count times the single-OST bandwidth, until the clients "
                      "become the limit (no measured stripe comparison in the KB).")
         msg = (f"{_short(f.path)} ({format_size(f.bytes)}, {f.ranks} ranks) lives on {f.lustre.stripe_count} OST, "
-               f"so every rank's data goes through one server. Stripe it over {want} OSTs "
-               f"({'; '.join(how)}): `lfs setstripe -c {want} -S {format_size(ssize).replace(' ', '')} <dir>` "
-               f"before the file is created, or the MPI-IO hints striping_factor={want} "
-               f"striping_unit={ssize}. {gtext}")
+               f"so every rank's data goes through one server; {_s(at_stake)} per rank went to it. Stripe it over "
+               f"{want} OSTs ({'; '.join(how)}): `{cmd}` before the file is created, or the MPI-IO hints "
+               f"striping_factor={want} striping_unit={ssize}. {gtext}")
         if len(hits) > 1:
             msg += f" {len(hits) - 1} more shared file(s) have the same layout."
-        return self.finding(msg, evidence)
+        return self.finding(s, msg, evidence, at_stake=at_stake, counters={
+            "LUSTRE_COMP_STRIPE_COUNT": f.lustre.stripe_count, "LUSTRE_COMP_STRIPE_SIZE": f.lustre.stripe_size,
+            "POSIX_BYTES_READ": f.bytes_read, "POSIX_BYTES_WRITTEN": f.bytes_written,
+            "POSIX_F_READ_TIME": round(f.read_time, 3), "POSIX_F_WRITE_TIME": round(f.write_time, 3)},
+            arithmetic=[f"{f.bytes_read} + {f.bytes_written} = {f.bytes} bytes >= {t['min_file_bytes']}",
+                        f"stripe count {f.lustre.stripe_count} <= {t['max_stripe_count']}", how_t])
 
 
 class LUS002(Rule):
     """An OST much slower than the others"""
 
-    severity = "high"
-
     def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
+        from .derive import median_ost_time
         used = [o for o in s.osts if o.files]
         if len(used) < t["min_osts"]:
             return None
@@ -218,101 +278,143 @@ class LUS002(Rule):
         msg = (f"{names}: the {worst.files} files on OST {worst.ost} averaged {worst.mean_write_time:.0f} s of write "
                f"time against a median of {med:.1f} s per OST ({worst.mean_write_time / med:.0f}x)."
                if med > 0 else f"{names} took far longer than the other OSTs.")
-        msg += (f" The job waits for its slowest files: had OST {worst.ost} performed like the median, the write "
-                f"phase could have been about {excess:.0f} s shorter ({_pct(min(1.0, excess / s.run_time))} of the "
-                f"{s.run_time:.0f} s run). Report the OST to the center; until it is fixed, place new files on "
-                f"other OSTs (`lfs setstripe -i <index>` or a pool that excludes it).") if s.run_time else ""
+        if s.run_time:
+            msg += (f" The job waits for its slowest files: had OST {worst.ost} performed like the median, the write "
+                    f"phase could have been about {excess:.0f} s shorter ({_pct(min(1.0, excess / s.run_time))} of "
+                    f"the {s.run_time:.0f} s run). Report the OST to the center; until it is fixed, place new files "
+                    f"on other OSTs (`lfs setstripe -i <index>` or a pool that excludes it).")
         evidence = {"slow_osts": [o.ost for o in slow], "ost": worst.ost, "files_on_ost": worst.files,
                     "mean_write_time_s": round(worst.mean_write_time, 2), "median_ost_write_time_s": round(med, 2),
                     "osts_used": len(used), "expected_saving_s": round(excess, 1)}
-        return self.finding(msg, evidence)
+        return self.finding(s, msg, evidence, at_stake=excess, counters={
+            "files_on_ost": worst.files, "POSIX_F_WRITE_TIME_on_ost": round(worst.write_time, 2)},
+            arithmetic=[f"{worst.write_time:.1f} s / {worst.files} files = {worst.mean_write_time:.1f} s per file "
+                        f"on OST {worst.ost}",
+                        f"median over {len(used)} OSTs of the same = {med:.2f} s",
+                        f"{worst.mean_write_time:.1f} >= {t['factor']} x {med:.2f} and "
+                        f"{worst.mean_write_time:.1f} - {med:.2f} = {excess:.1f} s >= {t['min_excess_seconds']} s"])
 
 
 class LUS003(Rule):
     """Few of the file system's OSTs used"""
 
-    severity = "warn"
-
     def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
-        lus = [f for f in s.files if f.lustre]
+        lus = [f for f in s.files if f.lustre and not f.special]
         moved = sum(f.bytes for f in lus)
         if not lus or moved < t["min_bytes"]:
             return None
         used = {o for f in lus for o in f.lustre.osts}
-        total = ctx.center_ost_count or s.fs_ost_count
+        exact = bool(ctx.center_ost_count)
+        total = ctx.center_ost_count or s.fs_ost_count_at_least
         if not total:
             return None
-        share = len(used) / total
+        share = len(used) / total     # with a lower-bound total, an upper bound of the true share
         if share >= t["warn_share"]:
             return None
-        sev = "high" if share < t["high_share"] else "warn"
-        src = f"the center config ({ctx.center_name})" if ctx.center_ost_count else "the log (a lower bound)"
-        msg = (f"The job moved {format_size(moved)} through {len(used)} of {total} OSTs ({_pct(share)}; OST count "
-               f"from {src}). Bandwidth is bounded by the OSTs a job touches: use more stripes on shared files "
-               f"or spread file-per-process output over more OSTs (stripe count 1 with the default start index).")
-        return self.finding(msg, {"osts_used": len(used), "fs_ost_count": total, "share": round(share, 3),
-                                  "bytes": moved}, severity=sev)
+        src = f"the center config ({ctx.center_name})" if exact else "the log: at least that many, so the share is at most this"
+        at_stake = sum(f.io_time for f in lus) / s.nprocs
+        msg = (f"The job moved {format_size(moved)} through {len(used)} of {'' if exact else 'at least '}{total} OSTs "
+               f"({_pct(share)}{'' if exact else ' or less'}; OST count from {src}), with {_s(at_stake)} of I/O per "
+               f"rank on them. Bandwidth is bounded by the OSTs a job touches: use more stripes on shared files or "
+               f"spread file-per-process output over more OSTs (stripe count 1 with the default start index).")
+        return self.finding(s, msg, {"osts_used": len(used), "fs_ost_count": total, "fs_ost_count_exact": exact,
+                                     "share": round(share, 3), "bytes": moved}, at_stake=at_stake,
+                            counters={"distinct_osts": len(used), "fs_osts": total},
+                            arithmetic=[f"{len(used)} / {total} = {share:.3f} < {t['warn_share']}",
+                                        f"{sum(f.io_time for f in lus):.1f} rank-s / {s.nprocs} ranks = "
+                                        f"{at_stake:.2f} s per rank"])
 
 
 # ----------------------------------------------------------------------------------------------------
-# requests, MPI-IO, metadata, balance, STDIO
+# requests and MPI-IO
 
 class SIZE001(Rule):
-    """Many small requests (below 1 MiB)"""
-
-    severity = "high"
+    """Many small requests (1 byte to just under 1 MiB)"""
 
     def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
-        parts, ev = [], {}
-        for op, small, total, hist in (("read", s.small_reads, s.posix_reads, s.read_sizes),
-                                       ("write", s.small_writes, s.posix_writes, s.write_sizes)):
-            if total and small >= t["min_count"] and small / total > t["share"]:
-                parts.append(f"{small} of {total} POSIX {op}s ({_pct(small / total)}) were below 1 MiB")
-                ev[f"small_{op}s"] = small
-                ev[f"{op}s"] = total
-                ev[f"{op}_size_bins"] = {b: hist[b] for b in SMALL_BINS}
+        parts, ev, arith, counters = [], {}, [], {}
+        at_stake = 0.0
+        files_hit: list[tuple[FileSummary, int]] = []
+        for op in ("read", "write"):
+            # POSIX requests on files MPI-IO reads/writes collectively are the aggregators' output: left out
+            fs = [f for f in s.files if not f.special and not _may_be_collective(f, op)]
+            reqs = [(f, f.read_req if op == "read" else f.write_req) for f in fs]
+            small = sum(r.small for _, r in reqs)
+            nonzero = sum(r.ops - r.zero for _, r in reqs)
+            if not nonzero or small < t["min_count"] or small / nonzero <= t["share"]:
+                continue
+            secs = sum(r.time * r.small / r.ops for _, r in reqs if r.ops)
+            at_stake += secs / s.nprocs
+            parts.append(f"{small} of {nonzero} non-empty POSIX {op}s ({_pct(small / nonzero)}) were smaller than "
+                         f"1 MiB")
+            ev[f"small_{op}s"] = small
+            ev[f"{op}s"] = nonzero
+            counters[f"POSIX_{op.upper()}S"] = sum(r.ops for _, r in reqs)
+            counters[f"zero_byte_{op}s"] = sum(r.zero for _, r in reqs)
+            counters[f"exactly_1MiB_{op}s"] = sum(r.exactly_1mib for _, r in reqs)
+            hist = s.read_sizes if op == "read" else s.write_sizes
+            counters[f"POSIX_SIZE_{op.upper()}_0_100..100K_1M"] = [hist[b] for b in ("0_100", "100_1K", "1K_10K",
+                                                                                        "10K_100K", "100K_1M")]
+            arith.append(f"{op}s: histogram below 1 MiB {sum(counters[f'POSIX_SIZE_{op.upper()}_0_100..100K_1M'])} "
+                         f"- zero-byte and exactly-1-MiB requests the common sizes place here = {small} small; "
+                         f"{small} / {nonzero} = {small / nonzero:.3f} > {t['share']}")
+            arith.append(f"{op} time in them: {secs:.2f} rank-s (each file's {op} time x small/ops) / "
+                         f"{s.nprocs} ranks = {secs / s.nprocs:.3f} s per rank")
+            files_hit += [(f, r.small) for f, r in reqs if r.small]
         if not parts:
             return None
-        top = sorted(s.files, key=lambda f: -(f.small_reads + f.small_writes))[:3]
-        ev["files"] = [{"file": f.path, "small_ops": f.small_reads + f.small_writes} for f in top
-                       if f.small_reads + f.small_writes]
-        shared_small = sum(f.small_reads + f.small_writes for f in s.shared_files)
-        all_small = s.small_reads + s.small_writes
-        if s.has_mpiio and shared_small >= all_small / 2:
-            fix = ("Most are on shared files opened with MPI-IO: collective calls (MPI_File_write_all / "
-                   "read_all) let ROMIO aggregate them into stripe-sized requests.")
-        elif shared_small >= all_small / 2:
+        top: dict[int, list] = {}
+        for f, n in files_hit:
+            top.setdefault(f.id, [f, 0])[1] += n
+        ranked = sorted(top.values(), key=lambda x: -x[1])
+        ev["files"] = [{"file": f.path, "small_ops": n} for f, n in ranked[:3]]
+        on_shared = sum(n for f, n in ranked if f.shared)
+        all_small = sum(n for _, n in ranked)
+        mpi_shared = sum(n for f, n in ranked if f.shared and (f.mpiio_read or f.mpiio_write))
+        if mpi_shared >= all_small / 2:
+            fix = ("Most are on shared files opened with MPI-IO with mostly independent calls: collective calls "
+                   "(MPI_File_write_all / read_all) let ROMIO aggregate them into stripe-sized requests.")
+        elif on_shared >= all_small / 2:
             fix = ("Most are on shared files: gather data into larger contiguous blocks per rank, or write the "
                    "file with MPI-IO collective calls, which aggregate small pieces into large requests.")
         else:
             fix = ("Buffer the data in memory and issue fewer, larger requests (at least 1 MiB, ideally a "
                    "multiple of the stripe size).")
-        return self.finding("; ".join(parts) + ". " + fix, ev)
+        msg = "; ".join(parts) + f", {_s(at_stake)} per rank in them. " + fix
+        return self.finding(s, msg, ev, at_stake=at_stake, counters=counters, arithmetic=arith)
 
 
 class MPI001(Rule):
     """Independent MPI-IO on a shared file"""
 
-    severity = "warn"
-
     def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
         if not s.has_mpiio:
             return None
-        hits = [f for f in s.shared_files if f.mpiio_indep >= t["min_ops"]
-                and f.mpiio_indep / max(1, f.mpiio_indep + f.mpiio_coll) > t["indep_share"]
-                and (f.small_reads + f.small_writes) > 0]
+        hits = []
+        for f in s.shared_files:
+            for op in ("read", "write"):
+                d = f.mpiio(op)
+                if (d and d.bytes and d.independent_ops >= t["min_ops"]
+                        and d.independent_ops / (d.independent_ops + d.collective_ops) > t["indep_share"]
+                        and d.collective_share_max < COLLECTIVE_SHARE):
+                    hits.append((f, op, d))
         if not hits:
             return None
-        f = max(hits, key=lambda x: x.mpiio_indep)
-        share = f.mpiio_indep / (f.mpiio_indep + f.mpiio_coll)
-        small = f.small_reads + f.small_writes
-        msg = (f"{_short(f.path)}: {f.mpiio_indep} of {f.mpiio_indep + f.mpiio_coll} MPI-IO operations "
-               f"({_pct(share)}) are independent, and {small} POSIX requests on the file were below 1 MiB. "
-               f"Use collective calls (MPI_File_write_all/read_all, or H5FD_MPIO_COLLECTIVE in HDF5) so "
-               f"aggregators combine them; with romio_cb_write=enable the {small} small requests become a few "
-               f"stripe-sized ones.")
-        ev: dict[str, Any] = {"file": f.path, "independent_ops": f.mpiio_indep, "collective_ops": f.mpiio_coll,
-                              "small_posix_requests": small, "files_affected": len(hits)}
+        f, op, d = max(hits, key=lambda x: x[2].independent_ops)
+        ranks = max(1, f.ranks)
+        indep_share_max = 1 - d.collective_share_min
+        at_stake = d.time * indep_share_max / ranks
+        ops = d.independent_ops + d.collective_ops
+        small = f.small_reads if op == "read" else f.small_writes
+        msg = (f"{_short(f.path)}: {d.independent_ops} of {ops} MPI-IO {op}s ({_pct(d.independent_ops / ops)}) are "
+               f"independent, and at most {_pct(d.collective_share_max)} of its {format_size(d.bytes)} went through "
+               f"collective calls; {_s(at_stake)} per rank at stake. Use collective calls (MPI_File_{op}_all, or "
+               f"H5FD_MPIO_COLLECTIVE in HDF5) so aggregators combine the pieces"
+               + (f"; with romio_cb_{op}=enable the {small} small POSIX {op}s become a few stripe-sized ones."
+                  if small else "."))
+        ev: dict[str, Any] = {"file": f.path, "op": op, "independent_ops": d.independent_ops,
+                              "collective_ops": d.collective_ops, "collective_share_max": round(d.collective_share_max, 4),
+                              "small_posix_requests": small, "files_affected": len({id(h[0]) for h in hits})}
         against = _two_phase_losses(ctx)
         if against:
             ev["contrary_comparisons"] = against
@@ -320,7 +422,14 @@ class MPI001(Rule):
             msg += (f" Caution: on {c['system']} two-phase I/O measured slower than without it for {c['op']}s "
                     f"({c['citation']}); there, try collective calls with romio_cb_{c['op']}=disable as well "
                     f"and keep the faster.")
-        return self.finding(msg, ev)
+        D = "READS" if op == "read" else "WRITES"
+        return self.finding(s, msg, ev, at_stake=at_stake, counters={
+            f"MPIIO_INDEP_{D}+MPIIO_NB_{D}": d.independent_ops, f"MPIIO_COLL_{D}+MPIIO_SPLIT_{D}": d.collective_ops,
+            f"MPIIO_BYTES_{'READ' if op == 'read' else 'WRITTEN'}": d.bytes, f"MPIIO_F_{op.upper()}_TIME": round(d.time, 3)},
+            arithmetic=[f"collective bytes at most {d.collective_bytes_max} (the {d.collective_ops} largest requests "
+                        f"of the size histogram) / {d.bytes} = {d.collective_share_max:.3f} < {COLLECTIVE_SHARE}",
+                        f"{d.time:.2f} rank-s x independent share <= {indep_share_max:.3f} / {ranks} ranks = "
+                        f"{at_stake:.3f} s per rank"])
 
 
 def _two_phase_losses(ctx: Context) -> list[dict[str, Any]]:
@@ -338,85 +447,218 @@ def _two_phase_losses(ctx: Context) -> list[dict[str, Any]]:
             for r in rows if r["factor"] in ("cb_write", "cb_read") and str(r["better"]).lower() == "disable"]
 
 
+class RMW001(Rule):
+    """POSIX wrote far more than MPI-IO was asked to (read-modify-write)"""
+
+    def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
+        hits = [f for f in s.files if f.mpiio_write and f.mpiio_write.bytes >= t["min_mpiio_bytes"]
+                and f.bytes_written >= t["factor"] * f.mpiio_write.bytes]
+        if not hits:
+            return None
+        f = max(hits, key=lambda x: x.bytes_written - x.mpiio_write.bytes)
+        mw, mr = f.mpiio_write.bytes, (f.mpiio_read.bytes if f.mpiio_read else 0)
+        ratio = f.bytes_written / mw
+        extra_w = f.write_time * (1 - mw / f.bytes_written)
+        extra_r = f.read_time * (1 - mr / f.bytes_read) if f.bytes_read > mr else 0.0
+        ranks = max(1, f.ranks)
+        at_stake = (extra_w + extra_r) / ranks
+        d = f.mpiio_write
+        coll = d.collective_share_min >= COLLECTIVE_SHARE
+        msg = (f"{_short(f.path)}: POSIX wrote {format_size(f.bytes_written)}, {ratio:.1f}x the "
+               f"{format_size(mw)} MPI-IO was asked to write, and read {format_size(f.bytes_read)} where MPI-IO "
+               f"read {format_size(mr)}" + (f" ({f.read_req.zero} of the reads returned 0 bytes)"
+                                            if f.read_req.zero else "")
+               + f"; {_s(at_stake)} per rank went to the extra traffic. ROMIO read the regions around the data and "
+               f"wrote them back whole: ")
+        msg += ("two-phase collective writes over extents with holes. Make each collective write cover a "
+                "contiguous region (HDF5: contiguous datasets aligned with H5Pset_alignment to the stripe size)."
+                if coll else
+                "data sieving for independent writes (and two-phase writes over extents with holes). Set "
+                "romio_ds_write=disable, or make the writes contiguous.")
+        return self.finding(s, msg, {"file": f.path, "posix_bytes_written": f.bytes_written, "mpiio_bytes_written": mw,
+                                     "posix_bytes_read": f.bytes_read, "mpiio_bytes_read": mr,
+                                     "ratio": round(ratio, 2), "zero_byte_reads": f.read_req.zero},
+                            at_stake=at_stake, counters={
+                                "POSIX_BYTES_WRITTEN": f.bytes_written, "MPIIO_BYTES_WRITTEN": mw,
+                                "POSIX_BYTES_READ": f.bytes_read, "MPIIO_BYTES_READ": mr,
+                                "POSIX_F_WRITE_TIME": round(f.write_time, 4), "POSIX_F_READ_TIME": round(f.read_time, 4)},
+                            arithmetic=[f"{f.bytes_written} / {mw} = {ratio:.2f} >= {t['factor']}",
+                                        f"({f.write_time:.4f} s x (1 - {mw}/{f.bytes_written}) + {extra_r:.4f} s) / "
+                                        f"{ranks} ranks = {at_stake:.4f} s per rank"])
+
+
+# ----------------------------------------------------------------------------------------------------
+# metadata, balance, STDIO, coverage
+
 class META001(Rule):
     """Much time in metadata operations"""
 
-    severity = "warn"
-
     def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
-        budget = s.nprocs * s.run_time
-        share = s.meta_time / budget if budget else 0.0
-        worst = max(s.files, key=lambda f: f.meta_time, default=None)
-        worst_t = worst.meta_time if worst is not None else 0.0
-        heavy_record = bool(worst_t >= t["record_seconds"] and s.run_time
-                            and worst_t / s.run_time >= t["record_run_share"])
-        if share < t["share"] and not heavy_record:
+        m = s.meta
+        per_rank = m.per_rank_max
+        if per_rank < t["min_seconds_per_rank"] or not s.run_time or per_rank / s.run_time < t["share"]:
             return None
-        sev = "high" if share >= 2 * t["share"] else "warn"
-        per_rank = s.meta_time / max(1, s.nprocs)
-        msg = (f"Ranks spent {s.meta_time:.1f} rank-seconds in open/stat/seek/close, {per_rank:.1f} s per rank "
-               f"in a {s.run_time:.0f} s run")
-        if per_rank > s.run_time:
-            msg += " (more than the run time: the calls overlapped, e.g. from several threads)"
+        worst = max((f for f in s.files if not f.special), key=lambda f: f.meta_time / max(1, f.ranks), default=None)
+        who = f"rank {m.busiest_rank}" if m.busiest_rank is not None else "every rank"
+        msg = (f"{who[0].upper() + who[1:]} spent {per_rank:.1f} s in open/stat/seek/close on files in a {s.run_time:.0f} s "
+               f"run ({_pct(per_rank / s.run_time)})")
         if worst is not None and worst.meta_time > 0:
-            msg += f"; the file with most metadata time is {_short(worst.path)} ({worst.meta_time:.1f} s)"
+            msg += f"; the file with most of it per rank is {_short(worst.path)}"
         msg += (". Open files once and keep them open, avoid stat/seek per request, and for many small files use "
-                f"fewer, larger files or node-local scratch. Expected saving: up to "
-                f"{min(per_rank, s.run_time):.1f} s per rank.")
-        return self.finding(msg, {"meta_time_rank_s": round(s.meta_time, 2), "share": round(share, 4),
-                                  "max_record_meta_time_s": round(s.max_meta_time_record, 2),
-                                  "file": worst.path if worst else None,
-                                  "expected_saving_s": round(min(per_rank, s.run_time), 1)}, severity=sev)
+                "fewer, larger files or node-local scratch.")
+        if m.left_out_rank_seconds:
+            msg += (f" Not counted: {m.left_out_rank_seconds:.1f} rank-s on {m.left_out_files} FIFOs, pipes or "
+                    f"sockets, whose opens wait for the other end.")
+        return self.finding(s, msg, {"meta_time_rank_s": round(m.rank_seconds, 2), "per_rank_s": round(per_rank, 3),
+                                     "busiest_rank": m.busiest_rank, "file": worst.path if worst else None,
+                                     "left_out_rank_s": round(m.left_out_rank_seconds, 2)},
+                            at_stake=per_rank, counters={"POSIX_F_META_TIME+STDIO_F_META_TIME": round(m.rank_seconds, 3),
+                                                         "nprocs": s.nprocs},
+                            arithmetic=[f"shared records' metadata time / {s.nprocs} processes + the busiest rank's "
+                                        f"own records = {per_rank:.3f} s per rank >= {t['min_seconds_per_rank']} s",
+                                        f"{per_rank:.3f} / {s.run_time:.0f} s run = {per_rank / s.run_time:.4f} >= "
+                                        f"{t['share']}"])
+
+
+def _spread_for(f: FileSummary) -> RankSpread | None:
+    """The layer whose per-rank figures describe the application: MPI-IO where it drives the file collectively
+    (POSIX then shows aggregators, and non-aggregators move 0 bytes), POSIX otherwise."""
+    if f.mpiio_spread and (_may_be_collective(f, "write") or _may_be_collective(f, "read")):
+        return f.mpiio_spread
+    return f.spread
+
+
+def _gaps(s: LogSummary, t: Mapping[str, Any]) -> list[tuple[FileSummary, RankSpread, float]]:
+    out = []
+    for f in s.shared_files:
+        sp = _spread_for(f)
+        if f.bytes < t["min_bytes"] or sp is None:
+            continue
+        gap = sp.slowest_time - sp.fastest_time
+        if sp.slowest_time > 0 and gap >= t["min_seconds"] and gap / sp.slowest_time > t["share"]:
+            out.append((f, sp, gap))
+    return out
+
+
+def _spread_arith(sp: RankSpread, tol: float) -> list[str]:
+    a = [f"{sp.layer}: slowest rank {sp.slowest_rank} {sp.slowest_time:.2f} s with {sp.slowest_bytes} bytes, "
+         f"fastest rank {sp.fastest_rank} {sp.fastest_time:.2f} s with {sp.fastest_bytes} bytes, mean "
+         f"{sp.mean_bytes:.0f} bytes per rank"
+         + (f", standard deviation {sp.bytes_stddev:.0f}" if sp.bytes_stddev is not None else ""),
+         f"bytes per rank differ from the mean by up to {_pct1(sp.bytes_agree_within)} "
+         f"({'more' if sp.bytes_agree_within > tol else 'not more'} than {_pct(tol)})"]
+    return a
 
 
 class IMB001(Rule):
-    """Ranks unevenly loaded on a shared file"""
-
-    severity = "warn"
+    """Data unevenly spread over the ranks of a shared file"""
 
     def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
-        hits: list[tuple[FileSummary, float]] = []
-        for f in s.shared_files:
-            if f.bytes < t["min_bytes"] or f.slowest_rank_time is None or f.fastest_rank_time is None:
-                continue
-            gap = f.slowest_rank_time - f.fastest_rank_time
-            if f.slowest_rank_time > 0 and gap >= t["min_seconds"] and gap / f.slowest_rank_time > t["share"]:
-                hits.append((f, gap))
+        hits = []
+        for f, sp, gap in _gaps(s, t):
+            layer_bytes = f.bytes if sp.layer == "POSIX" else sum(d.bytes for d in (f.mpiio_read, f.mpiio_write) if d)
+            if sp.bytes_agree_within <= t["bytes_tolerance"]:
+                continue                       # equal data: a straggler, not imbalance (STRAG001)
+            if sp.slowest_bytes <= sp.mean_bytes:
+                continue                       # the slow rank did not have more data: the bytes do not explain it
+            if layer_bytes and sp.slowest_bytes >= 0.99 * layer_bytes:
+                continue                       # one rank moved everything: a serial pattern, not a balance question
+            hits.append((f, sp, gap))
         if not hits:
             return None
-        f, gap = max(hits, key=lambda x: x[1])
-        more = (" (or, with collective MPI-IO, more aggregators: cb_nodes, romio_lustre_co_ratio)"
-                if s.has_mpiio and f.mpiio_coll else "")
-        msg = (f"{_short(f.path)}: the slowest rank ({f.slowest_rank}) spent {f.slowest_rank_time:.1f} s in I/O, the "
-               f"fastest ({f.fastest_rank}) {f.fastest_rank_time:.1f} s. Everyone waits for the slowest: balancing "
-               f"the data per rank{more} could save up to {gap:.0f} s.")
-        return self.finding(msg, {"file": f.path, "slowest_rank": f.slowest_rank, "fastest_rank": f.fastest_rank,
-                                  "slowest_s": round(f.slowest_rank_time, 3), "fastest_s": round(f.fastest_rank_time, 3),
-                                  "expected_saving_s": round(gap, 1), "files_affected": len(hits)})
+        f, sp, gap = max(hits, key=lambda x: x[2])
+        msg = (f"{_short(f.path)}: the slowest rank ({sp.slowest_rank}) moved {format_size(sp.slowest_bytes)} and "
+               f"spent {sp.slowest_time:.1f} s; the fastest ({sp.fastest_rank}) moved {format_size(sp.fastest_bytes)} "
+               f"in {sp.fastest_time:.1f} s, against a mean of {format_size(sp.mean_bytes)} per rank. Everyone waits "
+               f"for the slowest: giving each rank a similar share of the data could save up to {gap:.0f} s.")
+        return self.finding(s, msg, {"file": f.path, "layer": sp.layer, "slowest_rank": sp.slowest_rank,
+                                     "fastest_rank": sp.fastest_rank, "slowest_s": round(sp.slowest_time, 3),
+                                     "fastest_s": round(sp.fastest_time, 3), "slowest_bytes": sp.slowest_bytes,
+                                     "fastest_bytes": sp.fastest_bytes, "mean_bytes": round(sp.mean_bytes),
+                                     "expected_saving_s": round(gap, 1), "files_affected": len(hits)},
+                            at_stake=gap, counters={"slowest_rank": sp.slowest_rank, "fastest_rank": sp.fastest_rank},
+                            arithmetic=_spread_arith(sp, t["bytes_tolerance"])
+                            + [f"{sp.slowest_time:.2f} - {sp.fastest_time:.2f} = {gap:.2f} s"])
+
+
+class STRAG001(Rule):
+    """One rank much slower than the others with the same data"""
+
+    max_severity = "warn"        # the cause lies outside the application: it cannot act on it alone
+
+    def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
+        hits = [(f, sp, gap) for f, sp, gap in _gaps(s, t) if sp.bytes_agree_within <= t["bytes_tolerance"]]
+        if not hits:
+            return None
+        f, sp, gap = max(hits, key=lambda x: x[2])
+        per_ost = ""
+        if f.lustre and f.lustre.stripe_count:
+            per_ost = (f" {f.ranks} ranks share its {f.lustre.stripe_count} stripes, "
+                       f"{f.ranks / f.lustre.stripe_count:.0f} per OST.")
+        msg = (f"{_short(f.path)}: rank {sp.slowest_rank} spent {sp.slowest_time:.1f} s on it and rank "
+               f"{sp.fastest_rank} {sp.fastest_time:.1f} s, yet every rank moved the same data "
+               f"({format_size(sp.mean_bytes)}, within {_pct1(sp.bytes_agree_within)}). The {gap:.0f} s between them "
+               f"were lost outside the application's decomposition: a slow OST or node, or contention among the "
+               f"writers.{per_ost} Rebalancing the data would not help; if it recurs, give the center the job id and "
+               f"the two ranks.")
+        return self.finding(s, msg, {"file": f.path, "layer": sp.layer, "slowest_rank": sp.slowest_rank,
+                                     "fastest_rank": sp.fastest_rank, "slowest_s": round(sp.slowest_time, 3),
+                                     "fastest_s": round(sp.fastest_time, 3), "bytes_per_rank": round(sp.mean_bytes),
+                                     "gap_s": round(gap, 1)},
+                            at_stake=gap, counters={"slowest_rank": sp.slowest_rank, "fastest_rank": sp.fastest_rank},
+                            arithmetic=_spread_arith(sp, t["bytes_tolerance"])
+                            + [f"{sp.slowest_time:.2f} - {sp.fastest_time:.2f} = {gap:.2f} s"])
 
 
 class STDIO001(Rule):
-    """Heavy use of STDIO (fread/fwrite/fprintf)"""
-
-    severity = "warn"
+    """Small STDIO calls (fread/fwrite/fprintf) carrying much data"""
 
     def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
-        st = s.apis.get("STDIO")
-        if not st:
-            return None
-        sb = st.bytes_read + st.bytes_written
         total = s.bytes_read + s.bytes_written
+        hits = [a for a in s.stdio_streams if a["calls"] and a["bytes"] / a["calls"] < t["max_bytes_per_call"]]
+        sb = sum(a["bytes"] for a in hits)
         if sb < t["min_bytes"] or not total or sb / total <= t["share"]:
             return None
+        calls = sum(a["calls"] for a in hits)
+        at_stake = sum(a["per_rank_max_s"] for a in hits)
         lib = "HDF5 or MPI-IO" if s.has_mpiio else "a binary format library such as HDF5"
-        msg = (f"{format_size(sb)} ({_pct(sb / total)} of the bytes) went through STDIO in {st.reads + st.writes} "
-               f"calls. STDIO buffers in small chunks and serialises on a stream lock: write large binary blocks "
-               f"with write(2) or {lib}, or at least enlarge the buffer with setvbuf.")
-        return self.finding(msg, {"stdio_bytes": sb, "total_bytes": total, "stdio_ops": st.reads + st.writes,
-                                  "share": round(sb / total, 3)})
+        msg = (f"{format_size(sb)} ({_pct(sb / total)} of the bytes) went through STDIO in {calls} calls of "
+               f"{sb / calls:.0f} bytes on average, {_s(at_stake)} per rank. Calls that small pay the library's "
+               f"per-call cost and its stream lock each time: write large binary blocks with write(2) or {lib}, or "
+               f"at least enlarge the buffer with setvbuf.")
+        return self.finding(s, msg, {"stdio_bytes": sb, "total_bytes": total, "stdio_ops": calls,
+                                     "share": round(sb / total, 3), "files": [a["file"] for a in hits[:3]]},
+                            at_stake=at_stake, counters={"STDIO_BYTES_READ+WRITTEN": sb, "STDIO_READS+WRITES": calls},
+                            arithmetic=[f"{sb} / {calls} = {sb / calls:.0f} bytes per call < {t['max_bytes_per_call']}",
+                                        f"{sb} / {total} = {sb / total:.3f} of the bytes > {t['share']}"])
 
 
-RULES: tuple[Rule, ...] = (LUS001(), LUS002(), LUS003(), SIZE001(), MPI001(), META001(), IMB001(), STDIO001())
+class LOG001(Rule):
+    """Part of the job's I/O is not in what was analysed"""
+
+    def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
+        gaps = []
+        if s.unread_modules:
+            gaps.append(f"the log holds I/O through {', '.join(s.unread_modules)}, which is not analysed here")
+        if not s.has_posix and s.modules:
+            gaps.append("the log has no POSIX module, so file I/O below STDIO and MPI-IO was not recorded")
+        if s.partial:
+            gaps.append("Darshan ran out of record memory" + (f" in {', '.join(s.partial_modules)}"
+                                                                if s.partial_modules else "")
+                        + ", so totals are lower bounds")
+        if not gaps:
+            return None
+        text = "; ".join(gaps)
+        msg = (text[0].upper() + text[1:] + ". Findings (and the absence of findings) cover only what was read: "
+               + ", ".join(m for m in s.modules) + ".")
+        return self.finding(s, msg, {"modules": list(s.modules), "unread": list(s.unread_modules),
+                                     "partial_modules": list(s.partial_modules)},
+                            at_stake=None, severity="info", counters={"modules": list(s.modules)},
+                            arithmetic=[])
+
+
+RULES: tuple[Rule, ...] = (LUS001(), LUS002(), LUS003(), SIZE001(), MPI001(), RMW001(), META001(), IMB001(),
+                           STRAG001(), STDIO001(), LOG001())
 _ORDER = {"high": 0, "warn": 1, "info": 2}
 
 
@@ -426,18 +668,19 @@ def rule_ids() -> list[str]:
 
 def run_rules(s: LogSummary, thresholds: Mapping[str, Mapping[str, Any]] | None = None,
               ctx: Context | None = None) -> list[Finding]:
-    """Every rule's finding for `s`, most severe first."""
+    """Every rule's finding for `s`, most severe first, then most time at stake."""
     t = thresholds or load_thresholds()
     ctx = ctx or Context()
     out = []
     for rule in RULES:
+        rule.sev = t["SEVERITY"]
         f = rule.check(s, t[rule.id], ctx)
         if f is not None:
             out.append(f)
-    out.sort(key=lambda f: _ORDER.get(f.severity, 9))
+    out.sort(key=lambda f: (_ORDER.get(f.severity, 9), -(f.time_at_stake_s or 0.0)))
     return out
 
 
-for _cls in (LUS001, LUS002, LUS003, SIZE001, MPI001, META001, IMB001, STDIO001):
+for _cls in (LUS001, LUS002, LUS003, SIZE001, MPI001, RMW001, META001, IMB001, STRAG001, STDIO001, LOG001):
     _cls.id = _cls.__name__
 del _cls

@@ -173,6 +173,7 @@ class Finding:
     message: str
     evidence: Mapping[str, Any] = field(default_factory=dict)
     advice: Advice | None = None
+    time_at_stake_s: float | None = None   # run time (seconds per rank) the finding puts at stake, where it has one
 
 
 def to_plain(obj: Any) -> Any:

@@ -1,0 +1,298 @@
+"""What a Darshan log says about a job, as plain frozen dataclasses (no I/O, no PyDarshan).
+
+Every figure here is either a counter of the log or arithmetic on counters whose direction is stated: where the log
+cannot tell two things apart (the direction of a common access size, the split of an MPI-IO record's bytes between
+collective and independent calls), the summary carries the bound that is certain, and says which bound it is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Darshan's size histogram. Its bucket macro (DARSHAN_BUCKET_INC) tests `size < 101`, `< 1025`, `< 10241`,
+# `< 102401`, `< 1048577`, ...: each bin includes its upper edge, so a request of exactly 1 MiB (1,048,576 bytes) is
+# counted in 100K_1M, and a zero-byte request in 0_100.
+SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS")
+BIN_UPPER = {"0_100": 100, "100_1K": 1024, "1K_10K": 10240, "10K_100K": 102400, "100K_1M": 1 << 20,
+             "1M_4M": 4 << 20, "4M_10M": 10 << 20, "10M_100M": 100 << 20, "100M_1G": 1 << 30, "1G_PLUS": None}
+BELOW_1M_BINS = SIZE_BINS[:5]     # the bins that can hold requests below 1 MiB (100K_1M also holds exactly 1 MiB)
+MIB = 1 << 20
+
+# Modules whose records hold the job's data traffic and are read here; DXT traces and the heatmap only repeat it.
+READ_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "LUSTRE")
+UNREAD_IO_MODULES = ("DFS", "DAOS", "PNETCDF_FILE", "PNETCDF_VAR", "MDHIM", "BG/Q")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApiTotals:
+    """Bytes and operations through one interface (POSIX, MPI-IO, STDIO, HDF5)."""
+
+    bytes_read: int = 0
+    bytes_written: int = 0
+    reads: int = 0
+    writes: int = 0
+    files: int = 0
+    read_time: float = 0.0            # rank-seconds
+    write_time: float = 0.0
+    meta_time: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class LustreLayout:
+    """A file's Lustre layout, one entry per component (plain files have one)."""
+
+    stripe_size: int                  # of the last component that has objects (the one covering EOF for PFL)
+    stripe_count: int
+    osts: tuple[int, ...]             # every OST index the file has objects on, all components
+    components: int = 1
+    pool: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Requests:
+    """POSIX requests of one file (or the job) in one direction, from the size histogram and the common sizes.
+
+    Darshan keeps the four most common access sizes of a record with their counts, for reads and writes together.
+    `zero` and `exactly_1mib` are what those common sizes prove about this direction; `small` (1 byte to 1 MiB - 1)
+    is the histogram's count below 1 MiB minus every zero-byte and exactly-1-MiB request the common sizes could
+    place in this direction, so it is never more than the true count unless a size was too rare to be among the
+    four common ones.
+    """
+
+    ops: int = 0
+    small: int = 0
+    zero: int = 0                      # zero-byte requests this direction certainly made (a lower bound)
+    exactly_1mib: int = 0              # exactly-1-MiB requests this direction certainly made (a lower bound)
+    time: float = 0.0                  # rank-seconds in these requests
+
+    def __add__(self, o: "Requests") -> "Requests":
+        return Requests(ops=self.ops + o.ops, small=self.small + o.small, zero=self.zero + o.zero,
+                        exactly_1mib=self.exactly_1mib + o.exactly_1mib, time=self.time + o.time)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MpiioDirection:
+    """One file's MPI-IO traffic in one direction: operations by kind and bounds on the collective share of bytes."""
+
+    bytes: int = 0
+    collective_ops: int = 0            # *_all and split collective calls
+    independent_ops: int = 0           # independent calls, blocking and nonblocking
+    collective_bytes_min: int = 0      # certain: the independent calls were at most the largest requests
+    collective_bytes_max: int = 0      # certain: the collective calls were at most the largest requests
+    time: float = 0.0                  # rank-seconds
+
+    @property
+    def collective_share_min(self) -> float:
+        return self.collective_bytes_min / self.bytes if self.bytes else 0.0
+
+    @property
+    def collective_share_max(self) -> float:
+        return self.collective_bytes_max / self.bytes if self.bytes else 0.0
+
+    def __add__(self, o: "MpiioDirection") -> "MpiioDirection":
+        return MpiioDirection(bytes=self.bytes + o.bytes, collective_ops=self.collective_ops + o.collective_ops,
+                              independent_ops=self.independent_ops + o.independent_ops,
+                              collective_bytes_min=self.collective_bytes_min + o.collective_bytes_min,
+                              collective_bytes_max=self.collective_bytes_max + o.collective_bytes_max,
+                              time=self.time + o.time)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RankSpread:
+    """The slowest and fastest rank on one shared file, with the bytes each moved, at one layer (POSIX or MPI-IO)."""
+
+    layer: str
+    slowest_rank: int | None
+    slowest_time: float
+    slowest_bytes: int
+    fastest_rank: int | None
+    fastest_time: float
+    fastest_bytes: int
+    mean_bytes: float                  # the file's bytes at this layer / the ranks that share it
+    bytes_stddev: float | None         # from Darshan's variance of bytes per rank, where the log has it
+
+    @property
+    def bytes_agree_within(self) -> float:
+        """Largest relative distance of the extreme ranks' (and the deviation's) bytes from the mean."""
+        if self.mean_bytes <= 0:
+            return 0.0
+        d = max(abs(self.slowest_bytes - self.mean_bytes), abs(self.fastest_bytes - self.mean_bytes))
+        if self.bytes_stddev is not None:
+            d = max(d, self.bytes_stddev)
+        return d / self.mean_bytes
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileSummary:
+    """One file as POSIX (and MPI-IO, if used) saw it."""
+
+    id: int
+    path: str
+    shared: bool                       # opened by more than one rank of a job with more than one process
+    ranks: int                         # ranks that have a record for it (all ranks for a shared record)
+    fs_type: str | None
+    mount: str | None
+    special: str = ""                  # "fifo", "pipe" or "socket" when the name says so; never a file-system file
+    bytes_read: int = 0
+    bytes_written: int = 0
+    reads: int = 0
+    writes: int = 0
+    read_time: float = 0.0             # rank-seconds
+    write_time: float = 0.0
+    meta_time: float = 0.0
+    read_req: Requests = field(default_factory=Requests)
+    write_req: Requests = field(default_factory=Requests)
+    spread: RankSpread | None = None   # POSIX, shared files only
+    mpiio_read: MpiioDirection | None = None
+    mpiio_write: MpiioDirection | None = None
+    mpiio_spread: RankSpread | None = None
+    lustre: LustreLayout | None = None
+
+    @property
+    def bytes(self) -> int:
+        return self.bytes_read + self.bytes_written
+
+    @property
+    def small_reads(self) -> int:
+        return self.read_req.small
+
+    @property
+    def small_writes(self) -> int:
+        return self.write_req.small
+
+    @property
+    def io_time(self) -> float:
+        return self.read_time + self.write_time
+
+    def mpiio(self, op: str) -> MpiioDirection | None:
+        return self.mpiio_read if op == "read" else self.mpiio_write
+
+
+@dataclass(frozen=True, kw_only=True)
+class OstLoad:
+    """Write time attributed to one OST: each file's POSIX write time is shared equally among its OSTs."""
+
+    ost: int
+    files: int
+    write_time: float
+    bytes_written: int
+
+    @property
+    def mean_write_time(self) -> float:
+        return self.write_time / self.files if self.files else 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetaTime:
+    """Metadata time (open, stat, seek, close, ...) of POSIX and STDIO records on files, FIFOs and the like left out."""
+
+    rank_seconds: float = 0.0          # summed over records as Darshan stores them
+    per_rank_max: float = 0.0          # the busiest rank: its own records plus shared records / their ranks
+    per_rank_mean: float = 0.0         # rank_seconds / processes
+    busiest_rank: int | None = None    # None when shared records alone decide (every rank has the same share)
+    left_out_rank_seconds: float = 0.0 # on FIFOs, pipes and sockets (blocking opens wait for the other end)
+    left_out_files: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogSummary:
+    """Everything the rules look at, derived once from the log."""
+
+    path: str
+    exe: str
+    jobid: int | None
+    uid: int | None
+    nprocs: int
+    run_time: float
+    start_time: int | None
+    darshan_version: str
+    log_version: str
+    modules: tuple[str, ...]
+    partial_modules: tuple[str, ...] = ()
+    mounts: tuple[tuple[str, str], ...]
+    apis: dict[str, ApiTotals]
+    files: tuple[FileSummary, ...]
+    read_sizes: dict[str, int]          # POSIX request-size histogram, bins as in Darshan (0_100 ... 1G_PLUS)
+    write_sizes: dict[str, int]
+    reads: Requests = field(default_factory=Requests)   # POSIX requests on regular files, job-wide
+    writes: Requests = field(default_factory=Requests)
+    consec_reads: int = 0
+    consec_writes: int = 0
+    seq_reads: int = 0
+    seq_writes: int = 0
+    meta: MetaTime = field(default_factory=MetaTime)
+    mpiio_indep_reads: int = 0
+    mpiio_indep_writes: int = 0
+    mpiio_coll_reads: int = 0
+    mpiio_coll_writes: int = 0
+    mpiio_nb_ops: int = 0
+    h5d_collective: bool | None = None   # H5D_USE_MPIIO_COLLECTIVE on any dataset, None without H5D
+    stdio_streams: tuple[dict, ...] = ()  # per STDIO record on a file: bytes, calls, time, slowest rank time
+    osts: tuple[OstLoad, ...] = ()
+    osts_seen: int = 0                   # distinct OST indices in the log's Lustre records
+    fs_ost_count_at_least: int | None = None   # highest OST index seen + 1: a lower bound, never a cap
+    partial: bool = False                # Darshan ran out of memory and dropped records
+    notes: tuple[str, ...] = ()
+
+    # convenience views -------------------------------------------------------------------------------
+    @property
+    def has_mpiio(self) -> bool:
+        return "MPI-IO" in self.modules
+
+    @property
+    def has_posix(self) -> bool:
+        return "POSIX" in self.modules
+
+    @property
+    def unread_modules(self) -> tuple[str, ...]:
+        return tuple(m for m in self.modules if m in UNREAD_IO_MODULES)
+
+    @property
+    def shared_files(self) -> tuple[FileSummary, ...]:
+        return tuple(f for f in self.files if f.shared)
+
+    @property
+    def fpp_files(self) -> tuple[FileSummary, ...]:
+        return tuple(f for f in self.files if not f.shared and not f.special)
+
+    @property
+    def small_reads(self) -> int:
+        return self.reads.small
+
+    @property
+    def small_writes(self) -> int:
+        return self.writes.small
+
+    @property
+    def posix_reads(self) -> int:
+        return self.apis.get("POSIX", ApiTotals()).reads
+
+    @property
+    def posix_writes(self) -> int:
+        return self.apis.get("POSIX", ApiTotals()).writes
+
+    @property
+    def bytes_read(self) -> int:
+        """Bytes read at the lowest traced layer (POSIX + STDIO)."""
+        return sum(self.apis[a].bytes_read for a in ("POSIX", "STDIO") if a in self.apis)
+
+    @property
+    def bytes_written(self) -> int:
+        return sum(self.apis[a].bytes_written for a in ("POSIX", "STDIO") if a in self.apis)
+
+    @property
+    def fs_ost_count(self) -> int | None:
+        """Kept for readers of the older name: the lower bound `fs_ost_count_at_least`."""
+        return self.fs_ost_count_at_least
+
+    @property
+    def layout(self) -> str:
+        """`shared`, `fpp` or `mixed`, by the bytes moved through POSIX on regular files."""
+        sb = sum(f.bytes for f in self.files if f.shared)
+        fb = sum(f.bytes for f in self.files if not f.shared and not f.special)
+        if sb == 0 and fb == 0:
+            return "none"
+        if sb >= 0.8 * (sb + fb):
+            return "shared"
+        if fb >= 0.8 * (sb + fb):
+            return "fpp"
+        return "mixed"
