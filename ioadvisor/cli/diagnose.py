@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import datetime as _dt
-import io
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
@@ -27,6 +27,10 @@ def diagnose_report(log: Path, *, kb: Path | None, center: str | None, threshold
     return diagnose(log, kb=kb, center=center, thresholds=thresholds, ranks_per_node=ranks_per_node)
 
 
+def _value(x: Any) -> str:
+    return f"{x:.0f}" if isinstance(x, (int, float)) else "no measured value"
+
+
 def _render(doc: dict[str, Any], con: Console) -> None:
     job = doc["job"]
     grid = Table.grid(padding=(0, 2))
@@ -42,9 +46,10 @@ def _render(doc: dict[str, Any], con: Console) -> None:
     for api, t in doc["apis"].items():
         rows.append((api, f"read {format_size(t['bytes_read'])} in {t['reads']} ops, "
                           f"written {format_size(t['bytes_written'])} in {t['writes']} ops, {t['files']} files"))
-    if doc["lustre"]["osts_used"]:
-        rows.append(("Lustre", f"{doc['lustre']['osts_used']} OSTs used; file system OSTs: "
-                               f"{doc['lustre']['fs_ost_count'] or '?'}"))
+    lus = doc["lustre"]
+    if lus["osts_used"]:
+        rows.append(("Lustre", f"{lus['osts_used']} OSTs used; the file system has at least "
+                               f"{lus['fs_ost_count_at_least']} (highest OST index seen + 1)"))
     for note in job["notes"]:
         rows.append(("Note", note))
     for k, v in rows:
@@ -53,21 +58,26 @@ def _render(doc: dict[str, Any], con: Console) -> None:
     con.print(Panel(grid, title="[bold]Darshan diagnosis", subtitle=f"{n['high']} high, {n['warn']} warnings, "
                                                                    f"{n['info']} notes", expand=False))
     if not doc["findings"]:
-        con.print("[green]No rule fired: nothing in this log calls for a change.[/]")
+        con.print(f"[green]No rule fired on what was read ({', '.join(job['modules'])}): nothing there calls for "
+                  f"a change.[/]")
         return
     table = Table(show_lines=True, expand=True)
     table.add_column("ID", no_wrap=True)
     table.add_column("Severity", no_wrap=True)
     table.add_column("Finding", ratio=1)
     for f in doc["findings"]:
-        text = f"[bold]{f['title']}[/]\n{f['message']}"
+        text = f"[bold]{escape(f['title'])}[/]\n{escape(f['message'])}"
+        if f.get("time_at_stake_s") is not None:
+            text += f"\n[dim]At stake: {f['time_at_stake_s']:.3g} s per rank of a {job['run_time']:.0f} s run.[/]"
+        for line in f["evidence"].get("arithmetic", []):
+            text += f"\n[dim]  {escape(line)}[/]"
         adv = f.get("advice")
         if adv:
             cfg = adv["recommendation"]["config"]
             pred, base = adv["recommendation"]["prediction"], adv["baseline"]["prediction"]
             text += (f"\n[green]Advisor ({adv['system']}):[/] {cfg['layout']}, {cfg['api']}, stripe count "
-                     f"{cfg['stripe_count'] or '-'}: predicted {pred['value']:.0f} {pred['unit']} vs "
-                     f"{base['value']:.0f} {base['unit']} with the defaults")
+                     f"{cfg['stripe_count'] or '-'}: predicted {_value(pred['value'])} {pred['unit'] or ''} vs "
+                     f"{_value(base['value'])} {base['unit'] or ''} with the defaults")
         table.add_row(f["id"], f"[{_STYLE.get(f['severity'], '')}]{f['severity']}[/]", text)
     con.print(table)
 
@@ -104,10 +114,9 @@ def diagnose_cmd(
                 console.print(f"Recorded {res.runs} production run(s) for system {system or 'unknown'}"
                               + (" (already in the KB)" if res.skipped else "") + ".")
         if html is not None:
+            from ..diagnose.report import render_html
             from ..util import atomic_write
-            rec = Console(record=True, width=120, file=io.StringIO(), color_system="truecolor")
-            _render(doc, rec)
-            atomic_write(html, rec.export_html(inline_styles=True))
+            atomic_write(html, render_html(doc))
         if json_out:
             print_json(doc)
         else:

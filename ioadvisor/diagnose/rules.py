@@ -282,7 +282,7 @@ class LUS002(Rule):
             msg += (f" The job waits for its slowest files: had OST {worst.ost} performed like the median, the write "
                     f"phase could have been about {excess:.0f} s shorter ({_pct(min(1.0, excess / s.run_time))} of "
                     f"the {s.run_time:.0f} s run). Report the OST to the center; until it is fixed, place new files "
-                    f"on other OSTs (`lfs setstripe -i <index>` or a pool that excludes it).")
+                    f"on other OSTs (a start index other than {worst.ost}, option -i of lfs setstripe, or a pool without it).")
         evidence = {"slow_osts": [o.ost for o in slow], "ost": worst.ost, "files_on_ost": worst.files,
                     "mean_write_time_s": round(worst.mean_write_time, 2), "median_ost_write_time_s": round(med, 2),
                     "osts_used": len(used), "expected_saving_s": round(excess, 1)}
@@ -641,7 +641,7 @@ class LOG001(Rule):
         if s.unread_modules:
             gaps.append(f"the log holds I/O through {', '.join(s.unread_modules)}, which is not analysed here")
         if not s.has_posix and s.modules:
-            gaps.append("the log has no POSIX module, so file I/O below STDIO and MPI-IO was not recorded")
+            gaps.append("the log has no POSIX module, so the job's read, write and open calls on files were not recorded")
         if s.partial:
             gaps.append("Darshan ran out of record memory" + (f" in {', '.join(s.partial_modules)}"
                                                                 if s.partial_modules else "")
