@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from array import array
 import sqlite3
 from dataclasses import asdict
 from typing import Any
@@ -25,23 +26,36 @@ def _signature(kb: KB, system: str) -> tuple:
 
 def load_system_runs(kb: KB, system: str, max_per_group: int = 400) -> list:
     """A system's runs, at most `max_per_group` per (file system, op), evenly spread: enough to fit on, and
-    quick to read from a KB of any size."""
+    quick to read from a KB of any size (only row ids are read for the whole group; full rows for the chosen)."""
     from ..kb.store import row_to_run
-    rows = []
-    for db in ("main",) + (("ref",) if kb.reference else ()):
+    # row ids only, packed (positive: the user's KB, negative: the reference KB), so that even a group of a
+    # million runs costs a few MB here
+    groups: dict[tuple, array] = {}
+    for db, sign in (("main", 1),) + ((("ref", -1),) if kb.reference else ()):
+        cur = kb.conn.cursor()
+        cur.row_factory = None
         # production observations (Darshan, job records) are lower bounds of what the job could do: not fitted
-        rows += kb.conn.execute(f"SELECT * FROM {db}.runs WHERE system = ? COLLATE NOCASE "
-                                f"AND kind IS NOT 'production'", (system,)).fetchall()
-    groups: dict[tuple, list] = {}
-    for r in rows:
-        groups.setdefault((r["filesystem"], r["op"]), []).append(r)
-    out = []
+        for fs, op, rowid in cur.execute(f"SELECT filesystem, op, rowid FROM {db}.runs WHERE system = ? "
+                                         "COLLATE NOCASE AND kind IS NOT 'production'", (system,)):
+            g = groups.get((fs, op))
+            if g is None:
+                g = groups[(fs, op)] = array("q")
+            g.append(sign * rowid)
+    chosen: list[tuple[str, int]] = []
     for g in groups.values():
         if len(g) > max_per_group:
             step = len(g) / max_per_group
             g = [g[int(i * step)] for i in range(max_per_group)]
-        out += [row_to_run(r) for r in g]
-    return out
+        chosen += [("main", k) if k > 0 else ("ref", -k) for k in g]
+    rows: dict[tuple[str, int], Any] = {}
+    for db in {d for d, _ in chosen}:
+        ids = [k for d, k in chosen if d == db]
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            for r in kb.conn.execute(f"SELECT rowid AS _rowid, * FROM {db}.runs "
+                                     f"WHERE rowid IN ({','.join('?' * len(part))})", part):
+                rows[(db, r["_rowid"])] = r
+    return [row_to_run(rows[k]) for k in chosen]
 
 
 def _load_table(kb: KB, system: str, sig: tuple) -> dict | None:

@@ -270,9 +270,25 @@ def center_from_runs(system: str, runs: Iterable[Any]) -> Center | None:
         seen[fsname] = FileSystem(name=fsname, type=fstype, ost_count=osts,
                                   striping="user" if fstype in ("lustre", "beegfs") else "none",
                                   citation="derived from the knowledge base's runs")
-    if not seen:
+    return _derived(system, list(seen.values()))
+
+
+def _derived(system: str, filesystems: list[FileSystem]) -> Center | None:
+    if not filesystems:
         return None
-    return Center(name=system, title=f"{system} (derived from its runs)", filesystems=tuple(seen.values()))
+    return Center(name=system, title=f"{system} (derived from its runs)", filesystems=tuple(filesystems))
+
+
+def center_from_summary(system: str, summary: Iterable[dict[str, Any]]) -> Center | None:
+    """The same Center as `center_from_runs`, from the KB's per-file-system summary of the system's runs
+    (`KB.system_filesystems`): what a call reads does not grow with the number of runs."""
+    fss = []
+    for row in summary:
+        fstype = (row["fs_type"] or "unknown").lower()
+        fss.append(FileSystem(name=row["fsname"], type=fstype, ost_count=row["ost_count"],
+                              striping="user" if fstype in ("lustre", "beegfs") else "none",
+                              citation="derived from the knowledge base's runs"))
+    return _derived(system, fss)
 
 
 def resolve_center(system: str | None, center: str | Path | None, kb: Any | None = None) -> Center:
@@ -289,10 +305,9 @@ def resolve_center(system: str | None, center: str | Path | None, kb: Any | None
     if c is not None:
         return c
     if kb is not None:
-        from ..kb import RunFilter
         match = next((s for s in kb.systems() if s.lower() == system.lower()), None)
         if match:
-            derived = center_from_runs(match, kb.runs(RunFilter(system=match)))
+            derived = center_from_summary(match, kb.system_filesystems(match))
             if derived is not None:
                 return derived
     known = sorted({load_center_file(p).name for p in available_centers()} | set(kb.systems() if kb else []))

@@ -3,14 +3,17 @@
 An importer is registered with `register(name, sniff, parse)`:
 - `sniff(head: bytes) -> bool` says from the first bytes of a file whether it is this format (content, not name);
 - `parse(data: bytes, ctx: ImportContext) -> list[Run]` is pure and raises ImportFormatError (with a line where
-  known) for truncated, foreign or invalid input.
+  known) for truncated, foreign or invalid input;
+- optionally `stream(f: BinaryIO, ctx) -> Iterator[Run]`, the same runs read from an open file as they come, so
+  that a file of any size imports in bounded memory (the canonical CSV has one);
+- `text=False` for binary formats (no line-length cap applies to them).
 Modules are imported on first use, so a missing optional dependency (e.g. darshan) only affects its format.
 """
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import BinaryIO, Callable, Iterator
 
 from ..errors import ImportFormatError, UsageError
 from ..model.run import Run
@@ -18,6 +21,9 @@ from ..model.run import Run
 # Order matters for detection: the most specific formats first, the canonical CSV last.
 MODULES = ("darshan", "jobrecord", "bench", "ior", "mdtest", "fio", "iozone", "csv")
 SNIFF_BYTES = 65536
+MAX_LINE = 1 << 20            # bytes in one line of a text format: longer is not a benchmark output
+MAX_CELL = 128 << 10          # characters in one CSV cell
+MAX_WHOLE_FILE = 256 << 20    # bytes an importer without `stream` reads at once
 
 
 @dataclass(frozen=True)
@@ -36,17 +42,20 @@ class Importer:
     version: int
     sniff: Callable[[bytes], bool]
     parse: Callable[[bytes, ImportContext], list[Run]]
+    stream: Callable[[BinaryIO, ImportContext], Iterator[Run]] | None = None
+    text: bool = True
 
 
 _REGISTRY: dict[str, Importer] = {}
 
 
 def register(name: str, sniff: Callable[[bytes], bool], parse: Callable[[bytes, ImportContext], list[Run]],
-             version: int = 1) -> Importer:
+             version: int = 1, *, stream: Callable[[BinaryIO, ImportContext], Iterator[Run]] | None = None,
+             text: bool = True) -> Importer:
     """Register an importer; a second importer of the same name is an error."""
     if name in _REGISTRY:
         raise ValueError(f"importer {name!r} registered twice")
-    imp = Importer(name, version, sniff, parse)
+    imp = Importer(name, version, sniff, parse, stream, text)
     _REGISTRY[name] = imp
     return imp
 

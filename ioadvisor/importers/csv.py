@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import csv as _csv
 import io
-from typing import Any
+from typing import Any, BinaryIO, Iterable, Iterator
 
 from ..errors import ImportFormatError, IOAdvisorError
 from ..model.run import Provenance, Run, make_run
-from . import ImportContext, decode, register
+from . import MAX_CELL, SNIFF_BYTES, ImportContext, decode, register
+
+_csv.field_size_limit(MAX_CELL)
 
 REQUIRED = ("source", "system", "filesystem", "ost_count", "op", "api", "layout", "collective", "nodes", "ranks",
             "transfer_size_bytes", "block_size_bytes_per_rank", "stripe_count", "stripe_size_bytes", "value",
@@ -114,31 +116,60 @@ def row_to_run(row: dict[str, str], ctx: ImportContext) -> Run:
     return make_run(system=system, op=op.lower(), value=value, unit=unit, spread=spread, provenance=prov, **kw)
 
 
-def parse(data: bytes, ctx: ImportContext) -> list[Run]:
-    text = decode(data, ctx.source)
-    reader = _csv.reader(io.StringIO(text, newline=""))
+def _runs(lines: Iterable[str], ctx: ImportContext) -> Iterator[Run]:
+    """Runs of a canonical CSV given as lines, one at a time."""
+    reader = _csv.reader(lines)
     try:
         header = next(reader)
     except StopIteration:
         raise ImportFormatError("empty CSV file", ctx.source) from None
+    except _csv.Error as e:
+        raise ImportFormatError(f"not a CSV line: {e}", ctx.source, 1) from None
     header = [h.strip().lower() for h in header]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise ImportFormatError(f"CSV header lacks column(s): {', '.join(missing)}", ctx.source, 1)
-    runs = []
-    for row in reader:
+    n = 0
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except _csv.Error as e:
+            # e.g. a cell longer than MAX_CELL: the csv module stops there, so does the import
+            raise ImportFormatError(f"not a CSV line: {e}", ctx.source, reader.line_num) from None
+        except UnicodeDecodeError:
+            raise ImportFormatError("not UTF-8 text", ctx.source, reader.line_num + 1) from None
         line = reader.line_num
         if not any(c.strip() for c in row):
             continue
         if len(row) != len(header):
             raise ImportFormatError(f"expected {len(header)} cells, found {len(row)}", ctx.source, line)
         try:
-            runs.append(row_to_run(dict(zip(header, row)), ctx))
+            run = row_to_run(dict(zip(header, row)), ctx)
         except (ValueError, IOAdvisorError) as e:
             raise ImportFormatError(str(e), ctx.source, line) from None
-    if not runs:
+        n += 1
+        yield run
+    if not n:
         raise ImportFormatError("CSV file has a header but no rows", ctx.source)
-    return runs
 
 
-register("csv", sniff, parse)
+def parse(data: bytes, ctx: ImportContext) -> list[Run]:
+    return list(_runs(io.StringIO(decode(data, ctx.source), newline=""), ctx))
+
+
+def stream(f: BinaryIO, ctx: ImportContext) -> Iterator[Run]:
+    """The runs of a canonical CSV read from an open binary file, one at a time (memory does not grow with
+    the file; the caller has checked line lengths)."""
+    if b"\x00" in f.read(SNIFF_BYTES):
+        raise ImportFormatError("binary file, not a text benchmark output", ctx.source)
+    f.seek(0)
+    text = io.TextIOWrapper(f, encoding="utf-8", newline="")
+    try:
+        yield from _runs(text, ctx)
+    finally:
+        text.detach()
+
+
+register("csv", sniff, parse, stream=stream)

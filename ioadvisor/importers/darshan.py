@@ -68,4 +68,4 @@ def parse(data: bytes, ctx: ImportContext) -> list[Run]:
     return _runs(s, ctx, ctx.source)
 
 
-register("darshan", sniff, parse)
+register("darshan", sniff, parse, text=False)

@@ -17,6 +17,21 @@ RUN_COLUMNS = (
 COMPARISON_COLUMNS = ("system", "filesystem", "op", "factor", "better", "worse", "condition", "source",
                       "citation", "notes", "nodes_min", "nodes_max")
 
+# The file system a run is counted under when a center is derived from runs (center.center_from_runs).
+FSNAME = "coalesce(nullif({r}.filesystem, ''), nullif({r}.fs_type, ''), 'unknown')"
+_ADD = f"""
+    INSERT INTO system_fs (system, fsname, fs_type, ost_count, n_runs, first_rowid)
+    VALUES (NEW.system, {FSNAME.format(r="NEW")}, lower(nullif(NEW.fs_type, '')), nullif(NEW.ost_count, 0), 1,
+            NEW.rowid)
+    ON CONFLICT (system, fsname) DO UPDATE SET
+        fs_type = coalesce(excluded.fs_type, fs_type),
+        ost_count = CASE WHEN ost_count IS NULL OR excluded.ost_count > ost_count THEN excluded.ost_count
+                         ELSE ost_count END,
+        n_runs = n_runs + 1;"""
+_DROP = f"""
+    UPDATE system_fs SET n_runs = n_runs - 1, stale = 1
+    WHERE system = OLD.system AND fsname = {FSNAME.format(r="OLD")};"""
+
 MIGRATIONS: list[str] = [
     # 1: runs, their sources, and published ordinal comparisons
     """
@@ -60,9 +75,49 @@ MIGRATIONS: list[str] = [
     ALTER TABLE comparisons ADD COLUMN nodes_min INTEGER;
     ALTER TABLE comparisons ADD COLUMN nodes_max INTEGER;
     """,
+    # 3: per system and file system, what a center derived from the runs needs (type, largest OST count, run
+    # count, order of first appearance), kept current by triggers so that no call has to read every run.
+    # Deleting or changing a run marks its row stale; readers recompute stale rows from that system's runs.
+    # The system index also holds file system and kind, so the row ids of a system's runs per (file system,
+    # op), from which fits sample, come from the index alone.
+    f"""
+    CREATE TABLE system_fs (
+        system TEXT NOT NULL,
+        fsname TEXT NOT NULL,
+        fs_type TEXT,
+        ost_count INTEGER,
+        n_runs INTEGER NOT NULL,
+        first_rowid INTEGER NOT NULL,
+        stale INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (system, fsname)
+    );
+    CREATE TRIGGER runs_system_fs_insert AFTER INSERT ON runs BEGIN {{add}} END;
+    CREATE TRIGGER runs_system_fs_delete AFTER DELETE ON runs BEGIN {{drop}} END;
+    CREATE TRIGGER runs_system_fs_update AFTER UPDATE OF system, filesystem, fs_type, ost_count ON runs
+    BEGIN {{drop}} {{add}} END;
+    DROP INDEX runs_system_op;
+    CREATE INDEX runs_system_op_fs ON runs(system COLLATE NOCASE, op, api, layout, filesystem, kind);
+    INSERT INTO system_fs (system, fsname, fs_type, ost_count, n_runs, first_rowid, stale)
+        SELECT system, {FSNAME.format(r="runs")}, NULL, max(nullif(ost_count, 0)), count(*), min(rowid), 1
+        FROM runs GROUP BY 1, 2;
+    """.replace("{add}", _ADD).replace("{drop}", _DROP),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _statements(script: str) -> list[str]:
+    """The statements of a migration script; a trigger's body (with its own semicolons) stays whole."""
+    out, buf = [], ""
+    for part in script.split(";"):
+        buf += part + ";"
+        if sqlite3.complete_statement(buf):
+            if buf.strip(" \n;"):
+                out.append(buf.strip())
+            buf = ""
+    if buf.strip(" \n;"):
+        out.append(buf.strip())
+    return out
 
 
 def migrate(conn: sqlite3.Connection, path: str) -> None:
@@ -78,9 +133,8 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
             if conn.execute("PRAGMA user_version").fetchone()[0] > n:
                 conn.execute("ROLLBACK")
                 continue
-            for stmt in MIGRATIONS[n].split(";"):
-                if stmt.strip():
-                    conn.execute(stmt)
+            for stmt in _statements(MIGRATIONS[n]):
+                conn.execute(stmt)
             conn.execute(f"PRAGMA user_version = {n + 1}")
             conn.execute("COMMIT")
         except BaseException:

@@ -5,19 +5,23 @@ Every import is one transaction; a source already imported (same content hash) a
 from __future__ import annotations
 
 import datetime as _dt
+import codecs
 import hashlib
+import itertools
 import json
+import tempfile
 import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from ..errors import ImportFormatError, KBError, UsageError
 from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run, run_id
-from .schema import COMPARISON_COLUMNS, RUN_COLUMNS, migrate
+from .schema import COMPARISON_COLUMNS, FSNAME, RUN_COLUMNS, migrate
 
 BUSY_TIMEOUT_MS = 60_000
+BATCH = 5000          # runs per executemany inside an import's transaction
 
 
 def default_kb_path() -> Path:
@@ -83,6 +87,120 @@ def _record(row: dict[str, Any]) -> dict[str, Any]:
     out["provenance"] = {f: row[f] for f in PROV_FIELDS}
     out["id"], out["origin"] = row["id"], row["origin"]
     return out
+
+
+def _checked(runs: Iterable[Run], source: str, f: BinaryIO | None = None, size: int = 0,
+             progress: Callable[[int, int], None] | None = None) -> Iterator[Run]:
+    """Every run a streaming reader yields passes here before it is stored: the one place for per-run
+    checks. With `progress`, reports the bytes of `f` read so far (of `size`) every few thousand runs."""
+    for i, run in enumerate(runs, 1):
+        if progress is not None and i % 2000 == 0:
+            progress(f.tell(), size)
+        yield run
+    if progress is not None:
+        progress(size, size)
+
+
+class _ImportSource:
+    """A file to import, read in bounded memory: hashed in one pass, then reopened for the parser."""
+
+    CHUNK = 256 << 10
+
+    def __init__(self, path: Path):
+        self.path, self.spool, self.f = path, None, None
+
+    def __enter__(self) -> "_ImportSource":
+        p = self.path
+        try:
+            self.f = open(p, "rb")
+        except FileNotFoundError:
+            raise UsageError(f"{p}: no such file") from None
+        except IsADirectoryError:
+            raise UsageError(f"{p}: is a directory") from None
+        except OSError as e:
+            raise UsageError(f"{p}: cannot read: {e.strerror}") from None
+        import stat
+        if not stat.S_ISREG(os.fstat(self.f.fileno()).st_mode):
+            # a pipe or device: keep what the first pass reads, so the parser reads the same bytes
+            self.spool = tempfile.TemporaryFile(prefix="ioadvise-import-")
+        self._head = self._read(importers_sniff_bytes())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for f in (self.f, self.spool):
+            if f is not None:
+                f.close()
+
+    def _read(self, n: int) -> bytes:
+        try:
+            data = self.f.read(n)
+        except OSError as e:
+            raise UsageError(f"{self.path}: cannot read: {e.strerror}") from None
+        if self.spool is not None:
+            self.spool.write(data)
+        return data
+
+    def head(self) -> bytes:
+        return self._head
+
+    def scan(self, text: bool, max_bytes: int | None) -> tuple[str, int]:
+        """sha256 and size of the whole file. For a text format, refuses a line longer than MAX_LINE or bytes
+        that are not UTF-8, naming the line; with max_bytes, refuses a larger file. Stops at the first
+        refusal, so /dev/zero or a gigabyte on one line cost at most about MAX_LINE bytes of reading."""
+        from ..importers import MAX_LINE
+        h = hashlib.sha256()
+        dec = codecs.getincrementaldecoder("utf-8")() if text else None
+        line, run, size = 1, 0, 0          # current line number, bytes of it read so far
+        chunk = self._head
+        while chunk:
+            h.update(chunk)
+            size += len(chunk)
+            if max_bytes is not None and size > max_bytes:
+                raise ImportFormatError(f"larger than {max_bytes >> 20} MiB, more than the importer of this "
+                                        "format reads (split the file)", str(self.path))
+            if dec is not None:
+                try:
+                    dec.decode(chunk)
+                except UnicodeDecodeError as e:
+                    at = max(0, e.start - len(dec.getstate()[0]))
+                    raise ImportFormatError("not UTF-8 text", str(self.path),
+                                            line + chunk.count(b"\n", 0, at)) from None
+                if run + len(chunk) <= MAX_LINE:       # no line in this chunk can be too long: count only
+                    last = chunk.rfind(b"\n")
+                    line += chunk.count(b"\n")
+                    run = run + len(chunk) if last < 0 else len(chunk) - last - 1
+                else:
+                    start = 0
+                    while True:
+                        nl = chunk.find(b"\n", start)
+                        end = len(chunk) if nl < 0 else nl
+                        if run + end - start > MAX_LINE:
+                            raise ImportFormatError(f"line longer than {MAX_LINE >> 20} MiB: not a benchmark "
+                                                    "output", str(self.path), line)
+                        if nl < 0:
+                            run += end - start
+                            break
+                        line, run, start = line + 1, 0, nl + 1
+            chunk = self._read(self.CHUNK)
+        if dec is not None:
+            try:
+                dec.decode(b"", final=True)
+            except UnicodeDecodeError:
+                raise ImportFormatError("not UTF-8 text", str(self.path), line) from None
+        return h.hexdigest(), size
+
+    def reopen(self) -> BinaryIO:
+        f = self.spool if self.spool is not None else self.f
+        f.seek(0)
+        return f
+
+    def read_all(self) -> bytes:
+        return self.reopen().read()
+
+
+def importers_sniff_bytes() -> int:
+    from ..importers import SNIFF_BYTES
+    return SNIFF_BYTES
 
 
 @dataclass(frozen=True)
@@ -174,9 +292,13 @@ class KB:
         self.close()
 
     # ---- writing -------------------------------------------------------------------------------------------
-    def add_runs(self, runs: list[Run], *, source: str, source_hash: str, fmt: str, importer: str,
-                 comparisons: Iterable[dict[str, Any]] = ()) -> ImportResult:
-        """Insert the runs of one source in one transaction; nothing if the source is already there."""
+    def add_runs(self, runs: Iterable[Run], *, source: str, source_hash: str, fmt: str, importer: str,
+                 comparisons: Iterable[dict[str, Any]] = (), require_runs: bool = False) -> ImportResult:
+        """Insert the runs of one source in one transaction; nothing if the source is already there.
+
+        `runs` may be any iterable (a parser reading a file as it goes): it is consumed in batches inside the
+        transaction, so memory does not grow with the source, and an error raised while iterating rolls the
+        whole source back. With require_runs, a source that yields no run is an error (and adds nothing)."""
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -184,11 +306,19 @@ class KB:
                 self.conn.execute("ROLLBACK")
                 return ImportResult(source, fmt, 0, True)
             self.conn.execute("INSERT INTO main.sources VALUES (?,?,?,?,?,?)",
-                              (source_hash, source, fmt, importer, now, len(runs)))
-            placeholders = ",".join("?" * len(RUN_COLUMNS))
-            self.conn.executemany(
-                f"INSERT INTO main.runs ({','.join(RUN_COLUMNS)}) VALUES ({placeholders})",
-                (_run_row(r, run_id(source_hash, i), source_hash, i) for i, r in enumerate(runs)))
+                              (source_hash, source, fmt, importer, now, 0))
+            insert = f"INSERT INTO main.runs ({','.join(RUN_COLUMNS)}) VALUES ({','.join('?' * len(RUN_COLUMNS))})"
+            rows = (_run_row(r, run_id(source_hash, i), source_hash, i) for i, r in enumerate(runs))
+            n = 0
+            while True:
+                batch = list(itertools.islice(rows, BATCH))
+                if not batch:
+                    break
+                self.conn.executemany(insert, batch)
+                n += len(batch)
+            if require_runs and not n:
+                raise ImportFormatError(f"no measured results found ({fmt} format)", source)
+            self.conn.execute("UPDATE main.sources SET n_runs = ? WHERE hash = ?", (n, source_hash))
             cols = ("source_hash",) + COMPARISON_COLUMNS
             self.conn.executemany(
                 f"INSERT INTO main.comparisons ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})",
@@ -197,33 +327,44 @@ class KB:
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
-        return ImportResult(source, fmt, len(runs), False)
+        return ImportResult(source, fmt, n, False)
 
     def import_file(self, path: str | Path, fmt: str = "auto", *, system: str | None = None,
-                    filesystem: str | None = None, kind: str = "benchmark") -> ImportResult:
-        """Parse one file with the named (or detected) importer and add its runs as one transaction."""
+                    filesystem: str | None = None, kind: str = "benchmark",
+                    progress: Callable[[int, int], None] | None = None) -> ImportResult:
+        """Parse one file with the named (or detected) importer and add its runs as one transaction.
+
+        The file is read twice in bounded memory: once to hash it (and, for text formats, to refuse a line
+        longer than MAX_LINE, such as /dev/zero's), once to parse it as it goes when the importer can stream
+        (the canonical CSV), else whole (formats whose files are small; larger than MAX_WHOLE_FILE is refused).
+        Something that is not a regular file (a pipe) is copied to a temporary file on the first read.
+        `progress(bytes_done, bytes_total)` is called as the file is parsed."""
         from .. import importers
         p = Path(path)
-        try:
-            data = p.read_bytes()
-        except FileNotFoundError:
-            raise UsageError(f"{p}: no such file") from None
-        except IsADirectoryError:
-            raise UsageError(f"{p}: is a directory") from None
-        except OSError as e:
-            raise UsageError(f"{p}: cannot read: {e.strerror}") from None
-        if not data:
-            raise ImportFormatError("empty file", str(p))
-        imp = importers.detect(data[: importers.SNIFF_BYTES], str(p)) if fmt == "auto" else importers.get(fmt)
-        ctx = importers.ImportContext(source=str(p), system=system, filesystem=filesystem, kind=kind)
-        try:
-            runs = imp.parse(data, ctx)
-        except ImportFormatError as e:
-            raise e if e.path else e.at(str(p)) from None
-        if not runs:
-            raise ImportFormatError(f"no measured results found ({imp.name} format)", str(p))
-        digest = hashlib.sha256(data).hexdigest()
-        return self.add_runs(runs, source=str(p), source_hash=digest, fmt=imp.name, importer=f"{imp.name}/{imp.version}")
+        with _ImportSource(p) as src:
+            head = src.head()
+            if not head:
+                raise ImportFormatError("empty file", str(p))
+            imp = importers.detect(head, str(p)) if fmt == "auto" else importers.get(fmt)
+            digest, size = src.scan(imp.text, None if imp.stream else importers.MAX_WHOLE_FILE)
+            ctx = importers.ImportContext(source=str(p), system=system, filesystem=filesystem, kind=kind)
+            if imp.stream is not None:
+                f = src.reopen()
+                runs: Iterable[Run] = _checked(imp.stream(f, ctx), str(p), f, size, progress)
+            else:
+                try:
+                    runs = imp.parse(src.read_all(), ctx)
+                except ImportFormatError as e:
+                    raise e if e.path else e.at(str(p)) from None
+                if not runs:
+                    raise ImportFormatError(f"no measured results found ({imp.name} format)", str(p))
+                if progress is not None:
+                    progress(size, size)
+            try:
+                return self.add_runs(runs, source=str(p), source_hash=digest, fmt=imp.name,
+                                     importer=f"{imp.name}/{imp.version}", require_runs=True)
+            except ImportFormatError as e:
+                raise e if e.path else e.at(str(p)) from None
 
     # ---- reading -------------------------------------------------------------------------------------------
     def rows(self, flt: RunFilter = RunFilter()) -> Iterator[sqlite3.Row]:
@@ -265,8 +406,66 @@ class KB:
         row = self.conn.execute("SELECT * FROM all_runs WHERE id = ?", (run.id,)).fetchone()
         return _record(dict(row))
 
+    def _dbs(self) -> tuple[str, ...]:
+        return ("main", "ref") if self.reference else ("main",)
+
     def systems(self) -> list[str]:
-        return [r[0] for r in self.conn.execute("SELECT DISTINCT system FROM all_runs ORDER BY system")]
+        """Every system with runs (from the per-system summary, not the runs)."""
+        sql = " UNION ".join(f"SELECT system FROM {db}.system_fs WHERE n_runs > 0" for db in self._dbs())
+        return [r[0] for r in self.conn.execute(sql + " ORDER BY system")]
+
+    def system_filesystems(self, system: str) -> list[dict[str, Any]]:
+        """The file systems a system's runs name (`fsname`, `fs_type`, `ost_count`: the largest stated,
+        `n_runs`), in order of first appearance, the user's runs before the reference runs; read from the
+        summary the KB keeps as runs change, so the cost does not grow with the number of runs."""
+        out: dict[str, dict[str, Any]] = {}
+        for db in self._dbs():
+            rows = self.conn.execute(
+                f"SELECT system, fsname, fs_type, ost_count, n_runs, stale, first_rowid FROM {db}.system_fs "
+                "WHERE system = ? COLLATE NOCASE", (system,)).fetchall()
+            stale = sorted({r[0] for r in rows if r[5]})
+            if stale:
+                fresh = [r + (0,) for s in stale for r in self._system_fs_rows(db, s)]
+                self._store_system_fs(db, stale, fresh)
+                rows = [r for r in rows if r[0] not in stale] + [
+                    (s, f, t, o, n, 0, first) for s, f, t, o, n, first, _ in fresh]
+            for _sys, fsname, fs_type, osts, n, _stale, _first in sorted(rows, key=lambda r: r[6]):
+                if n <= 0:
+                    continue
+                prev = out.get(fsname)
+                known = [x for x in (osts, prev and prev["ost_count"]) if x]
+                out[fsname] = {"fsname": fsname, "fs_type": fs_type or (prev["fs_type"] if prev else None),
+                               "ost_count": max(known) if known else None,
+                               "n_runs": n + (prev["n_runs"] if prev else 0)}
+        return list(out.values())
+
+    def _system_fs_rows(self, db: str, system: str) -> list[tuple]:
+        """The summary rows of one system computed from its runs (after deletions or a migration)."""
+        fsname = FSNAME.format(r="runs")
+        agg = self.conn.execute(
+            f"SELECT {fsname} AS f, max(nullif(ost_count, 0)), count(*), min(rowid) FROM {db}.runs "
+            "WHERE system = ? GROUP BY f", (system,)).fetchall()
+        # the type is the last one stated, as when the runs are read in order (one max() picks the row)
+        types = {r[0]: r[1] for r in self.conn.execute(
+            f"SELECT {fsname} AS f, lower(fs_type), max(rowid) FROM {db}.runs "
+            "WHERE system = ? AND nullif(fs_type, '') IS NOT NULL GROUP BY f", (system,))}
+        return [(system, f, types.get(f), osts, n, first) for f, osts, n, first in agg]
+
+    def _store_system_fs(self, db: str, systems: list[str], rows: list[tuple]) -> None:
+        """Replace the summary rows of `systems`; a KB that cannot be written keeps them stale (recomputed
+        per call, still correct)."""
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error:
+            return
+        try:
+            for s in systems:
+                self.conn.execute(f"DELETE FROM {db}.system_fs WHERE system = ?", (s,))
+            self.conn.executemany(f"INSERT INTO {db}.system_fs (system, fsname, fs_type, ost_count, n_runs, "
+                                  "first_rowid, stale) VALUES (?,?,?,?,?,?,?)", rows)
+            self.conn.execute("COMMIT")
+        except sqlite3.Error:
+            self.conn.execute("ROLLBACK")
 
     def comparisons(self, system: str | None = None) -> list[dict[str, Any]]:
         sql, args = "SELECT * FROM all_comparisons", []

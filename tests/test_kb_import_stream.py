@@ -1,0 +1,145 @@
+"""Import in bounded memory: endless or single-line inputs are refused quickly, a large CSV is read in batches
+inside one transaction (an error in its last row still imports nothing)."""
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ioadvisor.errors import ImportFormatError
+from ioadvisor.importers import MAX_CELL, MAX_LINE
+from ioadvisor.kb import KB, RunFilter
+from ioadvisor.kb.store import BATCH
+
+HEADER = ("source,system,filesystem,ost_count,op,api,layout,collective,nodes,ranks,transfer_size_bytes,"
+          "block_size_bytes_per_rank,stripe_count,stripe_size_bytes,value,unit,notes")
+EXE = Path(sys.executable).parent / "ioadvise"
+GIB = 1 << 30
+
+
+def _import_cli(kb_path: Path, *args: str, timeout: float = 60) -> tuple[int, str, float, float]:
+    """Run `ioadvise kb import` in a child; exit code, stderr, wall seconds and peak RSS in MB (wait4)."""
+    t = time.monotonic()
+    p = subprocess.Popen([str(EXE), "kb", "import", "--kb", str(kb_path), *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "300"})
+    timer = threading.Timer(timeout, p.kill)
+    timer.start()
+    try:
+        err = p.stderr.read().decode()
+        _, status, usage = os.wait4(p.pid, 0)      # this child's own peak RSS, not that of earlier children
+    finally:
+        timer.cancel()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    p.stdout.close()
+    p.stderr.close()
+    if p.returncode < 0:
+        pytest.fail(f"kb import {args} still running after {timeout} s")
+    return p.returncode, err, time.monotonic() - t, usage.ru_maxrss / 1024
+
+
+def _kb_untouched(kb_path: Path) -> None:
+    if not kb_path.exists():
+        return
+    conn = sqlite3.connect(kb_path)
+    assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM sources").fetchone()[0] == 0
+
+
+def test_dev_zero_is_refused_quickly_in_bounded_memory(kb_path):
+    # detected: zeros are no known format; forced as CSV: one endless line, refused after MAX_LINE bytes
+    for args, reason in ((["/dev/zero"], "unrecognised format"),
+                         (["--format", "csv", "/dev/zero"], "line longer than 1 MiB")):
+        rc, err, secs, rss = _import_cli(kb_path, *args)
+        assert rc == 2, err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and "/dev/zero" in lines[0] and reason in lines[0], err
+        assert "Traceback" not in err
+        # before streaming, /dev/zero grew to 11-16 GB in 30 s; what a refusal may cost is a few MiB of reading
+        assert secs < 20 and rss < 200, (secs, rss)
+    _kb_untouched(kb_path)
+
+
+def test_a_gigabyte_on_one_line_is_refused_at_line_1(tmp_path, kb_path):
+    big = tmp_path / "one-line.csv"
+    with open(big, "wb") as f:
+        f.write(HEADER.encode() + b"," + b"x" * 4096)      # a CSV header that never ends ...
+        f.truncate(GIB)                                    # ... for a whole GiB (sparse: no disk used)
+    assert big.stat().st_size == GIB
+    rc, err, secs, rss = _import_cli(kb_path, str(big))
+    assert rc == 2 and "Traceback" not in err
+    assert err.strip().splitlines() == [f"Error: {big}:1: line longer than 1 MiB: not a benchmark output"]
+    # reading a 1 GiB file whole would take over 1,000 MB of memory; the refusal reads about MAX_LINE bytes
+    assert secs < 20 and rss < 200, (secs, rss)
+    _kb_untouched(kb_path)
+
+
+def test_a_long_line_deep_in_a_file_is_named(tmp_path, kb_path):
+    row = "x,sysA,lustre,8,write,POSIX,fpp,,1,1,,,,,5,MB/s,"
+    f = tmp_path / "late.csv"
+    f.write_text(HEADER + "\n" + (row + "\n") * 1000 + row + "y" * (MAX_LINE + 10) + "\n" + row + "\n")
+    with KB.open(kb_path) as kb:
+        with pytest.raises(ImportFormatError) as e:
+            kb.import_file(f)
+        assert str(e.value) == f"{f}:1002: line longer than 1 MiB: not a benchmark output"
+        assert kb.count(RunFilter(origin="user")) == 0
+
+
+def test_an_over_long_cell_is_refused_with_its_line(tmp_path, kb_path):
+    row = "x,sysA,lustre,8,write,POSIX,fpp,,1,1,,,,,5,MB/s,"
+    f = tmp_path / "cell.csv"
+    f.write_text(HEADER + "\n" + row + "\n" + row + "n" * (MAX_CELL + 1) + "\n")
+    with KB.open(kb_path) as kb:
+        with pytest.raises(ImportFormatError) as e:
+            kb.import_file(f)
+        assert str(e.value).startswith(f"{f}:3: not a CSV line: field larger than field limit")
+        assert kb.count(RunFilter(origin="user")) == 0
+
+
+def test_not_utf8_deep_in_a_file_names_its_line(tmp_path, kb_path):
+    row = b"x,sysA,lustre,8,write,POSIX,fpp,,1,1,,,,,5,MB/s,\n"
+    f = tmp_path / "latin1.csv"
+    # past the first chunk the scan reads, so the line comes from counting, not from the head
+    f.write_bytes(HEADER.encode() + b"\n" + row * 20_000 + b"x,sys\xe9,lustre,8,write,POSIX,fpp,,1,1,,,,,5,MB/s,\n")
+    with KB.open(kb_path) as kb:
+        with pytest.raises(ImportFormatError) as e:
+            kb.import_file(f)
+        assert str(e.value) == f"{f}:20002: not UTF-8 text"
+
+
+def test_an_error_in_the_last_batch_rolls_back_every_batch(tmp_path, kb_path):
+    n = 3 * BATCH + 7                   # four batches; the bad row is in the fourth
+    rows = [f"x,sysB,lustre,8,write,POSIX,fpp,,1,{i + 1},,,,,{i + 1},MB/s," for i in range(n)]
+    rows.append("x,sysB,lustre,8,write,POSIX,fpp,,1,1,,,,,12,furlongs,")
+    f = tmp_path / "late-error.csv"
+    f.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
+    with KB.open(kb_path) as kb:
+        with pytest.raises(ImportFormatError) as e:
+            kb.import_file(f)
+        assert f"late-error.csv:{n + 2}:" in str(e.value) and "unknown unit" in str(e.value)
+        # 3 batches of BATCH runs were inserted before the error: none of them may remain
+        assert kb.count(RunFilter(origin="user")) == 0 and kb.stats()["sources"] == 0
+        assert kb.systems().count("sysB") == 0
+        rows.pop()
+        f.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
+        r = kb.import_file(f)
+        assert r.runs == n and kb.count(RunFilter(system="sysB")) == n
+        assert kb.conn.execute("SELECT n_runs FROM sources").fetchone()[0] == n
+
+
+def test_a_pipe_imports_like_the_file(tmp_path, kb_path):
+    f = tmp_path / "a.csv"
+    f.write_text(HEADER + "\nx,sysP,lustre,8,write,POSIX,fpp,,1,1,,,,,5,MB/s,\n")
+    r, w = os.pipe()
+    with open(w, "wb") as wf:
+        wf.write(f.read_bytes())
+    with KB.open(kb_path) as kb:
+        res = kb.import_file(f"/dev/fd/{r}")
+        os.close(r)
+        assert (res.runs, res.skipped) == (1, False)
+        assert kb.import_file(f).skipped       # same content, same hash: the file adds nothing
