@@ -217,6 +217,24 @@ def test_noposixopens_nothing_above_a_second_per_rank():
         assert bad not in found, (bad, found[bad].message)
 
 
+def test_stdio_calls_of_megabytes_are_not_small_chunks(tmp_path):
+    """noposixopens reads 603,979,776 bytes through STDIO in 32 calls (18.9 MB each): with every threshold of
+    STDIO001 but the call size lowered to zero, the rule counts only the files of small calls, never that one."""
+    c = counters(_log("noposixopens.darshan"))
+    (big,) = [(n, sc) for _, n, sc, _, _ in c["STDIO"] if sc["STDIO_BYTES_READ"] == 603979776]
+    assert big[1]["STDIO_READS"] == 32 and 603979776 / 32 > 16 * MIB
+    small = [(n, sc) for _, n, sc, _, _ in c["STDIO"] if not n.startswith("<")
+             and (sc["STDIO_BYTES_READ"] + sc["STDIO_BYTES_WRITTEN"]) / max(1, sc["STDIO_READS"] + sc["STDIO_WRITES"])
+             < 65536]
+    low = tmp_path / "low.toml"
+    low.write_text("[SEVERITY]\nmin_seconds = 0.0\n[STDIO001]\nshare = 0.0\nmin_bytes = 0\n")
+    _, found = diag(_log("noposixopens.darshan"), thresholds=str(low))
+    st = found["STDIO001"]
+    assert big[0] not in st.evidence["files"]
+    assert st.evidence["stdio_bytes"] == sum(sc["STDIO_BYTES_READ"] + sc["STDIO_BYTES_WRITTEN"] for _, sc in small)
+    assert st.evidence["stdio_bytes"] < 603979776 // 100       # 4,117,049 bytes in calls of 15 and 76 bytes
+
+
 # ----------------------------------------------------------------------------------------------------
 # shane_macsio: HDF5 over MPI-IO, 16 ranks, 4 s
 

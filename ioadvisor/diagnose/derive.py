@@ -590,9 +590,7 @@ def to_workload(summary: LogSummary, ranks_per_node: int | None = None) -> Any:
     if "HDF5" in summary.apis:
         api = "HDF5"
     ops = summary.posix_writes if op == "write" else summary.posix_reads
-    consec = (summary.consec_writes + summary.seq_writes) if op == "write" else (summary.consec_reads + summary.seq_reads)
     access = "sequential" if ops == 0 or summary_seq_share(summary, op) >= 0.5 else "random"
-    del consec
     layout = summary.layout if summary.layout in ("shared", "fpp") else "any"
     return Workload(
         nodes=max(1, math.ceil(nprocs / rpn)), ranks_per_node=min(rpn, nprocs), bytes_per_rank=moved // nprocs,

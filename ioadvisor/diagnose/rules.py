@@ -282,7 +282,8 @@ class LUS002(Rule):
             msg += (f" The job waits for its slowest files: had OST {worst.ost} performed like the median, the write "
                     f"phase could have been about {excess:.0f} s shorter ({_pct(min(1.0, excess / s.run_time))} of "
                     f"the {s.run_time:.0f} s run). Report the OST to the center; until it is fixed, place new files "
-                    f"on other OSTs (a start index other than {worst.ost}, option -i of lfs setstripe, or a pool without it).")
+                    f"on other OSTs (a start index other than {worst.ost}, option -i of lfs setstripe, or a pool "
+                    f"without it).")
         evidence = {"slow_osts": [o.ost for o in slow], "ost": worst.ost, "files_on_ost": worst.files,
                     "mean_write_time_s": round(worst.mean_write_time, 2), "median_ost_write_time_s": round(med, 2),
                     "osts_used": len(used), "expected_saving_s": round(excess, 1)}
@@ -311,7 +312,8 @@ class LUS003(Rule):
         share = len(used) / total     # with a lower-bound total, an upper bound of the true share
         if share >= t["warn_share"]:
             return None
-        src = f"the center config ({ctx.center_name})" if exact else "the log: at least that many, so the share is at most this"
+        src = (f"the center config ({ctx.center_name})" if exact
+               else "the log: at least that many, so the share is at most this")
         at_stake = sum(f.io_time for f in lus) / s.nprocs
         msg = (f"The job moved {format_size(moved)} through {len(used)} of {'' if exact else 'at least '}{total} OSTs "
                f"({_pct(share)}{'' if exact else ' or less'}; OST count from {src}), with {_s(at_stake)} of I/O per "
@@ -360,17 +362,19 @@ class SIZE001(Rule):
                          f"{small} / {nonzero} = {small / nonzero:.3f} > {t['share']}")
             arith.append(f"{op} time in them: {secs:.2f} rank-s (each file's {op} time x small/ops) / "
                          f"{s.nprocs} ranks = {secs / s.nprocs:.3f} s per rank")
-            files_hit += [(f, r.small) for f, r in reqs if r.small]
+            files_hit += [(f, r.small, op) for f, r in reqs if r.small]
         if not parts:
             return None
         top: dict[int, list] = {}
-        for f, n in files_hit:
+        for f, n, _ in files_hit:
             top.setdefault(f.id, [f, 0])[1] += n
         ranked = sorted(top.values(), key=lambda x: -x[1])
         ev["files"] = [{"file": f.path, "small_ops": n} for f, n in ranked[:3]]
         on_shared = sum(n for f, n in ranked if f.shared)
         all_small = sum(n for _, n in ranked)
-        mpi_shared = sum(n for f, n in ranked if f.shared and (f.mpiio_read or f.mpiio_write))
+        # collective advice only where MPI-IO itself moved this direction's bytes (and, as above, provably < 90%
+        # of them collectively)
+        mpi_shared = sum(n for f, n, op in files_hit if f.shared and (d := f.mpiio(op)) is not None and d.bytes)
         if mpi_shared >= all_small / 2:
             fix = ("Most are on shared files opened with MPI-IO with mostly independent calls: collective calls "
                    "(MPI_File_write_all / read_all) let ROMIO aggregate them into stripe-sized requests.")
@@ -641,7 +645,8 @@ class LOG001(Rule):
         if s.unread_modules:
             gaps.append(f"the log holds I/O through {', '.join(s.unread_modules)}, which is not analysed here")
         if not s.has_posix and s.modules:
-            gaps.append("the log has no POSIX module, so the job's read, write and open calls on files were not recorded")
+            gaps.append("the log has no POSIX module, so the job's read, write and open calls on files were not "
+                        "recorded")
         if s.partial:
             gaps.append("Darshan ran out of record memory" + (f" in {', '.join(s.partial_modules)}"
                                                                 if s.partial_modules else "")
