@@ -103,7 +103,8 @@ def plots(doc: dict[str, Any]) -> list[tuple[str, str]]:
         for f in doc["findings"]:
             if f["id"] == "LUS002":
                 slow = {i for i, o in enumerate(osts) if o["ost"] in f["evidence"].get("slow_osts", [])}
-        out.append(("Mean POSIX write time per file on each OST (a file's time shared equally among its OSTs); "
+        out.append(("Mean POSIX write time per file on each OST (a file's time, summed over its ranks, shared equally "
+                    "among its OSTs); "
                     "OSTs named in a finding in red.",
                     bar_chart("Write time per file, by OST", [str(o["ost"]) for o in osts],
                               [("mean write time", [o["mean_write_time_s"] for o in osts])], " s", highlight=slow,
