@@ -226,6 +226,7 @@ def test_cli_terminal_report():
     r = runner.invoke(app, ["diagnose", str(LOGDIR / "example.darshan")])
     assert r.exit_code == 0 and "STRAG001" in r.output and "2048" in r.output
     assert "IMB001" not in r.output and "85.49 - 20.45 = 65.04 s" in r.output     # the arithmetic is shown
+    assert "Counters: slowest_rank=1312, fastest_rank=597" in r.output                 # and the counters
 
 
 def test_record_adds_a_production_run(kb_path):
@@ -341,3 +342,18 @@ def test_mpi001_warns_where_the_center_measured_two_phase_losing(summaries):
     assert f.evidence["contrary_comparisons"] and "TSUBAME3.0" in f.message
     (plain,) = [x for x in run_rules(s) if x.id == "MPI001"]
     assert "contrary_comparisons" not in plain.evidence
+
+
+def test_library_entry_point_for_many_logs():
+    """`analyze` is what a scanner of many logs calls: findings with severity, evidence and seconds at stake."""
+    from ioadvisor.diagnose import analyze
+    d = analyze(LOGDIR / "sample-badost.darshan", use_kb=False)
+    rec = json.loads(json.dumps(d.as_dict()))            # JSON-ready, no NaN or objects
+    assert rec["nprocs"] == 2048 and rec["run_time_s"] == 780.0
+    ind = _independent(LOGDIR / "sample-badost.darshan")
+    assert ind["posix_w"] == 2048 * 268435456                # 2048 files of 256 MiB
+    # I/O time per rank: POSIX + STDIO read/write rank-seconds / 2048, well under the 780 s run
+    assert 0 < rec["io_time_per_rank_s"] < 780
+    (f,) = [x for x in rec["findings"] if x["id"] == "LUS002"]
+    assert f["severity"] == "high" and f["time_at_stake_s"] > 500 and f["evidence"]["arithmetic"]
+    assert [x["id"] for x in rec["findings"]] == [x.id for x in d.findings]   # most severe first, kept

@@ -69,6 +69,9 @@ def _render(doc: dict[str, Any], con: Console) -> None:
         text = f"[bold]{escape(f['title'])}[/]\n{escape(f['message'])}"
         if f.get("time_at_stake_s") is not None:
             text += f"\n[dim]At stake: {f['time_at_stake_s']:.3g} s per rank of a {job['run_time']:.0f} s run.[/]"
+        counters = f["evidence"].get("counters") or {}
+        if counters:
+            text += "\n[dim]Counters: " + escape(", ".join(f"{k}={v}" for k, v in counters.items())) + "[/]"
         for line in f["evidence"].get("arithmetic", []):
             text += f"\n[dim]  {escape(line)}[/]"
         adv = f.get("advice")

@@ -38,6 +38,15 @@ class Diagnosis:
         t = sum(a.read_time + a.write_time for k, a in self.summary.apis.items() if k in ("POSIX", "STDIO"))
         return t / max(1, self.summary.nprocs)
 
+    def as_dict(self) -> dict[str, Any]:
+        """A compact, JSON-ready record of the diagnosis (for scanners of many logs): the job's scale and the
+        findings with their evidence; `diagnose()` gives the full document instead."""
+        s = self.summary
+        return {"schema": SCHEMA, "log": s.path, "jobid": s.jobid, "exe": s.exe, "nprocs": s.nprocs,
+                "run_time_s": s.run_time, "io_time_per_rank_s": round(self.io_time_per_rank, 3),
+                "modules": list(s.modules), "unread_modules": list(s.unread_modules), "partial": s.partial,
+                "findings": [to_plain(f) for f in self.findings]}
+
 
 def analyze(log: str | Path, *, center: str | None = None, thresholds: str | Path | None = None,
             kb: str | Path | None = None, use_kb: bool = True) -> Diagnosis:
