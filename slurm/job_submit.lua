@@ -23,10 +23,14 @@ local MARK_BEGIN = "# >>> ioadvise job_submit"
 local MARK_END = "# <<< ioadvise job_submit"
 local WRAP_MARK = "# >>> ioadvise wrap"
 
--- >>> IOADVISE KEYS: the #IOADVISE keys users may state, and how each value must look (anchored patterns)
+-- >>> IOADVISE KEYS: generated from ioadvisor/job.py (KEYS); the #IOADVISE keys and how each value must look
 local KEYS = {
-  outdir = "^[%w%._%-/]+$", bytes_per_rank = "^[%w%.]+$", api = "^%a+$", layout = "^%a+$",
-  pattern = "^%a+$", files = "^%d+$", lifetime = "^[%a%-]+$", hint = "^[%w_]+:[%w%._%-]+$",
+  nodes = "^%d+$", ranks_per_node = "^%d+$", bytes_per_rank = "^[%w%.]+$", total_bytes = "^[%w%.]+$",
+  api = "^[%a%-]+$", layout = "^%a+$", op = "^%a+$", pattern = "^%a+$", random = "^%a+$",
+  access_size = "^[%w%.]+$", files = "^%d+$", lifetime = "^[%a%-]+$", outdir = "^[%w%._%-/]+$",
+  stage_in = "^[%w%._%-/]+$", hint = "^[%w_]+:[%w%._%-]+$", stripe_count = "^%-?%d+$",
+  stripe_size = "^[%w%.]+$", tier = "^[%w%._%-]+$", collective = "^%a+$", mpi = "^[%w@%.]+$",
+  system = "^[%w%._%-]+$", center = "^[%w%._%-/]+$",
 }
 -- <<< IOADVISE KEYS
 

@@ -5,7 +5,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ioadvisor.errors import ImportFormatError
-from ioadvisor.slurm.jobscript import parse_jobscript, parse_sbatch_args, workload_fields
+from ioadvisor.job import describe
+from ioadvisor.slurm.jobscript import parse_jobscript, parse_sbatch_args
 
 SCRIPT = """#!/bin/bash -l
 # a comment inside the block
@@ -53,16 +54,15 @@ def test_command_line_overrides_script():
 def test_ioadvise_lines_and_workload_fields():
     js = parse_jobscript(SCRIPT)
     assert js.advice_keys()["api"] == "MPIIO"
-    w = workload_fields(js)
-    assert w["nodes"] == 2 and w["ranks_per_node"] == 4
-    assert w["bytes_per_rank"] == 4 * 1024**3
-    assert w["files_per_rank"] == 1 and w["lifetime"] == "job"
+    w = describe(script=SCRIPT).workload()
+    assert w.nodes == 2 and w.ranks_per_node == 4
+    assert w.bytes_per_rank == 4 * 1024**3
+    assert w.files_per_rank == 1 and w.lifetime == "job"
 
 
 def test_bad_ioadvise_size_names_the_line():
-    js = parse_jobscript("#!/bin/sh\n#IOADVISE bytes_per_rank=lots\ntrue\n")
     with pytest.raises(ImportFormatError) as e:
-        workload_fields(js, path="job.sh")
+        describe(script="#!/bin/sh\n#IOADVISE bytes_per_rank=lots\ntrue\n", script_path="job.sh")
     assert "job.sh:2:" in str(e.value)
 
 

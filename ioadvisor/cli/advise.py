@@ -1,8 +1,6 @@
 """`ioadvise advise`: a recommendation for a workload; `ioadvise kb validate`: how well the model predicts."""
 from __future__ import annotations
 
-import re
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -14,130 +12,25 @@ from .common import JsonOption, KBOption, cli_errors, console, print_json
 
 app = command_app()
 
-_WORKLOAD_KEYS = {"nodes", "ranks_per_node", "bytes_per_rank", "total_bytes", "api", "layout", "op", "access_size",
-                  "random", "files", "lifetime", "system", "center", "stripe_count", "stripe_size", "tier",
-                  "collective", "hints", "mpi"}
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"{path}: cannot read: {e}") from None
 
 
 def parse_hints(text: str | None) -> dict[str, str]:
     """`k=v,k=v` into a dict; raises UsageError on a malformed pair."""
-    out: dict[str, str] = {}
+    from ..job import read_value
     if not text:
-        return out
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "=" not in part or not part.split("=", 1)[0].strip() or not part.split("=", 1)[1].strip():
-            raise UsageError(f"bad hint {part!r} (use KEY=VALUE,KEY=VALUE)")
-        k, v = part.split("=", 1)
-        if re.search(r"\s", k.strip() + v.strip()):
-            raise UsageError(f"bad hint {part!r}: no spaces in keys or values")
-        out[k.strip()] = v.strip()
-    return out
-
-
-def read_script_directives(path: Path) -> dict[str, Any]:
-    """`#IOADVISE key=value [key=value ...]` lines of a job script as workload settings."""
+        return {}
     try:
-        lines = path.read_text().splitlines()
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read: {e.strerror}") from None
-    out: dict[str, Any] = {}
-    for n, line in enumerate(lines, 1):
-        if not line.startswith("#IOADVISE"):
-            continue
-        for item in line[len("#IOADVISE"):].split():
-            if "=" not in item:
-                raise UsageError(f"{path}:{n}: expected key=value, got {item!r}")
-            k, v = item.split("=", 1)
-            k = k.strip().replace("-", "_")
-            if k not in _WORKLOAD_KEYS:
-                raise UsageError(f"{path}:{n}: unknown key {k!r} (known: {', '.join(sorted(_WORKLOAD_KEYS))})")
-            out[k] = v
-    return out
-
-
-def read_workload_file(path: Path) -> dict[str, Any]:
-    """A workload TOML file (the same keys as the command's options, with underscores)."""
-    try:
-        data = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except tomllib.TOMLDecodeError as e:
-        raise UsageError(f"{path}: not valid TOML: {e}") from None
-    data = data.get("workload", data)
-    norm = {k.replace("-", "_"): v for k, v in data.items()}
-    unknown = sorted(set(norm) - _WORKLOAD_KEYS)
-    if unknown:
-        raise UsageError(f"{path}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_WORKLOAD_KEYS))})")
-    return norm
-
-
-def _as_int(name: str, v: Any) -> int:
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        raise UsageError(f"{name} must be a whole number, got {v!r}") from None
-
-
-def _as_bool(v: Any) -> bool:
-    if isinstance(v, bool):
-        return v
-    return str(v).strip().lower() in ("1", "true", "yes", "on", "collective")
-
-
-def build_request(opts: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """Options (CLI, file or script, merged) -> (Workload, pins). Raises UsageError for bad values."""
-    from ..model.types import Workload
-    from ..model.units import parse_size
-    if opts.get("nodes") is None or opts.get("ranks_per_node") is None:
-        raise UsageError("give --nodes and --ranks-per-node (or a --workload file)")
-    nodes, rpn = _as_int("nodes", opts["nodes"]), _as_int("ranks per node", opts["ranks_per_node"])
-    if nodes < 1 or rpn < 1:
-        raise UsageError(f"impossible workload: {nodes} node(s) x {rpn} rank(s) per node")
-    ranks = nodes * rpn
-    if opts.get("bytes_per_rank") is not None:
-        bpr = parse_size(opts["bytes_per_rank"])
-    elif opts.get("total_bytes") is not None:
-        bpr = parse_size(opts["total_bytes"]) // ranks
-    else:
-        raise UsageError("give --bytes-per-rank or --total-bytes")
-    access = parse_size(opts["access_size"]) if opts.get("access_size") is not None else None
-    files = _as_int("files", opts["files"]) if opts.get("files") is not None else 1
-    if files < 1:
-        raise UsageError("files must be at least 1")
-    layout = str(opts.get("layout") or "any").lower()
-    if layout not in ("shared", "fpp", "any"):
-        raise UsageError(f"unknown layout {layout!r} (use shared, fpp or any)")
-    api = str(opts.get("api") or "posix").lower()
-    if api not in ("posix", "mpiio", "mpi-io", "hdf5"):
-        raise UsageError(f"unknown API {api!r} (use posix, mpiio or hdf5)")
-    op = str(opts.get("op") or "write").lower()
-    if op not in ("write", "read"):
-        raise UsageError(f"unknown op {op!r} (use write or read)")
-    lifetime = str(opts.get("lifetime") or "after-job").lower()
-    if lifetime not in ("job", "after-job"):
-        raise UsageError(f"unknown lifetime {lifetime!r} (use job or after-job)")
-    w = Workload(nodes=nodes, ranks_per_node=rpn, bytes_per_rank=bpr, api=api, layout=layout, op=op,
-                 access="random" if _as_bool(opts.get("random") or False) else "sequential", access_size=access,
-                 files_per_rank=files, lifetime=lifetime)
-    pins: dict[str, Any] = {}
-    if opts.get("stripe_count") is not None:
-        sc = _as_int("stripe count", opts["stripe_count"])
-        if sc == 0 or sc < -1:
-            raise UsageError(f"stripe count must be positive or -1 (all OSTs), got {sc}")
-        pins["stripe_count"] = sc
-    if opts.get("stripe_size") is not None:
-        pins["stripe_size"] = parse_size(opts["stripe_size"])
-    if opts.get("tier"):
-        pins["tier"] = str(opts["tier"])
-    if opts.get("collective") is not None:
-        pins["collective"] = _as_bool(opts["collective"])
-    hints = opts.get("hints")
-    if hints:
-        pins["hints"] = hints if isinstance(hints, dict) else parse_hints(str(hints))
-    return w, pins
+        return read_value("hints", text)
+    except Exception as e:
+        raise UsageError(str(e)) from None
 
 
 def _row(opt: Any, label: str) -> list[str]:
@@ -238,8 +131,12 @@ def advise_cmd(
     center: Annotated[Optional[str], typer.Option(help="Center config: a TOML file or a shipped center's name.")] = None,
     system: Annotated[Optional[str], typer.Option(help="System name (a shipped center or a system in the KB).")] = None,
     kb: KBOption = None,
-    nodes: Annotated[Optional[int], typer.Option(help="Nodes of the job.")] = None,
-    ranks_per_node: Annotated[Optional[int], typer.Option(help="MPI ranks per node.")] = None,
+    nodes: Annotated[Optional[int], typer.Option("-N", "--nodes", help="Nodes of the job (as sbatch -N).")] = None,
+    ntasks: Annotated[Optional[int], typer.Option("-n", "--ntasks", help="MPI ranks in all (as sbatch -n): "
+                                                  "ranks per node = ntasks / nodes, rounded up.")] = None,
+    ntasks_per_node: Annotated[Optional[int], typer.Option("--ntasks-per-node", help="As sbatch.")] = None,
+    ranks_per_node: Annotated[Optional[int], typer.Option(help="MPI ranks per node (wins over -n and "
+                                                          "--ntasks-per-node).")] = None,
     bytes_per_rank: Annotated[Optional[str], typer.Option(help="Data each rank writes or reads, e.g. 1GiB.")] = None,
     total_bytes: Annotated[Optional[str], typer.Option(help="Total data instead of --bytes-per-rank.")] = None,
     api: Annotated[Optional[str], typer.Option(help="posix, mpiio or hdf5.")] = None,
@@ -250,7 +147,8 @@ def advise_cmd(
     files: Annotated[Optional[int], typer.Option(help="Files each rank creates (metadata load).")] = None,
     lifetime: Annotated[Optional[str], typer.Option(help="job (scratch only) or after-job (must persist).")] = None,
     workload: Annotated[Optional[Path], typer.Option(help="Workload TOML file; options given here override it.")] = None,
-    script: Annotated[Optional[Path], typer.Option(help="Job script with #IOADVISE key=value lines.")] = None,
+    script: Annotated[Optional[Path], typer.Option(help="Job script: its #SBATCH -N/-n/--ntasks-per-node and "
+                                                   "#IOADVISE key=value lines (docs/slurm.md).")] = None,
     stripe_count: Annotated[Optional[int], typer.Option(help="Pin the stripe count (-1: all OSTs).")] = None,
     stripe_size: Annotated[Optional[str], typer.Option(help="Pin the stripe size, e.g. 4MiB.")] = None,
     tier: Annotated[Optional[str], typer.Option(help="Pin the tier or file system by name.")] = None,
@@ -266,25 +164,28 @@ def advise_cmd(
     Settings you pin (--stripe-count, --tier, --collective, --hints ...) are kept; everything else is chosen.
     """
     with cli_errors():
-        opts: dict[str, Any] = {}
-        if workload is not None:
-            opts.update(read_workload_file(workload))
-        if script is not None:
-            opts.update(read_script_directives(script))
+        from ..job import describe, sbatch_sizes
+        from ..mpiio import parse_mpi
+        sb = sbatch_sizes([*(["--ntasks", str(ntasks)] if ntasks is not None else []),
+                           *(["--ntasks-per-node", str(ntasks_per_node)] if ntasks_per_node is not None else [])])
         given = dict(center=center, system=system, nodes=nodes, ranks_per_node=ranks_per_node,
                      bytes_per_rank=bytes_per_rank, total_bytes=total_bytes, api=api, layout=layout, op=op,
                      access_size=access_size, random=random, files=files, lifetime=lifetime,
                      stripe_count=stripe_count, stripe_size=stripe_size, tier=tier, collective=collective,
                      hints=hints, mpi=mpi)
-        opts.update({k: v for k, v in given.items() if v is not None})
-        from ..mpiio import parse_mpi
-        flavour, version = parse_mpi(str(opts["mpi"])) if opts.get("mpi") else (None, None)
-        w, pins = build_request(opts)
+        nodes_given = given.pop("nodes")
+        if nodes_given is not None:
+            sb["nodes"] = nodes_given          # -N/--nodes: the sbatch-style option
+        spec = describe(script=_read(script) if script else None, script_path=str(script),
+                        toml=_read(workload) if workload else None, toml_path=str(workload),
+                        sbatch=sb, explicit=given, strict=True)
+        flavour, version = parse_mpi(spec.mpi) if spec.mpi else (None, None)
+        w, pins = spec.workload(), spec.pins()
         from ..advise import advise
         from ..center import resolve_center
         from ..kb import KB
         with KB.open(kb, create=False) as store:
-            c = resolve_center(opts.get("system"), opts.get("center"), store)
+            c = resolve_center(spec.system, spec.center, store)
             result = advise(w, store, c, pins=pins)
             used, text = commands_text(result, c, flavour, version)
         if json_out:

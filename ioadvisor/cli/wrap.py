@@ -28,6 +28,7 @@ MpiOpt = Annotated[Optional[str], typer.Option("--mpi", help="MPI: mpich, openmp
                                                 "else mpich).")]
 StageIn = Annotated[Optional[list[str]], typer.Option("--stage-in", help="File or directory (relative to the "
                                                        "job's start directory) copied to the tier; repeatable.")]
+DiffOpt = Annotated[bool, typer.Option("--diff", help="Also print the change to the script as a unified diff.")]
 OutDir = Annotated[Optional[str], typer.Option("--outdir", help="Persistent directory for results (default: "
                                                 "#IOADVISE outdir=, else the job's start directory).")]
 
@@ -58,9 +59,79 @@ def _diff(old: str, new: str, name: str, width: int = 300) -> str:
     return "".join(difflib.unified_diff(short(old), short(new), fromfile=name, tofile=f"{name} (wrapped)"))
 
 
+def summary(w) -> dict:
+    """What was decided, for people: the job, the settings, the prediction, why, and what was left alone."""
+    from ..mpiio import render
+    from ..model.units import format_size
+    spec, st = w.spec, w.settings
+    out: dict = {"job": None, "settings": [], "prediction": None, "why": [], "not_changed": []}
+    if spec is not None and spec.nodes:
+        out["job"] = (f"{spec.nodes} node(s) x {spec.ranks_per_node or '?'} rank(s) per node"
+                      f" ({spec.sources.get('nodes', 'default')}), {spec.op or 'write'}, {spec.api or 'posix'}")
+    if st is None:
+        out["not_changed"].append("the script is unchanged: " + "; ".join(w.warnings[-1:]))
+        return out
+    cmds = render(st.plan())
+    if cmds.lfs:
+        out["settings"].append(f"striping: {cmds.lfs.split(' ', 2)[2].rsplit(' ', 1)[0]} on a new directory "
+                               f"ioadvise-JOBID below {st.outdir or 'the output directory'} ($IOADVISE_DIR), "
+                               f"if it is on Lustre")
+    if cmds.hints:
+        how = ", ".join(line[len("export "):] for line in cmds.env)
+        out["settings"].append(f"MPI-IO hints: {','.join(f'{k}={v}' for k, v in cmds.hints.items())} "
+                               f"for {cmds.mpi_label} ({how})")
+    if st.tier is not None:
+        staged = (f"stage-in {', '.join(st.stage_in)}; " if st.stage_in else "") + (
+            "new files staged out at the end" if st.tier.stage else "not staged")
+        out["settings"].append(f"tier {st.tier.name}: {st.tier.request or 'no request'}, {staged}")
+    if st.directives:
+        out["settings"].append("#SBATCH " + " ".join(st.directives))
+    out["not_changed"] += list(cmds.notes)
+    a = w.advice
+    if a is not None:
+        rec, base = a.recommendation, a.baseline
+        p = rec.prediction
+        if p.value is not None:
+            gain = f", {p.value / base.prediction.value:.1f}x the default" if base.prediction.value else ""
+            out["prediction"] = f"{p.value:,.0f} {p.unit} (interval {p.low:,.0f}-{p.high:,.0f}){gain}"
+        else:
+            out["prediction"] = "not predicted (no measured runs for this configuration)"
+        out["why"] = list(rec.reasons[:4])
+        c = rec.config
+        if not cmds.lfs and not cmds.hints and st.tier is None:
+            out["not_changed"].append(
+                f"no striping, hints or tier: the recommendation for this job is {c.filesystem} with "
+                f"{'its default striping' if c.stripe_count is None else f'{c.stripe_count} stripe(s)'}, "
+                f"{c.layout}, {c.api}; see the reasons above")
+        if c.stripe_count is not None and not cmds.lfs and (spec is None or spec.op != "read"):
+            out["not_changed"].append("striping: the center does not let users stripe this file system")
+    out["not_changed"].append("your commands, paths and #SBATCH lines (they run unchanged after the block)")
+    if not out["settings"]:
+        out["settings"].append("none")
+    return out
+
+
+def _print_summary(sm: dict, name: str) -> None:
+    console.print(f"[bold]{name}[/]" + (f": {sm['job']}" if sm["job"] else ""), highlight=False)
+    for k, title in (("settings", "Settings"), ("prediction", "Predicted"), ("why", "Why"),
+                     ("not_changed", "Not changed")):
+        v = sm[k]
+        if not v:
+            continue
+        if isinstance(v, str):
+            console.print(f"[bold]{title}:[/] {v}", highlight=False)
+            continue
+        console.print(f"[bold]{title}:[/]", highlight=False)
+        for item in v:
+            console.print(f"  - {item}", highlight=False, markup=False)
+
+
 def _report(w, name: str) -> dict:
     return {"script": name, "changed": w.changed, "source": w.source,
-            "settings": w.settings.to_plain() if w.settings else None, "warnings": list(w.warnings)}
+            "settings": w.settings.to_plain() if w.settings else None, "warnings": list(w.warnings),
+            "workload": None if w.spec is None or w.spec.nodes is None else {
+                "nodes": w.spec.nodes, "ranks_per_node": w.spec.ranks_per_node, "sources": dict(w.spec.sources)},
+            "summary": summary(w), "diff": _diff(w.original, w.text, name)}
 
 
 @app.command("wrap")
@@ -71,6 +142,11 @@ def wrap_cmd(
     stripe_count: StripeCount = None, stripe_size: StripeSize = None, hints: Hints = None,
     tier: TierOpt = None, center: CenterOpt = None, mpi: MpiOpt = None,
     stage_in: StageIn = None, outdir: OutDir = None, kb: KBOption = None, json: JsonOption = False,
+    diff: DiffOpt = False,
+    nodes: Annotated[Optional[int], typer.Option("-N", "--nodes", help="Nodes (as sbatch -N): advised for, and "
+                                                 "written as #SBATCH into the copy.")] = None,
+    ntasks: Annotated[Optional[int], typer.Option("-n", "--ntasks", help="Tasks (as sbatch -n), likewise.")] = None,
+    ntasks_per_node: Annotated[Optional[int], typer.Option("--ntasks-per-node", help="As sbatch, likewise.")] = None,
 ) -> None:
     """Write a copy of SCRIPT that applies I/O settings: scratch tier with staging, Lustre striping,
     MPI-IO hints, and a JSON record of what was applied next to the job output.
@@ -85,14 +161,21 @@ def wrap_cmd(
             raise UsageError(f"{output}: the output must not be the script itself (the script is never modified)")
         text = read_script(script)
         ex = _explicit(stripe_count, stripe_size, hints, tier, mpi, outdir, stage_in)
-        w = wrap_script(text, ex, center=_center(center), kb_path=kb, path=str(script), strict=True)
+        sb = [f"--{k}={v}" for k, v in (("nodes", nodes), ("ntasks", ntasks), ("ntasks-per-node", ntasks_per_node))
+              if v is not None]
+        if any(v is not None and v < 1 for v in (nodes, ntasks, ntasks_per_node)):
+            raise UsageError("-N, -n and --ntasks-per-node must be at least 1")
+        w = wrap_script(text, ex, center=_center(center), kb_path=kb, path=str(script), strict=True,
+                        sbatch_args=sb, directives=tuple(sb))
         atomic_write(output, w.text, mode=0o755)
         if json:
             print_json({**_report(w, str(script)), "output": str(output)})
             return
         for msg in w.warnings:
             err_console.print(f"[yellow]warning:[/] {msg}", highlight=False)
-        console.print(_diff(text, w.text, str(script)), markup=False, highlight=False, end="", soft_wrap=True)
+        _print_summary(summary(w), str(script))
+        if diff:
+            console.print(_diff(text, w.text, str(script)), markup=False, highlight=False, end="", soft_wrap=True)
         err_console.print(f"wrote {output}", highlight=False)
 
 
@@ -107,8 +190,9 @@ def submit_cmd(
     stripe_count: StripeCount = None, stripe_size: StripeSize = None, hints: Hints = None,
     tier: TierOpt = None, center: CenterOpt = None, mpi: MpiOpt = None,
     stage_in: StageIn = None, outdir: OutDir = None, kb: KBOption = None, json: JsonOption = False,
+    diff: DiffOpt = False,
 ) -> None:
-    """Wrap SCRIPT (as `ioadvise wrap` does), show the change and submit it with sbatch.
+    """Wrap SCRIPT (as `ioadvise wrap` does), say what was decided (--diff: the change) and submit it with sbatch.
 
     Options this command does not know are passed to sbatch, e.g.
     `ioadvise submit job.sh --center site.toml -N 2 --time=10`.
@@ -118,7 +202,8 @@ def submit_cmd(
         sbatch_opts = [a for a in ctx.args if a != "--"]
         text = read_script(script)
         ex = _explicit(stripe_count, stripe_size, hints, tier, mpi, outdir, stage_in)
-        w = wrap_script(text, ex, center=_center(center), kb_path=kb, path=str(script), strict=strict)
+        w = wrap_script(text, ex, center=_center(center), kb_path=kb, path=str(script), strict=strict,
+                        sbatch_args=sbatch_opts)
         if w.settings and w.settings.tier and w.changed:
             # a --constraint on the command line replaces the script's; keep the tier's feature in it
             sbatch_opts, _ = merge_cli_constraint(sbatch_opts, w.settings.tier.request)
@@ -126,7 +211,9 @@ def submit_cmd(
         if not json:
             for msg in w.warnings:
                 err_console.print(f"[yellow]warning:[/] {msg}", highlight=False)
-            console.print(_diff(text, w.text, str(script)), markup=False, highlight=False, end="", soft_wrap=True)
+            _print_summary(summary(w), str(script))
+            if diff:
+                console.print(_diff(text, w.text, str(script)), markup=False, highlight=False, end="", soft_wrap=True)
         if not dry_run:
             report["job_id"] = sbatch(w.text, sbatch_opts, name=script.name)
         if json:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Mapping
 
 # short option -> long option (sbatch 22.05)
 SHORT = {
@@ -28,7 +27,7 @@ FLAGS = {
 # flags whose value is optional and must be attached with "=" (--exclusive=user, --no-kill=off)
 OPTIONAL_ARG = {"exclusive", "get-user-env", "no-kill"}
 
-IOADVISE_KEYS = ("outdir", "bytes_per_rank", "api", "layout", "pattern", "files", "lifetime", "stage_in", "hint")
+from ..job import SCRIPT_KEYS as IOADVISE_KEYS  # noqa: E402  the one key table (ioadvisor/job.py)
 
 _SBATCH_RE = re.compile(r"^#SBATCH(?:\s+(.*))?$")
 _IOADVISE_RE = re.compile(r"^#IOADVISE(?:\s+(.*))?$")
@@ -201,42 +200,3 @@ def parse_jobscript(text: str) -> JobScript:
                 ioadvise.append((key, value, n))
     return JobScript(text=text, lines=lines, shebang=shebang, directives=tuple(directives),
                      block_end=block_end, ioadvise=tuple(ioadvise), warnings=tuple(warnings))
-
-
-def workload_fields(script: JobScript, cli: tuple[Directive, ...] = (), path: str | None = None) -> Mapping[str, object]:
-    """Workload facts from the script: nodes, ranks per node (from #SBATCH) and the #IOADVISE keys, validated.
-
-    Raises ImportFormatError naming the line for a value that cannot be read.
-    """
-    from ..errors import ImportFormatError
-    from ..model.units import parse_size
-
-    out: dict[str, object] = {}
-
-    def as_int(value: str | None, what: str, line: int | None) -> int | None:
-        if value is None:
-            return None
-        m = re.match(r"^(\d+)", value.strip())
-        if not m:
-            raise ImportFormatError(f"{what}={value[:40]!r} is not a number", path, line)
-        return int(m.group(1))
-
-    def line_of(opt: str) -> int | None:
-        return next((d.line for d in reversed((*script.directives, *cli)) if d.option == opt), None)
-
-    nodes = as_int(script.option("nodes", cli), "nodes", line_of("nodes"))
-    ntasks = as_int(script.option("ntasks", cli), "ntasks", line_of("ntasks"))
-    rpn = as_int(script.option("ntasks-per-node", cli), "ntasks-per-node", line_of("ntasks-per-node"))
-    out["nodes"] = nodes or 1
-    out["ranks_per_node"] = rpn or (max(1, (ntasks or 1) // (nodes or 1)))
-    for key, value, line in script.ioadvise:
-        if key == "bytes_per_rank":
-            try:
-                out[key] = int(parse_size(value))
-            except Exception:
-                raise ImportFormatError(f"#IOADVISE bytes_per_rank={value[:40]!r} is not a size", path, line) from None
-        elif key == "files":
-            out["files_per_rank"] = as_int(value, "#IOADVISE files", line)
-        elif key in ("api", "layout", "lifetime", "pattern", "outdir"):
-            out[key] = value
-    return out

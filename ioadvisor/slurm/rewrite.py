@@ -54,6 +54,7 @@ class WrapSettings:
     allow_striping: bool = True          # center policy: users may run lfs setstripe
     op: str = "write"                    # a read job gets no striping (it cannot change existing files)
     lifetime: str = "after-job"
+    directives: tuple[str, ...] = ()     # sbatch options written as #SBATCH lines (e.g. --nodes=8 from wrap -N 8)
 
     def to_plain(self) -> dict:
         return {
@@ -62,7 +63,7 @@ class WrapSettings:
                 "name": self.tier.name, "request": self.tier.request, "mount": self.tier.mount,
                 "stage": self.tier.stage},
             "outdir": self.outdir, "stage_in": list(self.stage_in), "allow_striping": self.allow_striping,
-            "op": self.op, "lifetime": self.lifetime,
+            "op": self.op, "lifetime": self.lifetime, "directives": list(self.directives),
         }
 
     def plan(self) -> Plan:
@@ -291,6 +292,10 @@ def wrap(text: str, settings: WrapSettings) -> str:
     if js.interpreter not in SHELLS:
         raise UsageError(f"only shell scripts can be wrapped (the script runs {js.interpreter!r})")
     directives: list[str] = []
+    for opt in settings.directives:
+        if not re.fullmatch(r"--(nodes|ntasks|ntasks-per-node)=\d+", opt):
+            raise UsageError(f"cannot write {opt[:40]!r} as an #SBATCH line")
+        directives.append(f"#SBATCH {opt}")
     if settings.tier is not None and settings.tier.request:
         line = _request_directive(settings.tier.request, js.option("constraint"))
         if line:

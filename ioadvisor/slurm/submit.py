@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from ..errors import ImportFormatError, SlurmError, UsageError
 from ..model.types import Center
-from .jobscript import JobScript, parse_jobscript, workload_fields
+from .jobscript import JobScript, parse_jobscript
 from .rewrite import TierSpec, WrapSettings, wrap
 
 # SBATCH_* variables override directives in the script; only these site-wide ones are kept
@@ -50,6 +50,9 @@ class Wrapped:
     settings: WrapSettings | None
     source: str                    # explicit | advice | none (unchanged)
     warnings: tuple[str, ...] = ()
+    spec: Any = None               # the job description (ioadvisor.job.JobSpec)
+    advice: Any = None             # the Advice the settings came from (source == "advice")
+    center: Center | None = None
 
     @property
     def changed(self) -> bool:
@@ -87,62 +90,78 @@ def _striping_allowed(center: Center | None) -> bool:
     return any(f.stripable for f in center.filesystems)
 
 
-def explicit_settings(js: JobScript, ex: Explicit, center: Center | None) -> WrapSettings:
+def explicit_settings(js: JobScript, ex: Explicit, center: Center | None, spec: Any = None) -> WrapSettings:
+    """Settings given on the command line, with the job's own facts (op, lifetime, stage-in) from its description."""
+    if spec is None:
+        from ..job import JobSpec
+        spec = JobSpec()
     keys = js.advice_keys()
-    stage = ex.stage_in or tuple(x for x in keys.get("stage_in", "").split(",") if x)
+    stage = ex.stage_in or tuple(spec.stage_in) or tuple(x for x in keys.get("stage_in", "").split(",") if x)
     return WrapSettings(
         stripe_count=ex.stripe_count, stripe_size=ex.stripe_size, hints=dict(ex.hints),
         mpi=ex.mpi or (center.mpi if center else "mpich"),
         mpi_version=ex.mpi_version if ex.mpi else (center.mpi_version if center else None),
         tier=tier_spec(center, ex.tier) if ex.tier else None,
-        outdir=ex.outdir, stage_in=stage, allow_striping=_striping_allowed(center))
+        outdir=ex.outdir, stage_in=stage, allow_striping=_striping_allowed(center),
+        op=spec.op or "write", lifetime=spec.lifetime or "after-job")
 
 
-def advised_settings(js: JobScript, ex: Explicit, center: Center, kb_path: Path | None, path: str) -> WrapSettings:
-    """Settings from `ioadvisor.advise.advise` for the workload the script describes."""
+def advised_settings(js: JobScript, ex: Explicit, center: Center, kb_path: Path | None, path: str,
+                     spec: Any) -> tuple[WrapSettings, Any]:
+    """Settings from `ioadvisor.advise.advise` for the job the description says, and the advice itself."""
     from ..advise import advise
     from ..kb import KB
-    from ..model.types import Workload
 
-    f = dict(workload_fields(js, path=path))
-    if "bytes_per_rank" not in f:
+    if spec.bytes_per_rank is None and spec.total_bytes is None:
         raise UsageError(f"{path}: no '#IOADVISE bytes_per_rank=SIZE' line to advise from")
-    w = Workload(nodes=int(f["nodes"]), ranks_per_node=int(f["ranks_per_node"]),
-                 bytes_per_rank=int(f["bytes_per_rank"]), api=str(f.get("api", "POSIX")),
-                 layout=str(f.get("layout", "any")), files_per_rank=int(f.get("files_per_rank", 1)),
-                 lifetime=str(f.get("lifetime", "after-job")))
-    kb = KB.open(kb_path, create=False)
-    advice = advise(w, kb, center)
+    w = spec.workload()
+    with KB.open(kb_path, create=False) as kb:
+        advice = advise(w, kb, center, pins=spec.pins())
     cfg = advice.recommendation.config
-    base = explicit_settings(js, ex, center)
+    base = explicit_settings(js, ex, center, spec)
     tier = tier_spec(center, cfg.tier) if cfg.tier and center.tier(cfg.tier) and center.tier(cfg.tier).mount else None
     return replace(base, stripe_count=cfg.stripe_count, stripe_size=cfg.stripe_size,
-                   hints={str(k): str(v) for k, v in cfg.hints.items()}, tier=tier)
+                   hints={str(k): str(v) for k, v in cfg.hints.items()}, tier=tier), advice
 
 
 def wrap_script(text: str, ex: Explicit, *, center: Center | None = None, kb_path: Path | None = None,
-                path: str = "<script>", strict: bool = False) -> Wrapped:
-    """Wrap with explicit settings, else with advice (needs a center). Advice that fails leaves the script
-    unchanged with a warning, or raises when `strict`. Unusable explicit settings always raise."""
+                path: str = "<script>", strict: bool = False, sbatch_args: tuple[str, ...] | list[str] = (),
+                directives: tuple[str, ...] = ()) -> Wrapped:
+    """Wrap with explicit settings, else with advice (needs a center) for the job the script describes, with
+    sbatch-style options (-N, -n, --ntasks-per-node) over its #SBATCH lines. Advice that fails leaves the
+    script unchanged with a warning, or raises when `strict`. Unusable explicit settings always raise."""
+    from ..job import describe, sbatch_sizes
     js = parse_jobscript(text)
-    warnings = list(js.warnings)
+    try:
+        spec = describe(script=text, script_path=path, sbatch=sbatch_sizes(sbatch_args), strict=False)
+        warnings = list(spec.warnings)
+        problem = None
+    except (ImportFormatError, UsageError) as e:
+        if strict and not ex.any and center is not None:
+            raise
+        spec, problem = None, e
+        warnings = list(js.warnings) + [f"the job description is not used: {e}"]
     if ex.any or center is None:
-        s = explicit_settings(js, ex, center)
+        s = replace(explicit_settings(js, ex, center, spec), directives=directives)
         try:
             return Wrapped(original=text, text=wrap(text, s), settings=s, source="explicit",
-                           warnings=tuple(warnings))
+                           warnings=tuple(warnings), spec=spec)
         except UsageError as e:
             raise UsageError(f"{path}: {e}") from None
     try:
-        s = advised_settings(js, ex, center, kb_path, path)
-        return Wrapped(original=text, text=wrap(text, s), settings=s, source="advice", warnings=tuple(warnings))
+        if problem is not None:
+            raise problem
+        s, advice = advised_settings(js, ex, center, kb_path, path, spec)
+        s = replace(s, directives=directives)
+        return Wrapped(original=text, text=wrap(text, s), settings=s, source="advice", warnings=tuple(warnings),
+                       spec=spec, advice=advice, center=center)
     except Exception as e:  # fail open: a broken advisor must not stop a job
         if strict:
             if isinstance(e, (UsageError, ImportFormatError)):
                 raise
             raise UsageError(f"advice failed: {e}") from None
         warnings.append(f"advice failed, the script is submitted unchanged: {str(e)[:200]}")
-        return Wrapped(original=text, text=text, settings=None, source="none", warnings=tuple(warnings))
+        return Wrapped(original=text, text=text, settings=None, source="none", warnings=tuple(warnings), spec=spec)
 
 
 def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -1,0 +1,345 @@
+"""What a job is, for the advisor: one type (`JobSpec`), one key table (`KEYS`) and one parser (`describe`).
+
+The description is read from, in increasing precedence:
+  1. the script's `#SBATCH` lines (-N/--nodes, -n/--ntasks, --ntasks-per-node),
+  2. its `#IOADVISE key=value` lines,
+  3. a workload TOML file (the same keys, optionally under `[workload]`),
+  4. sbatch-style options given to the command (-N/--nodes, -n/--ntasks, --ntasks-per-node),
+  5. explicit flags (--ranks-per-node, --bytes-per-rank, ...).
+Ranks per node come from the highest source that says anything about ranks: its ranks_per_node or
+--ntasks-per-node, else its task count divided over the nodes (rounded up).
+
+`KEYS` is the one table of keys: `advise`, `wrap`, `submit` and the Lua hook (its table is generated from this
+one, `lua_keys_block`) all read it. Pure: text and values in, a JobSpec out; errors name the file and line.
+"""
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field, fields
+from typing import Any, Mapping, Sequence
+
+from .errors import ImportFormatError, UsageError
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a job description: how its value is read, and the Lua pattern the hook checks it with."""
+
+    name: str
+    kind: str                     # int | count | size | choice | bool | path | hint | hints | mpi | name
+    help: str
+    lua: str                      # anchored Lua pattern for the value (the hook ignores values that do not match)
+    choices: tuple[str, ...] = ()
+    script: bool = True           # allowed in #IOADVISE lines
+    repeat: bool = False          # repeatable; values accumulate
+
+
+KEYS: tuple[Key, ...] = (
+    Key("nodes", "int", "nodes of the job (else #SBATCH -N)", "^%d+$"),
+    Key("ranks_per_node", "int", "MPI ranks per node (else --ntasks-per-node, or -n over -N)", "^%d+$"),
+    Key("bytes_per_rank", "size", "bytes each rank writes or reads (4GiB, 512MiB)", "^[%w%.]+$"),
+    Key("total_bytes", "size", "all ranks together, instead of bytes_per_rank", "^[%w%.]+$"),
+    Key("api", "choice", "POSIX, MPIIO or HDF5", "^[%a%-]+$", ("posix", "mpiio", "mpi-io", "hdf5")),
+    Key("layout", "choice", "shared (one file), fpp (file per process) or any", "^%a+$", ("shared", "fpp", "any")),
+    Key("op", "choice", "write or read", "^%a+$", ("write", "read")),
+    Key("pattern", "choice", "sequential or random", "^%a+$", ("sequential", "random")),
+    Key("random", "bool", "true: random access (the same as pattern=random)", "^%a+$"),
+    Key("access_size", "size", "bytes per I/O request (4MiB)", "^[%w%.]+$"),
+    Key("files", "int", "files per rank (metadata load)", "^%d+$"),
+    Key("lifetime", "choice", "job (scratch is fine) or after-job (must persist)", "^[%a%-]+$", ("job", "after-job")),
+    Key("outdir", "path", "persistent directory for results and the record (relative to the start directory)",
+        "^[%w%._%-/]+$"),
+    Key("stage_in", "path", "file or directory copied to the scratch tier before the commands (repeatable)",
+        "^[%w%._%-/]+$", repeat=True),
+    Key("hint", "hint", "an MPI-IO hint KEY:VALUE (repeatable)", "^[%w_]+:[%w%._%-]+$", repeat=True),
+    Key("hints", "hints", "MPI-IO hints KEY=VALUE,KEY=VALUE (workload files and --hints)", "^[%w_=,%.%-]+$",
+        script=False),
+    Key("stripe_count", "count", "pin the Lustre stripe count (-1: all OSTs)", "^%-?%d+$"),
+    Key("stripe_size", "size", "pin the Lustre stripe size (a multiple of 64KiB)", "^[%w%.]+$"),
+    Key("tier", "name", "pin the tier or file system by name", "^[%w%._%-]+$"),
+    Key("collective", "bool", "pin collective (true) or independent (false) MPI-IO", "^%a+$"),
+    Key("mpi", "mpi", "MPI flavour for the commands, optionally @VERSION (openmpi@4.1.4)", "^[%w@%.]+$"),
+    Key("system", "name", "system to advise for (a shipped center or a system in the KB)", "^[%w%._%-]+$"),
+    Key("center", "path", "center file or shipped center name", "^[%w%._%-/]+$"),
+)
+KEY = {k.name: k for k in KEYS}
+SCRIPT_KEYS = tuple(k.name for k in KEYS if k.script)
+_TRUE = {"1", "true", "yes", "on", "collective"}
+_FALSE = {"0", "false", "no", "off", "independent"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobSpec:
+    """A job as the advisor sees it. `sources` says where each field came from (file:line or the option)."""
+
+    nodes: int | None = None
+    ranks_per_node: int | None = None
+    bytes_per_rank: int | None = None
+    total_bytes: int | None = None
+    api: str | None = None
+    layout: str | None = None
+    op: str | None = None
+    pattern: str | None = None
+    access_size: int | None = None
+    files: int | None = None
+    lifetime: str | None = None
+    outdir: str | None = None
+    stage_in: tuple[str, ...] = ()
+    hints: Mapping[str, str] = field(default_factory=dict)
+    stripe_count: int | None = None
+    stripe_size: int | None = None
+    tier: str | None = None
+    collective: bool | None = None
+    mpi: str | None = None
+    system: str | None = None
+    center: str | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+    def workload(self) -> Any:
+        """The `Workload` to advise for; UsageError naming what is missing or impossible."""
+        from .model.types import Workload
+        if self.nodes is None or self.ranks_per_node is None:
+            raise UsageError("give the nodes and ranks per node (--nodes/-N and --ranks-per-node, --ntasks-per-node "
+                             "or -n, or #SBATCH lines, or a --workload file)")
+        if self.nodes < 1 or self.ranks_per_node < 1:
+            raise UsageError(f"impossible workload: {self.nodes} node(s) x {self.ranks_per_node} rank(s) per node")
+        ranks = self.nodes * self.ranks_per_node
+        if self.bytes_per_rank is not None:
+            bpr = self.bytes_per_rank
+        elif self.total_bytes is not None:
+            bpr = self.total_bytes // ranks
+        else:
+            raise UsageError("give --bytes-per-rank or --total-bytes (or #IOADVISE bytes_per_rank=SIZE)")
+        if self.files is not None and self.files < 1:
+            raise UsageError("files must be at least 1")
+        return Workload(nodes=self.nodes, ranks_per_node=self.ranks_per_node, bytes_per_rank=bpr,
+                        api=(self.api or "posix").replace("-", ""), layout=self.layout or "any",
+                        op=self.op or "write", access=self.pattern or "sequential", access_size=self.access_size,
+                        files_per_rank=self.files or 1, lifetime=self.lifetime or "after-job")
+
+    def pins(self) -> dict[str, Any]:
+        """Settings the user fixed; the advisor keeps them."""
+        out: dict[str, Any] = {}
+        for k in ("stripe_count", "stripe_size", "tier", "collective"):
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        if self.hints:
+            out["hints"] = dict(self.hints)
+        return out
+
+
+def _fail(msg: str, where: tuple[str | None, int | None]) -> ImportFormatError:
+    return ImportFormatError(msg, where[0], where[1])
+
+
+def read_value(key: str, raw: Any, where: tuple[str | None, int | None] = (None, None)) -> Any:
+    """One key's value, checked; ImportFormatError naming `where` (file, line) for a bad one."""
+    from .model.units import parse_size
+    k = KEY[key]
+    text = str(raw).strip() if not isinstance(raw, (dict, bool)) else raw
+    if k.kind in ("int", "count"):
+        if isinstance(raw, bool) or not re.fullmatch(r"-?\d+", str(text)):
+            raise _fail(f"{key}={str(raw)[:40]!r} is not a whole number", where)
+        n = int(text)
+        if k.kind == "int" and n < 0 or k.kind == "count" and (n == 0 or n < -1):
+            raise _fail(f"{key}={n}: must be positive{' (or -1 for all OSTs)' if k.kind == 'count' else ''}", where)
+        return n
+    if k.kind == "size":
+        try:
+            return parse_size(text)
+        except (UsageError, ValueError):
+            raise _fail(f"{key}={str(raw)[:40]!r} is not a size (use e.g. 1GiB)", where) from None
+    if k.kind == "choice":
+        v = str(text).lower()
+        if v not in k.choices:
+            word = {"api": "API", "op": "op"}.get(key, key)
+            raise _fail(f"unknown {word} {str(raw)[:40]!r} (use {', '.join(c for c in k.choices if c != 'mpi-io')})",
+                        where)
+        return "mpiio" if v == "mpi-io" else v
+    if k.kind == "bool":
+        v = str(text).lower() if not isinstance(raw, bool) else str(raw).lower()
+        if v not in _TRUE | _FALSE:
+            raise _fail(f"{key}={str(raw)[:40]!r}: use true or false", where)
+        return v in _TRUE
+    if k.kind == "hint":
+        name, colon, value = str(text).partition(":")
+        if not colon:
+            raise _fail(f"hint={str(raw)[:40]!r}: use hint=KEY:VALUE", where)
+        return _hints({name: value}, where)
+    if k.kind == "hints":
+        if isinstance(raw, dict):
+            return _hints(raw, where)
+        out: dict[str, str] = {}
+        for part in str(text).split(","):
+            part = part.strip()
+            name, eq, value = part.partition("=")
+            if part and (not eq or not name.strip() or not value.strip()):
+                raise _fail(f"bad hint {part!r} (use KEY=VALUE,KEY=VALUE)", where)
+            if part:
+                out[name.strip()] = value.strip()
+        return _hints(out, where)
+    if k.kind == "mpi":
+        from .mpiio.flavours import parse_mpi
+        try:
+            flavour, version = parse_mpi(str(text))
+        except UsageError as e:
+            raise _fail(str(e), where) from None
+        return f"{flavour}@{version}" if version else flavour
+    if not str(text):
+        raise _fail(f"{key} is empty", where)
+    return str(text)
+
+
+def _hints(hints: Mapping[str, Any], where: tuple[str | None, int | None]) -> dict[str, str]:
+    from .mpiio.render import check_hints
+    try:
+        return check_hints(hints)
+    except UsageError as e:
+        raise _fail(f"bad hint: {e}", where) from None
+
+
+def _toml_line(text: str, key: str) -> int | None:
+    for n, line in enumerate(text.splitlines(), 1):
+        if re.match(rf"^\s*{re.escape(key)}\s*=", line):
+            return n
+    return None
+
+
+def _script_layers(script: str, path: str, strict: bool) -> tuple[dict, dict, dict, list[str]]:
+    """(#SBATCH job sizes, #IOADVISE values, their sources, warnings) of a script."""
+    from .slurm.jobscript import parse_jobscript
+    js = parse_jobscript(script)
+    warnings = list(js.warnings)
+    sb: dict[str, Any] = {}
+    src: dict[str, str] = {}
+    for d in js.directives:
+        if d.option in ("nodes", "ntasks", "ntasks-per-node") and d.value is not None:
+            m = re.match(r"^(\d+)", d.value.strip())
+            if not m:
+                raise ImportFormatError(f"#SBATCH --{d.option}={d.value[:40]!r} is not a number", path, d.line)
+            sb[d.option.replace("-", "_")] = int(m.group(1))
+            src[d.option.replace("-", "_")] = f"{path}:{d.line} (#SBATCH)"
+    io: dict[str, Any] = {}
+    for n, line in enumerate(js.lines, 1):
+        m = re.match(r"^#IOADVISE(?:\s+(.*))?$", line)
+        if not m:
+            continue
+        for item in (m.group(1) or "").split():
+            key, eq, value = item.partition("=")
+            key = key.strip().replace("-", "_")
+            if not eq or key not in SCRIPT_KEYS:
+                msg = (f"expected key=value, got {item[:40]!r}" if not eq else
+                       f"unknown key {key!r} (known: {', '.join(SCRIPT_KEYS)})")
+                if strict:
+                    raise ImportFormatError(msg, path, n)
+                warnings.append(f"{path}:{n}: {msg}")
+                continue
+            v = read_value(key, value, (path, n))
+            if KEY[key].repeat and key in io:
+                io[key] = {**io[key], **v} if isinstance(v, dict) else (*io[key], v)
+            else:
+                io[key] = v if not KEY[key].repeat or isinstance(v, dict) else (v,)
+            src[key] = f"{path}:{n}"
+    return sb, io, src, [w for w in warnings if "#IOADVISE item" not in w]
+
+
+def sbatch_sizes(args: Sequence[str]) -> dict[str, int]:
+    """-N/--nodes, -n/--ntasks, --ntasks-per-node from sbatch-style arguments (the last one wins)."""
+    from .slurm.jobscript import parse_sbatch_args
+    out: dict[str, int] = {}
+    for d in parse_sbatch_args(list(args)):
+        if d.option in ("nodes", "ntasks", "ntasks-per-node") and d.value is not None:
+            m = re.match(r"^(\d+)", d.value.strip())
+            if not m:
+                raise UsageError(f"--{d.option} {d.value[:40]!r} is not a number")
+            out[d.option.replace("-", "_")] = int(m.group(1))
+    return out
+
+
+def describe(*, script: str | None = None, script_path: str = "<script>", toml: str | None = None,
+             toml_path: str = "<workload>", sbatch: Mapping[str, int] | None = None,
+             explicit: Mapping[str, Any] | None = None, strict: bool = True) -> JobSpec:
+    """Merge the sources into one JobSpec (precedence in the module docstring). `strict`: an unknown
+    #IOADVISE key is an error (exit 2, file and line) rather than a warning."""
+    layers: list[tuple[str, dict[str, Any]]] = []      # (source, values), lowest precedence first
+    sources: dict[str, str] = {}
+    warnings: list[str] = []
+    if script is not None:
+        sb, io, src, warns = _script_layers(script, script_path, strict)
+        warnings += warns
+        layers += [("sbatch-script", sb), ("ioadvise", io)]
+        sources.update(src)
+    if toml is not None:
+        try:
+            data = tomllib.loads(toml)
+        except tomllib.TOMLDecodeError as e:
+            m = re.search(r"line (\d+)", str(e))
+            raise ImportFormatError(f"not valid TOML: {e}", toml_path, int(m.group(1)) if m else None) from None
+        data = data.get("workload", data)
+        vals: dict[str, Any] = {}
+        for key, raw in data.items():
+            k = key.replace("-", "_")
+            if k not in KEY:
+                raise ImportFormatError(f"unknown key {key!r} (known: {', '.join(KEY)})", toml_path,
+                                        _toml_line(toml, key))
+            where = (toml_path, _toml_line(toml, key))
+            if KEY[k].repeat and isinstance(raw, list):
+                vals[k] = tuple(read_value(k, x, where) for x in raw) if k != "hint" else {
+                    a: b for x in raw for a, b in read_value(k, x, where).items()}
+            else:
+                v = read_value(k, raw, where)
+                vals[k] = (v,) if KEY[k].repeat and not isinstance(v, dict) else v
+            sources[k] = f"{toml_path}:{where[1]}" if where[1] else toml_path
+        layers.append(("toml", vals))
+    if sbatch:
+        layers.append(("sbatch-options", dict(sbatch)))
+        sources.update({k: "sbatch option" for k in sbatch})
+    if explicit:
+        vals = {}
+        for k, raw in explicit.items():
+            if raw is None:
+                continue
+            vals[k] = read_value(k, raw, (None, None)) if k in KEY else raw
+            sources[k] = "--" + k.replace("_", "-")
+        layers.append(("explicit", vals))
+    merged: dict[str, Any] = {}
+    for _, vals in layers:
+        for k, v in vals.items():
+            if k in ("ntasks", "ntasks_per_node"):
+                continue
+            merged[k] = v
+    # ranks per node: the highest layer that says anything about ranks decides
+    for _, vals in reversed(layers):
+        if "ranks_per_node" in vals or "ntasks_per_node" in vals:
+            merged["ranks_per_node"] = vals.get("ranks_per_node", vals.get("ntasks_per_node"))
+            break
+        if "ntasks" in vals:
+            nodes = merged.get("nodes") or 1
+            merged["ranks_per_node"] = max(1, math.ceil(vals["ntasks"] / nodes))
+            break
+    if script is not None and "nodes" not in merged and "ranks_per_node" in merged:
+        merged["nodes"] = 1                              # sbatch's default: one node
+    hints = dict(merged.pop("hints", {}) or {})
+    hints.update(merged.pop("hint", {}) or {})
+    if merged.pop("random", None):
+        merged.setdefault("pattern", "random")
+    names = {f.name for f in fields(JobSpec)}
+    return JobSpec(**{k: v for k, v in merged.items() if k in names}, hints=hints, sources=sources,
+                   warnings=tuple(warnings))
+
+
+def lua_keys_block() -> str:
+    """The key table of slurm/job_submit.lua, generated from KEYS (a test checks the hook carries exactly this)."""
+    items = [f'{k.name} = "{k.lua}"' for k in KEYS if k.script]
+    lines, cur = [], "  "
+    for it in items:
+        if len(cur) + len(it) + 2 > 110:
+            lines.append(cur.rstrip())
+            cur = "  "
+        cur += it + ", "
+    lines.append(cur.rstrip())
+    return ("-- >>> IOADVISE KEYS: generated from ioadvisor/job.py (KEYS); the #IOADVISE keys and how each value "
+            "must look\nlocal KEYS = {\n" + "\n".join(lines) + "\n}\n-- <<< IOADVISE KEYS")
