@@ -223,3 +223,50 @@ def test_center_with_a_decimal_stripe_size_is_rejected(tmp_path):
     p.write_text('name = "X"\n[[filesystems]]\nname = "l"\ntype = "lustre"\ndefault_stripe_size = "1 MB"\n')
     with pytest.raises(ConfigError, match="multiple of 64 KiB"):
         load_center(p)
+
+
+def test_advise_wrap_and_diagnose_print_the_same_commands(tmp_path):
+    """One configuration (HA8000, 30 stripes of 1 MiB, the advised hints), three commands: the lfs line is the
+    same string in all three, and every line advise prints after the directory definition is in the wrapped
+    script verbatim."""
+    import dataclasses
+    import json
+    import sys
+
+    import darshan  # noqa: F401  (PyDarshan ships the example log)
+    from ioadvisor.diagnose.derive import summarize
+    ioadvise = str(Path(sys.executable).parent / "ioadvise")
+    p = subprocess.run([ioadvise, "advise", "--system", "HA8000", "-N", "16", "--ranks-per-node", "4",
+                        "--bytes-per-rank", "1GiB", "--api", "mpiio", "--layout", "shared", "--stripe-count", "30",
+                        "--stripe-size", "1MiB", "--json"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    rec, text = doc["recommendation"], doc["mpi"]["commands"]
+    assert rec["commands"]["lfs"] == 'lfs setstripe -c 30 -S 1M "$IOADVISE_DIR"'
+    job = tmp_path / "job.sh"
+    job.write_text("#!/bin/bash\n#SBATCH -N 16\nsrun ./app\n")
+    hints = ",".join(f"{k}={v}" for k, v in rec["hints"].items())
+    w = subprocess.run([ioadvise, "wrap", str(job), "-o", str(tmp_path / "w.sh"), "--stripe-count", "30",
+                        "--stripe-size", "1MiB", "--mpi", doc["mpi"]["flavour"], *(["--hints", hints] if hints else [])],
+                       capture_output=True, text=True, timeout=60)
+    assert w.returncode == 0, w.stderr
+    wrapped = (tmp_path / "w.sh").read_text()
+    lines = [x for x in text.splitlines() if not x.startswith("#")]
+    assert lines[0].startswith('export IOADVISE_DIR="/lustre/${USER}/ioadvise-')          # advise: the mount
+    assert 'export IOADVISE_DIR="${_ioadv_out}/ioadvise-${SLURM_JOB_ID:-$$}"' in wrapped    # wrap: its outdir
+    for line in lines[1:]:
+        assert line in wrapped, f"advise prints {line!r}, the wrapped script does not"
+    # diagnose: a 200 GiB shared file on one OST of a 30-OST center gets the same lfs command (flags and size
+    # spelling identical; diagnose names the directory the file was in)
+    import os
+    from ioadvisor.diagnose.rules import Context, run_rules
+    from ioadvisor.mpiio import lfs_setstripe
+    log = Path(darshan.__file__).parent / "examples" / "example_logs" / "ior_hdf5_example.darshan"
+    base = summarize(log)
+    big = dataclasses.replace(base.shared_files[0], bytes_written=200 << 30, ranks=64)
+    s = dataclasses.replace(base, files=(big,), nprocs=64)
+    (lus,) = [x for x in run_rules(s, ctx=Context(center_ost_count=30, center_name="HA8000")) if x.id == "LUS001"]
+    assert big.lustre.stripe_size == 1 << 20
+    want = lfs_setstripe(os.path.dirname(big.path) or ".", 30, 1 << 20)
+    assert f"`{want}`" in lus.message
+    assert want.rsplit(" ", 1)[0] == rec["commands"]["lfs"].rsplit(" ", 1)[0] == "lfs setstripe -c 30 -S 1M"
