@@ -261,10 +261,11 @@ def test_advise_wrap_and_diagnose_print_the_same_commands(tmp_path):
     import os
     from ioadvisor.diagnose.rules import Context, run_rules
     from ioadvisor.mpiio import lfs_setstripe
-    log = Path(darshan.__file__).parent / "examples" / "example_logs" / "ior_hdf5_example.darshan"
+    log = Path(darshan.__file__).parent / "examples" / "example_logs" / "example.darshan"
     base = summarize(log)
-    big = dataclasses.replace(base.shared_files[0], bytes_written=200 << 30, ranks=64)
-    s = dataclasses.replace(base, files=(big,), nprocs=64)
+    (f,) = base.shared_files            # its 2 TiB shared file, as if created with one stripe
+    big = dataclasses.replace(f, lustre=dataclasses.replace(f.lustre, stripe_count=1, osts=(f.lustre.osts[0],)))
+    s = dataclasses.replace(base, files=(big,))
     (lus,) = [x for x in run_rules(s, ctx=Context(center_ost_count=30, center_name="HA8000")) if x.id == "LUS001"]
     assert big.lustre.stripe_size == 1 << 20
     want = lfs_setstripe(os.path.dirname(big.path) or ".", 30, 1 << 20)
