@@ -183,6 +183,12 @@ def test_user_exit_trap_and_exec_cannot_skip_the_stage_out(jobs, slurm_cluster):
 def test_cancelled_job_is_staged_out(jobs, slurm_cluster):
     jid, d, info, _ = jobs["cancel"]
     assert info["JobState"] == "CANCELLED"
+    # Slurm shows CANCELLED while the batch shell may still run its EXIT trap (stage-out, end record); on a
+    # loaded machine that takes a moment, so wait for the end record (bounded) before looking
+    rec = d / f"ioadvise-{jid}.json"
+    deadline = time.time() + 30
+    while time.time() < deadline and not (rec.exists() and json.loads(rec.read_text())["end"] is not None):
+        time.sleep(0.1)
     assert (d / "result.txt").read_text() == "r\n"
     assert json.loads((d / f"ioadvise-{jid}.json").read_text())["exit_code"] == 143
 
