@@ -203,8 +203,10 @@ def test_jobs_collect_by_job_id_brings_the_record_into_the_kb(jobs, slurm_cluste
     (row,) = json.loads(p.stdout)
     assert row["job_id"] == jid and row["status"] == "imported" and row["exit_code"] == 6
     assert row["path"] == str(d / f"ioadvise-{jid}.json")
-    runs = json.loads(subprocess.run([IOADVISE, "kb", "list", "--kb", kb, "--kind", "production", "--json"],
-                                     env=env, capture_output=True, text=True, timeout=60).stdout)
+    listed = subprocess.run([IOADVISE, "kb", "list", "--kb", kb, "--kind", "production", "--json"],
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    runs = json.loads(listed.stdout)
     assert [(r["system"], r["tier"], r["op"], r["provenance"]["job_id"]) for r in runs] == \
         [("testcluster", "beeond", "write", jid)]
     assert runs[0]["total_bytes"] == len("r\n") + len("late\n")

@@ -36,8 +36,11 @@ def reference_kb_path() -> Path:
     for f in files:
         h.update(f.name.encode())
         h.update(f.read_bytes())
-    from .schema import SCHEMA_VERSION
+    from .schema import MIGRATIONS, SCHEMA_VERSION
+    # the schema's text, not only its version: two builds with different migrations of the same number (a
+    # development branch) must not share a cached reference KB whose columns differ
     h.update(f"schema{SCHEMA_VERSION}".encode())
+    h.update("\n".join(MIGRATIONS).encode())
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ioadvisor"
     target = cache / f"reference-{h.hexdigest()[:16]}.sqlite"
     if not target.exists():
