@@ -210,9 +210,26 @@ def _tier(rd: _Reader, where: str, t: dict[str, Any], fs_names: list[str]) -> Ti
                 stage=True if v.get("stage") is None else v["stage"], notes=v.get("notes"))
 
 
+_LOADED: dict[tuple[str, int, int], Center] = {}
+
+
 def load_center_file(path: str | Path) -> Center:
-    """Load one center TOML file."""
+    """Load one center TOML file (a file unchanged since it was last loaded is not read again)."""
     p = Path(path)
+    try:
+        st = p.stat()
+        key = (str(p.resolve()), st.st_mtime_ns, st.st_size)
+    except OSError:
+        key = None
+    if key is not None and key in _LOADED:
+        return _LOADED[key]
+    c = _load_center_file(p)
+    if key is not None:
+        _LOADED[key] = c
+    return c
+
+
+def _load_center_file(p: Path) -> Center:
     try:
         text = p.read_bytes().decode("utf-8")
     except FileNotFoundError:

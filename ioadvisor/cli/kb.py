@@ -41,12 +41,18 @@ def import_(
                                      help="auto|ior|mdtest|fio|iozone|csv|darshan|bench|jobrecord")] = "auto",
     system: Annotated[Optional[str], typer.Option(help="System the runs were measured on.")] = None,
     filesystem: Annotated[Optional[str], typer.Option(help="File system or tier name.")] = None,
+    center: Annotated[Optional[str], typer.Option(
+        help="Center file or shipped name whose node_memory and rated bandwidths flag runs that measured a "
+             "cache or exceed the peak (default: the shipped center named like the system).")] = None,
     kb: KBOption = None,
     json_out: JsonOption = False,
 ) -> None:
     """Import benchmark outputs; each file is one transaction, and a file imported before adds nothing."""
     with cli_errors():
         results = []
+        if center is not None:
+            from ..center import load_center
+            center = load_center(center)           # a bad center file stops the import before anything is read
         with KB.open(kb) as store:
             paths = _files(files)
             from rich.progress import Progress
@@ -54,7 +60,8 @@ def import_(
             with Progress(console=err_console, transient=True, disable=len(paths) < 5) as prog:
                 task = prog.add_task("importing", total=len(paths))
                 for p in paths:
-                    results.append(store.import_file(p, fmt, system=system, filesystem=filesystem))
+                    results.append(store.import_file(p, fmt, system=system, filesystem=filesystem,
+                                                     center=center))
                     prog.advance(task)
         if json_out:
             print_json([r.__dict__ for r in results])

@@ -11,7 +11,7 @@ RUN_COLUMNS = (
     "block_size", "segments", "file_size", "total_bytes", "files_per_dir", "items_per_rank", "access", "direct",
     "reps", "value", "unit", "value_given", "unit_given", "value_min", "value_max", "value_sd", "ci95_low",
     "ci95_high", "notes", "source", "citation", "command", "tool", "tool_version", "importer", "date", "job_id",
-    "kind",
+    "kind", "flags",
 )
 
 COMPARISON_COLUMNS = ("system", "filesystem", "op", "factor", "better", "worse", "condition", "source",
@@ -101,6 +101,10 @@ MIGRATIONS: list[str] = [
         SELECT system, {FSNAME.format(r="runs")}, NULL, max(nullif(ost_count, 0)), count(*), min(rowid), 1
         FROM runs GROUP BY 1, 2;
     """.replace("{add}", _ADD).replace("{drop}", _DROP),
+    # 4: evidence flags set at import, comma-separated (cache-sized, above-peak); NULL for a clean run
+    """
+    ALTER TABLE runs ADD COLUMN flags TEXT;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

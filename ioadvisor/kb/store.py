@@ -12,7 +12,7 @@ import json
 import tempfile
 import os
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
@@ -51,6 +51,7 @@ def _run_row(run: Run, rid: str, source_hash: str, seq: int) -> tuple:
     d["hints"] = json.dumps(dict(sorted(run.hints.items()))) if run.hints else None
     for b in ("collective", "direct"):
         d[b] = None if d[b] is None else int(d[b])
+    d["flags"] = ",".join(run.flags) if run.flags else None
     return tuple(d.get(c) for c in RUN_COLUMNS)
 
 
@@ -68,6 +69,7 @@ def row_to_run(row: sqlite3.Row | dict) -> Run:
     for b in ("collective", "direct"):
         if kw[b] is not None:
             kw[b] = bool(kw[b])
+    kw["flags"] = tuple(kw["flags"].split(",")) if kw["flags"] else ()
     # Rows come from our own schema, so every field is present and typed: fill the frozen instances' dicts
     # directly instead of running the generated __init__ (about 5x faster on large result sets).
     prov = object.__new__(Provenance)
@@ -84,6 +86,7 @@ def _record(row: dict[str, Any]) -> dict[str, Any]:
     for b in ("collective", "direct"):
         if out[b] is not None:
             out[b] = bool(out[b])
+    out["flags"] = out["flags"].split(",") if out["flags"] else []
     out["provenance"] = {f: row[f] for f in PROV_FIELDS}
     out["id"], out["origin"] = row["id"], row["origin"]
     return out
@@ -203,6 +206,24 @@ def importers_sniff_bytes() -> int:
     return SNIFF_BYTES
 
 
+def _flagged(runs: Iterable[Run], center: Any) -> Iterator[Run]:
+    """The runs, in order, with the evidence flags their center allows (none without a center that states
+    node memory or rated peaks)."""
+    from ..center import center_for
+    from ..center.evidence import flags_of
+    given = center if center is None or hasattr(center, "filesystems") else center_for(center, None)
+    centers: dict[str, Any] = {}
+    for r in runs:
+        if r.system not in centers:
+            c = given if given is not None else center_for(None, r.system)
+            useful = c is not None and (c.node_memory is not None or any(
+                f.rated_write_bandwidth or f.rated_read_bandwidth for f in c.filesystems))
+            centers[r.system] = c if useful else None
+        c = centers[r.system]
+        f = flags_of(r, center=c) if c is not None else r.flags
+        yield r if f == r.flags else replace(r, flags=f)
+
+
 @dataclass(frozen=True)
 class ImportResult:
     path: str
@@ -222,6 +243,7 @@ class RunFilter:
     origin: str | None = None      # user | reference
     source: str | None = None      # substring of the source path
     limit: int | None = None
+    flagged: bool | None = None    # False: leave out runs with evidence flags; True: only those; None: all
 
     def where(self) -> tuple[str, list[Any]]:
         clauses, args = [], []
@@ -238,6 +260,8 @@ class RunFilter:
         if self.source:
             clauses.append("source LIKE ?")
             args.append(f"%{self.source}%")
+        if self.flagged is not None:
+            clauses.append("flags IS NOT NULL" if self.flagged else "flags IS NULL")
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
 
@@ -331,14 +355,16 @@ class KB:
 
     def import_file(self, path: str | Path, fmt: str = "auto", *, system: str | None = None,
                     filesystem: str | None = None, kind: str = "benchmark",
-                    progress: Callable[[int, int], None] | None = None) -> ImportResult:
+                    progress: Callable[[int, int], None] | None = None, center: Any = None) -> ImportResult:
         """Parse one file with the named (or detected) importer and add its runs as one transaction.
 
         The file is read twice in bounded memory: once to hash it (and, for text formats, to refuse a line
         longer than MAX_LINE, such as /dev/zero's), once to parse it as it goes when the importer can stream
         (the canonical CSV), else whole (formats whose files are small; larger than MAX_WHOLE_FILE is refused).
         Something that is not a regular file (a pipe) is copied to a temporary file on the first read.
-        `progress(bytes_done, bytes_total)` is called as the file is parsed."""
+        `progress(bytes_done, bytes_total)` is called as the file is parsed. Runs get their evidence flags
+        (ioadvisor.center.evidence) from `center` (a `Center`, a center file or a shipped name) or else from
+        the shipped center named like the runs' system."""
         from .. import importers
         p = Path(path)
         with _ImportSource(p) as src:
@@ -360,6 +386,7 @@ class KB:
                     raise ImportFormatError(f"no measured results found ({imp.name} format)", str(p))
                 if progress is not None:
                     progress(size, size)
+            runs = _flagged(runs, center)
             try:
                 return self.add_runs(runs, source=str(p), source_hash=digest, fmt=imp.name,
                                      importer=f"{imp.name}/{imp.version}", require_runs=True)

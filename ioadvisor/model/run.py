@@ -100,6 +100,10 @@ class Run:
     ci95_low: float | None = None
     ci95_high: float | None = None
     notes: str | None = None
+    # evidence flags set at import (ioadvisor.center.evidence): "cache-sized" (the data fit in the client's
+    # memory and may have been served from the page cache), "above-peak" (faster than the file system's rated
+    # peak); RunFilter(flagged=False) leaves flagged runs out, the guide marks them
+    flags: tuple[str, ...] = ()
     provenance: Provenance = field(default_factory=Provenance)
     id: str | None = None          # assigned by the KB: stable hash of source + position
 
