@@ -345,3 +345,56 @@ def test_exactly_1mib_requests_are_counted_in_100k_1m_and_refined_out():
     rec["POSIX_ACCESS3_ACCESS"], rec["POSIX_ACCESS3_COUNT"] = 0, 10
     r = _requests(rec, "write", 1.0)
     assert r.small == 3 and r.zero == 10                     # zero-byte writes are not small either
+
+
+# ----------------------------------------------------------------------------------------------------
+# rules that no wheel log pays for at the default floor: with the floor lowered they must fire where the counters
+# say so, and still not where they contradict it
+
+def _no_floor(tmp_path, extra: str = "") -> str:
+    p = tmp_path / "nofloor.toml"
+    p.write_text("[SEVERITY]\nmin_seconds = 0.0\n" + extra)
+    return str(p)
+
+
+def test_imbalance_where_one_rank_has_the_data_straggler_where_bytes_agree(tmp_path):
+    c = counters(_log("shane_macsio"))
+    (p, pf), = [(p, pf) for rank, n, p, pf, _ in c["POSIX"] if n.endswith("macsio-log.log")]
+    total = p["POSIX_BYTES_WRITTEN"]                         # 145,664 bytes over 16 ranks: mean 9,104
+    assert p["POSIX_SLOWEST_RANK_BYTES"] == 139904 and p["POSIX_FASTEST_RANK_BYTES"] == 384
+    assert p["POSIX_SLOWEST_RANK_BYTES"] / (total / 16) > 1.1 and p["POSIX_SLOWEST_RANK_BYTES"] < 0.99 * total
+    t = _no_floor(tmp_path, "[IMB001]\nmin_bytes = 0\nmin_seconds = 0.0\n[STRAG001]\nmin_bytes = 0\nmin_seconds = 0.0\n")
+    _, found = diag(_log("shane_macsio"), thresholds=t)
+    imb = found["IMB001"]
+    assert imb.evidence["file"].endswith("macsio-log.log") and imb.evidence["slowest_bytes"] == 139904
+    assert imb.severity == "info"                            # 0.0002 s: worth nothing, and says so
+    # the HDF5 file's MPI-IO ranks moved 738,048 and 738,168 bytes (0.02% apart): never an imbalance
+    (_, _, m, _, _), = c["MPI-IO"]
+    assert abs(m["MPIIO_SLOWEST_RANK_BYTES"] - m["MPIIO_FASTEST_RANK_BYTES"]) / m["MPIIO_FASTEST_RANK_BYTES"] < 0.001
+    assert not imb.evidence["file"].endswith(".h5")
+    _, ex = diag(_log("example.darshan"), thresholds=t)
+    assert "IMB001" not in ex and "STRAG001" in ex          # equal bytes stay a straggler at any floor
+
+
+def test_small_reads_of_a_single_process_get_buffering_advice_not_mpiio(tmp_path):
+    c = counters(_log("dxt.darshan"))
+    regular = [(p, pf) for _, n, p, pf, _ in c["POSIX"] if not n.rsplit("/", 1)[-1].startswith("pipe_")]
+    below = sum(p[f"POSIX_SIZE_READ_{b}"] for p, _ in regular
+                for b in ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M"))
+    zero_or_1m = sum(p[f"POSIX_ACCESS{i}_COUNT"] for p, _ in regular for i in range(1, 5)
+                     if p[f"POSIX_ACCESS{i}_ACCESS"] in (0, MIB))
+    assert zero_or_1m == 0 and below == 6057                 # no zero-byte or 1 MiB sizes: all 6,057 are small
+    _, found = diag(_log("dxt.darshan"), thresholds=_no_floor(tmp_path))
+    size = found["SIZE001"]
+    assert size.evidence["small_reads"] == below and size.severity == "info"   # 0.43 s of a 1,469 s run
+    assert "Buffer" in size.message and "MPI" not in size.message and "collective" not in size.message
+
+
+def test_few_osts_only_with_an_exact_count(tmp_path):
+    """example.darshan's file spans OSTs 0-23: 24 of at least 24 by the log (no finding), 24 of 68 with a center
+    that has 68 OSTs (LUS003, the count named as the center's)."""
+    from ioadvisor.diagnose.rules import Context
+    d, found = diag(_log("example.darshan"))
+    assert d.summary.fs_ost_count_at_least == 24 and "LUS003" not in found
+    (f,) = [x for x in run_rules(d.summary, ctx=Context(center_ost_count=68, center_name="X")) if x.id == "LUS003"]
+    assert f.evidence["osts_used"] == 24 and f.evidence["fs_ost_count_exact"] and "24 of 68" in f.message

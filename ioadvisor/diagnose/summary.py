@@ -280,11 +280,6 @@ class LogSummary:
         return sum(self.apis[a].bytes_written for a in ("POSIX", "STDIO") if a in self.apis)
 
     @property
-    def fs_ost_count(self) -> int | None:
-        """Kept for readers of the older name: the lower bound `fs_ost_count_at_least`."""
-        return self.fs_ost_count_at_least
-
-    @property
     def layout(self) -> str:
         """`shared`, `fpp` or `mixed`, by the bytes moved through POSIX on regular files."""
         sb = sum(f.bytes for f in self.files if f.shared)
