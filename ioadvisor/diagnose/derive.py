@@ -427,8 +427,8 @@ def _spread(prefix: str, group: list[dict], nprocs: int, total_bytes: int) -> Ra
         a[1] += c[f"{prefix}_BYTES_READ"] + c[f"{prefix}_BYTES_WRITTEN"]
     slow = max(per, key=lambda k: per[k][0])
     fast = min(per, key=lambda k: per[k][0])
-    # ranks of the job without a record on the file moved nothing on it
-    values = [v[1] for v in per.values()] + [0] * max(0, nprocs - len(per))
+    # among the ranks that opened the file: ranks without a record did not share it
+    values = [v[1] for v in per.values()]
     mean = sum(values) / len(values)
     return RankSpread(layer=layer, slowest_rank=slow, slowest_time=per[slow][0], slowest_bytes=int(per[slow][1]),
                       fastest_rank=fast, fastest_time=per[fast][0], fastest_bytes=int(per[fast][1]),
@@ -445,8 +445,9 @@ def _requests(c: dict, op: str, t: float) -> Requests:
     n1 = sum(n for s, n in common if s == MIB and n > 0)
     zero_max, zero_min = min(n0, bins[0]), max(0, min(bins[0], n0 - other[0]))
     one_max, one_min = min(n1, bins[4]), max(0, min(bins[4], n1 - other[4]))
-    return Requests(ops=int(c[f"POSIX_{d}S"]), small=max(0, sum(bins[:5]) - zero_max - one_max), zero=zero_min,
-                    exactly_1mib=one_min, time=t)
+    below = sum(bins[:5])
+    return Requests(ops=int(c[f"POSIX_{d}S"]), small=max(0, below - zero_max - one_max), zero=zero_min,
+                    exactly_1mib=one_min, time=t, in_bins_below_1mib=below, refined_out=min(below, zero_max + one_max))
 
 
 def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None, fstype: str | None,

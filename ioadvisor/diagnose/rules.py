@@ -354,12 +354,14 @@ class SIZE001(Rule):
             counters[f"POSIX_{op.upper()}S"] = sum(r.ops for _, r in reqs)
             counters[f"zero_byte_{op}s"] = sum(r.zero for _, r in reqs)
             counters[f"exactly_1MiB_{op}s"] = sum(r.exactly_1mib for _, r in reqs)
-            hist = s.read_sizes if op == "read" else s.write_sizes
-            counters[f"POSIX_SIZE_{op.upper()}_0_100..100K_1M"] = [hist[b] for b in ("0_100", "100_1K", "1K_10K",
-                                                                                        "10K_100K", "100K_1M")]
-            arith.append(f"{op}s: histogram below 1 MiB {sum(counters[f'POSIX_SIZE_{op.upper()}_0_100..100K_1M'])} "
-                         f"- zero-byte and exactly-1-MiB requests the common sizes place here = {small} small; "
-                         f"{small} / {nonzero} = {small / nonzero:.3f} > {t['share']}")
+            below = sum(r.in_bins_below_1mib for _, r in reqs)
+            refined = sum(r.refined_out for _, r in reqs)
+            counters[f"POSIX_SIZE_{op.upper()}_0_100..100K_1M"] = below
+            left_out = len(s.files) - len(fs)
+            arith.append(f"{op}s: {below} in the bins up to 1 MiB - {refined} the common access sizes allow to be "
+                         f"zero-byte or exactly 1 MiB = {small} small; {small} / {nonzero} non-empty = "
+                         f"{small / nonzero:.3f} > {t['share']}"
+                         + (f" ({left_out} FIFO or collectively written file(s) left out)" if left_out else ""))
             arith.append(f"{op} time in them: {secs:.2f} rank-s (each file's {op} time x small/ops) / "
                          f"{s.nprocs} ranks = {secs / s.nprocs:.3f} s per rank")
             files_hit += [(f, r.small, op) for f, r in reqs if r.small]

@@ -63,10 +63,14 @@ class Requests:
     zero: int = 0                      # zero-byte requests this direction certainly made (a lower bound)
     exactly_1mib: int = 0              # exactly-1-MiB requests this direction certainly made (a lower bound)
     time: float = 0.0                  # rank-seconds in these requests
+    in_bins_below_1mib: int = 0        # the histogram's bins 0_100 .. 100K_1M
+    refined_out: int = 0               # of those, what the common sizes allow to be zero-byte or exactly 1 MiB
 
     def __add__(self, o: "Requests") -> "Requests":
         return Requests(ops=self.ops + o.ops, small=self.small + o.small, zero=self.zero + o.zero,
-                        exactly_1mib=self.exactly_1mib + o.exactly_1mib, time=self.time + o.time)
+                        exactly_1mib=self.exactly_1mib + o.exactly_1mib, time=self.time + o.time,
+                        in_bins_below_1mib=self.in_bins_below_1mib + o.in_bins_below_1mib,
+                        refined_out=self.refined_out + o.refined_out)
 
 
 @dataclass(frozen=True, kw_only=True)
