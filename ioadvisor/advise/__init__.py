@@ -423,8 +423,18 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
     evidence_runs = _evidence_runs(kb, [rec, base] + alts)
     options = [build_option(c, w, center, base, rec, evidence_runs, has_numbers=bool(fits))
                for c in [rec, base] + alts]
-    return Advice(system=system, workload=w, recommendation=options[0], baseline=options[1],
-                  alternatives=tuple(options[2:]), warnings=tuple(warnings_for(w, center, fits, predicted, rec)))
+    advice = Advice(system=system, workload=w, recommendation=options[0], baseline=options[1],
+                    alternatives=tuple(options[2:]), warnings=tuple(warnings_for(w, center, fits, predicted, rec)))
+    # reasons about the table come from the table's own numbers (explain.finalize); pinned advice is set
+    # beside the unpinned best
+    from .explain import finalize
+    unpinned = None
+    if pins:
+        try:
+            unpinned = advise(workload, kb, center)
+        except Exception:      # the unpinned question may have no answer; the pinned one still stands
+            unpinned = None
+    return finalize(advice, center, pins, unpinned)
 
 
 def _alternatives(order: list[_Cand], rec: _Cand, n: int = 4) -> list[_Cand]:

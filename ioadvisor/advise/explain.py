@@ -102,10 +102,8 @@ def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbe
                    f"rests on the published comparisons and the center configuration.")
     if cfg.stripe_count is not None:
         fs = center.filesystem(cfg.filesystem)
-        if c is rec and has_numbers and c.value is not None and not w.metadata_heavy:
-            out.append(f"{cfg.stripe_count} stripe(s) is the fewest within {int(5)}% of the best predicted; more "
-                       f"stripes would take OSTs from other jobs for little gain.")
-        elif c is rec and not has_numbers and cfg.layout == "shared" and not w.metadata_heavy:
+        # the sentence comparing stripe counts is written by `finalize`, from the table's own numbers
+        if c is rec and not has_numbers and cfg.layout == "shared" and not w.metadata_heavy:
             out.append(f"Stripe count {cfg.stripe_count}: with no measured numbers, one stripe per writing node "
                        f"(capped at the {fs.ost_count if fs else '?'} OSTs) spreads the shared file without taking "
                        f"every OST.")
@@ -188,3 +186,128 @@ def warnings_for(w: Workload, center: Center, fits: Mapping, predicted: list, re
                    f"{measured_clients(rec.fit)}: such predictions are far less certain than the interval says "
                    f"(see ioadvise kb validate); measure at this scale to confirm.")
     return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# The last pass over an Advice: everything said about the table is computed from the table itself.
+
+WITHIN = 0.05           # "within 5% of the best": the tolerance the ranking uses (docs/advise.md)
+
+
+def _key(o: Option) -> tuple:
+    c = o.config
+    return (c.tier, c.filesystem, c.layout, c.api, c.collective, c.stripe_count, c.stripe_size,
+            tuple(sorted(c.hints.items())), c.hdf5_alignment)
+
+
+def _same_but_stripes(a: Option, b: Option) -> bool:
+    x, y = a.config, b.config
+    return (x.tier, x.filesystem, x.layout, x.api, x.collective) == (y.tier, y.filesystem, y.layout, y.api,
+                                                                      y.collective)
+
+
+def _stripes(o: Option, center: Center | None) -> float:
+    n = o.config.stripe_count
+    if n == -1:
+        fs = center.filesystem(o.config.filesystem) if center else None
+        return float(fs.ost_count) if fs and fs.ost_count else float("inf")
+    return float(n) if n is not None else 0.0
+
+
+def _seconds(t: float) -> str:
+    if t < 10:
+        return f"{t:.1f} s"
+    if t < 90:
+        return f"{t:.0f} s"
+    if t < 5400:
+        return f"{t / 60:.0f} min"
+    return f"{t / 3600:.1f} h"
+
+
+def stripe_sentence(rec: Option, table: list[Option], center: Center | None) -> str | None:
+    """What the table says about the recommendation's stripe count, or None when it says nothing."""
+    v = rec.prediction.value
+    if v is None or rec.config.stripe_count is None:
+        return None
+    unit = rec.prediction.unit
+    values = [o.prediction.value for o in table if o.prediction.value is not None]
+    best = max(values)
+    peers = [o for o in table if o is not rec and _same_but_stripes(o, rec) and o.config.stripe_count is not None
+             and o.prediction.value is not None and o.config.stripe_count != rec.config.stripe_count]
+    fewer = sorted((o for o in peers if _stripes(o, center) < _stripes(rec, center)), key=lambda o: _stripes(o, center))
+    tied = [o for o in fewer if o.prediction.value >= (1 - WITHIN) * best]
+    n = rec.config.stripe_count
+    if tied:
+        names = ", ".join(str(o.config.stripe_count) for o in tied)
+        return (f"{names} stripe(s) are predicted within 5% of the best ({_fmt(best, unit)}) as well: the data "
+                f"cannot tell them apart from {n}, and fewer stripes take fewer OSTs from other jobs.")
+    if fewer and v >= (1 - WITHIN) * best:
+        short = "; ".join(f"{o.config.stripe_count}: {_fmt(o.prediction.value, unit)}" for o in fewer)
+        return (f"{n} stripe(s) is the fewest in this table predicted within 5% of the best "
+                f"({_fmt(best, unit)}); fewer fall short ({short}).")
+    return None
+
+
+def finalize(advice: Any, center: Center | None = None, pins: Mapping[str, Any] | None = None,
+             unpinned: Any = None) -> Any:
+    """The Advice with its table cleaned and its reasons checked against the table: no alternative repeating
+    the default or another row, no evidence twice, the stripe-count sentence only when the table's numbers
+    make it true, pinned settings named with the unpinned best beside them, and the expected time for the
+    job's bytes at the predicted bandwidth."""
+    from dataclasses import replace
+    rec, base = advice.recommendation, advice.baseline
+    seen = {_key(rec), _key(base)}
+    alts = []
+    for a in advice.alternatives:
+        if _key(a) not in seen:
+            seen.add(_key(a))
+            alts.append(a)
+
+    def clean(o: Option) -> Option:
+        ev, keys = [], set()
+        for e in o.evidence:
+            k = (e.run_id, e.citation, e.source, e.summary)
+            if k not in keys:
+                keys.add(k)
+                ev.append(e)
+        reasons = list(dict.fromkeys(o.reasons))
+        return replace(o, evidence=tuple(ev), reasons=tuple(reasons))
+
+    rec, base, alts = clean(rec), clean(base), [clean(a) for a in alts]
+    reasons = list(rec.reasons)
+    table = [rec, base, *alts]
+    sentence = None if pins and "stripe_count" in pins else stripe_sentence(rec, table, center)
+    if sentence:
+        reasons.insert(1 if reasons else 0, sentence)
+    w = advice.workload
+    p = rec.prediction
+    if p.value and p.unit == "MiB/s":
+        total = w.bytes_per_rank * w.ranks
+        t = total / (p.value * (1 << 20))
+        lo_t, hi_t = ((_seconds(total / (p.high * (1 << 20))), _seconds(total / (p.low * (1 << 20))))
+                      if p.low and p.high else ("", ""))
+        span = f" ({lo_t} to {hi_t} over the interval)" if lo_t != hi_t else ""
+        reasons.append(f"At {_fmt(p.value, p.unit)} the job's {format_size(total)} take about {_seconds(t)}{span}.")
+    if pins:
+        said = ", ".join(f"{k}={v}" for k, v in pins.items() if k != "hints") or ""
+        if pins.get("hints"):
+            said = ", ".join(x for x in (said, "hints " + ",".join(f"{k}={v}" for k, v in pins["hints"].items()))
+                             if x)
+        text = f"Pinned by you: {said}; the rest was chosen around it."
+        u = unpinned.recommendation if unpinned is not None else None
+        if u is not None and _key(u) != _key(rec):
+            uc = u.config
+            where = f"{uc.tier} (tier)" if uc.tier else uc.filesystem
+            stripes = "" if uc.stripe_count is None else f", {uc.stripe_count} x {format_size(uc.stripe_size)}"
+            val = u.prediction.value
+            cmp = ""
+            if val is not None and p.value:
+                cmp = f", predicted {_fmt(val, u.prediction.unit)} ({val / p.value:.2f}x this)"
+            elif val is not None:
+                cmp = f", predicted {_fmt(val, u.prediction.unit)}"
+            text += f" Unpinned, the best is {where}, {uc.layout}, {uc.api}{stripes}{cmp}."
+        elif u is not None:
+            text += " Unpinned, the advisor chooses the same."
+        reasons.insert(0, text)
+    rec = replace(rec, reasons=tuple(reasons))
+    return replace(advice, recommendation=rec, baseline=base, alternatives=tuple(alts))

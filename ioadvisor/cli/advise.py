@@ -53,7 +53,7 @@ def _num(v: float) -> str:
     return f"{v:,.0f}"
 
 
-def render_advice(advice: Any, flavour: str, commands: str) -> None:
+def render_advice(advice: Any, flavour: str, commands: str, unpinned: Any = None) -> None:
     from rich.table import Table
     from ..model.units import format_size
     rec, base = advice.recommendation, advice.baseline
@@ -63,7 +63,9 @@ def render_advice(advice: Any, flavour: str, commands: str) -> None:
     t = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("", "where", "layout", "mode", "stripes", "predicted (interval)"):
         t.add_column(col, overflow="fold")
-    t.add_row(*_row(rec, "[bold green]recommended[/]"))
+    t.add_row(*_row(rec, "[bold green]recommended[/]" + (" (pinned)" if unpinned is not None else "")))
+    if unpinned is not None:
+        t.add_row(*_row(unpinned.recommendation, "unpinned best"))
     t.add_row(*_row(base, "default"))
     for i, a in enumerate(advice.alternatives, 1):
         t.add_row(*_row(a, f"alt {i}"))
@@ -187,10 +189,13 @@ def advise_cmd(
         with KB.open(kb, create=False) as store:
             c = resolve_center(spec.system, spec.center, store)
             result = advise(w, store, c, pins=pins)
+            unpinned = advise(w, store, c) if pins else None
             used, text = commands_text(result, c, flavour, version)
         if json_out:
             doc = advice_json(result)
             doc["mpi"] = {"flavour": used, "version": version if flavour else c.mpi_version, "commands": text}
+            doc["pinned"] = {k: v for k, v in pins.items()}
+            doc["unpinned_best"] = option_json(unpinned.recommendation) if unpinned is not None else None
             print_json(doc)
         else:
-            render_advice(result, used, text)
+            render_advice(result, used, text, unpinned)
