@@ -357,3 +357,20 @@ def test_library_entry_point_for_many_logs():
     (f,) = [x for x in rec["findings"] if x["id"] == "LUS002"]
     assert f["severity"] == "high" and f["time_at_stake_s"] > 500 and f["evidence"]["arithmetic"]
     assert [x["id"] for x in rec["findings"]] == [x.id for x in d.findings]   # most severe first, kept
+
+
+def test_a_center_with_fewer_osts_than_the_log_proves_is_not_used_as_a_cap():
+    """ior_hdf5_example's file sits on OST index 106: the file system has at least 107 OSTs, so HA8000's 30 cannot
+    be the count of the file system this log was written on."""
+    from ioadvisor.diagnose import analyze
+    log = raw.log_open(str(LOGDIR / "ior_hdf5_example.darshan"))
+    try:
+        rec = raw.log_get_record(log, "LUSTRE", dtype="dict")
+    finally:
+        raw.log_close(log)
+    assert list(rec["components"][0]["ost_ids"]) == [106]
+    d = analyze(LOGDIR / "ior_hdf5_example.darshan", center="ha8000", use_kb=False)
+    assert any("30 Lustre OSTs" in n and "106" in n for n in d.summary.notes)
+    assert d.summary.fs_ost_count_at_least == 107                 # 106 + 1, the log's own lower bound stands
+    plain = analyze(LOGDIR / "ior_hdf5_example.darshan", use_kb=False)
+    assert not any("Lustre OSTs" in n for n in plain.summary.notes)   # no center, nothing to contradict

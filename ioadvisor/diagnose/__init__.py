@@ -62,7 +62,14 @@ def analyze(log: str | Path, *, center: str | None = None, thresholds: str | Pat
     t = load_thresholds(thresholds)          # bad thresholds fail before the log is read
     c_obj = _center(center)
     s = summarize(log)
-    ctx = Context(kb_path=str(kb) if kb else None, use_kb=use_kb, center_ost_count=_ost_count(c_obj),
+    osts = _ost_count(c_obj)
+    if osts and s.fs_ost_count_at_least and osts < s.fs_ost_count_at_least:
+        # the log proves more OSTs than the center has: it was not written on that file system
+        s = dataclasses.replace(s, notes=s.notes + (
+            f"the center {c_obj.name} has {osts} Lustre OSTs, but this log names OST index "
+            f"{s.fs_ost_count_at_least - 1}: its OST count is not used for this log",))
+        osts = None
+    ctx = Context(kb_path=str(kb) if kb else None, use_kb=use_kb, center_ost_count=osts,
                   center_name=c_obj.name if c_obj else None)
     return Diagnosis(summary=s, findings=tuple(run_rules(s, t, ctx)))
 
