@@ -95,14 +95,14 @@ def test_every_seed_system_has_pages_tables_and_plots(sites):
             assert (root / lang / "systems" / f"{slug}.md").is_file()
     # plots: bandwidth vs stripe count for HA8000's Lustre, CI bars for its Table 2, FPP vs shared on Dell
     plots = root / "en" / "plots"
-    for stem in ("ha8000-lustre-stripes", "ha8000-ci95", "dell-ee-lustre-2-1-lustre-layout",
+    for stem in ("ha8000-lustre-stripes", "ha8000-ci95-metadata", "dell-ee-lustre-2-1-lustre-layout",
                  "dell-ee-lustre-2-1-lustre-metadata", "pixstor-nvme-gpfs-nvme-layout"):
         svg = (plots / f"{stem}.svg").read_text()
         assert "MiB/s" in svg or "operations/s" in svg            # a labelled y axis with its unit
         assert (plots / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert "<dc:date>" not in svg
     ha = (root / "en" / "systems" / "ha8000.html").read_text()
-    assert "ha8000-ci95.svg" in ha and "ha8000-lustre-stripes.svg" in ha
+    assert "ha8000-ci95-metadata.svg" in ha and "ha8000-lustre-stripes.svg" in ha
     assert "ci95 727-1,237" in ha                                   # Table 2's Lustre open/create interval
 
 
@@ -259,3 +259,98 @@ def test_stripe_plot_keeps_client_counts_apart(kb_path):
     expected = {r.stripe_count: r.value for r in runs if r.op == "write" and r.nodes == 1}
     assert dict(zip(write.x, write.y)) == expected      # each point is the 1-client run, not a mix with 24 clients
     assert max(write.y) < 400                           # the 24-client 2.5 GB/s run is not on this curve
+
+
+def test_markdown_output_builds_with_mkdocs_strict(sites, tmp_path):
+    """The Markdown pages with their generated mkdocs-<lang>.yml: `mkdocs build --strict` fails on any
+    warning (a broken link, a page missing from the nav, a file that clashes)."""
+    import shutil
+    import subprocess
+    import sys
+    pytest.importorskip("mkdocs")
+    root = tmp_path / "site"
+    shutil.copytree(sites["a"], root)
+    for lang in ("en", "ja"):
+        cfg = root / f"mkdocs-{lang}.yml"
+        text = cfg.read_text()
+        # the nav names the overview and every system's page and provenance page
+        for name in SEED_SYSTEMS:
+            assert f"systems/{collect.slug(name)}.md" in text and f"provenance/{collect.slug(name)}.md" in text
+        p = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(cfg)],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        assert "WARNING" not in p.stderr
+        built = root / f"site-{lang}" / "systems" / "ha8000.html"
+        assert built.is_file()
+    # plain text: no HTML entities from escaping in the Markdown sources
+    for page in sorted((sites["a"] / "en").rglob("*.md")):
+        text = page.read_text()
+        assert not re.search(r"&(#\d+|quot|apos|amp|#x[0-9a-f]+);", text), page
+
+
+def test_plots_never_mix_quantities_and_use_integer_count_ticks(sites):
+    """A plot shows one quantity with one unit on its y axis (bandwidth MiB/s, metadata ops/s, IOPS ops/s),
+    its x ticks are whole numbers where the axis counts stripes or processes, and its legend is right of the
+    axes (not over the data)."""
+    from ioadvisor.docs.plots import LEGEND_AT
+    root = sites["a"]
+    ylabels = {"bandwidth": "bandwidth (MiB/s)", "metadata": "metadata rate (operations/s)",
+               "iops": "IOPS (operations/s)"}
+    seen = set()
+    for page in sorted((root / "en" / "systems").glob("*.html")):
+        for quantity, unit, src in re.findall(
+                r'<figure class="plot" data-quantity="(\w+)" data-unit="([^"]+)"><img src="../plots/([^"]+)"',
+                page.read_text()):
+            svg = (root / "en" / "plots" / src).read_text()
+            texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+            assert ylabels[quantity] in texts
+            assert unit == {"bandwidth": "MiB/s", "metadata": "ops/s", "iops": "ops/s"}[quantity]
+            assert not [y for q, y in ylabels.items() if q != quantity and y in texts]     # no second unit
+            seen.add(quantity)
+            if src.endswith(("-stripes.svg", "-clients.svg", "-metadata.svg", "-iops.svg")):
+                # x tick labels are the text nodes below the axis title that parse as numbers
+                ticks = [t for t in texts if re.fullmatch(r"[\d.,]+", t)]
+                assert ticks and not [t for t in ticks if "." in t], (src, ticks)
+    assert seen == {"bandwidth", "metadata", "iops"}
+    assert LEGEND_AT < 0.8                      # the axes stop before the legend's column
+
+
+def test_series_colour_is_the_same_on_every_plot():
+    from ioadvisor.docs.plots import PALETTE, colour_of, colours
+    assert colours(["write fpp", "read fpp"])[0] == colours(["read shared", "write fpp"])[1] \
+        or colour_of("write fpp") == colour_of("read shared")
+    assert colours(["write fpp"]) == [PALETTE[colour_of("write fpp")]]
+    many = colours([f"s{i}" for i in range(len(PALETTE))])
+    assert len(set(many)) == len(PALETTE)                                       # no two series share a colour
+
+
+def test_every_page_has_a_language_switch_and_the_root_is_styled(sites):
+    root = sites["a"]
+    for lang, other in (("en", "ja"), ("ja", "en")):
+        for page in sorted((root / lang).rglob("*.html")):
+            rel = page.relative_to(root / lang)
+            depth = "../" * (len(rel.parts) - 1)
+            assert f'href="{depth}../{other}/{rel.as_posix()}" hreflang="{other}"' in page.read_text(), page
+    top = (root / "index.html").read_text()
+    assert '<link rel="stylesheet" href="style.css">' in top and (root / "style.css").is_file()
+    assert "並列 I/O ガイド" in top and 'lang="ja"' in top
+
+
+def test_japanese_pages_translate_plot_texts_and_settings(sites):
+    ja = (sites["a"] / "ja" / "systems" / "ha8000.html").read_text()
+    assert "ストライプ数と帯域幅" in ja and "bandwidth vs stripe count" not in ja
+    svg = (sites["a"] / "ja" / "plots" / "ha8000-lustre-stripes.svg").read_text()
+    assert "帯域幅 (MiB/s)" in svg and "bandwidth (MiB/s)" not in svg
+    assert "Noto Sans CJK JP" in svg                     # the font the Japanese labels are drawn with
+
+
+def test_single_repetition_has_no_spread_and_flagged_runs_are_marked(tmp_path):
+    one = make_run(system="S", filesystem="fs", op="write", api="POSIX", layout="fpp", ranks=4, nodes=1,
+                   value=3086, unit="MiB/s", spread={"value_min": 3086, "value_max": 3086}, flags=("cache-sized",))
+    with _user_kb(tmp_path / "kb.sqlite", [one]) as kb:
+        build_site(tmp_path / "site", kb=kb, langs=("en", "ja"), formats=("html", "md"))
+    en = (tmp_path / "site" / "en" / "systems" / "s.html").read_text()
+    assert "3,086-3,086" not in en                     # min = max of one repetition is not a spread
+    assert "cache-sized" in en and "the data fit in the client" in en
+    ja = (tmp_path / "site" / "ja" / "systems" / "s.md").read_text()
+    assert "⚑ キャッシュに収まる量" in ja and "cache-sized" not in ja

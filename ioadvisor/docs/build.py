@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import jinja2
+from markupsafe import Markup
 
 from ..errors import UsageError
 from ..kb import KB
@@ -52,14 +53,37 @@ def _md_cell(v: Any) -> str:
     return str("-" if v is None or v == "" else v).replace("|", "\\|").replace("\n", " ")
 
 
-def environment() -> jinja2.Environment:
+def _md_text(v: Any) -> Any:
+    """Every value printed into a Markdown page: plain text, except that `<` and `>` (which Markdown would
+    pass through as HTML) are escaped; template-built Markup (code blocks) is left alone."""
+    if isinstance(v, Markup) or v is None:
+        return v
+    return str(v).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") \
+        if any(c in str(v) for c in "<>") else v
+
+
+def environment(fmt: str = "html") -> jinja2.Environment:
+    """The Jinja environment of one output format: HTML pages are autoescaped; Markdown pages are plain text
+    (no `&#39;`-style entities), with only the characters Markdown would read as HTML escaped."""
+    html = fmt == "html"
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(HERE / "templates")),
-        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default_for_string=True,
-                                            default=True),
+        autoescape=html, finalize=None if html else _md_text,
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["mdcell"] = _md_cell
     return env
+
+
+def mkdocs_config(lang: str, cat: dict[str, str], systems: list[Any]) -> str:
+    """mkdocs.yml for one language's Markdown pages: the nav lists the overview and every system page; the
+    HTML files of the same directory are excluded. Plain YAML built from quoted scalars."""
+    q = lambda v: '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'  # noqa: E731
+    lines = [f"site_name: {q(cat['site_title'])}", f"docs_dir: {lang}", f"site_dir: site-{lang}",
+             "use_directory_urls: false", "exclude_docs: |", "  *.html", "  style.css", "  plots/*.png",
+             "theme:", "  name: mkdocs", f"  locale: {lang}", "nav:", f"  - {q(cat['nav_home'])}: index.md"]
+    lines += [f"  - {q(s.name)}: systems/{s.slug}.md" for s in systems]
+    lines += [f"  - {q(cat['provenance_link'] + ': ' + s.name)}: provenance/{s.slug}.md" for s in systems]
+    return "\n".join(lines) + "\n"
 
 
 def parse_list(value: str | None, allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
@@ -86,24 +110,26 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
     runs = collect.lite_runs(kb, names)
     systems = [collect.collect_system(kb, n, by_name.get(n.lower()), runs.pop(n.lower())) for n in names]
 
-    # plots: rendered once, written into every language directory
-    specs: list[plots.PlotSpec] = []
+    # plots: drawn per language (titles, axis labels and legends are translated), cached across builds
+    specs: dict[str, list[plots.PlotSpec]] = {lang: [] for lang in langs}
     for s in systems:
         for sec in s.sections:
-            for spec in plots.section_plots(f"{s.slug}-{sec.slug}", f"{s.name} {sec.name}", sec.runs):
-                specs.append(spec)
-                sec.plots.append({"name": spec.name, "title": spec.title})
+            for lang in langs:
+                t = _translator(catalogue(lang))
+                for spec in plots.section_plots(f"{s.slug}-{sec.slug}", f"{s.name} {sec.name}", sec.runs, t):
+                    specs[lang].append(spec)
+                    _plot_entry(sec.plots, spec, lang)
             sec.runs = []                         # the tables and plot data are done; free the runs
-        ci = plots.ci_plot(s.slug, s.name, s.ci_runs)
-        if ci:
-            specs.append(ci)
-            s.plots.append({"name": ci.name, "title": ci.title})
+        for lang in langs:
+            for spec in plots.ci_plots(s.slug, s.name, s.ci_runs, _translator(catalogue(lang))):
+                specs[lang].append(spec)
+                _plot_entry(s.plots, spec, lang)
         s.ci_runs = []
-    rendered = plots.render_all(specs, cache=plot_cache)
+    rendered = {lang: plots.render_all(specs[lang], cache=plot_cache) for lang in langs}
     recs = {s.name: recipes.recipes(s.center, s.comparisons) for s in systems}
     guide = {s.name: decisions.decision_guide(kb, s.center) for s in systems}
 
-    env = environment()
+    envs = {fmt: environment(fmt) for fmt in formats}
     files = 0
 
     def write(path: Path, data: str | bytes) -> None:
@@ -115,25 +141,39 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
     for lang in langs:
         cat = catalogue(lang)
         root = out / lang
-        for name, (svg, png) in sorted(rendered.items()):
+        for name, (svg, png) in sorted(rendered[lang].items()):
             write(root / "plots" / f"{name}.svg", svg)
             write(root / "plots" / f"{name}.png", png)
         for fmt in formats:
             ctx = {"t": _translator(cat), "lang": lang, "ext": fmt, "systems": systems, "recipes": recs,
+                   "lang_names": {x: catalogue(x)["language_name"] for x in langs},
                    "guide": guide, "langs": langs, "limits": {"rows": collect.ROW_LIMIT,
                                                               "groups": collect.GROUP_LIMIT,
                                                               "provenance": collect.PROVENANCE_LIMIT}}
             if fmt == "html":
                 write(root / "style.css", css)
-            write(root / f"index.{fmt}", env.get_template(f"index.{fmt}.j2").render(**ctx))
+            env = envs[fmt]
+            write(root / f"index.{fmt}", env.get_template(f"index.{fmt}.j2").render(**ctx, page="index"))
             for s in systems:
                 write(root / "systems" / f"{s.slug}.{fmt}",
-                      env.get_template(f"system.{fmt}.j2").render(**ctx, s=s))
+                      env.get_template(f"system.{fmt}.j2").render(**ctx, s=s, page=f"systems/{s.slug}"))
                 write(root / "provenance" / f"{s.slug}.{fmt}",
-                      env.get_template(f"provenance.{fmt}.j2").render(**ctx, s=s))
+                      env.get_template(f"provenance.{fmt}.j2").render(**ctx, s=s, page=f"provenance/{s.slug}"))
+            if fmt == "md":
+                write(out / f"mkdocs-{lang}.yml", mkdocs_config(lang, cat, systems))
     if "html" in formats:
-        write(out / "index.html", env.get_template("languages.html.j2").render(
+        write(out / "index.html", envs["html"].get_template("languages.html.j2").render(
             langs=langs, names={lang: catalogue(lang)["language_name"] for lang in langs},
-            title=catalogue(langs[0])["site_title"]))
+            titles={lang: catalogue(lang)["site_title"] for lang in langs}, title=catalogue(langs[0])["site_title"]))
+        write(out / "style.css", css)
     return BuildResult(str(out), tuple(langs), tuple(formats), tuple(s.name for s in systems), files,
-                       len(rendered), sum(s.total_runs for s in systems))
+                       len(rendered[langs[0]]), sum(s.total_runs for s in systems))
+
+
+def _plot_entry(entries: list[dict[str, Any]], spec: plots.PlotSpec, lang: str) -> None:
+    """Record a plot for the templates: its file stem, quantity and unit, and its title per language."""
+    for e in entries:
+        if e["name"] == spec.name:
+            e["title"][lang] = spec.title
+            return
+    entries.append({"name": spec.name, "quantity": spec.quantity, "unit": spec.unit, "title": {lang: spec.title}})

@@ -42,7 +42,7 @@ def fmt_num(v: float | None) -> str:
 
 LITE_COLUMNS = ("id", "filesystem", "op", "api", "layout", "collective", "access", "nodes", "ranks",
                 "stripe_count", "stripe_size", "transfer_size", "unit", "value", "value_given", "unit_given",
-                "value_min", "value_max", "ci95_low", "ci95_high", "citation", "source_hash", "seq", "origin")
+                "value_min", "value_max", "ci95_low", "ci95_high", "citation", "source_hash", "seq", "origin", "flags")
 # A run as far as tables and plots need it: read straight from sqlite, so 100,000 runs cost little.
 Lite = namedtuple("Lite", LITE_COLUMNS)
 
@@ -65,6 +65,7 @@ class Row:
     count: int
     run_id: str            # the run the value links to
     citation: str
+    flags: tuple[str, ...] = ()   # evidence flags of the run (of any run of a group)
 
 
 @dataclass
@@ -105,9 +106,9 @@ def _setting(v: Any, size: bool = False) -> str:
 def _spread(r: Lite) -> str:
     if r.ci95_low is not None and r.ci95_high is not None:
         return f"ci95 {fmt_num(r.ci95_low)}-{fmt_num(r.ci95_high)}"
-    if r.value_min is not None and r.value_max is not None:
+    if r.value_min is not None and r.value_max is not None and fmt_num(r.value_min) != fmt_num(r.value_max):
         return f"{fmt_num(r.value_min)}-{fmt_num(r.value_max)}"
-    return "-"
+    return "-"                    # no spread stated, or one repetition (min = max says nothing)
 
 
 def _settings(r: Lite) -> dict[str, str]:
@@ -120,7 +121,11 @@ def _run_row(r: Lite) -> Row:
     given = r.value_given if r.value_given is not None else r.value
     return Row(**_settings(r), value=fmt_num(given), unit=r.unit_given or r.unit,
                normalised=f"{fmt_num(r.value)} {r.unit}", spread=_spread(r), count=1, run_id=r.id,
-               citation=r.citation or "")
+               citation=r.citation or "", flags=_flags(r))
+
+
+def _flags(r: Lite) -> tuple[str, ...]:
+    return tuple(r.flags.split(",")) if r.flags else ()
 
 
 def _key(values: tuple) -> tuple:
@@ -144,8 +149,10 @@ def _group_rows(runs: list[Lite]) -> list[Row]:
         lo, hi = g[0].value, g[-1].value
         rows.append(Row(**_settings(med), value=fmt_num(med.value), unit=med.unit,
                         normalised=f"{fmt_num(med.value)} {med.unit}",
-                        spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if len(g) > 1 else _spread(med),
-                        count=len(g), run_id=med.id, citation=med.citation or ""))
+                        spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if fmt_num(lo) != fmt_num(hi) else
+                        (_spread(med) if len(g) == 1 else "-"),
+                        count=len(g), run_id=med.id, citation=med.citation or "",
+                        flags=tuple(sorted({f for r in g for f in _flags(r)}))))
     return rows
 
 

@@ -17,6 +17,8 @@ from ..model.run import META_OPS, Run
 from ..util import atomic_write
 
 LOG_SPAN = 20.0      # use a log axis once the values span more than this factor
+WIDTH_IN, HEIGHT_IN = 8.4, 3.8
+LEGEND_AT = 0.62     # the axes end here (fraction of the width); the legend uses the rest
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,48 @@ class PlotSpec:
     xlabel: str
     ylabel: str
     series: tuple[Series, ...]
+    quantity: str = "bandwidth"   # bandwidth | metadata | iops: one per plot, so one unit per y axis
+    unit: str = "MiB/s"
+    integer_x: bool = False       # the x axis counts things (stripes, processes): integer ticks only
+
+
+QUANTITIES = {"bandwidth": "MiB/s", "metadata": "ops/s", "iops": "ops/s"}
+# distinguishable colours dark enough on white (matplotlib's tab10 and darker companions); a series keeps
+# its colour on every page and plot
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd")
+
+
+def colour_of(label: str) -> int:
+    """The palette index of a series label: a hash of the label, so the same series has the same colour on
+    every page (a clash inside one plot moves the later series to the next free colour)."""
+    return int(hashlib.sha1(label.encode()).hexdigest()[:8], 16) % len(PALETTE)
+
+
+def colours(labels: list[str]) -> list[str]:
+    used: set[int] = set()
+    out = []
+    for label in labels:
+        i = colour_of(label)
+        while i in used and len(used) < len(PALETTE):
+            i = (i + 1) % len(PALETTE)
+        used.add(i)
+        out.append(PALETTE[i])
+    return out
+
+
+def quantity_of(r: Any) -> str | None:
+    """bandwidth (MiB/s), metadata (file and directory operations/s) or iops (data operations/s)."""
+    if r.unit == "MiB/s":
+        return "bandwidth"
+    if r.unit == "ops/s":
+        return "metadata" if r.op in META_OPS else "iops"
+    return None
+
+
+def _english() -> Any:
+    from .build import _translator, catalogue
+    return _translator(catalogue("en"))
 
 
 def _aggregate(points: dict[str, dict[Any, list[Run]]]) -> tuple[Series, ...]:
@@ -67,21 +111,24 @@ def _label(r: Run) -> str:
     return _label_of(r.op, r.layout, r.api)
 
 
-def _label_clients(r: Run) -> str:
+def _label_clients(r: Run, t: Any = None) -> str:
     """A curve per client count too: bandwidth vs stripes from 1 client and from 24 is not one curve."""
-    clients = "clients not stated" if r.nodes is None else f"{r.nodes} client{'s' if r.nodes != 1 else ''}"
+    t = t or _english()
+    clients = (t("plot_clients_unknown") if r.nodes is None
+               else t("plot_client_one" if r.nodes == 1 else "plot_client_many", n=r.nodes))
     return f"{_label(r)}, {clients}"
 
 
-def _label_stripes(r: Run) -> str:
+def _label_stripes(r: Run, t: Any = None) -> str:
     """A curve per stripe count too, for the same reason along the other axis."""
     if r.stripe_count is None:
         return _label(r)
-    return f"{_label(r)}, {r.stripe_count} stripe{'s' if r.stripe_count != 1 else ''}"
+    t = t or _english()
+    return f"{_label(r)}, {t('plot_stripe_one' if r.stripe_count == 1 else 'plot_stripe_many', n=r.stripe_count)}"
 
 
 def _line(name: str, runs: list[Run], xattr: str, title: str, xlabel: str, ylabel: str,
-          label=_label) -> PlotSpec | None:
+          label=_label, quantity: str = "bandwidth") -> PlotSpec | None:
     pts: dict[str, dict[Any, list[Run]]] = {}
     for r in runs:
         x = getattr(r, xattr)
@@ -90,20 +137,26 @@ def _line(name: str, runs: list[Run], xattr: str, title: str, xlabel: str, ylabe
     pts = {k: v for k, v in pts.items() if len(v) >= 2}
     if not pts:
         return None
-    return PlotSpec(name, "line", title, xlabel, ylabel, _aggregate(pts))
+    return PlotSpec(name, "line", title, xlabel, ylabel, _aggregate(pts), quantity, QUANTITIES[quantity], True)
 
 
-def section_plots(prefix: str, fs: str, runs: list[Run]) -> list[PlotSpec]:
-    """The plots one file system's runs support (none where there are too few points for a curve)."""
-    bw = [r for r in runs if r.unit == "MiB/s"]
-    meta = [r for r in runs if r.op in META_OPS and r.unit == "ops/s"]
+def section_plots(prefix: str, fs: str, runs: list[Run], t: Any = None) -> list[PlotSpec]:
+    """The plots one file system's runs support (none where there are too few points for a curve), with the
+    texts of the language `t` translates to (English by default). Bandwidth, metadata rates and IOPS never
+    share a plot."""
+    t = t or _english()
+    bw = [r for r in runs if quantity_of(r) == "bandwidth"]
+    meta = [r for r in runs if quantity_of(r) == "metadata"]
+    iops = [r for r in runs if quantity_of(r) == "iops"]
     specs = [
-        _line(f"{prefix}-stripes", bw, "stripe_count", f"{fs}: bandwidth vs stripe count", "stripe count (OSTs)",
-              "bandwidth (MiB/s)", label=_label_clients),
-        _line(f"{prefix}-clients", bw, "ranks", f"{fs}: bandwidth vs processes", "processes (clients x threads)",
-              "bandwidth (MiB/s)", label=_label_stripes),
-        _line(f"{prefix}-metadata", meta, "ranks", f"{fs}: metadata rates vs processes", "processes",
-              "rate (operations/s)", label=lambda r: r.op),
+        _line(f"{prefix}-stripes", bw, "stripe_count", t("plot_stripes_title", fs=fs), t("plot_stripes_x"),
+              t("plot_bandwidth_y"), label=lambda r: _label_clients(r, t)),
+        _line(f"{prefix}-clients", bw, "ranks", t("plot_clients_title", fs=fs), t("plot_clients_x"),
+              t("plot_bandwidth_y"), label=lambda r: _label_stripes(r, t)),
+        _line(f"{prefix}-metadata", meta, "ranks", t("plot_metadata_title", fs=fs), t("plot_processes_x"),
+              t("plot_metadata_y"), label=lambda r: r.op, quantity="metadata"),
+        _line(f"{prefix}-iops", iops, "ranks", t("plot_iops_title", fs=fs), t("plot_processes_x"),
+              t("plot_iops_y"), label=_label, quantity="iops"),
     ]
     layouts: dict[str, dict[Any, list[Run]]] = {}
     for r in bw:
@@ -114,21 +167,27 @@ def section_plots(prefix: str, fs: str, runs: list[Run]) -> list[PlotSpec]:
         # the best measured value of each layout per operation
         best = {lay: {op: [max(rs, key=lambda r: (r.value, r.id or ""))] for op, rs in ops.items() if op in common}
                 for lay, ops in layouts.items()}
-        specs.append(PlotSpec(f"{prefix}-layout", "bar", f"{fs}: file per process vs shared file (best run)",
-                              "operation", "bandwidth (MiB/s)", _aggregate(best)))
+        specs.append(PlotSpec(f"{prefix}-layout", "bar", t("plot_layout_title", fs=fs), t("plot_operation_x"),
+                              t("plot_bandwidth_y"), _aggregate(best)))
     return [s for s in specs if s is not None]
 
 
-def ci_plot(prefix: str, system: str, runs: list[Run]) -> PlotSpec | None:
-    """Rates with published 95% confidence intervals (e.g. open/create), one bar per file system and operation."""
-    if not runs:
-        return None
-    pts: dict[str, dict[Any, list[Run]]] = {}
-    for r in runs:
-        pts.setdefault(r.op, {}).setdefault(r.filesystem or "-", []).append(r)
-    unit = sorted({r.unit for r in runs})[0]
-    return PlotSpec(f"{prefix}-ci95", "bar", f"{system}: rates with 95% confidence intervals", "file system",
-                    f"rate ({'operations/s' if unit == 'ops/s' else unit})", _aggregate(pts))
+def ci_plots(prefix: str, system: str, runs: list[Run], t: Any = None) -> list[PlotSpec]:
+    """Values with published 95% confidence intervals (e.g. open/create rates), one bar per file system and
+    operation, one plot per quantity (bandwidth, metadata rates, IOPS)."""
+    t = t or _english()
+    out = []
+    for quantity in QUANTITIES:
+        pts: dict[str, dict[Any, list[Run]]] = {}
+        for r in runs:
+            if quantity_of(r) == quantity:
+                pts.setdefault(r.op, {}).setdefault(r.filesystem or "-", []).append(r)
+        if pts:
+            out.append(PlotSpec(f"{prefix}-ci95-{quantity}", "bar",
+                                t("plot_ci_title", system=system, quantity=t(f"plot_q_{quantity}")),
+                                t("plot_fs_x"), t(f"plot_{quantity}_y"), _aggregate(pts), quantity,
+                                QUANTITIES[quantity]))
+    return out
 
 
 def _use_log(values: list[float]) -> bool:
@@ -146,28 +205,32 @@ def render(spec: PlotSpec) -> tuple[bytes, bytes]:
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
     from matplotlib import ticker
+    # Japanese labels need a CJK font; DejaVu Sans stays first so Latin text looks the same in every language
     with matplotlib.rc_context({"svg.hashsalt": "ioadvisor-docs", "svg.fonttype": "none",
-                                "font.family": "DejaVu Sans", "font.size": 9, "figure.dpi": 100,
-                                "path.simplify": True}):
-        fig, ax = plt.subplots(figsize=(6.4, 3.8))
+                                "font.family": ["DejaVu Sans", "Noto Sans CJK JP"], "font.size": 9,
+                                "figure.dpi": 100, "path.simplify": True}):
+        fig, ax = plt.subplots(figsize=(WIDTH_IN, HEIGHT_IN))
         try:
             ally = [v for s in spec.series for v in (*s.y, *s.low, *s.high)]
+            cols = colours([s.label for s in spec.series])
             if spec.kind == "line":
-                for s in spec.series:
+                for s, c in zip(spec.series, cols):
                     yerr = [[max(0.0, y - lo) for y, lo in zip(s.y, s.low)],
                             [max(0.0, hi - y) for y, hi in zip(s.y, s.high)]]
-                    ax.errorbar(s.x, s.y, yerr=yerr, marker="o", capsize=3, label=s.label)
+                    ax.errorbar(s.x, s.y, yerr=yerr, marker="o", capsize=3, label=s.label, color=c)
                 if _use_log([float(x) for s in spec.series for x in s.x]):
                     ax.set_xscale("log", base=2)
                     ax.xaxis.set_minor_locator(ticker.NullLocator())   # powers of two label themselves
+                elif spec.integer_x:
+                    ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
             else:
                 cats = sorted({x for s in spec.series for x in s.x}, key=str)
                 width = 0.8 / max(1, len(spec.series))
-                for i, s in enumerate(spec.series):
+                for i, (s, c) in enumerate(zip(spec.series, cols)):
                     pos = [cats.index(x) + (i - (len(spec.series) - 1) / 2) * width for x in s.x]
                     yerr = [[max(0.0, y - lo) for y, lo in zip(s.y, s.low)],
                             [max(0.0, hi - y) for y, hi in zip(s.y, s.high)]]
-                    ax.bar(pos, s.y, width=width, yerr=yerr, capsize=4, label=s.label)
+                    ax.bar(pos, s.y, width=width, yerr=yerr, capsize=4, label=s.label, color=c)
                 ax.set_xticks(range(len(cats)), [str(c) for c in cats])
             if _use_log(ally):
                 ax.set_yscale("log")
@@ -180,8 +243,9 @@ def render(spec: PlotSpec) -> tuple[bytes, bytes]:
             ax.set_xlabel(spec.xlabel)
             ax.set_ylabel(spec.ylabel)
             ax.grid(True, which="major", alpha=0.3)
-            ax.legend(fontsize=8)
-            fig.subplots_adjust(left=0.12, right=0.97, top=0.91, bottom=0.13)
+            # the legend sits right of the axes, never over the data
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+            fig.subplots_adjust(left=0.1, right=LEGEND_AT, top=0.91, bottom=0.13)
             svg, png = io.BytesIO(), io.BytesIO()
             fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
             fig.savefig(png, format="png", metadata={"Software": None})
