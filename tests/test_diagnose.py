@@ -374,3 +374,15 @@ def test_a_center_with_fewer_osts_than_the_log_proves_is_not_used_as_a_cap():
     assert d.summary.fs_ost_count_at_least == 107                 # 106 + 1, the log's own lower bound stands
     plain = analyze(LOGDIR / "ior_hdf5_example.darshan", use_kb=False)
     assert not any("Lustre OSTs" in n for n in plain.summary.notes)   # no center, nothing to contradict
+
+
+def test_html_plots_per_rank_bytes_beside_time_for_a_shared_file(tmp_path):
+    out = tmp_path / "e.html"
+    r = runner.invoke(app, ["diagnose", str(LOGDIR / "example.darshan"), "--html", str(out)])
+    assert r.exit_code == 0, r.output
+    page = out.read_text()
+    # request sizes, time per rank, bytes per rank, write time per OST
+    assert page.count("<svg") == 4 and "Bytes per rank on shared files" in page
+    # the bars carry the log's values: ranks 1312 and 597 each moved 1 GiB (1024 MiB) at the MPI-IO layer
+    assert "slowest rank vpicio.hdf5: 1024 MiB" in page and "fastest rank vpicio.hdf5: 1024 MiB" in page
+    assert "<script" not in page and "IMB001" not in page and "STRAG001" in page

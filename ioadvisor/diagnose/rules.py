@@ -105,12 +105,13 @@ class Rule:
     def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
         raise NotImplementedError
 
-    def finding(self, s: LogSummary, message: str, evidence: Mapping[str, Any], *, at_stake: float | None,
-                arithmetic: list[str], counters: Mapping[str, Any], advice: Any = None,
+    def finding(self, s: LogSummary, t: Mapping[str, Any], message: str, evidence: Mapping[str, Any], *,
+                at_stake: float | None, arithmetic: list[str], counters: Mapping[str, Any], advice: Any = None,
                 severity: str | None = None) -> Finding | None:
-        """A Finding rated by the time at stake (None below the floor), with counters and arithmetic in evidence."""
+        """A Finding rated by the time at stake (None below the floor), with counters and arithmetic in evidence.
+        `t` is the rule's thresholds as `run_rules` passes them, with the [SEVERITY] table under "severity"."""
         if severity is None:
-            severity = rate(at_stake or 0.0, s.run_time, self.sev)
+            severity = rate(at_stake or 0.0, s.run_time, t["severity"])
             if severity is None:
                 return None
             order = ("info", "warn", "high")
@@ -124,8 +125,6 @@ class Rule:
             ev["share_of_run"] = round(at_stake / s.run_time, 4) if s.run_time else None
         return Finding(id=self.id, title=self.title, severity=severity, message=message, evidence=ev,
                        advice=advice, time_at_stake_s=round(at_stake, 3) if at_stake is not None else None)
-
-    sev: Mapping[str, Any] = {}
 
 
 def _pct(x: float) -> str:
@@ -250,7 +249,7 @@ class LUS001(Rule):
                f"striping_factor={want} striping_unit={ssize}. {gtext}")
         if len(hits) > 1:
             msg += f" {len(hits) - 1} more shared file(s) have the same layout."
-        return self.finding(s, msg, evidence, at_stake=at_stake, counters={
+        return self.finding(s, t, msg, evidence, at_stake=at_stake, counters={
             "LUSTRE_COMP_STRIPE_COUNT": f.lustre.stripe_count, "LUSTRE_COMP_STRIPE_SIZE": f.lustre.stripe_size,
             "POSIX_BYTES_READ": f.bytes_read, "POSIX_BYTES_WRITTEN": f.bytes_written,
             "POSIX_F_READ_TIME": round(f.read_time, 3), "POSIX_F_WRITE_TIME": round(f.write_time, 3)},
@@ -287,7 +286,7 @@ class LUS002(Rule):
         evidence = {"slow_osts": [o.ost for o in slow], "ost": worst.ost, "files_on_ost": worst.files,
                     "mean_write_time_s": round(worst.mean_write_time, 2), "median_ost_write_time_s": round(med, 2),
                     "osts_used": len(used), "expected_saving_s": round(excess, 1)}
-        return self.finding(s, msg, evidence, at_stake=excess, counters={
+        return self.finding(s, t, msg, evidence, at_stake=excess, counters={
             "files_on_ost": worst.files, "POSIX_F_WRITE_TIME_on_ost": round(worst.write_time, 2)},
             arithmetic=[f"{worst.write_time:.1f} s / {worst.files} files = {worst.mean_write_time:.1f} s per file "
                         f"on OST {worst.ost}",
@@ -319,7 +318,7 @@ class LUS003(Rule):
                f"({_pct(share)}{'' if exact else ' or less'}; OST count from {src}), with {_s(at_stake)} of I/O per "
                f"rank on them. Bandwidth is bounded by the OSTs a job touches: use more stripes on shared files or "
                f"spread file-per-process output over more OSTs (stripe count 1 with the default start index).")
-        return self.finding(s, msg, {"osts_used": len(used), "fs_ost_count": total, "fs_ost_count_exact": exact,
+        return self.finding(s, t, msg, {"osts_used": len(used), "fs_ost_count": total, "fs_ost_count_exact": exact,
                                      "share": round(share, 3), "bytes": moved}, at_stake=at_stake,
                             counters={"distinct_osts": len(used), "fs_osts": total},
                             arithmetic=[f"{len(used)} / {total} = {share:.3f} < {t['warn_share']}",
@@ -387,7 +386,7 @@ class SIZE001(Rule):
             fix = ("Buffer the data in memory and issue fewer, larger requests (at least 1 MiB, ideally a "
                    "multiple of the stripe size).")
         msg = "; ".join(parts) + f", {_s(at_stake)} per rank in them. " + fix
-        return self.finding(s, msg, ev, at_stake=at_stake, counters=counters, arithmetic=arith)
+        return self.finding(s, t, msg, ev, at_stake=at_stake, counters=counters, arithmetic=arith)
 
 
 class MPI001(Rule):
@@ -429,7 +428,7 @@ class MPI001(Rule):
                     f"({c['citation']}); there, try collective calls with romio_cb_{c['op']}=disable as well "
                     f"and keep the faster.")
         D = "READS" if op == "read" else "WRITES"
-        return self.finding(s, msg, ev, at_stake=at_stake, counters={
+        return self.finding(s, t, msg, ev, at_stake=at_stake, counters={
             f"MPIIO_INDEP_{D}+MPIIO_NB_{D}": d.independent_ops, f"MPIIO_COLL_{D}+MPIIO_SPLIT_{D}": d.collective_ops,
             f"MPIIO_BYTES_{'READ' if op == 'read' else 'WRITTEN'}": d.bytes, f"MPIIO_F_{op.upper()}_TIME": round(d.time, 3)},
             arithmetic=[f"collective bytes at most {d.collective_bytes_max} (the {d.collective_ops} largest requests "
@@ -481,7 +480,7 @@ class RMW001(Rule):
                 if coll else
                 "data sieving for independent writes (and two-phase writes over extents with holes). Set "
                 "romio_ds_write=disable, or make the writes contiguous.")
-        return self.finding(s, msg, {"file": f.path, "posix_bytes_written": f.bytes_written, "mpiio_bytes_written": mw,
+        return self.finding(s, t, msg, {"file": f.path, "posix_bytes_written": f.bytes_written, "mpiio_bytes_written": mw,
                                      "posix_bytes_read": f.bytes_read, "mpiio_bytes_read": mr,
                                      "ratio": round(ratio, 2), "zero_byte_reads": f.read_req.zero},
                             at_stake=at_stake, counters={
@@ -515,7 +514,7 @@ class META001(Rule):
         if m.left_out_rank_seconds:
             msg += (f" Not counted: {m.left_out_rank_seconds:.1f} rank-s on {m.left_out_files} FIFOs, pipes or "
                     f"sockets, whose opens wait for the other end.")
-        return self.finding(s, msg, {"meta_time_rank_s": round(m.rank_seconds, 2), "per_rank_s": round(per_rank, 3),
+        return self.finding(s, t, msg, {"meta_time_rank_s": round(m.rank_seconds, 2), "per_rank_s": round(per_rank, 3),
                                      "busiest_rank": m.busiest_rank, "file": worst.path if worst else None,
                                      "left_out_rank_s": round(m.left_out_rank_seconds, 2)},
                             at_stake=per_rank, counters={"POSIX_F_META_TIME+STDIO_F_META_TIME": round(m.rank_seconds, 3),
@@ -577,7 +576,7 @@ class IMB001(Rule):
                f"spent {sp.slowest_time:.1f} s; the fastest ({sp.fastest_rank}) moved {format_size(sp.fastest_bytes)} "
                f"in {sp.fastest_time:.1f} s, against a mean of {format_size(sp.mean_bytes)} per rank. Everyone waits "
                f"for the slowest: giving each rank a similar share of the data could save up to {gap:.0f} s.")
-        return self.finding(s, msg, {"file": f.path, "layer": sp.layer, "slowest_rank": sp.slowest_rank,
+        return self.finding(s, t, msg, {"file": f.path, "layer": sp.layer, "slowest_rank": sp.slowest_rank,
                                      "fastest_rank": sp.fastest_rank, "slowest_s": round(sp.slowest_time, 3),
                                      "fastest_s": round(sp.fastest_time, 3), "slowest_bytes": sp.slowest_bytes,
                                      "fastest_bytes": sp.fastest_bytes, "mean_bytes": round(sp.mean_bytes),
@@ -607,7 +606,7 @@ class STRAG001(Rule):
                f"were lost outside the application's decomposition: a slow OST or node, or contention among the "
                f"writers.{per_ost} Rebalancing the data would not help; if it recurs, give the center the job id and "
                f"the two ranks.")
-        return self.finding(s, msg, {"file": f.path, "layer": sp.layer, "slowest_rank": sp.slowest_rank,
+        return self.finding(s, t, msg, {"file": f.path, "layer": sp.layer, "slowest_rank": sp.slowest_rank,
                                      "fastest_rank": sp.fastest_rank, "slowest_s": round(sp.slowest_time, 3),
                                      "fastest_s": round(sp.fastest_time, 3), "bytes_per_rank": round(sp.mean_bytes),
                                      "gap_s": round(gap, 1)},
@@ -632,7 +631,7 @@ class STDIO001(Rule):
                f"{sb / calls:.0f} bytes on average, {_s(at_stake)} per rank. Calls that small pay the library's "
                f"per-call cost and its stream lock each time: write large binary blocks with write(2) or {lib}, or "
                f"at least enlarge the buffer with setvbuf.")
-        return self.finding(s, msg, {"stdio_bytes": sb, "total_bytes": total, "stdio_ops": calls,
+        return self.finding(s, t, msg, {"stdio_bytes": sb, "total_bytes": total, "stdio_ops": calls,
                                      "share": round(sb / total, 3), "files": [a["file"] for a in hits[:3]]},
                             at_stake=at_stake, counters={"STDIO_BYTES_READ+WRITTEN": sb, "STDIO_READS+WRITES": calls},
                             arithmetic=[f"{sb} / {calls} = {sb / calls:.0f} bytes per call < {t['max_bytes_per_call']}",
@@ -658,7 +657,7 @@ class LOG001(Rule):
         text = "; ".join(gaps)
         msg = (text[0].upper() + text[1:] + ". Findings (and the absence of findings) cover only what was read: "
                + ", ".join(m for m in s.modules) + ".")
-        return self.finding(s, msg, {"modules": list(s.modules), "unread": list(s.unread_modules),
+        return self.finding(s, t, msg, {"modules": list(s.modules), "unread": list(s.unread_modules),
                                      "partial_modules": list(s.partial_modules)},
                             at_stake=None, severity="info", counters={"modules": list(s.modules)},
                             arithmetic=[])
@@ -680,8 +679,7 @@ def run_rules(s: LogSummary, thresholds: Mapping[str, Mapping[str, Any]] | None 
     ctx = ctx or Context()
     out = []
     for rule in RULES:
-        rule.sev = t["SEVERITY"]
-        f = rule.check(s, t[rule.id], ctx)
+        f = rule.check(s, {**t[rule.id], "severity": t["SEVERITY"]}, ctx)
         if f is not None:
             out.append(f)
     out.sort(key=lambda f: (_ORDER.get(f.severity, 9), -(f.time_at_stake_s or 0.0)))
