@@ -102,3 +102,9 @@ def test_reference_systems_summary_matches_their_runs(system):
         summary = _shape(center_from_summary(system, kb.system_filesystems(system)))
         assert sorted(summary, key=str) == sorted(_shape(full), key=str) and len(summary) >= 3
         assert sorted(kb.systems()) == sorted({r[0] for r in kb.conn.execute("SELECT system FROM all_runs")})
+
+
+def test_one_name_for_runs_without_a_file_system():
+    from ioadvisor.center import UNKNOWN_FS
+    from ioadvisor.kb.schema import UNKNOWN_FS as KB_UNKNOWN_FS
+    assert UNKNOWN_FS == KB_UNKNOWN_FS == "unknown"

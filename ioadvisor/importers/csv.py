@@ -47,9 +47,13 @@ def _bool(text: str, col: str) -> bool | None:
 
 
 def _int(text: str, col: str) -> int | None:
+    if not text:
+        return None
     t = text.strip()
     if t == "":
         return None
+    if t.isascii() and t.isdigit():     # the common case, without the float round trip
+        return int(t)
     try:
         v = float(t)
     except ValueError:
@@ -87,29 +91,30 @@ def parse_hints(text: str) -> dict[str, str]:
 
 def row_to_run(row: dict[str, str], ctx: ImportContext) -> Run:
     """One CSV row (lower-case keys) to a Run; ValueError / IOAdvisorError with the reason."""
-    g = lambda c: (row.get(c) or "").strip()  # noqa: E731
+    cells = {k: v.strip() for k, v in row.items() if v}
+    g = cells.get
     kw: dict[str, Any] = {}
     for col, attr in _INT_COLS.items():
-        kw[attr] = _int(g(col), col)
+        kw[attr] = _int(g(col, ""), col)
     for col, attr in _STR_COLS.items():
-        kw[attr] = g(col) or None
-    kw["collective"] = _bool(g("collective"), "collective")
-    kw["direct"] = _bool(g("direct"), "direct")
-    kw["hints"] = parse_hints(g("hints"))
-    system = g("system") or ctx.system
+        kw[attr] = g(col, "") or None
+    kw["collective"] = _bool(g("collective", ""), "collective")
+    kw["direct"] = _bool(g("direct", ""), "direct")
+    kw["hints"] = parse_hints(g("hints", ""))
+    system = g("system", "") or ctx.system
     if not system:
         raise ValueError("column system is empty (or pass --system)")
-    op = g("op")
+    op = g("op", "")
     if not op:
         raise ValueError("column op is empty")
-    value = _float(g("value"), "value")
+    value = _float(g("value", ""), "value")
     if value is None:
         raise ValueError("column value is empty")
-    unit = g("unit")
+    unit = g("unit", "")
     if not unit:
         raise ValueError("column unit is empty")
-    spread = {c: _float(g(c), c) for c in _SPREAD}
-    prov = Provenance(source=g("source") or ctx.source, citation=g("citation") or None,
+    spread = {c: _float(g(c, ""), c) for c in _SPREAD}
+    prov = Provenance(source=g("source", "") or ctx.source, citation=g("citation") or None,
                       command=g("command") or None, tool=g("tool") or None, tool_version=g("tool_version") or None,
                       date=g("date") or None, job_id=g("job_id") or None, kind=g("kind") or ctx.kind,
                       importer="csv/1")

@@ -9,6 +9,7 @@ import codecs
 import hashlib
 import itertools
 import json
+import operator
 import tempfile
 import os
 import sqlite3
@@ -18,7 +19,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from ..errors import ImportFormatError, KBError, UsageError
 from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run, run_id
-from .schema import COMPARISON_COLUMNS, FSNAME, RUN_COLUMNS, migrate
+from .schema import COMPARISON_COLUMNS, FSNAME, RUN_COLUMNS, UNKNOWN_FS, migrate
 
 BUSY_TIMEOUT_MS = 60_000
 BATCH = 5000          # runs per executemany inside an import's transaction
@@ -43,22 +44,30 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-def _run_row(run: Run, rid: str, source_hash: str, seq: int) -> tuple:
-    p = run.provenance
-    d: dict[str, Any] = {f: getattr(run, f) for f in RUN_COLUMNS if hasattr(run, f) and f != "id"}
-    d.update({f: getattr(p, f) for f in PROV_FIELDS if f in RUN_COLUMNS})
-    d["id"], d["source_hash"], d["seq"] = rid, source_hash, seq
-    d["hints"] = json.dumps(dict(sorted(run.hints.items()))) if run.hints else None
-    for b in ("collective", "direct"):
-        d[b] = None if d[b] is None else int(d[b])
-    d["flags"] = ",".join(run.flags) if run.flags else None
-    return tuple(d.get(c) for c in RUN_COLUMNS)
-
-
 _PROV_COLS = tuple(f for f in PROV_FIELDS if f in RUN_COLUMNS and f != "source_hash")
 assert set(_PROV_COLS) | {"source_hash"} == set(PROV_FIELDS), "every Provenance field needs a runs column"
 _RUN_ATTRS = tuple(c for c in RUN_COLUMNS if c not in PROV_FIELDS and c not in ("source_hash", "seq", "id"))
 assert set(_RUN_ATTRS) == set(RUN_FIELDS), "every Run field needs a runs column"
+
+# A Run to its `runs` row: attribute getters and one reordering, all in C (imports of a million runs spend
+# their time here otherwise).
+_GET_RUN = operator.attrgetter(*_RUN_ATTRS)
+_GET_PROV = operator.attrgetter(*_PROV_COLS)
+_ROW_NAMES = ("id", "source_hash", "seq") + _RUN_ATTRS + _PROV_COLS + ("",)
+_TO_ROW = operator.itemgetter(*(_ROW_NAMES.index(c) if c in _ROW_NAMES else len(_ROW_NAMES) - 1
+                                for c in RUN_COLUMNS))
+_HINTS, _COLL, _DIRECT, _FLAGS = (_ROW_NAMES.index(c) for c in ("hints", "collective", "direct", "flags"))
+
+
+def _run_row(run: Run, rid: str, source_hash: str, seq: int) -> tuple:
+    v = [rid, source_hash, seq, *_GET_RUN(run), *_GET_PROV(run.provenance), None]
+    h = v[_HINTS]
+    v[_HINTS] = json.dumps(dict(sorted(h.items()))) if h else None
+    for i in (_COLL, _DIRECT):
+        if v[i] is not None:
+            v[i] = int(v[i])
+    v[_FLAGS] = ",".join(v[_FLAGS]) if v[_FLAGS] else None
+    return _TO_ROW(v)
 
 
 def row_to_run(row: sqlite3.Row | dict) -> Run:
@@ -90,6 +99,47 @@ def _record(row: dict[str, Any]) -> dict[str, Any]:
     out["provenance"] = {f: row[f] for f in PROV_FIELDS}
     out["id"], out["origin"] = row["id"], row["origin"]
     return out
+
+
+_SYS, _FS, _FST, _OSTS = (RUN_COLUMNS.index(c) for c in ("system", "filesystem", "fs_type", "ost_count"))
+
+
+class _Summary:
+    """The `system_fs` rows of runs being added (see schema migration 3): per system and file system the
+    last stated type, the largest OST count, the count and the position of the first run."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[str, str], list] = {}
+
+    def add(self, rows: list[tuple], offset: int) -> None:
+        groups = self.groups
+        for i, r in enumerate(rows, offset):
+            key = (r[_SYS], r[_FS] or r[_FST] or UNKNOWN_FS)
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = [None, None, 0, i]
+            if r[_FST]:
+                g[0] = r[_FST].lower()
+            if r[_OSTS] and (g[1] is None or r[_OSTS] > g[1]):
+                g[1] = r[_OSTS]
+            g[2] += 1
+
+    def store(self, conn: sqlite3.Connection) -> None:
+        """Merge into the summary; run inside the transaction that inserted the runs, after the inserts."""
+        if not self.groups:
+            return
+        # rowids of new rows follow the largest one, so this is where the source's first runs landed
+        last = conn.execute("SELECT max(rowid) FROM main.runs").fetchone()[0] or 0
+        n = sum(g[2] for g in self.groups.values())
+        conn.executemany(
+            """INSERT INTO main.system_fs (system, fsname, fs_type, ost_count, n_runs, first_rowid)
+               VALUES (?,?,?,?,?,?)
+               ON CONFLICT (system, fsname) DO UPDATE SET
+                   fs_type = coalesce(excluded.fs_type, fs_type),
+                   ost_count = CASE WHEN ost_count IS NULL OR excluded.ost_count > ost_count
+                                    THEN excluded.ost_count ELSE ost_count END,
+                   n_runs = n_runs + excluded.n_runs""",
+            [(s, f, t, o, c, last - n + 1 + first) for (s, f), (t, o, c, first) in self.groups.items()])
 
 
 def _checked(runs: Iterable[Run], source: str, f: BinaryIO | None = None, size: int = 0,
@@ -333,13 +383,15 @@ class KB:
                               (source_hash, source, fmt, importer, now, 0))
             insert = f"INSERT INTO main.runs ({','.join(RUN_COLUMNS)}) VALUES ({','.join('?' * len(RUN_COLUMNS))})"
             rows = (_run_row(r, run_id(source_hash, i), source_hash, i) for i, r in enumerate(runs))
-            n = 0
+            n, summary = 0, _Summary()
             while True:
                 batch = list(itertools.islice(rows, BATCH))
                 if not batch:
                     break
                 self.conn.executemany(insert, batch)
+                summary.add(batch, n)
                 n += len(batch)
+            summary.store(self.conn)
             if require_runs and not n:
                 raise ImportFormatError(f"no measured results found ({fmt} format)", source)
             self.conn.execute("UPDATE main.sources SET n_runs = ? WHERE hash = ?", (n, source_hash))
