@@ -107,19 +107,22 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
     centers = load_centers(center)
     by_name = {c["name"].lower(): c for c in centers}
     names = collect.system_names(kb, centers, only=center is not None)
-    runs = collect.lite_runs(kb, names)
-    systems = [collect.collect_system(kb, n, by_name.get(n.lower()), runs.pop(n.lower())) for n in names]
-
-    # plots: drawn per language (titles, axis labels and legends are translated), cached across builds
+    # one system at a time: its runs (or, for a large file system, their summaries) are freed once its tables
+    # and plot data are made; plots are drawn per language (titles, axis labels and legends are translated),
+    # cached across builds
+    systems: list[collect.SystemData] = []
     specs: dict[str, list[plots.PlotSpec]] = {lang: [] for lang in langs}
-    for s in systems:
+    for n in names:
+        s = collect.collect_system(kb, n, by_name.get(n.lower()))
+        systems.append(s)
         for sec in s.sections:
             for lang in langs:
                 t = _translator(catalogue(lang))
-                for spec in plots.section_plots(f"{s.slug}-{sec.slug}", f"{s.name} {sec.name}", sec.runs, t):
+                for spec in plots.section_plots(f"{s.slug}-{sec.slug}", f"{s.name} {sec.name}", sec.runs, t,
+                                                sec.points):
                     specs[lang].append(spec)
                     _plot_entry(sec.plots, spec, lang)
-            sec.runs = []                         # the tables and plot data are done; free the runs
+            sec.runs, sec.points = [], None
         for lang in langs:
             for spec in plots.ci_plots(s.slug, s.name, s.ci_runs, _translator(catalogue(lang))):
                 specs[lang].append(spec)

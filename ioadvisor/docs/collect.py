@@ -6,7 +6,7 @@ import re
 import statistics
 from collections import namedtuple
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from ..kb import KB
 from ..model.run import META_OPS, Run
@@ -79,6 +79,7 @@ class FsSection:
     hidden_rows: int
     runs: list[Lite] = field(default_factory=list)      # for the plots
     plots: list[dict[str, Any]] = field(default_factory=list)
+    points: dict[str, list[Lite]] | None = None         # for the plots of a grouped section (plots.section_plots)
 
 
 @dataclass
@@ -166,6 +167,11 @@ def _prov_entry(r: Run, origin: str) -> dict[str, Any]:
             "origin": origin}
 
 
+def _lite(t: tuple) -> Lite:
+    c = t[5]                                      # collective: stored as 0/1
+    return Lite._make(t if c is None else t[:5] + (bool(c),) + t[6:])
+
+
 def lite_runs(kb: KB, names: list[str]) -> dict[str, list[Lite]]:
     """The runs of the named systems (keyed by lower-case name), read in one pass over the KB."""
     cols = ", ".join(LITE_COLUMNS)
@@ -175,10 +181,109 @@ def lite_runs(kb: KB, names: list[str]) -> dict[str, list[Lite]]:
     marks = ",".join("?" * len(names)) or "NULL"
     cur.execute(f"SELECT lower(system), {cols} FROM all_runs WHERE lower(system) IN ({marks}) "
                 "ORDER BY origin DESC, source_hash, seq", [n.lower() for n in names])
-    make = Lite._make
     for t in cur.fetchall():
-        wanted[t[0]].append(make(t[1:]) if t[6] is None else make(t[1:6] + (bool(t[6]),) + t[7:]))
+        wanted[t[0]].append(_lite(t[1:]))
     return wanted
+
+
+_FS_LABEL = "coalesce(nullif(filesystem, ''), '-')"
+_ORDER = "ORDER BY origin DESC, source_hash, seq"
+
+
+class _SystemRuns:
+    """One system's runs as the guide needs them, read through the system index into a temporary table once;
+    large file systems are then summarised by sqlite (groups, medians, plot points), never held as objects."""
+
+    def __init__(self, kb: KB, name: str):
+        self.conn = kb.conn
+        cols = ", ".join(LITE_COLUMNS)
+        self.conn.execute("DROP TABLE IF EXISTS temp.doc_runs")
+        self.conn.execute(f"CREATE TEMP TABLE doc_runs AS SELECT {_FS_LABEL} AS fs, {cols} FROM all_runs "
+                          "WHERE system = ? COLLATE NOCASE", (name,))
+        self.counts = dict(self.conn.execute("SELECT fs, count(*) FROM temp.doc_runs GROUP BY fs"))
+        self.total = sum(self.counts.values())
+
+    def _query(self, sql: str, args: tuple = ()) -> Iterator[tuple]:
+        cur = self.conn.cursor()
+        cur.row_factory = None
+        return cur.execute(sql, args)
+
+    def runs(self, fs: str, limit: int | None = None) -> list[Lite]:
+        sql = f"SELECT {', '.join(LITE_COLUMNS)} FROM temp.doc_runs WHERE fs = ? {_ORDER}"
+        return [_lite(t) for t in self._query(sql + (f" LIMIT {int(limit)}" if limit is not None else ""), (fs,))]
+
+    def ci_runs(self) -> list[Lite]:
+        return [_lite(t) for t in self._query(
+            f"SELECT {', '.join(LITE_COLUMNS)} FROM temp.doc_runs WHERE ci95_low IS NOT NULL "
+            f"AND ci95_high IS NOT NULL {_ORDER}")]
+
+    def _middles(self, fs: str, keys: str, where: str = "1") -> Iterator[tuple[Lite, int, float, float, int]]:
+        """Per group of equal `keys`: the middle run(s) by (value, id), the count, the smallest and largest
+        value, the rank (one row for an odd count, the two middle ones for an even count)."""
+        cols = ", ".join(LITE_COLUMNS)
+        sql = (f"SELECT {cols}, cnt, lo, hi, rn FROM (SELECT {cols}, "
+               f"row_number() OVER (PARTITION BY {keys} ORDER BY value, id) AS rn, "
+               f"count(*) OVER (PARTITION BY {keys}) AS cnt, min(value) OVER (PARTITION BY {keys}) AS lo, "
+               f"max(value) OVER (PARTITION BY {keys}) AS hi FROM temp.doc_runs WHERE fs = ? AND {where}) "
+               "WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2)")
+        n = len(LITE_COLUMNS)
+        for t in self._query(sql, (fs,)):
+            yield _lite(t[:n]), t[n], t[n + 1], t[n + 2], t[n + 3]
+
+    def group_rows(self, fs: str) -> list[Row]:
+        """The grouped table of one file system: per group of equal settings, its median run (the lower middle
+        one by value and id, so the link points at a real value), range and count."""
+        out = []
+        for med, cnt, lo, hi, rn in self._middles(fs, ", ".join(_GROUP_COLS)):
+            if rn != (cnt + 1) // 2:
+                continue
+            out.append((_key(_group_key(med)), Row(
+                **_settings(med), value=fmt_num(med.value), unit=med.unit,
+                normalised=f"{fmt_num(med.value)} {med.unit}",
+                spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if cnt > 1 else _spread(med), count=cnt,
+                run_id=med.id, citation=med.citation or "")))
+        return [r for _, r in sorted(out, key=lambda kr: kr[0])]
+
+    def plot_points(self, fs: str) -> dict[str, list[Lite]]:
+        """Stand-ins for a file system's runs that give every plot the same points as all its runs would: per
+        plotted point the single run, or its smallest, median and largest value (plots draw the median with
+        the range)."""
+        bw = "unit = 'MiB/s'"
+        meta = f"op IN ({', '.join(repr(o) for o in META_OPS)}) AND unit = 'ops/s'"
+        # partitions are the plots' own points: (label, x), with the API left out of a label when it is POSIX
+        api = "nullif(api, 'POSIX')"
+        specs = {"stripes": (f"op, layout, {api}, nodes, stripe_count", f"{bw} AND stripe_count IS NOT NULL",
+                             lambda r: (r.op, r.layout, r.api if r.api != "POSIX" else None, r.nodes,
+                                        r.stripe_count)),
+                 "clients": (f"op, layout, {api}, stripe_count, ranks", f"{bw} AND ranks IS NOT NULL",
+                             lambda r: (r.op, r.layout, r.api if r.api != "POSIX" else None, r.stripe_count,
+                                        r.ranks)),
+                 "metadata": ("op, ranks", f"{meta} AND ranks IS NOT NULL", lambda r: (r.op, r.ranks))}
+        out: dict[str, list[Lite]] = {}
+        for name, (keys, where, key) in specs.items():
+            mids: dict[tuple, list] = {}
+            for med, cnt, lo, hi, _rn in self._middles(fs, keys, where):
+                mids.setdefault(key(med), [cnt, lo, hi]).append(med)
+            pts = []
+            for (cnt, lo, hi, *m) in mids.values():
+                if cnt == 1:
+                    pts.append(m[0])
+                    continue
+                value = m[0].value if len(m) == 1 else (m[0].value + m[1].value) / 2
+                pts += [m[0]._replace(value=v) for v in (lo, value, hi)]
+            out[name] = pts
+        best = (f"SELECT {', '.join(LITE_COLUMNS)} FROM (SELECT *, row_number() OVER (PARTITION BY layout, op "
+                f"ORDER BY value DESC, id DESC) AS rn FROM temp.doc_runs WHERE fs = ? AND {bw} "
+                "AND layout IN ('fpp', 'shared')) WHERE rn = 1")
+        out["layout"] = [_lite(t) for t in self._query(best, (fs,))]
+        return out
+
+    def close(self) -> None:
+        self.conn.execute("DROP TABLE IF EXISTS temp.doc_runs")
+
+
+_GROUP_COLS = ("op", "api", "layout", "collective", "access", "nodes", "ranks", "stripe_count", "stripe_size",
+               "transfer_size", "unit")
 
 
 def _full_runs(kb: KB, ids: list[str]) -> dict[str, tuple[Run, str]]:
@@ -192,44 +297,47 @@ def _full_runs(kb: KB, ids: list[str]) -> dict[str, tuple[Run, str]]:
     return out
 
 
-def collect_system(kb: KB, name: str, center: dict[str, Any] | None,
-                   runs: list[Lite] | None = None) -> SystemData:
-    """Everything the pages of one system show, in a stable order (`runs`: from `lite_runs`, if read already)."""
-    if runs is None:
-        runs = lite_runs(kb, [name])[name.lower()]
-    by_fs: dict[str, list[Lite]] = {}
-    for r in runs:
-        by_fs.setdefault(r.filesystem or "-", []).append(r)
-    fs_info = {f["name"]: f for f in (center or {}).get("filesystems", [])}
-    names = sorted(set(by_fs) | set(fs_info), key=str.lower)
-    sections, linked = [], []
-    for fs in names:
-        fs_runs = by_fs.get(fs, [])
-        grouped = len(fs_runs) > ROW_LIMIT
-        if grouped:
-            rows = _group_rows(fs_runs)
-        else:
-            fs_runs = sorted(fs_runs, key=lambda r: _key(_group_key(r)) + ((False, r.value), (False, r.id)))
-            rows = [_run_row(r) for r in fs_runs]
-        hidden = max(0, len(rows) - GROUP_LIMIT)
-        rows = rows[:GROUP_LIMIT]
-        linked.extend(r.run_id for r in rows)
-        sections.append(FsSection(fs, slug(fs), fs_info.get(fs), len(fs_runs), grouped, rows, hidden, fs_runs))
-    # The provenance page: every linked run, then others up to the limit, in table order.
-    chosen = dict.fromkeys(linked)
-    for sec in sections:
-        for r in sec.runs:
+def collect_system(kb: KB, name: str, center: dict[str, Any] | None) -> SystemData:
+    """Everything the pages of one system show, in a stable order. A file system with more than ROW_LIMIT
+    runs is summarised in sqlite (memory does not grow with its runs); smaller ones are read whole."""
+    src = _SystemRuns(kb, name)
+    try:
+        fs_info = {f["name"]: f for f in (center or {}).get("filesystems", [])}
+        names = sorted(set(src.counts) | set(fs_info), key=str.lower)
+        sections, linked = [], []
+        for fs in names:
+            total = src.counts.get(fs, 0)
+            grouped = total > ROW_LIMIT
+            points = None
+            if grouped:
+                rows, fs_runs, points = src.group_rows(fs), [], src.plot_points(fs)
+            else:
+                fs_runs = sorted(src.runs(fs), key=lambda r: _key(_group_key(r)) + ((False, r.value), (False, r.id)))
+                rows = [_run_row(r) for r in fs_runs]
+            hidden = max(0, len(rows) - GROUP_LIMIT)
+            rows = rows[:GROUP_LIMIT]
+            linked.extend(r.run_id for r in rows)
+            sections.append(FsSection(fs, slug(fs), fs_info.get(fs), total, grouped, rows, hidden, fs_runs,
+                                      points=points))
+        # The provenance page: every linked run, then others up to the limit, in table order.
+        chosen = dict.fromkeys(linked)
+        for sec in sections:
             if len(chosen) >= PROVENANCE_LIMIT:
                 break
-            chosen.setdefault(r.id)
+            for r in (src.runs(sec.name, PROVENANCE_LIMIT) if sec.grouped else sec.runs):
+                if len(chosen) >= PROVENANCE_LIMIT:
+                    break
+                chosen.setdefault(r.id)
+        ci = src.ci_runs()
+    finally:
+        src.close()
     full = _full_runs(kb, list(chosen))
     order = {rid: i for i, rid in enumerate(chosen)}
     prov = [_prov_entry(*full[rid]) for rid in sorted(full, key=order.__getitem__)]
     comps = sorted(kb.comparisons(name), key=lambda c: (c.get("filesystem") or "", c.get("op") or "",
                                                         c.get("factor") or "", str(c.get("better")),
                                                         str(c.get("worse")), c.get("citation") or ""))
-    ci = [r for r in runs if r.ci95_low is not None and r.ci95_high is not None]
-    return SystemData(name, slug(name), center, sections, comps, prov, len(runs), len(runs), ci)
+    return SystemData(name, slug(name), center, sections, comps, prov, src.total, src.total, ci)
 
 
 def system_names(kb: KB, centers: list[dict[str, Any]], only: bool) -> list[str]:

@@ -140,26 +140,32 @@ def _line(name: str, runs: list[Run], xattr: str, title: str, xlabel: str, ylabe
     return PlotSpec(name, "line", title, xlabel, ylabel, _aggregate(pts), quantity, QUANTITIES[quantity], True)
 
 
-def section_plots(prefix: str, fs: str, runs: list[Run], t: Any = None) -> list[PlotSpec]:
+def section_plots(prefix: str, fs: str, runs: list[Run], t: Any = None,
+                  points: dict[str, list[Any]] | None = None) -> list[PlotSpec]:
     """The plots one file system's runs support (none where there are too few points for a curve), with the
     texts of the language `t` translates to (English by default). Bandwidth, metadata rates and IOPS never
-    share a plot."""
+    share a plot.
+
+    `points` (from docs.collect, for a file system with many runs) gives per plot ("stripes", "clients",
+    "metadata", "iops", "layout") stand-in runs that yield the same points as all the runs; `runs` is then
+    unused."""
     t = t or _english()
     bw = [r for r in runs if quantity_of(r) == "bandwidth"]
     meta = [r for r in runs if quantity_of(r) == "metadata"]
     iops = [r for r in runs if quantity_of(r) == "iops"]
+    p = points or {"stripes": bw, "clients": bw, "metadata": meta, "iops": iops, "layout": bw}
     specs = [
-        _line(f"{prefix}-stripes", bw, "stripe_count", t("plot_stripes_title", fs=fs), t("plot_stripes_x"),
+        _line(f"{prefix}-stripes", p["stripes"], "stripe_count", t("plot_stripes_title", fs=fs), t("plot_stripes_x"),
               t("plot_bandwidth_y"), label=lambda r: _label_clients(r, t)),
-        _line(f"{prefix}-clients", bw, "ranks", t("plot_clients_title", fs=fs), t("plot_clients_x"),
+        _line(f"{prefix}-clients", p["clients"], "ranks", t("plot_clients_title", fs=fs), t("plot_clients_x"),
               t("plot_bandwidth_y"), label=lambda r: _label_stripes(r, t)),
-        _line(f"{prefix}-metadata", meta, "ranks", t("plot_metadata_title", fs=fs), t("plot_processes_x"),
+        _line(f"{prefix}-metadata", p["metadata"], "ranks", t("plot_metadata_title", fs=fs), t("plot_processes_x"),
               t("plot_metadata_y"), label=lambda r: r.op, quantity="metadata"),
-        _line(f"{prefix}-iops", iops, "ranks", t("plot_iops_title", fs=fs), t("plot_processes_x"),
+        _line(f"{prefix}-iops", p["iops"], "ranks", t("plot_iops_title", fs=fs), t("plot_processes_x"),
               t("plot_iops_y"), label=_label, quantity="iops"),
     ]
     layouts: dict[str, dict[Any, list[Run]]] = {}
-    for r in bw:
+    for r in p["layout"]:
         if r.layout in ("fpp", "shared"):
             layouts.setdefault(r.layout, {}).setdefault(r.op, []).append(r)
     if len(layouts) == 2 and set(layouts["fpp"]) & set(layouts["shared"]):

@@ -1,0 +1,54 @@
+"""The guide of a file system with many runs is summarised by sqlite: its table groups and plots must be the
+ones all its runs give when read into memory."""
+from __future__ import annotations
+
+import random
+
+from ioadvisor.docs import collect, plots
+from ioadvisor.kb import KB
+from ioadvisor.model.run import make_run
+
+
+def _runs(n: int, seed: int = 3) -> list:
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        op = rnd.choice(("write", "read", "file_create"))
+        meta = op == "file_create"
+        out.append(make_run(
+            value=float(rnd.choice((100, 200, 250, 400))) if i % 5 == 0 else round(rnd.uniform(10, 900), 1),
+            unit="ops/s" if meta else "MiB/s", system="Many", filesystem=rnd.choice(("lus", "")),
+            op=op, api=None if meta else rnd.choice(("POSIX", None, "MPIIO")),
+            layout=rnd.choice(("shared", "fpp", None)), collective=rnd.choice((None, True, False)),
+            nodes=rnd.choice((1, 2, None)), ranks=rnd.choice((1, 4, 16)), stripe_count=rnd.choice((1, 4, None)),
+            ci95_low=5.0 if i % 7 == 0 else None, ci95_high=950.0 if i % 7 == 0 else None))
+    return out
+
+
+def test_sqlite_summaries_equal_what_all_runs_give(tmp_path, monkeypatch):
+    monkeypatch.setattr(collect, "ROW_LIMIT", 50)            # every file system here is grouped
+    monkeypatch.setattr(collect, "GROUP_LIMIT", 10_000)
+    runs = _runs(3000)
+    with KB.open(tmp_path / "kb.sqlite") as kb:
+        kb.add_runs(runs, source="many", source_hash="many", fmt="csv", importer="test/1")
+        data = collect.collect_system(kb, "many", None)
+        everything = collect.lite_runs(kb, ["Many"])["many"]
+    assert data.total_runs == 3000 and all(sec.grouped for sec in data.sections)
+    for sec in data.sections:
+        mine = [r for r in everything if (r.filesystem or "-") == sec.name]
+        assert sec.total_runs == len(mine) > 50
+        # the table: the same groups, medians, ranges and counts as grouping the runs in Python
+        assert [(r.op, r.api, r.layout, r.nodes, r.ranks, r.stripe_count, r.value, r.spread, r.count, r.run_id)
+                for r in sec.rows] == \
+               [(r.op, r.api, r.layout, r.nodes, r.ranks, r.stripe_count, r.value, r.spread, r.count, r.run_id)
+                for r in collect._group_rows(mine)]
+        assert sum(r.count for r in sec.rows) == len(mine)
+        # the plots: byte-for-byte the same specs (series, medians, ranges) from the stand-ins as from all runs
+        from_all = plots.section_plots("p", sec.name, mine)
+        from_sql = plots.section_plots("p", sec.name, [], sec.points)
+        assert [s.name for s in from_all] == [s.name for s in from_sql] and len(from_all) >= 3
+        assert from_all == from_sql
+        assert sum(len(v) for v in sec.points.values()) < len(mine)    # fewer stand-ins than runs
+    # the temporary table is gone: nothing of the build stays in the connection
+    with KB.open(tmp_path / "kb.sqlite") as kb:
+        assert kb.conn.execute("SELECT count(*) FROM temp.sqlite_master WHERE name = 'doc_runs'").fetchone()[0] == 0
