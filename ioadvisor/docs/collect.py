@@ -2,8 +2,10 @@
 the runs' provenance, and the published comparisons. Values only, no rendering."""
 from __future__ import annotations
 
+import operator
 import re
 import statistics
+from array import array
 from collections import namedtuple
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -217,66 +219,71 @@ class _SystemRuns:
             f"SELECT {', '.join(LITE_COLUMNS)} FROM temp.doc_runs WHERE ci95_low IS NOT NULL "
             f"AND ci95_high IS NOT NULL {_ORDER}")]
 
-    def _middles(self, fs: str, keys: str, where: str = "1") -> Iterator[tuple[Lite, int, float, float, int]]:
-        """Per group of equal `keys`: the middle run(s) by (value, id), the count, the smallest and largest
-        value, the rank (one row for an odd count, the two middle ones for an even count)."""
-        cols = ", ".join(LITE_COLUMNS)
-        sql = (f"SELECT {cols}, cnt, lo, hi, rn FROM (SELECT {cols}, "
-               f"row_number() OVER (PARTITION BY {keys} ORDER BY value, id) AS rn, "
-               f"count(*) OVER (PARTITION BY {keys}) AS cnt, min(value) OVER (PARTITION BY {keys}) AS lo, "
-               f"max(value) OVER (PARTITION BY {keys}) AS hi FROM temp.doc_runs WHERE fs = ? AND {where}) "
-               "WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2)")
-        n = len(LITE_COLUMNS)
-        for t in self._query(sql, (fs,)):
-            yield _lite(t[:n]), t[n], t[n + 1], t[n + 2], t[n + 3]
+    def summarise(self, fs: str) -> tuple[list[Row], dict[str, list[Lite]]]:
+        """The grouped table and the plot points of one file system, from one pass over its runs sorted by
+        sqlite. Table: per group of equal settings its median run (the lower middle one by value and id, so
+        the link points at a real value), range and count. Plots: stand-ins for the runs that give every plot
+        the same points as all the runs would: per plotted point its single run, or its smallest, median and
+        largest value (plots draw the median with the range). Held in memory: one group's runs and one value
+        per run and plot (8 bytes)."""
+        n = len(_GROUP_COLS)
+        sel = ", ".join(_ROW_COLS)
+        cur = self._query(f"SELECT {sel} FROM temp.doc_runs WHERE fs = ? ORDER BY {', '.join(_GROUP_COLS)}, "
+                          "value, id", (fs,))
+        rows: list[tuple[tuple, Row]] = []
+        curves: dict[str, dict[tuple, list]] = {"stripes": {}, "clients": {}, "metadata": {}}
+        best: dict[tuple, Lite] = {}
+        group: list[Lite] = []
 
-    def group_rows(self, fs: str) -> list[Row]:
-        """The grouped table of one file system: per group of equal settings, its median run (the lower middle
-        one by value and id, so the link points at a real value), range and count."""
-        out = []
-        for med, cnt, lo, hi, rn in self._middles(fs, ", ".join(_GROUP_COLS)):
-            if rn != (cnt + 1) // 2:
-                continue
-            out.append((_key(_group_key(med)), Row(
+        def close_group() -> None:
+            med = group[(len(group) - 1) // 2]
+            lo, hi = group[0].value, group[-1].value
+            rows.append((_key(_group_key(med)), Row(
                 **_settings(med), value=fmt_num(med.value), unit=med.unit,
                 normalised=f"{fmt_num(med.value)} {med.unit}",
-                spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if cnt > 1 else _spread(med), count=cnt,
-                run_id=med.id, citation=med.citation or "")))
-        return [r for _, r in sorted(out, key=lambda kr: kr[0])]
+                spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if len(group) > 1 else _spread(med),
+                count=len(group), run_id=med.id, citation=med.citation or "")))
+            group.clear()
 
-    def plot_points(self, fs: str) -> dict[str, list[Lite]]:
-        """Stand-ins for a file system's runs that give every plot the same points as all its runs would: per
-        plotted point the single run, or its smallest, median and largest value (plots draw the median with
-        the range)."""
-        bw = "unit = 'MiB/s'"
-        meta = f"op IN ({', '.join(repr(o) for o in META_OPS)}) AND unit = 'ops/s'"
-        # partitions are the plots' own points: (label, x), with the API left out of a label when it is POSIX
-        api = "nullif(api, 'POSIX')"
-        specs = {"stripes": (f"op, layout, {api}, nodes, stripe_count", f"{bw} AND stripe_count IS NOT NULL",
-                             lambda r: (r.op, r.layout, r.api if r.api != "POSIX" else None, r.nodes,
-                                        r.stripe_count)),
-                 "clients": (f"op, layout, {api}, stripe_count, ranks", f"{bw} AND ranks IS NOT NULL",
-                             lambda r: (r.op, r.layout, r.api if r.api != "POSIX" else None, r.stripe_count,
-                                        r.ranks)),
-                 "metadata": ("op, ranks", f"{meta} AND ranks IS NOT NULL", lambda r: (r.op, r.ranks))}
-        out: dict[str, list[Lite]] = {}
-        for name, (keys, where, key) in specs.items():
-            mids: dict[tuple, list] = {}
-            for med, cnt, lo, hi, _rn in self._middles(fs, keys, where):
-                mids.setdefault(key(med), [cnt, lo, hi]).append(med)
-            pts = []
-            for (cnt, lo, hi, *m) in mids.values():
-                if cnt == 1:
-                    pts.append(m[0])
+        def add(kind: str, key: tuple, r: Lite) -> None:
+            point = curves[kind].get(key)
+            if point is None:
+                curves[kind][key] = [r, array("d", (r.value,))]
+            else:
+                point[1].append(r.value)
+
+        last = None
+        for t in cur:
+            r = _lite(_TO_LITE(t + (None,)))
+            if t[:n] != last and group:
+                close_group()
+            last = t[:n]
+            group.append(r)
+            api = r.api if r.api != "POSIX" else None
+            if r.unit == "MiB/s":
+                if r.stripe_count is not None:
+                    add("stripes", (r.op, r.layout, api, r.nodes, r.stripe_count), r)
+                if r.ranks is not None:
+                    add("clients", (r.op, r.layout, api, r.stripe_count, r.ranks), r)
+                if r.layout in ("fpp", "shared"):
+                    b = best.get((r.layout, r.op))
+                    if b is None or (r.value, r.id) > (b.value, b.id):
+                        best[(r.layout, r.op)] = r
+            elif r.unit == "ops/s" and r.op in META_OPS and r.ranks is not None:
+                add("metadata", (r.op, r.ranks), r)
+        if group:
+            close_group()
+        points: dict[str, list[Lite]] = {"layout": list(best.values())}
+        for kind, pts in curves.items():
+            out = points[kind] = []
+            for first, values in pts.values():
+                if len(values) == 1:
+                    out.append(first)
                     continue
-                value = m[0].value if len(m) == 1 else (m[0].value + m[1].value) / 2
-                pts += [m[0]._replace(value=v) for v in (lo, value, hi)]
-            out[name] = pts
-        best = (f"SELECT {', '.join(LITE_COLUMNS)} FROM (SELECT *, row_number() OVER (PARTITION BY layout, op "
-                f"ORDER BY value DESC, id DESC) AS rn FROM temp.doc_runs WHERE fs = ? AND {bw} "
-                "AND layout IN ('fpp', 'shared')) WHERE rn = 1")
-        out["layout"] = [_lite(t) for t in self._query(best, (fs,))]
-        return out
+                v = sorted(values)
+                out += [first._replace(value=x) for x in (v[0], statistics.median(v), v[-1])]
+        # sqlite sorts NULL first, the tables put "-" last: the groups' order is Python's
+        return [row for _, row in sorted(rows, key=lambda kr: kr[0])], points
 
     def close(self) -> None:
         self.conn.execute("DROP TABLE IF EXISTS temp.doc_runs")
@@ -284,6 +291,9 @@ class _SystemRuns:
 
 _GROUP_COLS = ("op", "api", "layout", "collective", "access", "nodes", "ranks", "stripe_count", "stripe_size",
                "transfer_size", "unit")
+# what a table row and a plot point need of a run
+_ROW_COLS = _GROUP_COLS + ("value", "value_min", "value_max", "ci95_low", "ci95_high", "id", "citation")
+_TO_LITE = operator.itemgetter(*(_ROW_COLS.index(c) if c in _ROW_COLS else len(_ROW_COLS) for c in LITE_COLUMNS))
 
 
 def _full_runs(kb: KB, ids: list[str]) -> dict[str, tuple[Run, str]]:
@@ -310,7 +320,7 @@ def collect_system(kb: KB, name: str, center: dict[str, Any] | None) -> SystemDa
             grouped = total > ROW_LIMIT
             points = None
             if grouped:
-                rows, fs_runs, points = src.group_rows(fs), [], src.plot_points(fs)
+                (rows, points), fs_runs = src.summarise(fs), []
             else:
                 fs_runs = sorted(src.runs(fs), key=lambda r: _key(_group_key(r)) + ((False, r.value), (False, r.id)))
                 rows = [_run_row(r) for r in fs_runs]
