@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ..errors import IOAdvisorError, UsageError
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json
+from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json, progress_bar
 
 app = command_app()
 
@@ -218,8 +218,6 @@ def sweep(
     stops it before anything runs, naming the key.
     """
     with cli_errors(), _rank_errors():
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
         from ..bench import sweep as sw
         if mode not in ("allocation", "array"):
             raise UsageError(f"--mode: {mode!r} is not allocation or array")
@@ -246,8 +244,7 @@ def sweep(
             if mode == "array":
                 typer.echo(doc["script"], nl=False)
             return
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=err_console, transient=True, disable=json_out) as prog:
+        with progress_bar(json_out) as prog:
             task = prog.add_task(f"sweep {plan.name}", total=len(plan.configs))
 
             def progress(event: str, done: int, total: int, label: str) -> None:

@@ -35,6 +35,18 @@ def cli_errors() -> Iterator[None]:
         raise typer.Exit(130) from None
 
 
+def progress_bar(quiet: bool = False, *, unit: str = "count") -> Any:
+    """A rich progress display on stderr with elapsed time and ETA; silent (disabled) with `quiet` (e.g.
+    --json) or when stderr is not a terminal, so pipes and logs get nothing of it. unit="bytes" shows
+    transferred sizes, else done/total counts."""
+    from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+    amount = DownloadColumn(binary_units=True) if unit == "bytes" else MofNCompleteColumn()
+    return Progress(TextColumn("{task.description}"), BarColumn(), amount, TimeElapsedColumn(),
+                    TextColumn("ETA"), TimeRemainingColumn(), console=err_console, transient=True,
+                    disable=quiet or not err_console.is_terminal)
+
+
 def print_json(obj: Any) -> None:
     """JSON on stdout, nothing else."""
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")

@@ -9,7 +9,7 @@ import typer
 
 from ..kb import KB
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, print_json
+from .common import JsonOption, KBOption, cli_errors, console, print_json, progress_bar
 
 app = command_app()
 
@@ -35,8 +35,12 @@ def build(
         from ..docs.build import FORMATS, LANGS, build_site, parse_list
         langs = parse_list(lang, LANGS, "lang")
         formats = parse_list(fmt, FORMATS, "format")
-        with KB.open(kb, create=False) as k:
-            result = build_site(out, kb=k, center=center, langs=langs, formats=formats)
+        with KB.open(kb, create=False) as k, progress_bar(json_out) as prog:
+            task = prog.add_task("docs build", total=None)
+
+            def step(stage: str, done: int, total: int) -> None:
+                prog.update(task, description=stage, completed=done, total=total or None)
+            result = build_site(out, kb=k, center=center, langs=langs, formats=formats, progress=step)
         if json_out:
             print_json(asdict(result))
             return

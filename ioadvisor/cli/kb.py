@@ -15,7 +15,7 @@ from ..kb import KB, RunFilter
 from ..kb.export import export_csv
 from ..model.units import format_size
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json
+from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json, progress_bar
 
 app = command_app()
 
@@ -55,20 +55,32 @@ def import_(
             center = load_center(center)           # a bad center file stops the import before anything is read
         with KB.open(kb) as store:
             paths = _files(files)
-            from rich.progress import Progress
+            sizes = [_size(p) for p in paths]
+            with progress_bar(json_out, unit="bytes") as prog:
+                task = prog.add_task("importing", total=sum(sizes) or None)
+                done = 0
+                for p, size in zip(paths, sizes):
+                    prog.update(task, description=f"importing {p.name}")
 
-            with Progress(console=err_console, transient=True, disable=len(paths) < 5) as prog:
-                task = prog.add_task("importing", total=len(paths))
-                for p in paths:
+                    def step(read: int, _total: int, base: int = done) -> None:
+                        prog.update(task, completed=base + min(read, size))
                     results.append(store.import_file(p, fmt, system=system, filesystem=filesystem,
-                                                     center=center))
-                    prog.advance(task)
+                                                     center=center, progress=step))
+                    done += size
+                    prog.update(task, completed=done)
         if json_out:
             print_json([r.__dict__ for r in results])
             return
         for r in results:
             state = "already in the KB" if r.skipped else f"{r.runs} run(s)"
             console.print(f"{r.path}: {r.format}, {state}", highlight=False)
+
+
+def _size(p: Path) -> int:
+    try:
+        return p.stat().st_size if p.is_file() else 0
+    except OSError:
+        return 0
 
 
 def _filter(system, filesystem, op, api, layout, kind, origin, source, limit=None) -> RunFilter:

@@ -97,10 +97,13 @@ def parse_list(value: str | None, allowed: tuple[str, ...], what: str) -> tuple[
 
 
 def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tuple[str, ...] = ("en",),
-               formats: tuple[str, ...] = ("html",), plot_cache: bool = True) -> BuildResult:
+               formats: tuple[str, ...] = ("html",), plot_cache: bool = True,
+               progress: Callable[[str, int, int], None] | None = None) -> BuildResult:
     """Write the guide for `center` (a file or a name; None = every system) into `out`/<lang>/.
 
-    With plot_cache, plots identical to ones drawn before are reused from the user's cache directory."""
+    With plot_cache, plots identical to ones drawn before are reused from the user's cache directory.
+    `progress(stage, done, total)` is called as systems are read, plots drawn and pages written."""
+    report = progress or (lambda stage, done, total: None)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a directory")
@@ -112,7 +115,8 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
     # cached across builds
     systems: list[collect.SystemData] = []
     specs: dict[str, list[plots.PlotSpec]] = {lang: [] for lang in langs}
-    for n in names:
+    for i, n in enumerate(names):
+        report(f"reading {n}", i, len(names))
         s = collect.collect_system(kb, n, by_name.get(n.lower()))
         systems.append(s)
         for sec in s.sections:
@@ -128,9 +132,19 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
                 specs[lang].append(spec)
                 _plot_entry(s.plots, spec, lang)
         s.ci_runs = []
-    rendered = {lang: plots.render_all(specs[lang], cache=plot_cache) for lang in langs}
+    n_specs = sum(len(v) for v in specs.values())
+    report("drawing plots", 0, n_specs)
+    rendered = {}
+    for lang in langs:
+        base = sum(len(rendered[lg]) for lg in rendered)
+        rendered[lang] = plots.render_all(specs[lang], cache=plot_cache,
+                                          progress=lambda done, base=base: report("drawing plots", base + done,
+                                                                                 n_specs))
     recs = {s.name: recipes.recipes(s.center, s.comparisons) for s in systems}
-    guide = {s.name: decisions.decision_guide(kb, s.center) for s in systems}
+    guide = {}
+    for i, s in enumerate(systems):
+        report("decision guides", i, len(systems))
+        guide[s.name] = decisions.decision_guide(kb, s.center)
 
     envs = {fmt: environment(fmt) for fmt in formats}
     files = 0
@@ -139,6 +153,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
         nonlocal files
         atomic_write(path, data)
         files += 1
+        report("writing pages", files, 0)       # a count: pages are quick next to reading and drawing
 
     css = (HERE / "templates" / "style.css").read_text(encoding="utf-8")
     for lang in langs:

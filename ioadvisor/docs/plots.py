@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 import statistics
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..model.run import META_OPS, Run
 from ..util import atomic_write
@@ -274,7 +274,8 @@ def _cache_key(spec: PlotSpec) -> str:
     return h.hexdigest()[:32]
 
 
-def render_all(specs: list[PlotSpec], cache: bool = True) -> dict[str, tuple[bytes, bytes]]:
+def render_all(specs: list[PlotSpec], cache: bool = True,
+               progress: Callable[[int], None] | None = None) -> dict[str, tuple[bytes, bytes]]:
     """Render many plots: reused from the plot cache when an identical plot was drawn before, else drawn in
     worker processes when there are several CPUs (the bytes depend on neither)."""
     out: dict[str, tuple[bytes, bytes]] = {}
@@ -286,12 +287,19 @@ def render_all(specs: list[PlotSpec], cache: bool = True) -> dict[str, tuple[byt
         else:
             todo.append((spec, base))
     workers = min(len(todo), os.cpu_count() or 1)
+    results: list[tuple[bytes, bytes]] = []
     if workers <= 1 or len(todo) < 3:
-        results = [render(s) for s, _ in todo]
+        for s, _ in todo:
+            results.append(render(s))
+            if progress is not None:
+                progress(len(out) + len(results))
     else:
         from concurrent.futures import ProcessPoolExecutor
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(render, [s for s, _ in todo]))
+            for res in pool.map(render, [s for s, _ in todo]):
+                results.append(res)
+                if progress is not None:
+                    progress(len(out) + len(results))
     for (spec, base), (svg, png) in zip(todo, results):
         out[spec.name] = (svg, png)
         if base is not None:
