@@ -295,9 +295,10 @@ class RunFilter:
     limit: int | None = None
     flagged: bool | None = None    # False: leave out runs with evidence flags; True: only those; None: all
 
-    def where(self) -> tuple[str, list[Any]]:
+    def where(self, origin: bool = True) -> tuple[str, list[Any]]:
+        """The WHERE clause for `all_runs` (origin=False: for one database's `runs`, without `origin`)."""
         clauses, args = [], []
-        for col in ("system", "filesystem", "op", "layout", "kind", "origin"):
+        for col in ("system", "filesystem", "op", "layout", "kind") + (("origin",) if origin else ()):
             v = getattr(self, col)
             if v is not None:
                 # system names are matched case-insensitively (indexed so); the rest are stored canonical
@@ -464,8 +465,12 @@ class KB:
         return (dict(zip(names, t)) for t in cur)
 
     def count(self, flt: RunFilter = RunFilter()) -> int:
-        where, args = flt.where()
-        return self.conn.execute(f"SELECT count(*) FROM all_runs{where}", args).fetchone()[0]
+        """Runs matching `flt`, counted per database (through the view every row would be read; per table
+        the system index answers alone)."""
+        where, args = flt.where(origin=False)
+        dbs = [db for db, origin in (("main", "user"), ("ref", "reference"))
+               if db in self._dbs() and flt.origin in (None, origin)]
+        return sum(self.conn.execute(f"SELECT count(*) FROM {db}.runs{where}", args).fetchone()[0] for db in dbs)
 
     def get(self, rid: str) -> Run:
         row = self.conn.execute("SELECT * FROM all_runs WHERE id = ?", (rid,)).fetchone()

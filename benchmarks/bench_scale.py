@@ -1,0 +1,119 @@
+"""Scale benchmark: a KB of 1,000,000 runs with no center file for its largest system.
+
+Measures, each as the median of several cold processes (wall time and peak RSS of the process itself):
+- `ioadvise advise --system synthetic-big --json` (a system known only from its runs: the center is derived
+  from the KB's summary), after the fits are stored, and once right after the runs changed (fits refitted);
+- `ioadvise kb list` with filters (the terminal table and --json);
+- `ioadvise docs build` of every system, plots drawn (no plot cache);
+- `ioadvise kb import` of one canonical CSV of 1,000,000 rows into an empty KB (runs/s, peak RSS).
+
+The data are synthetic (benchmarks/scale_data.py); the KB and the CSV are built once under /tmp/ioadvise-scale
+(or $IOADVISE_SCALE_DIR) and reused. Targets: advise <= 300 ms and <= 150 MB; kb list <= 100 ms; docs build
+<= 30 s and <= 500 MB; import >= 20,000 runs/s and <= 300 MB.
+Usage: .venv/bin/python benchmarks/bench_scale.py [--repeat N] [--skip import,docs,...]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import scale_data  # noqa: E402
+
+EXE = str(Path(sys.executable).parent / "ioadvise")
+# a small parent measures the command: a child forked from this process would count our pages as its own
+MEASURE = """
+import os, subprocess, sys, time
+t = time.perf_counter()
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(p.pid, 0)
+sys.stderr.write(f"\\nmeasured {time.perf_counter() - t} {usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def measure(args: list[str], env: dict | None = None) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MB) and CPU seconds of one `ioadvise` process."""
+    p = subprocess.run([sys.executable, "-c", MEASURE, EXE, *args], capture_output=True,
+                       env={**os.environ, **(env or {})})
+    err, _, tail = p.stderr.decode().rpartition("\nmeasured ")
+    if p.returncode != 0:
+        raise SystemExit(f"ioadvise {' '.join(args)} failed ({p.returncode}):\n{err}")
+    wall, rss, cpu = tail.split()
+    return float(wall), int(rss) / 1024, float(cpu)
+
+
+def report(label: str, samples: list[tuple[float, float, float]], unit: str = "ms") -> None:
+    walls = [s[0] for s in samples]
+    scale = 1000 if unit == "ms" else 1
+    print(f"{label}: median {statistics.median(walls) * scale:,.{0 if unit == 'ms' else 1}f} {unit} "
+          f"(min {min(walls) * scale:,.{0 if unit == 'ms' else 1}f}, cpu median "
+          f"{statistics.median(s[2] for s in samples) * scale:,.{0 if unit == 'ms' else 1}f} {unit}), "
+          f"peak RSS {max(s[1] for s in samples):.0f} MB, {len(samples)} runs")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--skip", default="")
+    opts = ap.parse_args()
+    skip = set(filter(None, opts.skip.split(",")))
+    print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    t = time.perf_counter()
+    kb = scale_data.big_kb()
+    print(f"KB: {kb} ({kb.stat().st_size / 1e6:.0f} MB, ready in {time.perf_counter() - t:.0f} s)")
+    conn = sqlite3.connect(kb)
+    n_runs = conn.execute("SELECT count(*) FROM runs").fetchone()[0]
+    n_big = conn.execute("SELECT n_runs FROM system_fs WHERE system = ?", (scale_data.BIG,)).fetchall()
+    print(f"{n_runs:,} runs; {scale_data.BIG}: {sum(r[0] for r in n_big):,} runs, no center file")
+
+    if "advise" not in skip:
+        advise = ["advise", "--kb", str(kb), "--system", scale_data.BIG, "--nodes", "16", "--ranks-per-node", "8",
+                  "--bytes-per-rank", "1GiB", "--api", "mpiio", "--layout", "any", "--json"]
+        conn.execute("DELETE FROM advise_fits")        # as after an import: the first call fits and stores
+        conn.commit()
+        report("advise, first call after the runs changed (fits the system, stores the fits)",
+               [measure(advise)], unit="s")
+        report("advise, cold process (center derived from the KB summary, stored fits)",
+               [measure(advise) for _ in range(opts.repeat)])
+
+    if "list" not in skip:
+        small = scale_data.SMALL[3]
+        for label, args in (
+                (f"kb list --system {small} --op write --api MPIIO --layout shared (table)",
+                 ["--system", small, "--op", "write", "--api", "MPIIO", "--layout", "shared"]),
+                (f"kb list --system {scale_data.BIG} --op read --layout fpp (table)",
+                 ["--system", scale_data.BIG, "--op", "read", "--layout", "fpp"]),
+                (f"kb list --system {small} --op write --api MPIIO --layout shared --json",
+                 ["--system", small, "--op", "write", "--api", "MPIIO", "--layout", "shared", "--json"])):
+            report(label, [measure(["kb", "list", "--kb", str(kb), *args]) for _ in range(opts.repeat)])
+
+    if "docs" not in skip:
+        samples = []
+        for _ in range(max(1, min(3, opts.repeat))):
+            with tempfile.TemporaryDirectory(prefix="bench-scale-docs-") as d:
+                samples.append(measure(["docs", "build", "--kb", str(kb), "--out", str(Path(d) / "site")],
+                                       env={"XDG_CACHE_HOME": str(Path(d) / "cache")}))
+        report("docs build, every system, plots drawn", samples, unit="s")
+
+    if "import" not in skip:
+        csv = scale_data.write_csv(scale_data.scale_dir() / "runs-1000000.csv", 1_000_000, 7)
+        samples = []
+        for _ in range(max(1, min(3, opts.repeat // 3))):
+            with tempfile.TemporaryDirectory(prefix="bench-scale-import-", dir=scale_data.scale_dir()) as d:
+                samples.append(measure(["kb", "import", "--kb", str(Path(d) / "kb.sqlite"), str(csv)]))
+        report("kb import of a 1,000,000-row CSV", samples, unit="s")
+        print(f"  = {1_000_000 / statistics.median(s[0] for s in samples):,.0f} runs/s wall, "
+              f"{1_000_000 / statistics.median(s[2] for s in samples):,.0f} runs/s of CPU")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
