@@ -109,7 +109,7 @@ MIGRATIONS: list[str] = [
     # 5: runs added by KB.add_runs update the summary once per batch (a trigger per row cost 15% of an
     # import's time); deleting or changing runs still goes through the triggers
     """
-    DROP TRIGGER runs_system_fs_insert;
+    DROP TRIGGER IF EXISTS runs_system_fs_insert;
     """,
 ]
 
