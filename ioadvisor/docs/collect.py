@@ -231,7 +231,7 @@ class _SystemRuns:
         cur = self._query(f"SELECT {sel} FROM temp.doc_runs WHERE fs = ? ORDER BY {', '.join(_GROUP_COLS)}, "
                           "value, id", (fs,))
         rows: list[tuple[tuple, Row]] = []
-        curves: dict[str, dict[tuple, list]] = {"stripes": {}, "clients": {}, "metadata": {}}
+        curves: dict[str, dict[tuple, list]] = {"stripes": {}, "clients": {}, "metadata": {}, "iops": {}}
         best: dict[tuple, Lite] = {}
         group: list[Lite] = []
 
@@ -241,8 +241,10 @@ class _SystemRuns:
             rows.append((_key(_group_key(med)), Row(
                 **_settings(med), value=fmt_num(med.value), unit=med.unit,
                 normalised=f"{fmt_num(med.value)} {med.unit}",
-                spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if len(group) > 1 else _spread(med),
-                count=len(group), run_id=med.id, citation=med.citation or "")))
+                spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if fmt_num(lo) != fmt_num(hi) else
+                (_spread(med) if len(group) == 1 else "-"),
+                count=len(group), run_id=med.id, citation=med.citation or "",
+                flags=tuple(sorted({f for r in group for f in _flags(r)})))))
             group.clear()
 
         def add(kind: str, key: tuple, r: Lite) -> None:
@@ -269,8 +271,11 @@ class _SystemRuns:
                     b = best.get((r.layout, r.op))
                     if b is None or (r.value, r.id) > (b.value, b.id):
                         best[(r.layout, r.op)] = r
-            elif r.unit == "ops/s" and r.op in META_OPS and r.ranks is not None:
-                add("metadata", (r.op, r.ranks), r)
+            elif r.unit == "ops/s" and r.ranks is not None:      # as plots.quantity_of classifies rates
+                if r.op in META_OPS:
+                    add("metadata", (r.op, r.ranks), r)
+                else:
+                    add("iops", (r.op, r.layout, api, r.ranks), r)
         if group:
             close_group()
         points: dict[str, list[Lite]] = {"layout": list(best.values())}
@@ -292,7 +297,7 @@ class _SystemRuns:
 _GROUP_COLS = ("op", "api", "layout", "collective", "access", "nodes", "ranks", "stripe_count", "stripe_size",
                "transfer_size", "unit")
 # what a table row and a plot point need of a run
-_ROW_COLS = _GROUP_COLS + ("value", "value_min", "value_max", "ci95_low", "ci95_high", "id", "citation")
+_ROW_COLS = _GROUP_COLS + ("value", "value_min", "value_max", "ci95_low", "ci95_high", "id", "citation", "flags")
 _TO_LITE = operator.itemgetter(*(_ROW_COLS.index(c) if c in _ROW_COLS else len(_ROW_COLS) for c in LITE_COLUMNS))
 
 

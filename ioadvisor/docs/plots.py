@@ -155,12 +155,12 @@ def section_plots(prefix: str, fs: str, runs: list[Run], t: Any = None,
     iops = [r for r in runs if quantity_of(r) == "iops"]
     p = points or {"stripes": bw, "clients": bw, "metadata": meta, "iops": iops, "layout": bw}
     specs = [
-        _line(f"{prefix}-stripes", p["stripes"], "stripe_count", t("plot_stripes_title", fs=fs), t("plot_stripes_x"),
-              t("plot_bandwidth_y"), label=lambda r: _label_clients(r, t)),
+        _line(f"{prefix}-stripes", p["stripes"], "stripe_count", t("plot_stripes_title", fs=fs),
+              t("plot_stripes_x"), t("plot_bandwidth_y"), label=lambda r: _label_clients(r, t)),
         _line(f"{prefix}-clients", p["clients"], "ranks", t("plot_clients_title", fs=fs), t("plot_clients_x"),
               t("plot_bandwidth_y"), label=lambda r: _label_stripes(r, t)),
-        _line(f"{prefix}-metadata", p["metadata"], "ranks", t("plot_metadata_title", fs=fs), t("plot_processes_x"),
-              t("plot_metadata_y"), label=lambda r: r.op, quantity="metadata"),
+        _line(f"{prefix}-metadata", p["metadata"], "ranks", t("plot_metadata_title", fs=fs),
+              t("plot_processes_x"), t("plot_metadata_y"), label=lambda r: r.op, quantity="metadata"),
         _line(f"{prefix}-iops", p["iops"], "ranks", t("plot_iops_title", fs=fs), t("plot_processes_x"),
               t("plot_iops_y"), label=_label, quantity="iops"),
     ]
