@@ -320,8 +320,14 @@ def describe(*, script: str | None = None, script_path: str = "<script>", toml: 
             nodes = merged.get("nodes") or 1
             merged["ranks_per_node"] = max(1, math.ceil(vals["ntasks"] / nodes))
             break
-    if script is not None and "nodes" not in merged and "ranks_per_node" in merged:
-        merged["nodes"] = 1                              # sbatch's default: one node
+    if script is not None:
+        # what sbatch does when the script says nothing: one node, one task per node
+        if "nodes" not in merged:
+            merged["nodes"] = 1
+            sources.setdefault("nodes", "sbatch default")
+        if "ranks_per_node" not in merged:
+            merged["ranks_per_node"] = 1
+            sources.setdefault("ranks_per_node", "sbatch default")
     hints = dict(merged.pop("hints", {}) or {})
     hints.update(merged.pop("hint", {}) or {})
     if merged.pop("random", None):

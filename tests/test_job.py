@@ -47,6 +47,9 @@ def test_ntasks_over_nodes_rounds_up_and_one_node_is_sbatchs_default():
     assert describe(script="#!/bin/sh\n#SBATCH -N 4 -n 10\n").ranks_per_node == 3      # ceil(10/4), not 2
     s = describe(script="#!/bin/sh\n#SBATCH -n 6\n")
     assert (s.nodes, s.ranks_per_node) == (1, 6)
+    s = describe(script="#!/bin/sh\n#SBATCH -N 3\n")          # no task count: sbatch runs one task per node
+    assert (s.nodes, s.ranks_per_node) == (3, 1) and s.sources["ranks_per_node"] == "sbatch default"
+    assert describe(toml="layout = 'fpp'\n").nodes is None    # without a script there is no sbatch default
 
 
 def test_bad_values_name_file_and_line():
