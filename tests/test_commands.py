@@ -256,8 +256,8 @@ def test_advise_wrap_and_diagnose_print_the_same_commands(tmp_path):
     assert 'export IOADVISE_DIR="${_ioadv_out}/ioadvise-${SLURM_JOB_ID:-$$}"' in wrapped    # wrap: its outdir
     for line in lines[1:]:
         assert line in wrapped, f"advise prints {line!r}, the wrapped script does not"
-    # diagnose: a 200 GiB shared file on one OST of a 30-OST center gets the same lfs command (flags and size
-    # spelling identical; diagnose names the directory the file was in)
+    # diagnose: a 2 TiB shared file on one OST of a 30-OST center gets the same lfs command (flags and size
+    # spelling identical; diagnose names a new directory beside the file)
     import os
     from ioadvisor.diagnose.rules import Context, run_rules
     from ioadvisor.mpiio import lfs_setstripe
@@ -268,6 +268,9 @@ def test_advise_wrap_and_diagnose_print_the_same_commands(tmp_path):
     s = dataclasses.replace(base, files=(big,))
     (lus,) = [x for x in run_rules(s, ctx=Context(center_ost_count=30, center_name="HA8000")) if x.id == "LUS001"]
     assert big.lustre.stripe_size == 1 << 20
-    want = lfs_setstripe(os.path.dirname(big.path) or ".", 30, 1 << 20)
-    assert f"`{want}`" in lus.message
+    sdir = os.path.join(os.path.dirname(big.path) or ".", "striped")
+    want = lfs_setstripe(sdir, 30, 1 << 20)
+    assert f"`{want}`" in lus.message and f"`mkdir -p {sdir}`" in lus.message and lus.evidence["command"] == want
+    # never on the file's own directory, which may be a top-level $USER directory
+    assert f"{lfs_setstripe(os.path.dirname(big.path), 30, 1 << 20)}`" not in lus.message
     assert want.rsplit(" ", 1)[0] == rec["commands"]["lfs"].rsplit(" ", 1)[0] == "lfs setstripe -c 30 -S 1M"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -225,7 +226,10 @@ class LUS001(Rule):
         ssize = f.lustre.stripe_size if f.lustre.stripe_size and f.lustre.stripe_size % 65536 == 0 else (1 << 20)
         at_stake, how_t = _file_rank_time(f)
         from ..mpiio import lfs_setstripe
-        cmd = lfs_setstripe(os.path.dirname(f.path) or ".", want, ssize)
+        # a new directory beside the file, never the file's own directory (that may be a top-level $USER
+        # directory whose layout every later file would inherit)
+        sdir = os.path.join(os.path.dirname(f.path) or ".", "striped")
+        cmd = lfs_setstripe(sdir, want, ssize)
         evidence: dict[str, Any] = {
             "file": f.path, "bytes": f.bytes, "ranks": f.ranks, "stripe_count": f.lustre.stripe_count,
             "stripe_size": f.lustre.stripe_size, "osts": list(f.lustre.osts), "files_affected": len(hits),
@@ -245,7 +249,8 @@ class LUS001(Rule):
                      "become the limit (no measured stripe comparison in the KB).")
         msg = (f"{_short(f.path)} ({format_size(f.bytes)}, {f.ranks} ranks) lives on {f.lustre.stripe_count} OST, "
                f"so every rank's data goes through one server; {_s(at_stake)} per rank went to it. Stripe it over "
-               f"{want} OSTs ({'; '.join(how)}): `{cmd}` before the file is created, or the MPI-IO hints "
+               f"{want} OSTs ({'; '.join(how)}): `mkdir -p {shlex.quote(sdir)}`, `{cmd}`, then create the file in "
+               f"that new directory, or the MPI-IO hints "
                f"striping_factor={want} striping_unit={ssize}. {gtext}")
         if len(hits) > 1:
             msg += f" {len(hits) - 1} more shared file(s) have the same layout."
