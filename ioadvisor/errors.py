@@ -41,4 +41,9 @@ class KBError(IOAdvisorError):
 
 
 class SlurmError(IOAdvisorError):
-    """A Slurm command failed."""
+    """A Slurm command failed; `exit_code` is the command's own status where there is one."""
+
+    def __init__(self, message: str, exit_code: int | None = None):
+        super().__init__(message)
+        if exit_code:
+            self.exit_code = exit_code

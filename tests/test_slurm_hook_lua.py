@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LUA = shutil.which("lua5.1")
-pytestmark = pytest.mark.skipif(LUA is None, reason="lua5.1 is installed by scripts/setup.sh")
+LUA = shutil.which("lua5.1") or "lua5.1"   # scripts/setup.sh installs it; absent, the tests fail
+
 
 HEAD = "#!/bin/bash\n#SBATCH -N 1\n#IOADVISE api=MPIIO layout=shared hint=cb_buffer_size:8388608\n"
 BEGIN, END = "# >>> ioadvise job_submit\n", "# <<< ioadvise job_submit\n"

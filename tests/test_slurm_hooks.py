@@ -8,7 +8,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.slurm_cluster import slurm_cluster  # noqa: F401
+
+pytestmark = pytest.mark.slurm
 
 IOADVISE = str(Path(sys.executable).parent / "ioadvise")
 

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError, SlurmError, UsageError
-from ..util import atomic_write
+from ..util import atomic_write, check_line_value
 from .params import DATA_KEYS, MD_KEYS, data_params, md_params
 
 TOP_KEYS = ("name", "kind", "launcher", "base", "vary", "exclude", "include", "slurm")
@@ -151,6 +151,19 @@ def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_r
     bad = sorted(set(slurm) - set(SLURM_KEYS))
     if bad:
         raise ConfigError(f"{src}: [slurm] unknown key(s) {', '.join(bad)} (known: {', '.join(SLURM_KEYS)})")
+    for key, v in slurm.items():
+        for item in (v if key == "options" and isinstance(v, list) else [v]):
+            if isinstance(item, bool) or not isinstance(item, (str, int)):
+                raise ConfigError(f"{src}: [slurm] {key}: {item!r} is not text or a number"
+                                  + (" (options is a list of strings)" if key == "options" else ""))
+            try:
+                check_line_value(item, f"[slurm] {key}")
+            except UsageError as e:
+                raise ConfigError(f"{src}: {e}") from None
+            if '"' in str(item) and key != "options":
+                raise ConfigError(f"{src}: [slurm] {key}: {str(item)[:40]!r}: no double quotes in #SBATCH values")
+    if "options" in slurm and not isinstance(slurm["options"], list):
+        raise ConfigError(f"{src}: [slurm] options must be a list of strings")
     launcher = doc.get("launcher", "mpiexec")
     if launcher not in ("mpiexec", "srun"):
         raise ConfigError(f"{src}: launcher: {launcher!r} is not mpiexec or srun")
@@ -283,6 +296,7 @@ def _last_error(text: str) -> str:
 # ---- Slurm job array ---------------------------------------------------------------------------------------
 def _q(value: str) -> str:
     """A #SBATCH value; values with spaces must be double-quoted or sbatch rejects the line."""
+    check_line_value(value, "#SBATCH value")
     return f'"{value}"' if any(c.isspace() for c in value) else value
 
 
@@ -300,7 +314,7 @@ def render_array_script(plan: Plan, plan_path: str | Path) -> str:
         if s.get(key) not in (None, ""):
             lines.append(f"#SBATCH {opt}={_q(str(s[key]))}")
     for opt in s.get("options", []):
-        lines.append(f"#SBATCH {opt}")
+        lines.append(f"#SBATCH {check_line_value(opt, '[slurm] options')}")
     lines += ["", "# each task runs the config whose index is its array task id (see .plan.json)",
               "set -eu",
               f"exec {shlex.quote(sys.executable)} -m ioadvisor.bench.worker launch "

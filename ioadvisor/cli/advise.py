@@ -55,15 +55,18 @@ def _num(v: float) -> str:
 
 def render_advice(advice: Any, flavour: str, commands: str, unpinned: Any = None) -> None:
     from rich.table import Table
+    from rich.text import Text
     from ..model.units import format_size
     rec, base = advice.recommendation, advice.baseline
     w = advice.workload
-    console.print(f"[bold]{advice.system}[/]: {w.nodes} node(s) x {w.ranks_per_node} rank(s), "
-                  f"{format_size(w.bytes_per_rank)} per rank, {w.api} {w.layout} {w.op}", highlight=False)
+    console.print(Text.assemble((advice.system, "bold"), f": {w.nodes} node(s) x {w.ranks_per_node} rank(s), "
+                                f"{format_size(w.bytes_per_rank)} per rank, {w.api} {w.layout} {w.op}"),
+                  highlight=False)
     t = Table(box=None, pad_edge=False, header_style="bold")
     for col in ("", "where", "layout", "mode", "stripes", "predicted (interval)"):
         t.add_column(col, overflow="fold")
-    t.add_row(*_row(rec, "[bold green]recommended[/]" + (" (pinned)" if unpinned is not None else "")))
+    t.add_row(Text("recommended" + (" (pinned)" if unpinned is not None else ""), style="bold green"),
+              *_row(rec, "")[1:])
     if unpinned is not None:
         t.add_row(*_row(unpinned.recommendation, "unpinned best"))
     t.add_row(*_row(base, "default"))
@@ -72,14 +75,14 @@ def render_advice(advice: Any, flavour: str, commands: str, unpinned: Any = None
     console.print(t)
     if rec.prediction.value and base.prediction.value:
         gain = rec.prediction.value / base.prediction.value
-        console.print(f"Predicted gain over the default: [bold]{gain:.1f}x[/]")
-    console.print("[bold]Why[/]")
+        console.print(Text.assemble("Predicted gain over the default: ", (f"{gain:.1f}x", "bold")))
+    console.print(Text("Why", style="bold"))
     for r in rec.reasons:
         console.print(f"  - {r}", highlight=False)
     for wmsg in advice.warnings:
-        console.print(f"[yellow]Note:[/] {wmsg}", highlight=False)
+        console.print(Text.assemble(("Note:", "yellow"), f" {wmsg}"), highlight=False)
     if rec.evidence:
-        console.print("[bold]Evidence[/]")
+        console.print(Text("Evidence", style="bold"))
         for e in rec.evidence[:10]:
             head = f"run {e.run_id}" if e.run_id else "comparison"
             val = f" = {_num(e.value)} {e.unit}" if e.value is not None else ""
@@ -87,7 +90,7 @@ def render_advice(advice: Any, flavour: str, commands: str, unpinned: Any = None
             console.print(f"  - {head}{val}: {summary} [{e.source}, {e.citation}]", highlight=False, markup=False)
     if commands:
         # printed as is, never wrapped: a line broken by the terminal width would not paste as one command
-        console.print(f"[bold]Commands[/] ({flavour}):", highlight=False)
+        console.print(Text.assemble(("Commands", "bold"), f" ({flavour}):"), highlight=False)
         console.print(commands.rstrip("\n"), highlight=False, markup=False, soft_wrap=True)
 
 

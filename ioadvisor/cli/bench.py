@@ -59,14 +59,14 @@ def _rank_errors() -> Iterator[None]:
     except IOAdvisorError as e:
         mpi = sys.modules.get("mpi4py.MPI")
         if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized() and mpi.COMM_WORLD.Get_size() > 1:
-            err_console.print(f"[bold red]Error:[/] rank {mpi.COMM_WORLD.Get_rank()}: {escape(str(e))}",
+            err_console.print(f"[bold red]Error:[/] rank {mpi.COMM_WORLD.Get_rank()}: {escape(str(e))}", markup=True,
                               highlight=False, soft_wrap=True)
             sys.stderr.flush()
             mpi.COMM_WORLD.Abort(e.exit_code)
             raise typer.Exit(e.exit_code) from None   # MPI_Abort may return before the job is torn down
         if launcher_rank() == 0:
             # messages name TOML tables such as [base]: print them literally, not as rich markup
-            err_console.print(f"[bold red]Error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]Error:[/] {escape(str(e))}", highlight=False, soft_wrap=True, markup=True)
         raise typer.Exit(e.exit_code) from None
 
 
@@ -79,7 +79,7 @@ def _finish(doc: dict[str, Any], result_dir: Optional[Path], kb: Optional[Path],
         with KB.open(kb) as store:
             imported = store.import_file(path, "bench")
     for w in doc.get("warnings", []):
-        err_console.print(f"[yellow]Warning:[/] {w}", highlight=False)
+        err_console.print(f"[yellow]Warning:[/] {escape(str(w))}", highlight=False, markup=True)
     if json_out:
         print_json({**doc, "result_file": str(path), "kb_runs": imported.runs if imported else None})
         return
@@ -268,7 +268,7 @@ def sweep(
             console.print(f"sweep {plan.name}: {len(out.results)} of {len(plan.configs)} config(s) measured, "
                           f"{out.kb_runs} run(s) added to the KB; results in {plan.results}", highlight=False)
             for f in summary["failed"]:
-                err_console.print(f"[red]failed[/] config {f['index']} ({f['config']}): {f['error']}",
-                                  highlight=False)
+                err_console.print(f"[red]failed[/] config {f['index']} ({escape(str(f['config']))}): "
+                                  f"{escape(str(f['error']))}", highlight=False, markup=True)
         if out.failed and not (mode == "array" and no_wait):
             raise typer.Exit(1)

@@ -36,7 +36,7 @@ def check(
         except IOAdvisorError as e:
             failed = True
             reports.append({"file": str(f), "ok": False, "error": str(e)})
-            err_console.print(f"[bold red]Error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]Error:[/] {escape(str(e))}", highlight=False, soft_wrap=True, markup=True)
     if json_out:
         print_json(reports)
     else:
@@ -46,6 +46,6 @@ def check(
             console.print(f"{r['file']}: ok, {r['name']}: {len(r['filesystems'])} file system(s), "
                           f"{len(r['tiers'])} tier(s), {len(r['warnings'])} warning(s)", highlight=False)
             for w in r["warnings"]:
-                console.print(f"  [yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True)
+                console.print(f"  [yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True, markup=True)
     if failed:
         raise typer.Exit(2)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Iterator, Optional
@@ -13,8 +12,10 @@ from rich.markup import escape
 
 from ..errors import IOAdvisorError
 
-console = Console()
-err_console = Console(stderr=True)
+# No markup or emoji substitution by default: most printed text carries user input (system names, paths,
+# script lines), and "[red]" or ":smile:" in it must print as written. Styled text is built with rich.text.Text.
+console = Console(markup=False, emoji=False)
+err_console = Console(stderr=True, markup=False, emoji=False)
 
 KBOption = Annotated[Optional[Path], typer.Option(
     "--kb", help="Knowledge base file (default: $IOADVISE_KB, else ~/.local/share/ioadvisor/kb.sqlite).",
@@ -48,5 +49,6 @@ def progress_bar(quiet: bool = False, *, unit: str = "count") -> Any:
 
 
 def print_json(obj: Any) -> None:
-    """JSON on stdout, nothing else."""
-    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+    """JSON on stdout, nothing else; never a NaN or Infinity token (they become null)."""
+    from ..util import to_json
+    sys.stdout.write(to_json(obj, indent=2) + "\n")

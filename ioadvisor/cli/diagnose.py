@@ -7,9 +7,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
 from ..model.units import format_size
 from . import command_app
@@ -55,33 +55,35 @@ def _render(doc: dict[str, Any], con: Console) -> None:
     for k, v in rows:
         grid.add_row(k, v)
     n = {s: sum(1 for f in doc["findings"] if f["severity"] == s) for s in ("high", "warn", "info")}
-    con.print(Panel(grid, title="[bold]Darshan diagnosis", subtitle=f"{n['high']} high, {n['warn']} warnings, "
-                                                                   f"{n['info']} notes", expand=False))
+    con.print(Panel(grid, title=Text("Darshan diagnosis", style="bold"),
+                    subtitle=f"{n['high']} high, {n['warn']} warnings, {n['info']} notes", expand=False))
     if not doc["findings"]:
-        con.print(f"[green]No rule fired on what was read ({', '.join(job['modules'])}): nothing there calls for "
-                  f"a change.[/]")
+        con.print(Text(f"No rule fired on what was read ({', '.join(job['modules'])}): nothing there calls for "
+                       f"a change.", style="green"))
         return
     table = Table(show_lines=True, expand=True)
     table.add_column("ID", no_wrap=True)
     table.add_column("Severity", no_wrap=True)
     table.add_column("Finding", ratio=1)
     for f in doc["findings"]:
-        text = f"[bold]{escape(f['title'])}[/]\n{escape(f['message'])}"
+        text = Text.assemble((f["title"], "bold"), "\n", f["message"])
         if f.get("time_at_stake_s") is not None:
-            text += f"\n[dim]At stake: {f['time_at_stake_s']:.3g} s per rank of a {job['run_time']:.0f} s run.[/]"
+            text.append(f"\nAt stake: {f['time_at_stake_s']:.3g} s per rank of a {job['run_time']:.0f} s run.",
+                        style="dim")
         counters = f["evidence"].get("counters") or {}
         if counters:
-            text += "\n[dim]Counters: " + escape(", ".join(f"{k}={v}" for k, v in counters.items())) + "[/]"
+            text.append("\nCounters: " + ", ".join(f"{k}={v}" for k, v in counters.items()), style="dim")
         for line in f["evidence"].get("arithmetic", []):
-            text += f"\n[dim]  {escape(line)}[/]"
+            text.append(f"\n  {line}", style="dim")
         adv = f.get("advice")
         if adv:
             cfg = adv["recommendation"]["config"]
             pred, base = adv["recommendation"]["prediction"], adv["baseline"]["prediction"]
-            text += (f"\n[green]Advisor ({adv['system']}):[/] {cfg['layout']}, {cfg['api']}, stripe count "
-                     f"{cfg['stripe_count'] or '-'}: predicted {_value(pred['value'])} {pred['unit'] or ''} vs "
-                     f"{_value(base['value'])} {base['unit'] or ''} with the defaults")
-        table.add_row(f["id"], f"[{_STYLE.get(f['severity'], '')}]{f['severity']}[/]", text)
+            text.append(f"\nAdvisor ({adv['system']}):", style="green")
+            text.append(f" {cfg['layout']}, {cfg['api']}, stripe count "
+                        f"{cfg['stripe_count'] or '-'}: predicted {_value(pred['value'])} {pred['unit'] or ''} vs "
+                        f"{_value(base['value'])} {base['unit'] or ''} with the defaults")
+        table.add_row(f["id"], Text(f["severity"], style=_STYLE.get(f["severity"], "")), text)
     con.print(table)
 
 

@@ -1,4 +1,4 @@
-"""`ioadvise kb ...`: import, list, show, stats, export."""
+"""`ioadvise kb ...`: import, list, show, stats, export, delete, relabel."""
 from __future__ import annotations
 
 import csv
@@ -72,8 +72,9 @@ def import_(
             print_json([r.__dict__ for r in results])
             return
         for r in results:
-            state = "already in the KB" if r.skipped else f"{r.runs} run(s)"
-            console.print(f"{r.path}: {r.format}, {state}", highlight=False)
+            state = "already in the KB" if r.skipped and not r.note else f"{r.runs} run(s) added"
+            console.print(f"{r.path}: {r.format}, {state}" + (f"; {r.note}" if r.note else ""),
+                          highlight=False, markup=False)
 
 
 def _size(p: Path) -> int:
@@ -184,6 +185,9 @@ def stats(kb: KBOption = None, json_out: JsonOption = False) -> None:
                       highlight=False)
         for key in ("by_origin", "by_system", "by_op", "by_kind"):
             console.print(f"{key[3:]}: " + ", ".join(f"{k} {v}" for k, v in s[key].items()), highlight=False)
+        if s["quarantined"]:
+            console.print(f"quarantined: {s['quarantined']} run(s) that fail validation, set aside at an upgrade "
+                          "(`ioadvise kb delete --quarantined` lists them)", highlight=False)
 
 
 @kb_app.command("export")
@@ -196,12 +200,12 @@ def export(
     """Export runs as the canonical CSV (re-importable) or JSON."""
     with cli_errors():
         from ..errors import UsageError
-        from ..util import atomic_write
+        from ..util import atomic_write, to_json
         if fmt not in ("csv", "json"):
             raise UsageError(f"unknown export format {fmt!r} (use csv or json)")
         with KB.open(kb, create=False) as store:
             flt = RunFilter(system=system, op=op, origin=origin)
-            text = export_csv(store.runs(flt)) if fmt == "csv" else json.dumps(store.records(flt), indent=2) + "\n"
+            text = export_csv(store.runs(flt)) if fmt == "csv" else to_json(store.records(flt), indent=2) + "\n"
         if output:
             atomic_write(output, text)
         else:
@@ -242,3 +246,75 @@ def validate_cmd(
                       "inside / outside the client counts of the runs the model was fitted on; not predictable: "
                       "runs that are the only one of their operation (no model once left out, the advice gives no "
                       "number), not in the error figures", highlight=False)
+
+
+IdsArg = Annotated[Optional[list[str]], typer.Argument(help="Run ids (unique prefixes are enough).", show_default=False)]
+YesOpt = Annotated[bool, typer.Option("--yes", help="Do it (without --yes only say what would change).")]
+
+
+def _repair_report(rows: list[dict], action: str, done: dict | None, json_out: bool, listed: bool = False) -> None:
+    if json_out:
+        print_json({"action": action, "dry_run": done is None, "runs": len(rows),
+                    "selected": [{"id": r["id"], "system": r["system"], "filesystem": r["filesystem"], "op": r["op"],
+                                  "value": r["value"], "unit": r["unit"], "source": r["source"],
+                                  **({"reason": r["reason"]} if "reason" in r else {})} for r in rows],
+                    **(done or {})})
+        return
+    for r in ([] if listed else rows[:50]):
+        console.print(f"  {r['id']}  {r['system']}  {r['filesystem'] or '-'}  {r['op']}  "
+                      f"{_fmt_value(r['value'])} {r['unit']}  {r['source'] or '-'}", highlight=False, markup=False)
+    if len(rows) > 50:
+        console.print(f"  ... and {len(rows) - 50} more", highlight=False, markup=False)
+    if done is None:
+        past = {"delete": "deleted", "relabel": "relabelled"}[action]
+        console.print(f"{len(rows)} run(s) would be {past}; add --yes to do it", highlight=False, markup=False)
+    else:
+        extra = {k: v for k, v in done.items() if k != "ids" and isinstance(v, int) and v}
+        console.print(", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in extra.items()) or "nothing changed",
+                      highlight=False, markup=False)
+
+
+@kb_app.command("delete")
+def delete(
+    ids: IdsArg = None,
+    system: SystemOpt = None, filesystem: FsOpt = None, op: OpOpt = None, api: ApiOpt = None,
+    layout: LayoutOpt = None, kind: KindOpt = None, source: SourceOpt = None,
+    quarantined: Annotated[bool, typer.Option("--quarantined", help="The runs set aside at an upgrade because "
+                                              "they fail validation (see `kb stats`).")] = False,
+    yes: YesOpt = False, kb: KBOption = None, json_out: JsonOption = False,
+) -> None:
+    """Remove runs you imported, by id prefix, source or filter (a dry run unless --yes)."""
+    with cli_errors():
+        with KB.open(kb, create=False) as store:
+            if quarantined:
+                rows = store.quarantined()
+                done = {"deleted": store.delete_quarantined()} if yes else None
+                if not json_out:
+                    for r in rows[:50]:
+                        console.print(f"  {r['id']}  {r['system']}  {r['op']}  {r['reason']}", highlight=False,
+                                      markup=False)
+                _repair_report(rows, "delete", done, json_out, listed=True)
+                return
+            rows = store.select(ids or (), _filter(system, filesystem, op, api, layout, kind, None, source))
+            done = store.delete(rows) if yes and rows else ({"deleted": 0} if yes else None)
+        _repair_report(rows, "delete", done, json_out)
+
+
+@kb_app.command("relabel")
+def relabel(
+    ids: IdsArg = None,
+    to_system: Annotated[Optional[str], typer.Option("--to-system", help="New system name.")] = None,
+    to_filesystem: Annotated[Optional[str], typer.Option("--to-filesystem", help="New file system name.")] = None,
+    system: SystemOpt = None, filesystem: FsOpt = None, op: OpOpt = None, api: ApiOpt = None,
+    layout: LayoutOpt = None, kind: KindOpt = None, source: SourceOpt = None,
+    yes: YesOpt = False, kb: KBOption = None, json_out: JsonOption = False,
+) -> None:
+    """Rename the system or file system of runs you imported (a dry run unless --yes)."""
+    with cli_errors():
+        from ..errors import UsageError
+        if to_system is None and to_filesystem is None:
+            raise UsageError("say what to change: --to-system and/or --to-filesystem")
+        with KB.open(kb, create=False) as store:
+            rows = store.select(ids or (), _filter(system, filesystem, op, api, layout, kind, None, source))
+            done = store.relabel(rows, system=to_system, filesystem=to_filesystem) if yes else None
+        _repair_report(rows, "relabel", done, json_out)

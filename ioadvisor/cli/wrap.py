@@ -112,16 +112,17 @@ def summary(w) -> dict:
 
 
 def _print_summary(sm: dict, name: str) -> None:
-    console.print(f"[bold]{name}[/]" + (f": {sm['job']}" if sm["job"] else ""), highlight=False)
+    from rich.text import Text
+    console.print(Text.assemble((name, "bold"), f": {sm['job']}" if sm["job"] else ""), highlight=False)
     for k, title in (("settings", "Settings"), ("prediction", "Predicted"), ("why", "Why"),
                      ("not_changed", "Not changed")):
         v = sm[k]
         if not v:
             continue
         if isinstance(v, str):
-            console.print(f"[bold]{title}:[/] {v}", highlight=False)
+            console.print(Text.assemble((f"{title}:", "bold"), f" {v}"), highlight=False)
             continue
-        console.print(f"[bold]{title}:[/]", highlight=False)
+        console.print(Text(f"{title}:", style="bold"), highlight=False)
         for item in v:
             console.print(f"  - {item}", highlight=False, markup=False)
 
@@ -172,11 +173,11 @@ def wrap_cmd(
             print_json({**_report(w, str(script)), "output": str(output)})
             return
         for msg in w.warnings:
-            err_console.print(f"[yellow]warning:[/] {msg}", highlight=False)
+            err_console.print("warning: " + msg, style="yellow", highlight=False, markup=False)
         _print_summary(summary(w), str(script))
         if diff:
             console.print(_diff(text, w.text, str(script)), markup=False, highlight=False, end="", soft_wrap=True)
-        err_console.print(f"wrote {output}", highlight=False)
+        err_console.print(f"wrote {output}", highlight=False, markup=False)
 
 
 @app.command("submit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -198,19 +199,29 @@ def submit_cmd(
     `ioadvise submit job.sh --center site.toml -N 2 --time=10`.
     """
     with cli_errors():
-        from ..slurm.submit import merge_cli_constraint, read_script, sbatch, wrap_script
+        from ..errors import IOAdvisorError
+        from ..slurm.submit import merge_cli_constraint, read_script, sbatch, unchanged, wrap_script
         sbatch_opts = [a for a in ctx.args if a != "--"]
-        text = read_script(script)
-        ex = _explicit(stripe_count, stripe_size, hints, tier, mpi, outdir, stage_in)
-        w = wrap_script(text, ex, center=_center(center), kb_path=kb, path=str(script), strict=strict,
-                        sbatch_args=sbatch_opts)
+        text = read_script(script)   # unreadable: nothing to submit (exit 2, as sbatch itself would fail)
+        try:
+            # fail open: a bad option value, center file or KB, or advice that fails, must not stop the job
+            ex = _explicit(stripe_count, stripe_size, hints, tier, mpi, outdir, stage_in)
+            w = wrap_script(text, ex, center=_center(center), kb_path=kb, path=str(script), strict=strict,
+                            sbatch_args=sbatch_opts)
+        except Exception as e:  # noqa: BLE001 - the promise is that the advisor never stops a job
+            if strict:
+                if isinstance(e, IOAdvisorError):
+                    raise
+                raise UsageError(f"advice failed: {e}") from None
+            w = unchanged(text, str(e)[:300] or type(e).__name__)
         if w.settings and w.settings.tier and w.changed:
             # a --constraint on the command line replaces the script's; keep the tier's feature in it
             sbatch_opts, _ = merge_cli_constraint(sbatch_opts, w.settings.tier.request)
         report = {**_report(w, str(script)), "sbatch_options": sbatch_opts, "dry_run": dry_run, "job_id": None}
+        # warnings go to stderr with --json too: they say why a job went unchanged
+        for msg in w.warnings:
+            err_console.print("warning: " + msg, style="yellow", highlight=False, markup=False)
         if not json:
-            for msg in w.warnings:
-                err_console.print(f"[yellow]warning:[/] {msg}", highlight=False)
             _print_summary(summary(w), str(script))
             if diff:
                 console.print(_diff(text, w.text, str(script)), markup=False, highlight=False, end="", soft_wrap=True)

@@ -32,24 +32,52 @@ LCME_FL_INIT = 0x10              # Lustre component flag: the component has obje
 # ----------------------------------------------------------------------------------------------------
 # header check (pure Python, runs in the caller)
 
+# darshan-log-format.h (3.x): version string[8], magic int64, compression type (1 byte, padded to 4), partial
+# flag uint32, then the name map and DARSHAN_MAX_MODS (16) module maps, each {uint64 offset; uint64 length}
+MAX_MODS = 16
+HEADER_BYTES = 40 + 16 * MAX_MODS
+
+
 def check_header(path: str | Path) -> None:
-    """Raise ImportFormatError unless `path` starts like a Darshan 3.x log and is not cut inside its header."""
+    """Raise ImportFormatError unless `path` starts like a Darshan 3.x log whose header is consistent with the
+    file: the regions it names lie after the header, back to back, and end where the file ends."""
     p = Path(path)
     if not p.exists():
         raise UsageError(f"{p}: no such file")
     if p.is_dir():
         raise UsageError(f"{p}: is a directory, not a Darshan log")
     with open(p, "rb") as f:
-        head = f.read(40)
+        head = f.read(HEADER_BYTES)
     if not sniff(head):
         raise ImportFormatError("not a Darshan log (no Darshan magic number in the header)", str(p))
     size = p.stat().st_size
+    if size < HEADER_BYTES:
+        raise ImportFormatError(f"truncated Darshan log: {size} bytes, shorter than the {HEADER_BYTES}-byte header",
+                                str(p))
     order = "<" if struct.unpack_from("<q", head, 8)[0] == DARSHAN_MAGIC else ">"
-    name_off, name_len = struct.unpack_from(order + "QQ", head, 24)
-    if name_off + name_len > size:
-        raise ImportFormatError(
-            f"truncated Darshan log: the name table ends at byte {name_off + name_len} but the file has "
-            f"{size} bytes", str(p))
+    comp = head[16]
+    if comp > 2:
+        raise ImportFormatError(f"corrupt Darshan header: compression type {comp} (0, 1 or 2 expected)", str(p))
+    # the name table and the module regions: each must lie after the header and inside the file, none overlapping
+    regions = [("name table", *struct.unpack_from(order + "QQ", head, 24))]
+    regions += [(f"module {i} region", *struct.unpack_from(order + "QQ", head, 40 + 16 * i)) for i in range(MAX_MODS)]
+    used = sorted((off, off + length, what) for what, off, length in regions if length)
+    for off, end, what in used:
+        if end > size:
+            raise ImportFormatError(f"truncated or corrupt Darshan log: the {what} ends at byte {end} but the file "
+                                    f"has {size} bytes", str(p))
+        if off < HEADER_BYTES:
+            raise ImportFormatError(f"corrupt Darshan header: the {what} starts at byte {off}, inside the header",
+                                    str(p))
+    # darshan-runtime writes the regions back to back up to the end of the file, so a gap, an overlap or bytes
+    # left over mean a length field is wrong (and the reader would return wrong records, not fail)
+    for (_, end, what), (off, _, nxt) in zip(used, used[1:]):
+        if off != end:
+            how = "overlaps" if off < end else f"leaves {off - end} bytes unaccounted after"
+            raise ImportFormatError(f"corrupt Darshan header: the {nxt} {how} the {what}", str(p))
+    if used and used[-1][1] != size:
+        raise ImportFormatError(f"corrupt Darshan header: its regions end at byte {used[-1][1]} but the file has "
+                                f"{size} bytes", str(p))
 
 
 def sniff(head: bytes) -> bool:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import os
 import shlex
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -36,13 +35,8 @@ def _default_path() -> Path:
 
 @functools.lru_cache(maxsize=4)
 def _load_toml(path: str) -> dict[str, dict[str, Any]]:
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such thresholds file") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigError(f"{path}: not valid TOML: {e}") from None
+    from ..util import read_toml
+    data = read_toml(path, ConfigError)
     if not all(isinstance(v, dict) for v in data.values()):
         raise ConfigError(f"{path}: every top-level entry must be a [RULE_ID] table")
     return data

@@ -114,10 +114,16 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
     # and plot data are made; plots are drawn per language (titles, axis labels and legends are translated),
     # cached across builds
     systems: list[collect.SystemData] = []
+    # page and plot names: unique among the systems, and among each system's file systems
+    pages = collect.unique_slugs(list(names))
     specs: dict[str, list[plots.PlotSpec]] = {lang: [] for lang in langs}
     for i, n in enumerate(names):
         report(f"reading {n}", i, len(names))
         s = collect.collect_system(kb, n, by_name.get(n.lower()))
+        s.slug = pages[n]
+        sec_pages = collect.unique_slugs([sec.name for sec in s.sections])
+        for sec in s.sections:
+            sec.slug = sec_pages[sec.name]
         systems.append(s)
         for sec in s.sections:
             for lang in langs:

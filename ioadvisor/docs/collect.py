@@ -2,6 +2,7 @@
 the runs' provenance, and the published comparisons. Values only, no rendering."""
 from __future__ import annotations
 
+import hashlib
 import operator
 import re
 import statistics
@@ -27,8 +28,28 @@ GROUP_KEYS = ("op", "api", "layout", "collective", "access", "nodes", "ranks", "
 
 
 def slug(name: str) -> str:
+    """A file-name-safe page name. A name that does not survive the lower-case ASCII spelling (Japanese,
+    accented letters; nothing left at all) gets a short hash of the name too, so it has a page of its own."""
     s = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    return s or "x"
+    if not s or not name.isascii():
+        return f"{s or 'x'}-{_short_hash(name)}"
+    return s
+
+
+def _short_hash(name: str) -> str:
+    return hashlib.sha1(name.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+
+
+def unique_slugs(names: list[str]) -> dict[str, str]:
+    """Page names for `names`, all different: where two names share a slug ("Foo Bar", "foo-bar"), each of
+    them gets a short hash of its own name. The same name always gets the same page in the same company."""
+    base = {n: slug(n) for n in names}
+    count: dict[str, int] = {}
+    for s in base.values():
+        count[s] = count.get(s, 0) + 1
+    out = {n: (s if count[s] == 1 else f"{s}-{_short_hash(n)}") for n, s in base.items()}
+    assert len(set(out.values())) == len(out), "page names must be unique"
+    return out
 
 
 def fmt_num(v: float | None) -> str:
@@ -362,7 +383,11 @@ def system_names(kb: KB, centers: list[dict[str, Any]], only: bool) -> list[str]
     if not only:
         names |= set(kb.systems())
         names |= {c["system"] for c in kb.comparisons()}
-    return sorted(names, key=str.lower)
+    # the KB matches system names without regard to case: "HA8000" and "ha8000" are one system, one page
+    one: dict[str, str] = {}
+    for n in sorted(names):
+        one.setdefault(n.lower(), n)
+    return sorted(one.values(), key=str.lower)
 
 
 def is_metadata(op: str) -> bool:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv as _csv
 import io
+import math
 from typing import Any, BinaryIO, Iterable, Iterator
 
 from ..errors import ImportFormatError, IOAdvisorError
@@ -29,8 +30,11 @@ _STR_COLS = {"filesystem": "filesystem", "fs_type": "fs_type", "tier": "tier", "
 _SPREAD = ("value_min", "value_max", "value_sd", "ci95_low", "ci95_high")
 
 
+BOM = "\ufeff"
+
+
 def sniff(head: bytes) -> bool:
-    first = head.split(b"\n", 1)[0].decode("utf-8", "replace").lower()
+    first = head.split(b"\n", 1)[0].decode("utf-8", "replace").lower().lstrip(BOM)
     cols = {c.strip() for c in first.split(",")}
     return {"system", "op", "value", "unit"} <= cols
 
@@ -58,10 +62,14 @@ def _int(text: str, col: str) -> int | None:
         v = float(t)
     except ValueError:
         raise ValueError(f"column {col}: not a number: {text!r}") from None
+    if not math.isfinite(v):
+        raise ValueError(f"column {col}: not a finite number: {text!r}")
     if v != int(v):
         raise ValueError(f"column {col}: not a whole number: {text!r}")
     if v < 0 and col not in ("stripe_count",):
         raise ValueError(f"column {col}: must not be negative: {text!r}")
+    if abs(v) >= 2**53 and t.lstrip("+-").isdigit():
+        return int(t)  # beyond a float's exact integers: keep every digit for the range check
     return int(v)
 
 
@@ -130,6 +138,8 @@ def _runs(lines: Iterable[str], ctx: ImportContext) -> Iterator[Run]:
         raise ImportFormatError("empty CSV file", ctx.source) from None
     except _csv.Error as e:
         raise ImportFormatError(f"not a CSV line: {e}", ctx.source, 1) from None
+    if header:   # spreadsheet programs start a UTF-8 CSV with a byte-order mark
+        header[0] = header[0].removeprefix(BOM)
     header = [h.strip().lower() for h in header]
     missing = [c for c in REQUIRED if c not in header]
     if missing:

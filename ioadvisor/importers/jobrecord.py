@@ -8,6 +8,7 @@ tier, or a `du` that could not count) holds no measurement and gives no run.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,9 @@ from ..model.run import Provenance, Run, make_run
 from . import ImportContext, register
 
 PREFIX = b'{"job_id":'
+# a job id (with an array or het-job suffix) and a host name: nothing that could carry markup or a newline
+_JOB_ID = re.compile(r"^[0-9]{1,20}([_+][0-9]{1,10})?$")
+_HOST = re.compile(r"^[A-Za-z0-9._-]{1,255}$")
 
 
 @dataclass(frozen=True)
@@ -57,10 +61,26 @@ def read_record(data: bytes, source: str = "") -> JobRecord:
         raise ImportFormatError(f"job record is not valid JSON: {getattr(e, 'msg', e)}", source or None, line) from None
     if not isinstance(d, dict) or "job_id" not in d or not isinstance(d.get("settings"), dict):
         raise ImportFormatError("not an ioadvise job record (job_id and settings expected)", source or None)
-    return JobRecord(job_id=str(d["job_id"]), host=d.get("host") or None, start=_int(d, "start", source, required=True),
-                     end=_int(d, "end", source), exit_code=_int(d, "exit_code", source),
-                     staged_out_bytes=_int(d, "staged_out_bytes", source),
-                     stage_out_seconds=_int(d, "stage_out_seconds", source), settings=d["settings"])
+    job_id = d["job_id"]
+    if isinstance(job_id, bool) or not isinstance(job_id, (str, int)) or not _JOB_ID.match(str(job_id)):
+        raise ImportFormatError(f"job record: job_id must be a Slurm job id, got {job_id!r}", source or None)
+    host = d.get("host")
+    if host is not None and (not isinstance(host, str) or not _HOST.match(host)):
+        raise ImportFormatError(f"job record: host must be a host name, got {host!r}", source or None)
+    rec = JobRecord(job_id=str(job_id), host=host or None, start=_int(d, "start", source, required=True),
+                    end=_int(d, "end", source), exit_code=_int(d, "exit_code", source),
+                    staged_out_bytes=_int(d, "staged_out_bytes", source),
+                    stage_out_seconds=_int(d, "stage_out_seconds", source), settings=d["settings"])
+    if rec.end is not None and rec.end < rec.start:
+        raise ImportFormatError(f"job record: end {rec.end} is before start {rec.start}", source or None)
+    hints = rec.settings.get("hints")
+    if hints is not None and not isinstance(hints, dict):
+        raise ImportFormatError(f"job record: settings.hints must be an object of KEY: VALUE, got "
+                                f"{type(hints).__name__}", source or None)
+    tier = rec.settings.get("tier")
+    if tier is not None and not (isinstance(tier, dict) and isinstance(tier.get("name", ""), str)):
+        raise ImportFormatError("job record: settings.tier must be an object with a name", source or None)
+    return rec
 
 
 def record_runs(rec: JobRecord, ctx: ImportContext) -> list[Run]:

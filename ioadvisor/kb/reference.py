@@ -36,11 +36,13 @@ def reference_kb_path() -> Path:
     for f in files:
         h.update(f.name.encode())
         h.update(f.read_bytes())
-    from .schema import MIGRATIONS, SCHEMA_VERSION
+    from . import schema
     # the schema's text, not only its version: two builds with different migrations of the same number (a
-    # development branch) must not share a cached reference KB whose columns differ
-    h.update(f"schema{SCHEMA_VERSION}".encode())
-    h.update("\n".join(MIGRATIONS).encode())
+    # development branch) must not share a cached reference KB whose columns differ; a migration written in
+    # Python is covered by the module's own text
+    h.update(f"schema{schema.SCHEMA_VERSION}".encode())
+    h.update("\n".join(m for m in schema.MIGRATIONS if isinstance(m, str)).encode())
+    h.update(Path(schema.__file__).read_bytes())
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ioadvisor"
     target = cache / f"reference-{h.hexdigest()[:16]}.sqlite"
     if not target.exists():

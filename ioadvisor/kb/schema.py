@@ -33,7 +33,38 @@ _DROP = f"""
     UPDATE system_fs SET n_runs = n_runs - 1, stale = 1
     WHERE system = OLD.system AND fsname = {FSNAME.format(r="OLD")};"""
 
-MIGRATIONS: list[str] = [
+
+
+def _rekey_runs(conn: sqlite3.Connection) -> None:
+    """Move runs that fail today's validation (an infinite value, a stripe count of "lots": earlier versions
+    let them in, and they broke docs build and export) to the `quarantine` table, with the reason; then give
+    every other run its content-derived id. Copies already in twice (the old ids came from file bytes, so a
+    CRLF or exported copy could be) keep both rows, as occurrences 0 and 1; `kb delete` removes one."""
+    from ..errors import IOAdvisorError
+    from ..model.run import content_key, run_id
+    from ..model.validate import check_run
+    from .store import row_to_run
+    conn.execute("CREATE TABLE quarantine AS SELECT * FROM runs WHERE 0")
+    conn.execute("ALTER TABLE quarantine ADD COLUMN reason TEXT")
+    for row in conn.execute("SELECT * FROM runs ORDER BY rowid").fetchall():
+        try:
+            check_run(row_to_run(row))
+        except (IOAdvisorError, TypeError, ValueError) as e:
+            conn.execute("INSERT INTO quarantine SELECT *, ? FROM runs WHERE id = ?", (str(e), row["id"]))
+            conn.execute("DELETE FROM runs WHERE id = ?", (row["id"],))
+    rows = conn.execute("SELECT * FROM runs ORDER BY rowid").fetchall()
+    seen: dict[str, int] = {}
+    conn.execute("CREATE TEMP TABLE rekey (old TEXT PRIMARY KEY, new TEXT)")
+    for row in rows:
+        key = content_key(row_to_run(row))
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        conn.execute("INSERT INTO rekey VALUES (?, ?)", (row["id"], run_id(key, n)))
+    conn.execute("UPDATE runs SET id = (SELECT new FROM rekey WHERE old = runs.id)")
+    conn.execute("DROP TABLE rekey")
+
+
+MIGRATIONS: list = [
     # 1: runs, their sources, and published ordinal comparisons
     """
     CREATE TABLE sources (
@@ -111,6 +142,8 @@ MIGRATIONS: list[str] = [
     """
     DROP TRIGGER IF EXISTS runs_system_fs_insert;
     """,
+    # 6: run ids derive from the run's content, not from the file's bytes and position (see model.run.run_id)
+    lambda conn: _rekey_runs(conn),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -143,8 +176,12 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
             if conn.execute("PRAGMA user_version").fetchone()[0] > n:
                 conn.execute("ROLLBACK")
                 continue
-            for stmt in _statements(MIGRATIONS[n]):
-                conn.execute(stmt)
+            step = MIGRATIONS[n]
+            if callable(step):   # a migration that needs Python (it must not commit)
+                step(conn)
+            else:
+                for stmt in _statements(step):
+                    conn.execute(stmt)
             conn.execute(f"PRAGMA user_version = {n + 1}")
             conn.execute("COMMIT")
         except BaseException:

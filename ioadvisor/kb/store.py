@@ -1,6 +1,8 @@
 """The knowledge base: a user KB (sqlite, WAL) with the shipped reference KB attached underneath.
 
-Every import is one transaction; a source already imported (same content hash) adds nothing.
+Every import is one transaction. A file imported before (same bytes) adds nothing, and neither does a run
+already in the KB: run ids derive from the run's content (`content_key`), so a copy, a CRLF twin, reordered
+rows or an export of the KB add no runs.
 """
 from __future__ import annotations
 
@@ -17,8 +19,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
-from ..errors import ImportFormatError, KBError, UsageError
-from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run, run_id
+from ..errors import ImportFormatError, IOAdvisorError, KBError, UsageError
+from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run, content_key, run_id
 from .schema import COMPARISON_COLUMNS, FSNAME, RUN_COLUMNS, UNKNOWN_FS, migrate
 
 BUSY_TIMEOUT_MS = 60_000
@@ -42,6 +44,18 @@ def _connect(path: str) -> sqlite3.Connection:
         conn.execute("PRAGMA synchronous = NORMAL")
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def _content_ids(runs: Iterable[Run]) -> list[str]:
+    """Content-derived ids: the n-th run with the same content key gets occurrence n."""
+    seen: dict[str, int] = {}
+    out = []
+    for r in runs:
+        key = content_key(r)
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        out.append(run_id(key, n))
+    return out
 
 
 _PROV_COLS = tuple(f for f in PROV_FIELDS if f in RUN_COLUMNS and f != "source_hash")
@@ -274,12 +288,59 @@ def _flagged(runs: Iterable[Run], center: Any) -> Iterator[Run]:
         yield r if f == r.flags else replace(r, flags=f)
 
 
+class _Occurrences:
+    """Content ids for the runs of one source, read in batches: the n-th run with the same content gets
+    occurrence n, counted over the whole source in a temporary table (memory stays bounded by a batch)."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS import_occ (k TEXT PRIMARY KEY, n INTEGER NOT NULL)")
+        conn.execute("DELETE FROM temp.import_occ")
+
+    def ids(self, batch: list[Run]) -> list[str]:
+        keys = [content_key(r) for r in batch]
+        firsts = [run_id(k) for k in keys]
+        uniq = sorted(set(firsts))
+        seen: dict[str, int] = {}
+        for k in range(0, len(uniq), 500):
+            chunk = uniq[k:k + 500]
+            seen.update(self.conn.execute(
+                f"SELECT k, n FROM temp.import_occ WHERE k IN ({','.join('?' * len(chunk))})", chunk))
+        out = []
+        for key, first in zip(keys, firsts):
+            n = seen.get(first, 0)
+            seen[first] = n + 1
+            out.append(first if n == 0 else run_id(key, n))
+        self.conn.executemany("INSERT OR REPLACE INTO temp.import_occ VALUES (?, ?)",
+                              [(f, seen[f]) for f in uniq])
+        return out
+
+
+def _other_system_note(old: list[str], runs: Iterable[Run]) -> str | None:
+    """What to say when a file already imported comes again naming other systems (from its first runs)."""
+    try:
+        new = sorted({r.system for r in itertools.islice(runs, 1000)})
+    except IOAdvisorError:
+        return None
+    if old and new and old != new:
+        return (f"this file is already in the KB as system {', '.join(old)}; nothing was added as "
+                f"{', '.join(new)} (`ioadvise kb relabel` renames a system)")
+    return None
+
+
+def like_escape(text: str) -> str:
+    """`text` for a LIKE pattern with ESCAPE '\\': its %, _ and \\ match only themselves."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 @dataclass(frozen=True)
 class ImportResult:
     path: str
     format: str
-    runs: int
-    skipped: bool          # already imported (same content)
+    runs: int              # runs added
+    skipped: bool          # nothing added: the same file, or every run in it, is in the KB already
+    duplicates: int = 0    # runs of this source already in the KB (same content, see content_key)
+    note: str | None = None  # what happened, when it is not plain "added N runs"
 
 
 @dataclass(frozen=True)
@@ -309,8 +370,8 @@ class RunFilter:
             clauses.append("api = ?")
             args.append(norm_api(self.api))
         if self.source:
-            clauses.append("source LIKE ?")
-            args.append(f"%{self.source}%")
+            clauses.append("source LIKE ? ESCAPE '\\'")
+            args.append(f"%{like_escape(self.source)}%")
         if self.flagged is not None:
             clauses.append("flags IS NOT NULL" if self.flagged else "flags IS NULL")
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
@@ -373,28 +434,49 @@ class KB:
 
         `runs` may be any iterable (a parser reading a file as it goes): it is consumed in batches inside the
         transaction, so memory does not grow with the source, and an error raised while iterating rolls the
-        whole source back. With require_runs, a source that yields no run is an error (and adds nothing)."""
+        whole source back. With require_runs, a source that yields no run is an error (and adds nothing).
+        Every run passes `check_run` first (whatever read it): one bad value rejects the whole source. A run
+        already in the KB (the same content, see `content_key`) is not added again."""
+        from ..model.validate import check_run
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             if self.conn.execute("SELECT 1 FROM main.sources WHERE hash = ?", (source_hash,)).fetchone():
+                old = sorted({r[0] for r in self.conn.execute(
+                    "SELECT DISTINCT system FROM main.runs WHERE source_hash = ?", (source_hash,))})
                 self.conn.execute("ROLLBACK")
-                return ImportResult(source, fmt, 0, True)
+                return ImportResult(source, fmt, 0, True, 0, _other_system_note(old, runs))
             self.conn.execute("INSERT INTO main.sources VALUES (?,?,?,?,?,?)",
                               (source_hash, source, fmt, importer, now, 0))
             insert = f"INSERT INTO main.runs ({','.join(RUN_COLUMNS)}) VALUES ({','.join('?' * len(RUN_COLUMNS))})"
-            rows = (_run_row(r, run_id(source_hash, i), source_hash, i) for i, r in enumerate(runs))
-            n, summary = 0, _Summary()
+            occ = _Occurrences(self.conn)
+            it = iter(runs)
+            n = seq = 0
+            summary = _Summary()
             while True:
-                batch = list(itertools.islice(rows, BATCH))
+                batch = list(itertools.islice(it, BATCH))
                 if not batch:
                     break
-                self.conn.executemany(insert, batch)
-                summary.add(batch, n)
-                n += len(batch)
+                for i, r in enumerate(batch, seq + 1):
+                    try:
+                        check_run(r)
+                    except UsageError as e:
+                        raise ImportFormatError(f"run {i}: {e}", source) from None
+                ids = occ.ids(batch)
+                known = self._known_ids(ids)
+                rows = [_run_row(r, rid, source_hash, seq + i) for i, (r, rid) in enumerate(zip(batch, ids))
+                        if rid not in known]
+                self.conn.executemany(insert, rows)
+                summary.add(rows, n)
+                n += len(rows)
+                seq += len(batch)
             summary.store(self.conn)
-            if require_runs and not n:
+            if require_runs and not seq:
                 raise ImportFormatError(f"no measured results found ({fmt} format)", source)
+            dups = seq - n
+            if seq and not n:
+                self.conn.execute("ROLLBACK")
+                return ImportResult(source, fmt, 0, True, dups, f"all {dups} run(s) are in the KB already")
             self.conn.execute("UPDATE main.sources SET n_runs = ? WHERE hash = ?", (n, source_hash))
             cols = ("source_hash",) + COMPARISON_COLUMNS
             self.conn.executemany(
@@ -404,7 +486,19 @@ class KB:
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
-        return ImportResult(source, fmt, n, False)
+        note = f"{dups} run(s) are in the KB already" if dups else None
+        return ImportResult(source, fmt, n, False, dups, note)
+
+    def _known_ids(self, ids: list[str]) -> set[str]:
+        """Those of `ids` that a run in the KB (user or reference) has already."""
+        known: set[str] = set()
+        uniq = sorted(set(ids))
+        for k in range(0, len(uniq), 500):
+            chunk = uniq[k:k + 500]
+            marks = ",".join("?" * len(chunk))
+            for db in self._dbs():
+                known.update(r[0] for r in self.conn.execute(f"SELECT id FROM {db}.runs WHERE id IN ({marks})", chunk))
+        return known
 
     def import_file(self, path: str | Path, fmt: str = "auto", *, system: str | None = None,
                     filesystem: str | None = None, kind: str = "benchmark",
@@ -475,7 +569,8 @@ class KB:
     def get(self, rid: str) -> Run:
         row = self.conn.execute("SELECT * FROM all_runs WHERE id = ?", (rid,)).fetchone()
         if row is None:
-            row = self.conn.execute("SELECT * FROM all_runs WHERE id LIKE ? LIMIT 2", (rid + "%",)).fetchall()
+            row = self.conn.execute("SELECT * FROM all_runs WHERE id LIKE ? ESCAPE '\\' LIMIT 2",
+                                    (like_escape(rid) + "%",)).fetchall()
             if len(row) != 1:
                 raise UsageError(f"no run with id {rid!r}" if not row else f"id {rid!r} is ambiguous")
             row = row[0]
@@ -572,4 +667,106 @@ class KB:
             "by_op": by("op"),
             "by_kind": by("kind"),
             "comparisons": q("SELECT count(*) FROM all_comparisons").fetchone()[0],
+            "quarantined": q("SELECT count(*) FROM main.quarantine").fetchone()[0],
         }
+
+    # ---- repair --------------------------------------------------------------------------------------------
+    def select(self, ids: Iterable[str] = (), flt: RunFilter | None = None) -> list[dict[str, Any]]:
+        """The user's runs matching every id prefix given (any of them) and the filter; UsageError if neither
+        narrows the choice (a repair never means "everything" by accident) or a prefix matches nothing."""
+        ids = [i.strip() for i in ids if i.strip()]
+        flt = flt or RunFilter()
+        narrowing = {k: v for k, v in flt.__dict__.items() if v is not None and k not in ("limit", "origin")}
+        if not ids and not narrowing:
+            raise UsageError("say which runs: give run ids (or unique prefixes), or a filter such as --source or --system")
+        if flt.origin not in (None, "user"):
+            raise UsageError("only the runs you imported can be changed (the reference data ships with ioadvisor)")
+        where, args = RunFilter(**{**flt.__dict__, "origin": None, "limit": None}).where()
+        sql = f"SELECT * FROM main.runs{where}"
+        if ids:
+            sql += (" AND " if where else " WHERE ") + "(" + " OR ".join(["id LIKE ? ESCAPE '\\'"] * len(ids)) + ")"
+            args += [like_escape(i) + "%" for i in ids]
+            for i in ids:
+                if not self.conn.execute("SELECT 1 FROM main.runs WHERE id LIKE ? ESCAPE '\\'",
+                                         (like_escape(i) + "%",)).fetchone():
+                    ref = self.conn.execute("SELECT 1 FROM all_runs WHERE id LIKE ? ESCAPE '\\'",
+                                            (like_escape(i) + "%",)).fetchone()
+                    raise UsageError(f"run {i!r} is reference data, which cannot be changed" if ref
+                                     else f"no run of yours with id {i!r}")
+        return [dict(r) for r in self.conn.execute(sql + " ORDER BY rowid", args)]
+
+    def delete(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """Remove these runs (from `select`) in one transaction; sources left without runs or comparisons go
+        too, so their files can be imported again."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.executemany("DELETE FROM main.runs WHERE id = ?", [(r["id"],) for r in rows])
+            gone = self._drop_empty_sources({r["source_hash"] for r in rows})
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return {"deleted": len(rows), "sources_removed": gone}
+
+    def relabel(self, rows: list[dict[str, Any]], *, system: str | None = None,
+                filesystem: str | None = None) -> dict[str, Any]:
+        """Rename the system and/or file system of these runs (from `select`) in one transaction. Ids follow
+        the content; a relabelled run identical to one already there under the new name is merged into it."""
+        from ..model.validate import _name
+        if system is None and filesystem is None:
+            raise UsageError("say what to change: --to-system and/or --to-filesystem")
+        if system is not None:
+            _name(system, "system", required=True)
+        if filesystem is not None:
+            _name(filesystem, "filesystem", required=True)
+        changes = {k: v for k, v in (("system", system), ("filesystem", filesystem)) if v is not None}
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.executemany("DELETE FROM main.runs WHERE id = ?", [(r["id"],) for r in rows])
+            moved = [{**r, **changes} for r in rows]
+            new_ids = _content_ids(row_to_run(r) for r in moved)
+            known = self._known_ids(new_ids)
+            keep = [(r, rid) for r, rid in zip(moved, new_ids) if rid not in known]
+            cols = RUN_COLUMNS
+            new_rows = [tuple(rid if c == "id" else r[c] for c in cols) for r, rid in keep]
+            self.conn.executemany(
+                f"INSERT INTO main.runs ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})", new_rows)
+            summary = _Summary()   # inserts update the per-system summary here, not by trigger
+            summary.add(new_rows, 0)
+            summary.store(self.conn)
+            gone = self._drop_empty_sources({r["source_hash"] for r in rows})
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return {"relabelled": len(keep), "merged": len(rows) - len(keep), "sources_removed": gone,
+                "ids": {r["id"]: rid for r, rid in zip(rows, new_ids)}}
+
+    def quarantined(self) -> list[dict[str, Any]]:
+        """Runs an earlier version let in that fail today's validation, set aside when the KB was upgraded,
+        each with its `reason`. They take no part in advice, docs or export."""
+        return [dict(r) for r in self.conn.execute("SELECT * FROM main.quarantine ORDER BY rowid")]
+
+    def delete_quarantined(self) -> int:
+        """Remove the quarantined runs for good; their sources go too when nothing else is left of them."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            hashes = {r[0] for r in self.conn.execute("SELECT source_hash FROM main.quarantine")}
+            n = self.conn.execute("DELETE FROM main.quarantine").rowcount
+            self._drop_empty_sources(hashes)
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return n
+
+    def _drop_empty_sources(self, hashes: set[str]) -> int:
+        n = 0
+        for h in hashes:
+            used = self.conn.execute("SELECT 1 FROM main.runs WHERE source_hash = ? UNION ALL "
+                                     "SELECT 1 FROM main.comparisons WHERE source_hash = ? UNION ALL "
+                                     "SELECT 1 FROM main.quarantine WHERE source_hash = ? LIMIT 1",
+                                     (h, h, h)).fetchone()
+            if not used:
+                n += self.conn.execute("DELETE FROM main.sources WHERE hash = ?", (h,)).rowcount
+        return n

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Mapping
 
@@ -105,7 +106,7 @@ class Run:
     # peak); RunFilter(flagged=False) leaves flagged runs out, the guide marks them
     flags: tuple[str, ...] = ()
     provenance: Provenance = field(default_factory=Provenance)
-    id: str | None = None          # assigned by the KB: stable hash of source + position
+    id: str | None = None          # assigned by the KB: stable hash of content_key (see run_id)
 
     @property
     def is_bandwidth(self) -> bool:
@@ -127,30 +128,71 @@ def make_run(*, value: float, unit: str, spread: Mapping[str, float | None] | No
 
     Raises UsageError for an unknown unit or a negative value.
     """
+    from .validate import check_run
     if value is None:
         raise UsageError("missing value")
-    value = float(value)
-    if value != value or value < 0:
-        raise UsageError(f"value must be a non-negative number, got {value}")
+    value = _number(value, "value")
+    if value < 0:
+        raise UsageError(f"value must be a non-negative number, got {value:g}")
+    if not isinstance(unit, str):
+        raise UsageError(f"unit must be text, got {unit!r}")
     norm, norm_unit = normalize(value, unit)
     factor = norm / value if value else normalize(1.0, unit)[0]
     extra = {}
     for key, v in (spread or {}).items():
         if v is None:
             continue
-        if float(v) < 0 and key != "value_sd":
-            raise UsageError(f"{key} must not be negative, got {v}")
-        extra[key] = float(v) * factor
+        v = _number(v, key)
+        if v < 0:
+            raise UsageError(f"{key} must not be negative, got {v:g}")
+        extra[key] = v * factor
     kw.setdefault("api", None)
+    for name in ("api", "layout"):
+        if kw.get(name) is not None and not isinstance(kw[name], str):
+            raise UsageError(f"{name} must be text, got {kw[name]!r}")
     kw["api"] = norm_api(kw["api"])
     if kw.get("layout") is not None:
         kw["layout"] = norm_layout(kw["layout"])
-    return Run(value=norm, unit=norm_unit, value_given=value, unit_given=unit.strip(), **extra, **kw)
+    return check_run(Run(value=norm, unit=norm_unit, value_given=value, unit_given=unit.strip(), **extra, **kw))
 
 
-def run_id(source_hash: str, index: int) -> str:
-    """Stable id of the `index`-th run of a source: the same source always gives the same ids."""
-    return hashlib.sha1(f"{source_hash}:{index}".encode()).hexdigest()[:12]
+def _number(v: Any, what: str) -> float:
+    """A finite float from a number; UsageError for text, booleans, NaN and infinities."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise UsageError(f"{what} must be a number, got {v!r}")
+    try:
+        f = float(v)
+    except OverflowError:
+        raise UsageError(f"{what} is too large: {v}") from None
+    if not math.isfinite(f):
+        raise UsageError(f"{what} must be a finite number, got {v}")
+    return f
+
+
+#: what makes two runs the same measurement: the system, every measured setting, the value, unit and kind,
+#: and when and by which job it was measured. Not the path it was read from, nor notes or tool versions, so a
+#: copy of a file, its CRLF twin, reordered rows, a reformatted job record or an export of the KB add nothing.
+IDENTITY_FIELDS = ("system", "filesystem", "fs_type", "ost_count", "tier", "op", "api", "layout", "collective",
+                   "hints", "stripe_count", "stripe_size", "nodes", "ranks", "ranks_per_node", "transfer_size",
+                   "block_size", "segments", "file_size", "total_bytes", "files_per_dir", "items_per_rank",
+                   "access", "direct", "reps", "unit")
+IDENTITY_PROV = ("kind", "date", "job_id", "citation")
+
+
+def content_key(run: Run) -> str:
+    """The canonical text of a run's identity (IDENTITY_FIELDS, IDENTITY_PROV and the value to 10 digits)."""
+    d: dict[str, Any] = {f: getattr(run, f) for f in IDENTITY_FIELDS}
+    d["hints"] = {str(k): str(v) for k, v in sorted(dict(run.hints).items())}
+    d.update({f: getattr(run.provenance, f) for f in IDENTITY_PROV})
+    # the value survives a CSV round trip only to float precision after unit conversion
+    d["value"] = f"{run.value:.10g}"
+    return json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def run_id(key: str, occurrence: int = 0) -> str:
+    """Id of the `occurrence`-th run (0, 1, ...) with content key `key` in the KB: the same content always
+    gives the same ids, so the same measurement imported twice is found by its id."""
+    return hashlib.sha1(f"{key}#{occurrence}".encode()).hexdigest()[:12]
 
 
 def with_id(run: Run, rid: str) -> Run:

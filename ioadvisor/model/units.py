@@ -19,19 +19,25 @@ _SIZE_MULT = {
 }
 
 
+MAX_SIZE = (1 << 63) - 1   # what a 64-bit signed integer (and the KB) holds
+
+
 def parse_size(text: str | int | float) -> int:
     """Bytes from `4MiB`, `2GiB`, `1.5GB`, `16m` (one letter = binary), `4096`.
 
     Raises UsageError naming the text when it is not a size.
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        if text < 0:
-            raise UsageError(f"size must not be negative: {text}")
-        return int(text)
-    m = _SIZE_RE.match(str(text))
-    if not m or m.group(2).lower() not in _SIZE_MULT:
-        raise UsageError(f"not a size: {text!r} (use e.g. 4096, 4MiB, 2GiB, 1.5GB)")
-    value = float(m.group(1)) * _SIZE_MULT[m.group(2).lower()]
+        value = float(text) if isinstance(text, float) else text
+    else:
+        m = _SIZE_RE.match(str(text))
+        if not m or m.group(2).lower() not in _SIZE_MULT:
+            raise UsageError(f"not a size: {str(text)[:60]!r} (use e.g. 4096, 4MiB, 2GiB, 1.5GB)")
+        value = float(m.group(1)) * _SIZE_MULT[m.group(2).lower()]
+    if value != value or value < 0:
+        raise UsageError(f"size must not be negative: {text}")
+    if value > MAX_SIZE:
+        raise UsageError(f"size {str(text)[:60]} is too large (at most 8 EiB)")
     return int(round(value))
 
 

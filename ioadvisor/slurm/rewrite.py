@@ -20,6 +20,7 @@ from typing import Mapping
 from ..errors import UsageError
 from ..mpiio.render import Plan, check_hints, check_stripe_size, render
 from ..mpiio.flavours import FLAVOURS as MPI_FLAVOURS, parse_version
+from ..util import check_line_value
 from .jobscript import parse_jobscript
 
 BEGIN = "# >>> ioadvise wrap: generated block, rerun `ioadvise wrap` to change it"
@@ -80,12 +81,14 @@ def q(value: object) -> str:
 
 
 def strip_wrap(text: str) -> str:
-    """Remove a block inserted by an earlier wrap (the script as the user wrote it)."""
+    """Remove a block inserted by an earlier wrap (the script as the user wrote it). A line that merely starts
+    like the block's first line, with no end line after it, is the user's and stays."""
     lines = text.splitlines(keepends=True)
+    ends = [i for i, line in enumerate(lines) if line.rstrip("\r\n") == END]
     out: list[str] = []
     skipping = False
-    for line in lines:
-        if not skipping and line.startswith(BEGIN_PREFIX):
+    for i, line in enumerate(lines):
+        if not skipping and line.startswith(BEGIN_PREFIX) and ends and ends[-1] > i:
             skipping = True
             continue
         if skipping:
@@ -110,7 +113,17 @@ def validate(settings: WrapSettings) -> None:
     if isinstance(settings.stripe_size, int):
         check_stripe_size(settings.stripe_size)
     if settings.tier is not None:
+        t = settings.tier
+        for v, what in ((t.name, "tier name"), (t.request, "tier request"), (t.mount, "tier mount")):
+            if v is not None:
+                check_line_value(v, what)
         mount_expr(settings.tier.mount)
+    if settings.outdir is not None:
+        check_line_value(settings.outdir, "outdir")
+    for item in settings.stage_in:
+        check_line_value(item, "stage-in")
+    for k, v in settings.hints.items():
+        check_line_value(v, f"hint {k}")
 
 
 def mount_expr(pattern: str) -> str:
@@ -146,6 +159,7 @@ def _request_directive(request: str, current_constraint: str | None) -> str | No
 
 def _directive_quote(value: str) -> str:
     """sbatch reads directive values with double quotes only (no shell quoting rules)."""
+    check_line_value(value, "#SBATCH value")
     if value and not re.search(r"[\s\"'#]", value):
         return value
     if '"' in value:

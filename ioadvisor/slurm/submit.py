@@ -170,6 +170,12 @@ def scrubbed_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in src.items() if not k.startswith("SBATCH_") or k in SBATCH_ENV_KEEP}
 
 
+def unchanged(text: str, why: str, warnings: tuple[str, ...] = ()) -> Wrapped:
+    """The script as it is, with the reason it was not wrapped (fail-open)."""
+    return Wrapped(original=text, text=text, settings=None, source="none",
+                   warnings=(*warnings, f"{why}; the script is submitted unchanged"))
+
+
 def sbatch(text: str, options: list[str] | tuple[str, ...] = (), *, name: str = "job.sh",
            env: Mapping[str, str] | None = None, cwd: str | Path | None = None, retries: int = 2) -> str:
     """Submit a script text with `sbatch --parsable`; return the job id. The script goes through a private
@@ -193,7 +199,8 @@ def sbatch(text: str, options: list[str] | tuple[str, ...] = (), *, name: str = 
             if attempt < retries and TRANSIENT.search(p.stderr):
                 time.sleep(attempt + 1)
                 continue
-            raise SlurmError(f"sbatch failed (exit {p.returncode}): {p.stderr.strip()[:500]}")
+            raise SlurmError(f"sbatch failed (exit {p.returncode}): {p.stderr.strip()[:500]}",
+                             exit_code=p.returncode)
         raise SlurmError("sbatch failed")  # not reached
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)

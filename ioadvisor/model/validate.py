@@ -1,0 +1,153 @@
+"""The one gate every run passes before it enters the knowledge base (pure, no I/O).
+
+`check_run(run)` raises UsageError with the reason when a value is not finite, out of range, outside the known
+vocabulary, inconsistent (value_min > value), or a name holds control characters. Importers call it through
+`make_run` (so their error names the line); `KB.add_runs` calls it again for every run, whatever read it.
+
+The bounds are sanity limits, not measurements: they keep values that no real system produces (and that
+break arithmetic, JSON and SQLite's 64-bit integers) out of the KB.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from ..errors import UsageError
+from .run import APIS, KINDS, LAYOUTS, OPS, Run
+
+#: normalised value ceilings: 1e10 MiB/s is about 10 EiB/s, 1e12 ops/s far beyond any metadata server
+MAX_VALUE = {"MiB/s": 1e10, "ops/s": 1e12}
+#: SQLite stores integers in 64 bits
+INT64 = (1 << 63) - 1
+#: (min, max) of the integer settings; sizes in bytes may go up to what SQLite stores
+INT_RANGES: dict[str, tuple[int, int]] = {
+    "ost_count": (0, 1_000_000), "nodes": (0, 10_000_000), "ranks": (0, 1_000_000_000),
+    "ranks_per_node": (0, 1_000_000), "segments": (0, INT64), "files_per_dir": (0, INT64),
+    "items_per_rank": (0, INT64), "reps": (0, 1_000_000),
+    # -1 is Lustre's "all OSTs"; Lustre allows at most 2000 stripes (LOV_MAX_STRIPE_COUNT), with overstriping
+    # more, so the bound is the overstriped ceiling of 32 per OST times 2000
+    "stripe_count": (-1, 64_000),
+    "stripe_size": (0, INT64), "transfer_size": (0, INT64), "block_size": (0, INT64), "file_size": (0, INT64),
+    "total_bytes": (0, INT64),
+}
+_SPREAD = ("value_min", "value_max", "value_sd", "ci95_low", "ci95_high")
+ACCESS = ("sequential", "random")
+UNITS = ("MiB/s", "ops/s")
+#: names (system, file system, tier, ...) may hold any printable text but no control characters
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: free text (notes, command, citation) may hold tabs and newlines, no other control characters
+_CONTROL_TEXT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_HINT_KEY = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+MAX_NAME = 256
+MAX_TEXT = 65536
+_NAMES = ("system", "filesystem", "fs_type", "tier")
+_PROV_NAMES = ("tool", "tool_version", "importer", "date", "job_id")
+_PROV_TEXT = ("source", "citation", "command")
+
+
+def _name(value: Any, what: str, *, required: bool = False, limit: int = MAX_NAME) -> None:
+    if value is None:
+        if required:
+            raise UsageError(f"{what} is missing")
+        return
+    if not isinstance(value, str):
+        raise UsageError(f"{what} must be text, got {type(value).__name__}")
+    if required and not value.strip():
+        raise UsageError(f"{what} is empty")
+    if len(value) > limit:
+        raise UsageError(f"{what} is {len(value)} characters long (at most {limit})")
+    if _CONTROL.search(value):
+        raise UsageError(f"{what} contains a control character (newline, tab, NUL, escape ...): {value[:40]!r}")
+
+
+def _text(value: Any, what: str) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise UsageError(f"{what} must be text, got {type(value).__name__}")
+    if len(value) > MAX_TEXT:
+        raise UsageError(f"{what} is {len(value)} characters long (at most {MAX_TEXT})")
+    if _CONTROL_TEXT.search(value):
+        raise UsageError(f"{what} contains a control character: {value[:40]!r}")
+
+
+def _finite(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"{what} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise UsageError(f"{what} must be a finite number, got {value}")
+    return float(value)
+
+
+def check_int(value: Any, what: str) -> None:
+    """An integer setting within INT_RANGES[what] (None passes)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UsageError(f"{what} must be a whole number, got {value!r}")
+    lo, hi = INT_RANGES[what]
+    if not lo <= value <= hi:
+        raise UsageError(f"{what} must be between {lo} and {hi}, got {value}")
+
+
+def check_run(run: Run) -> Run:
+    """`run` itself if every value may enter the KB; UsageError naming the first one that may not."""
+    if run.op not in OPS:
+        raise UsageError(f"unknown op {run.op!r} (known: {', '.join(OPS)})")
+    if run.api is not None and run.api not in APIS:
+        raise UsageError(f"unknown api {run.api!r} (known: {', '.join(APIS)})")
+    if run.layout is not None and run.layout not in LAYOUTS:
+        raise UsageError(f"unknown layout {run.layout!r} (use shared or fpp)")
+    if run.access is not None and run.access not in ACCESS:
+        raise UsageError(f"unknown access {run.access!r} (use sequential or random)")
+    if run.unit not in UNITS:
+        raise UsageError(f"unknown unit {run.unit!r}")
+    kind = run.provenance.kind
+    if kind not in KINDS:
+        raise UsageError(f"unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    for flag in ("collective", "direct"):
+        v = getattr(run, flag)
+        if v is not None and not isinstance(v, bool):
+            raise UsageError(f"{flag} must be true or false, got {v!r}")
+    value = _finite(run.value, "value")
+    if value is None or value < 0:
+        raise UsageError(f"value must be a non-negative number, got {run.value}")
+    ceiling = MAX_VALUE[run.unit]
+    if value > ceiling:
+        raise UsageError(f"value {value:g} {run.unit} is beyond any real system (at most {ceiling:g} {run.unit})")
+    if run.value_given is not None:
+        _finite(run.value_given, "value")
+    spread = {k: _finite(getattr(run, k), k) for k in _SPREAD}
+    for k, v in spread.items():
+        if v is not None and (v < 0 or v > ceiling):
+            raise UsageError(f"{k} must be between 0 and {ceiling:g} {run.unit}, got {v:g}")
+    # a relative tolerance: min/max given in another unit were scaled by the same float factor as the value
+    tol = 1e-9 * value
+    if spread["value_min"] is not None and spread["value_min"] > value + tol:
+        raise UsageError(f"value_min {spread['value_min']:g} is above the value {value:g}")
+    if spread["value_max"] is not None and spread["value_max"] < value - tol:
+        raise UsageError(f"value_max {spread['value_max']:g} is below the value {value:g}")
+    if (spread["ci95_low"] is not None and spread["ci95_high"] is not None
+            and spread["ci95_low"] > spread["ci95_high"]):
+        raise UsageError(f"ci95_low {spread['ci95_low']:g} is above ci95_high {spread['ci95_high']:g}")
+    for f in INT_RANGES:
+        check_int(getattr(run, f), f)
+    _name(run.system, "system", required=True)
+    for f in _NAMES[1:]:
+        _name(getattr(run, f), f)
+    _text(run.notes, "notes")
+    if not isinstance(run.hints, dict):
+        raise UsageError(f"hints must be KEY=VALUE pairs, got {type(run.hints).__name__}")
+    for k, v in run.hints.items():
+        if not isinstance(k, str) or not _HINT_KEY.match(k):
+            raise UsageError(f"hint name {k!r} is not a name (letters, digits, _ . -)")
+        _name(v, f"hint {k}", limit=1024)
+    p = run.provenance
+    for f in _PROV_NAMES:
+        _name(getattr(p, f), f)
+    for f in _PROV_TEXT:
+        _text(getattr(p, f), f)
+    return run
