@@ -437,7 +437,7 @@ class KB:
         whole source back. With require_runs, a source that yields no run is an error (and adds nothing).
         Every run passes `check_run` first (whatever read it): one bad value rejects the whole source. A run
         already in the KB (the same content, see `content_key`) is not added again."""
-        from ..model.validate import check_run
+        from ..model.validate import checked
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -459,7 +459,7 @@ class KB:
                     break
                 for i, r in enumerate(batch, seq + 1):
                     try:
-                        check_run(r)
+                        checked(r)
                     except UsageError as e:
                         raise ImportFormatError(f"run {i}: {e}", source) from None
                 ids = occ.ids(batch)

@@ -150,4 +150,15 @@ def check_run(run: Run) -> Run:
         _name(getattr(p, f), f)
     for f in _PROV_TEXT:
         _text(getattr(p, f), f)
+    # a frozen instance cannot change afterwards, so it need not be checked twice (dataclasses.replace makes
+    # a new, unmarked one)
+    object.__setattr__(run, _MARK, True)
     return run
+
+
+_MARK = "_ioadvise_checked"
+
+
+def checked(run: Run) -> Run:
+    """`run` once it has passed check_run (at most one check per instance)."""
+    return run if run.__dict__.get(_MARK) else check_run(run)
