@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from ioadvisor.cli import app
 from ioadvisor.kb import KB, RunFilter
-from ioadvisor.kb.schema import MIGRATIONS, RUN_COLUMNS
+from ioadvisor.kb.schema import MIGRATIONS
 
 runner = CliRunner()
 HEADER = ("source,system,filesystem,ost_count,op,api,layout,collective,nodes,ranks,transfer_size_bytes,"
@@ -165,7 +165,7 @@ def _v2_kb(path: Path, rows: list[dict]) -> None:
     for m in MIGRATIONS[:2]:
         c.executescript(m)
     c.execute("INSERT INTO sources VALUES ('h1', 'old.csv', 'csv', 'csv/1', '2026-01-01', ?)", (len(rows),))
-    cols = [k for k in RUN_COLUMNS]
+    cols = [r[1] for r in c.execute("PRAGMA table_info(runs)")]
     for i, r in enumerate(rows):
         full = {k: None for k in cols} | {"id": f"old{i:09d}", "source_hash": "h1", "seq": i, "kind": "benchmark",
                                            "unit": "MiB/s", "op": "write", "system": "old"} | r

@@ -15,11 +15,17 @@ app = command_app()
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path}: cannot read: {e}") from None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read: {e.strerror or e}") from None
+    if b"\x00" in data:
+        raise UsageError(f"{path}: binary file, not text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}:{data[:e.start].count(10) + 1}: not UTF-8 text") from None
 
 
 def parse_hints(text: str | None) -> dict[str, str]:
