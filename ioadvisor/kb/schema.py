@@ -44,8 +44,9 @@ def _rekey_runs(conn: sqlite3.Connection) -> None:
     from ..model.run import content_key, run_id
     from ..model.validate import check_run
     from .store import row_to_run
-    conn.execute("CREATE TABLE quarantine AS SELECT * FROM runs WHERE 0")
-    conn.execute("ALTER TABLE quarantine ADD COLUMN reason TEXT")
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'quarantine'").fetchone():
+        conn.execute("CREATE TABLE quarantine AS SELECT * FROM runs WHERE 0")
+        conn.execute("ALTER TABLE quarantine ADD COLUMN reason TEXT")
     for row in conn.execute("SELECT * FROM runs ORDER BY rowid").fetchall():
         try:
             check_run(row_to_run(row))
