@@ -68,7 +68,8 @@ def test_csv_import_succeeds_or_refuses_and_the_kb_holds_only_valid_runs(kb, tmp
         assert _dump(kb) == before          # refused: not one row, not one source
         return
     event("imported")
-    assert res.runs + res.duplicates == 1
+    # added, a copy of a run already there, or (the same bytes as an earlier example) the same file again
+    assert res.runs + res.duplicates == 1 or (res.skipped and res.runs == 0)
     for run in kb.runs():
         check_run(run)                      # everything stored passes the gate again
         assert math.isfinite(run.value) and 0 <= run.value <= 1e12
