@@ -274,3 +274,35 @@ def test_advise_wrap_and_diagnose_print_the_same_commands(tmp_path):
     # never on the file's own directory, which may be a top-level $USER directory
     assert f"{lfs_setstripe(os.path.dirname(big.path), 30, 1 << 20)}`" not in lus.message
     assert want.rsplit(" ", 1)[0] == rec["commands"]["lfs"].rsplit(" ", 1)[0] == "lfs setstripe -c 30 -S 1M"
+
+
+def test_diagnose_never_stripes_an_existing_directory():
+    """Every LUS001 command over the wheel's logs (each shared file made single-striped) targets a new directory
+    `striped` beside the file, made by the mkdir printed with it; -S in Lustre's grammar."""
+    import dataclasses
+    import os
+
+    import darshan
+    from ioadvisor.diagnose.derive import summarize
+    from ioadvisor.diagnose.rules import Context, run_rules
+    logs = sorted((Path(darshan.__file__).parent / "examples" / "example_logs").glob("*.darshan"))
+    seen = 0
+    for log in logs:
+        try:
+            base = summarize(log)
+        except Exception:
+            continue                      # logs the reader refuses are diagnose's own tests' business
+        files = tuple(dataclasses.replace(f, lustre=dataclasses.replace(f.lustre, stripe_count=1,
+                                                                       osts=f.lustre.osts[:1]))
+                      if f.lustre is not None else f for f in base.files)
+        s = dataclasses.replace(base, files=files)
+        for ctx in (Context(), Context(center_ost_count=30, center_name="HA8000")):
+            for f in run_rules(s, ctx=ctx):
+                for cmd in re.findall(r"`(lfs setstripe [^`]*)`", f.message):
+                    seen += 1
+                    _check_static(cmd.replace(cmd.split()[-1], '"$IOADVISE_DIR"'), "write")
+                    target = cmd.split()[-1]
+                    assert target.endswith("/striped") and f"`mkdir -p {target}`" in f.message, cmd
+                    # the parent is the shared file's own directory: striping lands one level below it
+                    assert any(os.path.dirname(x.path) == os.path.dirname(target) for x in s.files), cmd
+    assert seen > 0

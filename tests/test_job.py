@@ -171,3 +171,6 @@ def test_wrap_summary_and_diff(tmp_path):
     p = run("wrap", str(js), "-o", str(tmp_path / "o.sh"), "--hints", "romio_cb_write=enable", "--json")
     r = json.loads(p.stdout)
     assert r["diff"].startswith("---") and r["summary"]["settings"][0].startswith("MPI-IO hints")
+    documented = re.search(r"## `wrap --json`.*", (ROOT / "docs" / "json.md").read_text(), re.S).group(0)
+    for key in (*r, *r["summary"], *r["settings"]):
+        assert f"`{key}`" in documented, key          # docs/json.md names every field wrap --json prints
