@@ -354,3 +354,40 @@ def test_single_repetition_has_no_spread_and_flagged_runs_are_marked(tmp_path):
     assert "cache-sized" in en and "the data fit in the client" in en
     ja = (tmp_path / "site" / "ja" / "systems" / "s.md").read_text()
     assert "⚑ キャッシュに収まる量" in ja and "cache-sized" not in ja
+
+
+def test_shared_file_recipe_uses_the_decision_guides_stripe_count(sites):
+    """Where the decision guide advises a shared file on a Lustre file system, the shared-file recipe and the
+    ROMIO hints carry the same stripe count (HA8000: the guide's shared read on lustre)."""
+    from ioadvisor.center import load_center
+    from ioadvisor.docs import decisions, recipes
+    from ioadvisor.docs.centers import load_centers
+    with KB.open(None, create=False) as kb:
+        center = next(c for c in load_centers("ha8000"))
+        guide = decisions.decision_guide(kb, center)
+    shared = [g for g in guide if g["layout"] == "shared" and g["filesystem"] == "lustre"]
+    assert shared and isinstance(shared[0]["stripe_count"], int)
+    n = shared[0]["stripe_count"]
+    recs = {r.key: r for r in recipes.recipes(center, [], guide) if r.fs == "lustre"}
+    assert f"-c {n} " in recs["recipe_shared"].text and "-c -1" not in recs["recipe_shared"].text
+    assert f"striping_factor {n}" in recs["recipe_romio"].text or f"striping_factor={n}" in recs["recipe_romio"].text
+    assert recs["recipe_shared"].basis[0] == f"advice:{shared[0]['key']}"
+    assert load_center("ha8000").filesystem("lustre").ost_count == 30
+    page = (sites["a"] / "en" / "systems" / "ha8000.html").read_text()
+    assert "the decision guide&#39;s advice for" in page or "the decision guide's advice for" in page
+
+
+def test_extrapolated_prediction_is_marked(tmp_path, monkeypatch):
+    from ioadvisor.docs import decisions
+    row = {"key": "wl_checkpoint", "tier": "-", "filesystem": "lustre", "layout": "shared", "api": "MPIIO",
+           "collective": "yes", "stripe_count": 4, "stripe_size": None, "predicted": "9,999 MiB/s",
+           "extrapolated": True, "n_runs": 3, "reasons": ["because"]}
+    monkeypatch.setattr(decisions, "decision_guide", lambda kb, center: [row] if center else [])
+    with KB.open(tmp_path / "kb.sqlite", create=False) as kb:
+        build_site(tmp_path / "site", kb=kb, center="ha8000", langs=("en", "ja"), formats=("html", "md"))
+    en = (tmp_path / "site" / "en" / "systems" / "ha8000.html").read_text()
+    ja = (tmp_path / "site" / "ja" / "systems" / "ha8000.html").read_text()
+    assert "9,999 MiB/s <span" in en and "(extrapolated)" in en
+    assert "(外挿)" in ja and "extrapolated" not in ja.replace('class="num extrapolated"', "")
+    assert "because" in en and "because" not in ja          # engine text is English; Japanese pages say it in Japanese
+    assert "(外挿)" in (tmp_path / "site" / "ja" / "systems" / "ha8000.md").read_text()

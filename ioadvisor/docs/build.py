@@ -146,11 +146,11 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
         rendered[lang] = plots.render_all(specs[lang], cache=plot_cache,
                                           progress=lambda done, base=base: report("drawing plots", base + done,
                                                                                  n_specs))
-    recs = {s.name: recipes.recipes(s.center, s.comparisons) for s in systems}
     guide = {}
     for i, s in enumerate(systems):
         report("decision guides", i, len(systems))
         guide[s.name] = decisions.decision_guide(kb, s.center)
+    recs = {s.name: recipes.recipes(s.center, s.comparisons, guide[s.name]) for s in systems}
 
     envs = {fmt: environment(fmt) for fmt in formats}
     files = 0
@@ -171,6 +171,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
         for fmt in formats:
             ctx = {"t": _translator(cat), "lang": lang, "ext": fmt, "systems": systems, "recipes": recs,
                    "lang_names": {x: catalogue(x)["language_name"] for x in langs},
+                   "tv": lambda prefix, v, cat=cat: cat.get(f"{prefix}{v}", v),
                    "guide": guide, "langs": langs, "limits": {"rows": collect.ROW_LIMIT,
                                                               "groups": collect.GROUP_LIMIT,
                                                               "provenance": collect.PROVENANCE_LIMIT}}

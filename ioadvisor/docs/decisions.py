@@ -52,11 +52,16 @@ def decision_guide(kb: KB, center: dict[str, Any] | None) -> list[dict[str, Any]
         pred = _get(a, "recommendation", "prediction")
         if cfg is None:
             continue
+        note = _get(pred, "note") or ""
         rows.append({"key": key, "tier": _get(cfg, "tier") or "-", "filesystem": _get(cfg, "filesystem") or "-",
                      "layout": _get(cfg, "layout") or "-", "api": _get(cfg, "api") or "-",
                      "collective": {True: "yes", False: "no"}.get(_get(cfg, "collective"), "-"),
                      "stripe_count": _get(cfg, "stripe_count") or "-",
+                     "stripe_size": _get(cfg, "stripe_size"),
                      "predicted": (f"{fmt_num(_get(pred, 'value'))} {_get(pred, 'unit')}"
                                    if pred is not None and _get(pred, "value") is not None else "-"),
+                     # a prediction for client counts outside the measured ones is marked on the page
+                     "extrapolated": note.startswith("extrapolated"),
+                     "n_runs": _get(pred, "n_runs") or 0,
                      "reasons": list(_get(a, "recommendation", "reasons") or ())[:2]})
     return rows

@@ -31,7 +31,26 @@ def _cite(c: dict[str, Any]) -> str:
     return f"{c.get('source')}: {c.get('citation')}"
 
 
-def recipes(center: dict[str, Any] | None, comparisons: list[dict[str, Any]]) -> list[Recipe]:
+# a basis entry that names a decision-guide row instead of a citation: "advice:<workload catalogue key>"
+ADVICE = "advice:"
+# decision-guide workloads whose advice a shared-file recipe follows, in order of preference
+SHARED_WORKLOADS = ("wl_checkpoint", "wl_shared_read")
+
+
+def _advised(guide: list[dict[str, Any]], fs: str) -> dict[str, Any] | None:
+    """The decision-guide row for one shared file on `fs` with a stripe count, if the guide has one."""
+    for key in SHARED_WORKLOADS:
+        for g in guide:
+            if g["key"] == key and g["filesystem"] == fs and g["layout"] == "shared" \
+                    and isinstance(g.get("stripe_count"), int):
+                return g
+    return None
+
+
+def recipes(center: dict[str, Any] | None, comparisons: list[dict[str, Any]],
+            guide: list[dict[str, Any]] | None = None) -> list[Recipe]:
+    """The recipes of one system. Where the decision guide advises a shared file on a file system, its shared-
+    file recipe and ROMIO hints use the guide's stripe count and size, so the page never says two things."""
     out: list[Recipe] = []
     if not center:
         return out
@@ -45,7 +64,11 @@ def recipes(center: dict[str, Any] | None, comparisons: list[dict[str, Any]]) ->
         # stripe count for one shared file: the count a comparison found better, else all OSTs
         counts = [(int(c["better"]), c) for c in comps if c.get("factor") == "stripe_count"
                   and c.get("op") in ("write", "read") and str(c.get("better")).lstrip("-").isdigit()]
-        if counts:
+        advised = _advised(guide or [], name)
+        if advised is not None:
+            n = advised["stripe_count"]
+            shared_count, shared_basis = str(n), (ADVICE + advised["key"],)   # the guide's number, as it says it
+        elif counts:
             n, c = max(counts, key=lambda t: t[0])
             shared_count, shared_basis = ("-1" if osts and n >= osts else str(n)), (_cite(c),)
         else:
@@ -53,6 +76,8 @@ def recipes(center: dict[str, Any] | None, comparisons: list[dict[str, Any]]) ->
         sizes = [(_size(c["better"]), c) for c in comps if c.get("factor") == "stripe_size"]
         size = next((s for s, _ in sizes if s), None) or _size(fs.get("default_stripe_size")) or (1 << 20)
         size_basis = tuple(_cite(c) for s, c in sizes if s)
+        if advised is not None and _size(advised.get("stripe_size")):
+            size, size_basis = _size(advised["stripe_size"]), ()
         obj = center.get("object")
         mpi = str(center.get("mpi") or "mpich")
         version = getattr(obj, "mpi_version", None) if obj is not None and getattr(obj, "mpi", None) == mpi else None
