@@ -198,3 +198,23 @@ def test_upgrade_quarantines_poisoned_runs_and_docs_build_works(tmp_path, kb_pat
     assert json.loads(ioadvise("kb", "stats", "--kb", kb_path, "--json").stdout)["quarantined"] == 0
     with KB.open(kb_path) as kb:   # the good runs stay
         assert kb.count(RunFilter(origin="user")) == 2
+
+
+def test_a_reformatted_job_record_adds_nothing(tmp_path, kb_path):
+    rec = {"job_id": "77", "host": "n1", "start": 100, "end": 110, "exit_code": 0, "staged_out_bytes": 10 << 20,
+           "stage_out_seconds": 1, "settings": {"tier": {"name": "beeond"}, "hints": {"romio_cb_write": "disable"},
+                                                 "stripe_count": 4}}
+    compact = tmp_path / "a" / "ioadvise-77.json"
+    compact.parent.mkdir()
+    compact.write_text(json.dumps(rec, separators=(",", ":")) + "\n")
+    pretty = tmp_path / "b" / "ioadvise-77.json"     # the same record, indented and keys reordered
+    pretty.parent.mkdir()
+    pretty.write_text('{"job_id": "77",\n' + json.dumps({k: v for k, v in reversed(rec.items()) if k != "job_id"},
+                                                        indent=4)[1:])
+    assert compact.read_bytes() != pretty.read_bytes()
+    first = json.loads(ioadvise("kb", "import", compact, "--kb", kb_path, "--system", "c1", "--json").stdout)
+    assert first[0]["runs"] == 1
+    before = snapshot(kb_path)
+    again = json.loads(ioadvise("kb", "import", pretty, "--kb", kb_path, "--system", "c1", "--json").stdout)
+    assert (again[0]["runs"], again[0]["duplicates"]) == (0, 1)
+    assert snapshot(kb_path) == before
