@@ -1,37 +1,121 @@
-"""The bound-and-bottleneck model reproduces the seeds' measured curves."""
+"""The physical model: its limits do what the physics says, and its fits recover what generated the runs."""
 from __future__ import annotations
+
+import math
+import random
 
 import pytest
 
 from ioadvisor.kb import KB, RunFilter
 from ioadvisor.model.run import make_run
 from ioadvisor.predict import Point, fit_all, fit_group
+from ioadvisor.predict import physical as ph
 
 MB = 1e6 / (1 << 20)   # MB/s in MiB/s
 
+# one known system: 2 GB/s per node link, 1 GB/s per stream, 500 MiB/s per OST, 400 MiB/s per stream and OST
+TRUTH = {"log_stream": math.log(1000.0), "log_node": math.log(2000.0), "log_ost": math.log(500.0),
+         "log_pair": math.log(400.0), "log_peak": math.log(40000.0), "gamma_shared": 0.4, "gamma_fpp": 0.05,
+         "placement": 0.6, "log_knee": math.log(32768.0), "exchange": 0.05}
 
-def _ha8000_write():
-    with KB.open(None, create=False) as kb:
-        return fit_all(kb.runs(RunFilter(system="HA8000", op="write")))[("HA8000", "lustre", "write")]
+
+def pt(nodes, ranks, stripes, shared, osts=56.0, klass="POSIX/-", transfer=None):
+    return ph.PPoint(nodes=nodes, ranks=ranks, stripes=stripes, osts=osts, shared=shared, transfer=transfer,
+                     klass=klass)
+
+
+def test_busiest_ost_of_file_per_process():
+    # 64 one-stripe files on 56 OSTs: round-robin leaves the busiest with ceil(64/56) = 2 files
+    assert ph.expected_max_load(64, 1, 56, placement=0.0) == 2
+    # random placement: binomial(64, 1/56) per OST, mean 1.14, sd 1.06, expected max ~ 1.14 + 1.06 x 2.84 = 4.1
+    assert ph.expected_max_load(64, 1, 56, placement=1.0) == pytest.approx(4.15, abs=0.1)
+    # every file on every OST: each OST serves all 64 streams whatever the placement
+    assert ph.expected_max_load(64, 56, 56, placement=0.0) == ph.expected_max_load(64, 56, 56, 1.0) == 64
+
+
+def test_wide_striping_wins_for_file_per_process_when_placement_is_uneven():
+    # 64 nodes, one rank each, 56 OSTs: 1 stripe per file leaves OSTs idle and others doubled; 56 stripes spread
+    one = ph.predict_bw(TRUTH, pt(64, 64, 1, False))
+    wide = ph.predict_bw(TRUTH, pt(64, 64, 56, False))
+    assert wide > 1.5 * one
+    # must NOT happen: a prediction above what 56 OSTs can deliver without contention (56 x 500 MiB/s)
+    assert wide <= 56 * 500
+
+
+def test_collective_writes_funnel_through_one_aggregator_per_stripe():
+    coll = "MPIIO/coll"
+    th = dict(TRUTH, log_ost=math.log(2000.0))    # fast OSTs: the aggregators, not the disks, bind
+    four = [ph.predict_bw(th, pt(n, 16 * n, 4, True, klass=coll)) for n in (32, 128, 512)]
+    wide = ph.predict_bw(th, pt(512, 16 * 512, 48, True, klass=coll))
+    # 4 stripes: 4 aggregators whatever the node count, so the bandwidth plateaus ...
+    assert max(four) / min(four) < 1.2
+    assert max(four) <= 4 * 1000 * 1.001          # ... at most 4 aggregators x one stream each
+    # ... while 48 stripes bring 48 aggregators
+    assert wide > 5 * max(four)
+    # independent I/O of the same job is not bound by aggregators
+    indep = ph.predict_bw(th, pt(128, 16 * 128, 4, True, klass="MPIIO/indep"))
+    assert ph.binding(th, pt(128, 16 * 128, 4, True, klass=coll)) == "aggregators"
+    assert ph.binding(th, pt(128, 16 * 128, 4, True, klass="MPIIO/indep")) != "aggregators"
+    assert indep != four[1]
+
+
+def test_contention_makes_one_stripe_shared_reads_fall_with_more_clients():
+    per_node = [ph.predict_bw(TRUTH, pt(n, n, 1, True)) for n in (1, 2, 4, 8)]
+    assert per_node[-1] < per_node[0]              # 8 streams on one OST: less than one stream alone
+
+
+def test_api_ceiling_is_its_own_limit():
+    th = dict(TRUTH, **{"cap:HDF5/coll": math.log(1500.0)})
+    narrow = ph.predict_bw(th, pt(64, 64 * 16, 2, True, klass="HDF5/coll"))
+    wide = ph.predict_bw(th, pt(64, 64 * 16, 48, True, klass="HDF5/coll"))
+    mpiio = ph.predict_bw(th, pt(64, 64 * 16, 48, True, klass="MPIIO/coll"))
+    assert wide <= 1500 * 1.001 and mpiio > 4 * wide
+    assert abs(narrow - ph.predict_bw(th, pt(64, 64 * 16, 2, True, klass="MPIIO/coll"))) / narrow < 0.1
+
+
+def _synthetic(n_runs: int, seed: int = 3, noise: float = 0.08) -> list:
+    rnd = random.Random(seed)
+    runs = []
+    for _ in range(n_runs):
+        nodes = rnd.choice([1, 2, 4, 8, 16, 32, 64])
+        shared = rnd.random() < 0.5
+        stripes = rnd.choice([1, 2, 4, 8, 16, 32, 56])
+        v = ph.predict_bw(TRUTH, pt(nodes, nodes, stripes, shared)) * math.exp(rnd.gauss(0, noise))
+        runs.append(make_run(system="S", filesystem="fs", fs_type="lustre", ost_count=56, op="write",
+                             layout="shared" if shared else "fpp", nodes=nodes, ranks=nodes, stripe_count=stripes,
+                             value=v, unit="MiB/s"))
+    return runs
+
+
+def test_fit_recovers_the_generating_model_at_unseen_points():
+    fit = fit_group("S", "fs", "write", _synthetic(120), ost_count=56)
+    errs = []
+    for nodes, stripes, shared in [(3, 6, True), (24, 12, False), (48, 40, True), (12, 3, False), (6, 24, True)]:
+        true = ph.predict_bw(TRUTH, pt(nodes, nodes, stripes, shared))
+        p = Point(clients=nodes, ranks=nodes, shared=shared, stripes=stripes, osts=56)
+        errs.append(abs(fit.predict(p) / true - 1))
+    assert sorted(errs)[2] < 0.15            # median error at unseen points, with 8% noise on the runs
+
+
+def test_interval_narrows_with_more_runs_and_covers_the_truth():
+    few = fit_group("S", "fs", "write", _synthetic(8), ost_count=56)
+    many = fit_group("S", "fs", "write", _synthetic(120), ost_count=56)
+    p = Point(clients=16, ranks=16, shared=True, stripes=8, osts=56)
+    w = lambda f: math.log(f.interval(f.predict(p), p)[1] / f.interval(f.predict(p), p)[0])   # noqa: E731
+    assert w(few) > w(many)
+    lo, hi = many.interval(many.predict(p), p)
+    assert lo <= ph.predict_bw(TRUTH, pt(16, 16, 8, True)) <= hi
 
 
 def test_ha8000_stripe_curve():
-    fit = _ha8000_write()
-    one = lambda s: fit.predict(Point(clients=1, ranks=1, targets=s, shared=True, transfer=None))  # noqa: E731
-    assert abs(one(1) / MB - 100) < 5                      # about 100 MB/s on one stripe
-    for s in (4, 6, 8, 16, 30):
-        assert 300 <= one(s) / MB <= 350                   # the 300-350 MB/s plateau
+    with KB.open(None, create=False) as kb:
+        fit = fit_all(kb.runs(RunFilter(system="HA8000", op="write")))[("HA8000", "lustre", "write")]
+    one = lambda s: fit.predict(Point(clients=1, ranks=1, shared=True, stripes=s))  # noqa: E731
+    assert abs(one(1) / MB - 100) < 10                     # about 100 MB/s on one stripe (measured: 100)
+    for s in (4, 6, 8):
+        assert 300 <= one(s) / MB <= 350                   # the measured 300-350 MB/s plateau
     assert one(2) < one(3) <= one(4)
     assert fit.n_runs == 5 and len(fit.run_ids) == 5
-
-
-def test_interval_widens_with_fewer_runs():
-    runs = [make_run(system="S", filesystem="fs", fs_type="lustre", op="write", layout="shared", nodes=1, ranks=1,
-                     stripe_count=s, value=min(100.0 * s, 400.0), unit="MiB/s") for s in (1, 2, 4, 8)]
-    few = fit_group("S", "fs", "write", runs[:2])
-    many = fit_group("S", "fs", "write", runs)
-    assert (few.interval(100)[1] - few.interval(100)[0]) > (many.interval(100)[1] - many.interval(100)[0])
-    assert abs(many.predict(Point(clients=1, ranks=1, targets=16, shared=True, transfer=None)) - 400) < 1
 
 
 def test_metadata_rate_model():
@@ -39,106 +123,41 @@ def test_metadata_rate_model():
                      unit="ops/s") for r in (1, 2, 4, 64)]
     fit = fit_group("S", "fs", "file_create", runs)
     assert fit.kind == "rate"
-    assert abs(fit.predict(Point(clients=8, ranks=8, targets=1, shared=False, transfer=None)) - 4000) < 1
-    assert fit.predict(Point(clients=64, ranks=256, targets=1, shared=False, transfer=None)) <= 8000 + 1e-6
-
-
-def test_shared_penalty_is_fitted_when_both_layouts_are_measured():
-    runs = []
-    for n in (1, 2, 4, 8):
-        runs.append(make_run(system="S", filesystem="fs", fs_type="gpfs", op="write", layout="fpp", nodes=n, ranks=n,
-                             value=1000.0 * n, unit="MiB/s"))
-        runs.append(make_run(system="S", filesystem="fs", fs_type="gpfs", op="write", layout="shared", nodes=n,
-                             ranks=n, value=(1000.0 * n) * (0.55 if n > 1 else 1), unit="MiB/s"))
-    fit = fit_group("S", "fs", "write", runs)
-    assert fit.shared_penalty == 0.55
-
-
-def test_fit_knows_the_client_counts_it_was_measured_at():
-    runs = [make_run(system="T", filesystem="fs", fs_type="lustre", ost_count=8, op="write", layout="fpp",
-                     nodes=n, ranks=n, stripe_count=1, value=100.0 * n, unit="MiB/s") for n in (2, 4)]
-    fit = fit_group("T", "fs", "write", runs, ost_count=8)
-    at = lambda n: Point(clients=n, ranks=n, targets=n, shared=False, transfer=None)  # noqa: E731
-    assert (fit.clients_min, fit.clients_max) == (2, 4)
-    assert not fit.extrapolates(at(3)) and fit.extrapolates(at(1)) and fit.extrapolates(at(16))
-    agg = make_run(system="T", filesystem="fs", fs_type="lustre", ost_count=8, op="write", layout="fpp",
-                   value=2000.0, unit="MiB/s")                  # no client count: an aggregate over many clients
-    assert not fit_group("T", "fs", "write", runs + [agg], ost_count=8).extrapolates(at(64))
-
-
-def _meta(op, ranks, value):
-    return make_run(system="S", filesystem="fs", fs_type="lustre", op=op, layout="fpp", nodes=ranks, ranks=ranks,
-                    stripe_count=1, value=value, unit="ops/s")
-
-
-def test_single_count_group_borrows_the_saturation_of_sibling_ops():
-    # file_stat saturates at 100 ranks (100 ops/s per rank, 10,000 ceiling); file_create was measured only at one
-    # rank: without a sibling its ceiling is unknown and the fit predicts the one-rank value for every count
-    stat = [_meta("file_stat", 1, 100.0), _meta("file_stat", 400, 10000.0)]
-    alone = fit_all([_meta("file_create", 1, 50.0)])[("S", "fs", "file_create")]
-    assert alone.predict(Point(clients=64, ranks=400, targets=1, shared=False, transfer=None)) == pytest.approx(50.0)
-    fits = fit_all(stat + [_meta("file_create", 1, 50.0)])
-    f = fits[("S", "fs", "file_create")]
-    big = f.predict(Point(clients=64, ranks=400, targets=1, shared=False, transfer=None))
-    assert abs(big / 5000.0 - 1) < 0.01                     # 50 per rank x the sibling's saturation at 100 ranks
-    assert f.predict(Point(clients=1, ranks=1, targets=1, shared=False, transfer=None)) == pytest.approx(50.0)
+    assert fit.predict(Point(clients=8, ranks=8)) == pytest.approx(4000, rel=0.15)
+    # must NOT happen: more ranks promised more than the measured ceiling
+    assert fit.predict(Point(clients=64, ranks=256)) <= 8000 * 1.1
 
 
 def test_aggregate_only_group_does_not_promise_its_aggregate_to_one_rank():
-    # a rate stated with no rank count (an aggregate) used to make the per-rank rate unbounded, so one rank was
-    # predicted the aggregate; with a sibling that measured both ends, one rank gets aggregate / saturation
-    stat = [_meta("file_stat", 1, 100.0), _meta("file_stat", 400, 10000.0)]
-    agg = make_run(system="S", filesystem="fs", fs_type="lustre", op="dir_create", layout="fpp", stripe_count=1,
-                   value=20000.0, unit="ops/s")
-    f = fit_all(stat + [agg])[("S", "fs", "dir_create")]
-    one = f.predict(Point(clients=1, ranks=1, targets=1, shared=False, transfer=None))
-    assert abs(one / 200.0 - 1) < 0.01
-    assert f.predict(Point(clients=float("inf"), ranks=float("inf"), targets=1, shared=False,
-                           transfer=None)) == pytest.approx(20000.0)
+    # runs that state no client or rank count measured the file system's ceiling: one rank cannot reach it
+    runs = [make_run(system="S", filesystem="fs", op="file_stat", value=v, unit="ops/s") for v in (50000.0, 60000.0)]
+    runs.append(make_run(system="S", filesystem="fs", op="file_stat", nodes=1, ranks=1, value=2000.0, unit="ops/s"))
+    fit = fit_group("S", "fs", "file_stat", runs)
+    assert fit.predict(Point(clients=1, ranks=1)) < 5000
+    assert fit.predict(Point(clients=math.inf, ranks=math.inf)) > 30000
 
 
-def test_saturation_is_borrowed_only_within_a_system_file_system_and_family():
-    stat = [_meta("file_stat", 1, 100.0), _meta("file_stat", 400, 10000.0)]
-    other = make_run(system="T", filesystem="fs", fs_type="lustre", op="file_create", layout="fpp", nodes=1,
-                     ranks=1, stripe_count=1, value=50.0, unit="ops/s")
-    rand = make_run(system="S", filesystem="fs", fs_type="lustre", op="randwrite", layout="fpp", nodes=1,
-                    ranks=1, stripe_count=1, transfer_size=4096, value=5000.0, unit="IOPS")
-    fits = fit_all(stat + [other, rand])
-    p = Point(clients=64, ranks=400, targets=1, shared=False, transfer=4096)
-    assert fits[("T", "fs", "file_create")].predict(p) == pytest.approx(50.0)    # another system
-    assert fits[("S", "fs", "randwrite")].predict(p) == pytest.approx(5000.0)     # random IOPS do not scale like metadata
+def test_fit_knows_the_client_counts_and_stripes_it_was_measured_at():
+    runs = [make_run(system="T", filesystem="fs", fs_type="lustre", ost_count=8, op="write", layout="fpp",
+                     nodes=n, ranks=n, stripe_count=1, value=100.0 * n, unit="MiB/s") for n in (2, 4)]
+    fit = fit_group("T", "fs", "write", runs, ost_count=8)
+    assert (fit.clients_min, fit.clients_max) == (2, 4)
+    assert fit.stripes_measured == (1.0,)
+    assert not fit.extrapolates(Point(clients=3, ranks=3, stripes=1, osts=8))
+    far = Point(clients=64, ranks=64, stripes=1, osts=8)
+    assert fit.extrapolates(far)
+    # the interval widens with the distance from the measured counts instead of hiding it
+    near = Point(clients=4, ranks=4, stripes=1, osts=8)
+    assert fit.log_sd(far) > fit.log_sd(near)
 
 
-def test_single_client_single_stripe_count_bandwidth_is_not_taken_as_target_bound():
-    # writes measured at 1 client (1,000) and at 8 clients (6,000): saturation at 6 clients. Reads measured only
-    # on one client over 8 stripes: the fit alone would read them as 125 per target and cap 24 targets at 3,000
-    def bw(op, nodes, stripes, value):
-        return make_run(system="S", filesystem="fs", fs_type="lustre", ost_count=24, op=op, layout="fpp",
-                        nodes=nodes, ranks=nodes, stripe_count=stripes, value=value, unit="MiB/s")
-    runs = [bw("write", 1, 8, 1000.0), bw("write", 8, 8, 6000.0), bw("read", 1, 8, 1000.0)]
-    f = fit_all(runs, {"fs": 24})[("S", "fs", "read")]
-    assert f.predict(Point(clients=1, ranks=1, targets=8, shared=False, transfer=None)) == pytest.approx(1000.0)
-    assert f.predict(Point(clients=16, ranks=16, targets=24, shared=False, transfer=None)) == pytest.approx(6000.0)
-
-
-def test_lookups_borrow_from_lookups_and_updates_from_updates():
-    # stat saturates at 200 ranks, create at 10: a lone dir_stat run borrows 200, a lone dir_create 10
-    runs = [_meta("file_stat", 1, 100.0), _meta("file_stat", 400, 20000.0),
-            _meta("file_create", 1, 100.0), _meta("file_create", 400, 1000.0),
-            _meta("dir_stat", 1, 50.0), _meta("dir_create", 1, 50.0)]
-    fits = fit_all(runs)
-    p = Point(clients=64, ranks=1000, targets=1, shared=False, transfer=None)
-    assert fits[("S", "fs", "dir_stat")].predict(p) == pytest.approx(50.0 * 200)
-    assert fits[("S", "fs", "dir_create")].predict(p) == pytest.approx(50.0 * 10)
-    # with no sibling of its own kind, a lookup falls back to every metadata op of the system
-    fits = fit_all(runs[2:4] + [_meta("dir_stat", 1, 50.0)])
-    assert fits[("S", "fs", "dir_stat")].predict(p) == pytest.approx(50.0 * 10)
-
-
-def test_a_group_that_does_not_rise_with_clients_lends_no_saturation_point():
-    # a peak at 64 ranks and a lower sustained plateau over many more: no saturation point to lend
-    plateau = make_run(system="S", filesystem="fs", fs_type="lustre", op="file_stat", layout="fpp",
-                       stripe_count=1, value=3000.0, unit="ops/s")
-    fits = fit_all([_meta("file_stat", 64, 6000.0), plateau, _meta("dir_stat", 1, 50.0)])
-    p = Point(clients=64, ranks=1000, targets=1, shared=False, transfer=None)
-    assert fits[("S", "fs", "dir_stat")].predict(p) == pytest.approx(50.0)
+def test_cached_prediction_needs_no_numpy(tmp_path):
+    import subprocess
+    import sys
+    code = ("import sys; from ioadvisor.predict import physical as ph; "
+            "th = {'log_stream': 7.0, 'log_node': 8.0, 'log_ost': 6.0, 'log_pair': 6.0, 'log_peak': 10.0, "
+            "'gamma_shared': 0.3, 'gamma_fpp': 0.1, 'placement': 0.5, 'log_knee': 10.0, 'exchange': 0.1}; "
+            "p = ph.PPoint(nodes=4, ranks=16, stripes=4, osts=16, shared=True, transfer=None, klass='MPIIO/coll'); "
+            "v = ph.predict_bw(th, p); assert v > 0; print('numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

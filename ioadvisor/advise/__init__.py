@@ -1,9 +1,11 @@
 """The advice engine: candidate settings for a workload, predicted, ranked, explained, with commands.
 
-`advise(workload, kb, center)` returns an `Advice`. Candidates that the measured runs can predict are ranked
-by predicted value; among those within `TOLERANCE` of the best the cheapest wins (fewest OSTs, no staging,
-fewest changes), with published comparisons breaking ties. Where a system has no measured numbers the ranking
-rests on its published comparisons and on the center configuration alone, and the prediction is left empty.
+`advise(workload, kb, center)` returns an `Advice`. Candidates that the measured runs can predict are compared
+through the fitted model's posterior draws: an option is kept out only when the best one beats it by at least
+`MIN_GAIN` with probability `CONFIDENCE` or more; among the options the data cannot tell apart, published
+comparisons decide, then the cheapest wins (fewest OSTs, no staging, fewest changes). Where a system has no
+measured numbers the ranking rests on its published comparisons and on the center configuration alone, and the
+prediction is left empty.
 """
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ from ..model.types import Advice, Center, Config, Evidence, FileSystem, Option, 
 from ..model.units import format_size
 from ..predict import INF, Fit, Point, io_class
 
-TOLERANCE = 0.05           # candidates within 5% of the best are treated as equally fast
+TOLERANCE = 0.05           # candidates within 5% of the best are treated as equally fast (no posterior draws)
+MIN_GAIN = 0.10            # a gain smaller than 10% is not worth a change
+CONFIDENCE = 0.8           # ... and a larger one counts only when the posterior gives it this probability
 METADATA_OPS = ("file_create", "open_create")
 STRIPE_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 256, 512, 1024, 2000)
 PIN_KEYS = ("tier", "filesystem", "layout", "collective", "stripe_count", "stripe_size", "hints")
@@ -37,6 +41,10 @@ class _Cand:
     applied: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     extrapolated: bool = False       # predicted for a client count outside the measured ones
+    draws: list[float] = field(default_factory=list)   # predicted values under the posterior's parameter draws
+    binding: str | None = None       # the limit that binds: clients, aggregators, osts, peak, api, request size
+    decision: str | None = None      # how the choice between close options was made, for the reasons
+    point: Point | None = None       # the model's input for this candidate
 
 
 def check_workload(w: Workload) -> None:
@@ -81,12 +89,29 @@ def _default_stripes(fs: FileSystem) -> int | None:
 
 
 def _stripe_counts(fs: FileSystem, layout: str) -> list[int]:
-    osts = fs.ost_count or 1
-    if layout == "fpp":
-        steps = [s for s in (1, 2, 4) if s <= osts]
-    else:
-        steps = [s for s in STRIPE_STEPS if s <= osts] + [osts]
+    """Stripe counts weighed: the whole range from 1 to the OST count, for a shared file and file per process
+    alike (files per process that each span many OSTs win where placement leaves OSTs idle)."""
+    osts = fs.ost_count or max(STRIPE_STEPS[:8])
+    steps = [s for s in STRIPE_STEPS if s <= osts] + [osts]
+    if fs.default_stripe_count and 0 < fs.default_stripe_count <= osts:
+        steps.append(fs.default_stripe_count)
     return sorted(set(steps))
+
+
+def _fits_in(w: Workload, fs: FileSystem, tier: Tier | None) -> bool:
+    """Whether the job's bytes fit the quota of a file system and the capacity of a tier (unknown: yes)."""
+    from ..model.units import parse_size
+    total = w.bytes_per_rank * w.nodes * w.ranks_per_node
+    if fs.quota:
+        try:
+            if total > parse_size(str(fs.quota)):
+                return False
+        except (ValueError, UsageError):
+            pass
+    if tier is not None and tier.capacity_per_node and \
+            w.bytes_per_rank * w.ranks_per_node > tier.capacity_per_node:
+        return False
+    return True
 
 
 def _places(center: Center, w: Workload, default_fs: FileSystem) -> list[tuple[FileSystem, Tier | None]]:
@@ -103,6 +128,8 @@ def _places(center: Center, w: Workload, default_fs: FileSystem) -> list[tuple[F
         if w.lifetime == "after-job" and not t.stage:
             continue
         out.append((fs, t))
+    # a place the job's bytes do not fit (quota, tier capacity) is not offered
+    out = [(f, t) for f, t in out if _fits_in(w, f, t)]
     if not any(f.name == default_fs.name and t is None for f, t in out):
         out.insert(0, (default_fs, None))
     return out
@@ -237,6 +264,27 @@ def _metadata_op(fits: Mapping, system: str, fsname: str) -> str | None:
     return None
 
 
+def candidate_point(cfg: Config, place: FileSystem, w: Workload) -> Point:
+    """A candidate setting as the model's input."""
+    ranks = w.ranks
+    striped = _stripable(place) or place.type == "beegfs"
+    stripes = cfg.stripe_count if cfg.stripe_count not in (None, 0) else (place.default_stripe_count or 1)
+    if stripes == -1:
+        stripes = place.ost_count or 1
+    if cfg.layout == "shared" or ranks == 1:
+        targets = float(stripes)
+    else:
+        targets = float(ranks * stripes)
+    if place.ost_count:
+        targets = min(targets, float(place.ost_count))
+    if not striped:
+        targets = INF
+    return Point(clients=float(w.nodes), ranks=float(ranks), targets=targets, shared=cfg.layout == "shared",
+                 transfer=float(w.access_size) if w.access_size else None, klass=io_class(cfg.api, cfg.collective),
+                 stripes=float(stripes), osts=float(place.ost_count) if place.ost_count else None, striped=striped,
+                 layout=cfg.layout)
+
+
 def _predict(c: _Cand, w: Workload, fits: Mapping, system: str) -> None:
     cfg = c.config
     meta = w.metadata_heavy
@@ -246,26 +294,75 @@ def _predict(c: _Cand, w: Workload, fits: Mapping, system: str) -> None:
     fit = _fit_for(fits, system, cfg.filesystem, op)
     if fit is None:
         return
-    ranks = w.ranks
-    if cfg.stripe_count is not None:
-        stripes = cfg.stripe_count
-    else:
-        stripes = 1
-    if cfg.layout == "shared" or ranks == 1:
-        targets = float(stripes)
-    else:
-        targets = float(ranks * stripes)
-    if c.place.ost_count:
-        targets = min(targets, float(c.place.ost_count))
-    if not _stripable(c.place) and c.place.type != "beegfs":
-        targets = INF
-    p = Point(clients=float(w.nodes), ranks=float(ranks), targets=targets, shared=cfg.layout == "shared",
-              transfer=float(w.access_size) if w.access_size else None, klass=io_class(cfg.api, cfg.collective))
+    p = candidate_point(cfg, c.place, w)
     v = fit.predict(p)
     c.value = v
-    c.low, c.high = fit.interval(v)
     c.fit = fit
     c.extrapolated = fit.extrapolates(p)
+    c.binding = fit.binding(p)
+    c.point = p
+
+
+def _no_stripe_evidence(c: _Cand, default: int | None) -> bool:
+    """A stripe count other than the default on a file system whose runs never varied striping: the model's
+    number for it would come from its prior alone, so it is not offered as a measured gain."""
+    if c.fit is None or c.config.stripe_count is None or c.fit.kind != "bandwidth":
+        return False
+    return len(c.fit.stripes_measured) < 2 and c.config.stripe_count != (default or 1)
+
+
+def gain_probability(better: list[float], worse: list[float], gain: float = MIN_GAIN) -> float:
+    """P(better >= (1 + gain) x worse) over paired posterior draws (the same parameter draw for both)."""
+    pairs = [(a, b) for a, b in zip(better, worse) if b > 0]
+    if not pairs:
+        return 0.0
+    return sum(1 for a, b in pairs if a >= (1 + gain) * b) / len(pairs)
+
+
+def choose(values: list[float], draws: Any, costs: list[float], scores: list[int] | None = None, *,
+           stripes: list[int | None] | None = None, default: int | None = None) -> tuple[int, list[int]]:
+    """The option to advise among predicted ones.
+
+    `draws` gives each option's values under the posterior's parameter draws (a list, or a function of the
+    index: only the few options compared below are evaluated). Two options are `close` when the better one's
+    gain of `MIN_GAIN` or more has a probability below `CONFIDENCE`. Published comparisons come first: the best
+    option of a higher comparison score replaces the best when the two are close. Then: the default setting is
+    kept when it is close to the best (changing it buys no measurable gain); otherwise the cheapest option whose
+    value lies within `TOLERANCE` of the best (on a plateau, more OSTs take from other jobs for nothing).
+    Returns the chosen index and the indices found close to the best."""
+    n = len(values)
+    scores = scores or [0] * n
+    stripes = stripes or [None] * n
+    cache: dict[int, list[float]] = {}
+
+    def d(i: int) -> list[float]:
+        if i not in cache:
+            cache[i] = list(draws(i) if callable(draws) else draws[i])
+        return cache[i]
+
+    def is_close(i: int, j: int) -> bool:
+        """Whether option j is not measurably worse than option i."""
+        if d(i) and d(j):
+            return gain_probability(d(i), d(j)) < CONFIDENCE
+        return values[j] >= values[i] * (1 - TOLERANCE)
+
+    best = max(range(n), key=lambda i: (values[i], -costs[i]))
+    close = {best}
+    for sc in sorted({scores[i] for i in range(n) if scores[i] > scores[best]}, reverse=True):
+        alt = max((i for i in range(n) if scores[i] == sc), key=lambda i: (values[i], -costs[i]))
+        if is_close(best, alt):
+            close.add(alt)
+            best = alt
+            break
+    tier = [i for i in range(n) if scores[i] == scores[best]]
+    if default is not None and default in tier and (default == best or is_close(best, default)):
+        close.add(default)
+        return default, sorted(close)
+    plateau = [i for i in tier if values[i] >= values[best] * (1 - TOLERANCE)]
+    pick = min(plateau, key=lambda i: (costs[i], stripes[i] or 0, -values[i]))
+    if pick != best and is_close(best, pick):
+        close.add(pick)
+    return pick, sorted(close)
 
 
 # ---- comparisons ------------------------------------------------------------------------------------------------
@@ -384,6 +481,10 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
     else:
         cands = _candidates(w, center, pins)
     cands = _apply_pins(cands, pins, w, center)
+    if pins.get("stripe_count") is not None and not pins.get("filesystem") and not pins.get("tier"):
+        # asked about its stripe count, a job stays on the file system it would use
+        same = [c for c in cands if c.tier is None and c.config.filesystem == base_cfg.filesystem]
+        cands = same or cands
     if not cands:
         raise UsageError("no configuration satisfies the pinned settings on " + center.name)
     for c in cands:
@@ -395,11 +496,40 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
                 c.applied.append({**cmp, "_sign": s})
         c.cost = _cost(c, w, base_cfg)
     predicted = [c for c in cands if c.value is not None]
+    if predicted and not pins.get("stripe_count"):
+        dflt = {fs.name: _default_stripes(fs) for fs in center.filesystems}
+        kept = [c for c in predicted if not _no_stripe_evidence(c, dflt.get(c.config.filesystem))]
+        if kept:
+            dropped = {id(c) for c in predicted} - {id(c) for c in kept}
+            cands = [c for c in cands if id(c) not in dropped]
+            predicted = kept
     if predicted:
-        best = max(c.value for c in predicted)
-        near = [c for c in predicted if c.value >= best * (1 - TOLERANCE)]
-        ranked = sorted(near, key=lambda c: (-c.score, c.cost, -c.value))
-        near_ids = {id(c) for c in near}
+        base_key = _visible(base_cfg)
+        dflt = next((i for i, c in enumerate(predicted) if c.tier is None and _visible(c.config) == base_key), None)
+        def draws_of(i: int) -> list[float]:
+            c = predicted[i]
+            if not c.draws and c.fit is not None and c.point is not None:
+                c.draws = c.fit.draws(c.point)
+            return c.draws
+
+        pick, close = choose([c.value for c in predicted], draws_of,
+                             [c.cost for c in predicted], [c.score for c in predicted],
+                             stripes=[c.config.stripe_count for c in predicted], default=dflt)
+        chosen = predicted[pick]
+        close_c = [predicted[i] for i in close]
+        top = max(predicted, key=lambda c: c.value)
+        if chosen is not top and top in close_c and top.value > chosen.value:
+            kept = "the default is kept" if pick == dflt else "the cheaper option is kept"
+            chosen.decision = (f"no measurable difference in the measured runs between this and "
+                               f"{_describe(top.config)} (predicted {top.value / chosen.value:.2f}x, but a gain of "
+                               f"{int(MIN_GAIN * 100)}% or more has a probability below {int(CONFIDENCE * 100)}%), "
+                               f"so {kept}; {_settle(top, chosen, w)}")
+        elif chosen is top and dflt is not None and predicted[dflt] is not chosen:
+            p = gain_probability(chosen.draws, predicted[dflt].draws)
+            chosen.decision = (f"predicted {chosen.value / predicted[dflt].value:.2f}x the default, a gain of "
+                               f"{int(MIN_GAIN * 100)}% or more with probability {p:.2f}")
+        ranked = [chosen] + sorted((c for c in close_c if c is not chosen), key=lambda c: (-c.score, c.cost, -c.value))
+        near_ids = {id(c) for c in ranked}
         rest = sorted((c for c in predicted if id(c) not in near_ids), key=lambda c: (-c.value, -c.score, c.cost))
         unpredicted = sorted((c for c in cands if c.value is None), key=lambda c: (-c.score, c.cost))
         order = ranked + rest + unpredicted
@@ -419,6 +549,9 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
         if s:
             base.applied.append({**cmp, "_sign": s})
     alts = _alternatives(order[1:], rec)
+    for c in [rec, base] + alts:       # intervals only for the options shown: each costs the posterior draws
+        if c.value is not None and c.fit is not None and c.point is not None:
+            c.low, c.high = c.fit.interval(c.value, c.point)
     from .explain import build_option, warnings_for
     evidence_runs = _evidence_runs(kb, [rec, base] + alts)
     options = [build_option(c, w, center, base, rec, evidence_runs, has_numbers=bool(fits))
@@ -435,6 +568,24 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
         except Exception:      # the unpinned question may have no answer; the pinned one still stands
             unpinned = None
     return finalize(advice, center, pins, unpinned)
+
+
+def _describe(cfg: Config) -> str:
+    parts = [cfg.tier or cfg.filesystem, cfg.layout]
+    if cfg.stripe_count is not None:
+        parts.append(f"{cfg.stripe_count} stripe(s)")
+    if cfg.collective is not None:
+        parts.append("collective" if cfg.collective else "independent")
+    return ", ".join(parts)
+
+
+def _settle(a: _Cand, b: _Cand, w: Workload) -> str:
+    """The measurement that would tell two close options apart."""
+    what = []
+    for cfg in (a.config, b.config):
+        what.append(_describe(cfg))
+    return (f"a benchmark of {w.nodes} node(s) x {w.ranks_per_node} rank(s) {w.op} with {what[0]} and with "
+            f"{what[1]} would settle it (ioadvise bench run)")
 
 
 def _alternatives(order: list[_Cand], rec: _Cand, n: int = 4) -> list[_Cand]:

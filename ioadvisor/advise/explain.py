@@ -102,7 +102,10 @@ def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbe
                    f"rests on the published comparisons and the center configuration.")
     if cfg.stripe_count is not None:
         fs = center.filesystem(cfg.filesystem)
-        # the sentence comparing stripe counts is written by `finalize`, from the table's own numbers
+        # the sentence comparing stripe counts is written by `finalize`, from the table's own numbers; the
+        # decision's own reason (a gain with its probability, or none measurable) comes from the engine
+        if c is rec and has_numbers and c.value is not None and not w.metadata_heavy and c.decision:
+            out.append(f"Decision: {c.decision}.")
         if c is rec and not has_numbers and cfg.layout == "shared" and not w.metadata_heavy:
             out.append(f"Stripe count {cfg.stripe_count}: with no measured numbers, one stripe per writing node "
                        f"(capped at the {fs.ost_count if fs else '?'} OSTs) spreads the shared file without taking "
@@ -134,15 +137,17 @@ def _scale_note(cmp: Mapping[str, Any], w: Workload) -> str:
     return f"; it was measured at {span} node(s) and this job has {w.nodes}, so the effect may differ"
 
 
+_LIMIT_WORDS = {"clients": "the clients (streams per node x per-stream rate, or the nodes' links)",
+                "aggregators": "the collective-buffering aggregators (about one per stripe, capped by the nodes)",
+                "streams": "what one stream can move to one OST (too few streams x stripes)",
+                "osts": "the storage targets the data spans (OSTs, and the contention on them)",
+                "peak": "the peak of the file system", "api": "the I/O library's own ceiling",
+                "request size": "the request size (small requests)", "metadata server": "the metadata server",
+                "per-rank rate": "the per-rank rate"}
+
+
 def _limiter(c: Any, w: Workload) -> str:
-    f = c.fit
-    if f.kind == "rate":
-        return "Limited by the per-rank rate." if w.ranks * f.per_client < f.peak else "Limited by the file system's peak rate."
-    vals = {"the clients": w.nodes * f.per_client, "the peak of the file system": f.peak}
-    if c.config.stripe_count is not None:
-        targets = c.config.stripe_count if c.config.layout == "shared" or w.ranks == 1 else w.ranks * c.config.stripe_count
-        vals["the stripes (storage targets)"] = targets * f.per_target
-    return f"The bottleneck is {min(vals, key=vals.get)}."
+    return f"The bottleneck is {_LIMIT_WORDS.get(c.binding or '', c.binding or 'unknown')}."
 
 
 def measured_clients(fit: Any) -> str:

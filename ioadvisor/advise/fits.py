@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 from array import array
 import sqlite3
-from dataclasses import asdict
 from typing import Any
 
 from ..kb import KB
@@ -14,7 +13,7 @@ from ..predict import Fit, fit_all
 _CACHE: dict[tuple[str, str | None, str], tuple[tuple, dict]] = {}
 _TABLE = ("CREATE TABLE IF NOT EXISTS main.advise_fits (system TEXT PRIMARY KEY, signature TEXT, fits TEXT)")
 MAX_EVIDENCE_IDS = 40
-MODEL_VERSION = "bottleneck/5"   # stored fits of another version are refitted
+MODEL_VERSION = "physical/1"   # stored fits of another version are refitted
 
 
 def _signature(kb: KB, system: str) -> tuple:
@@ -65,10 +64,13 @@ def _load_table(kb: KB, system: str, sig: tuple) -> dict | None:
         return None
     if not row or row[0] != json.dumps(sig, default=str):
         return None
+    from ..predict.physical import posterior_from_json
     out = {}
     for d in json.loads(row[1]):
         d["run_ids"] = tuple(d["run_ids"])
-        d["class_factors"] = tuple((k, float(v)) for k, v in d.get("class_factors") or ())
+        d["posterior"] = posterior_from_json(d["posterior"])
+        for k in ("stripes_measured", "klasses"):
+            d[k] = tuple(d.get(k) or ())
         f = Fit(**{k: (float("inf") if v == "inf" else v) for k, v in d.items()})
         out[(f.system, f.filesystem, f.op)] = f
     return out
@@ -77,11 +79,14 @@ def _load_table(kb: KB, system: str, sig: tuple) -> dict | None:
 def _store_table(kb: KB, system: str, sig: tuple, fits: dict) -> None:
     if kb.path == ":memory:":
         return
+    from ..predict.physical import posterior_to_json
     rows = []
     for f in fits.values():
-        d = asdict(f)
+        d = {k: getattr(f, k) for k in f.__dataclass_fields__ if k != "posterior"}
         d["run_ids"] = list(f.run_ids[:MAX_EVIDENCE_IDS])
-        rows.append({k: ("inf" if isinstance(v, float) and v == float("inf") else v) for k, v in d.items()})
+        d = {k: ("inf" if isinstance(v, float) and v == float("inf") else v) for k, v in d.items()}
+        d["posterior"] = posterior_to_json(f.posterior)
+        rows.append(d)
     try:
         kb.conn.execute(_TABLE)
         kb.conn.execute("INSERT OR REPLACE INTO main.advise_fits VALUES (?,?,?)",

@@ -1,15 +1,33 @@
-"""Leave-one-out validation of the performance model on the KB's measured runs."""
+"""Validation of the performance model on the KB's measured runs.
+
+Two protocols, both predicting the way the advice engine does (`fit_all` over a system's other runs):
+
+- `validate`: each run held out (leave-one-out; k-fold with `FOLDS` folds for systems of more than `LOO_MAX`
+  runs, so the cost grows with the runs, not their square): median and p90 of |predicted/measured - 1|, split by
+  whether the held-out run lies inside the client counts the model was fitted on, and the 90% interval's coverage;
+- `sweep_validate`: every group of runs that differ only in stripe count (or only in layout, or only in collective
+  mode) is hidden whole, the system refitted without it, and the advice scored: regret = best measured / measured
+  at the advised setting (stripe counts between measured ones log-interpolated), next to the baselines "always 1
+  stripe", "always all OSTs" and the size table diagnose uses, in the same run.
+"""
 from __future__ import annotations
 
-from typing import Any
+import math
+import statistics
+from typing import Any, Iterable, Sequence
 
 from ..errors import UsageError
 from ..kb import RunFilter
-from ..predict import fit_all, group_runs, run_point
-from . import TOLERANCE
+from ..predict import Fit, fit_all, run_point
+from ..predict.physical import Z90
+
+LOO_MAX = 60
+FOLDS = 10
+STRIPE_COST = 0.02          # the advice engine's cost per stripe (OSTs taken from other jobs)
+SWEEP_FACTORS = ("stripe_count", "layout", "collective")
 
 
-def _ost_counts(system: str) -> tuple[dict, dict]:
+def _center_info(system: str) -> tuple[dict, dict]:
     from ..center import find_center
     c = find_center(system)
     if c is None:
@@ -17,91 +35,312 @@ def _ost_counts(system: str) -> tuple[dict, dict]:
     return ({f.name: f.ost_count for f in c.filesystems}, {f.name: f.default_stripe_count for f in c.filesystems})
 
 
-def _stats(errors: list[tuple[float, bool]], regrets: list[float]) -> dict[str, Any]:
-    """Error figures of (|error|, extrapolated) pairs: all of them, and split by whether the left-out run's
-    client count lay inside the client counts of the runs the model was fitted on."""
-    import numpy as np
-
-    def med(xs: list[float]) -> float | None:
-        return float(np.median(xs)) if xs else None
-    every = [e for e, _ in errors]
-    inside = [e for e, x in errors if not x]
-    outside = [e for e, x in errors if x]
-    return {"n": len(every),
-            "median_abs_error": med(every),
-            "p90_abs_error": float(np.quantile(every, 0.9)) if every else None,
-            "within_measured_clients": {"n": len(inside), "median_abs_error": med(inside)},
-            "extrapolated_clients": {"n": len(outside), "median_abs_error": med(outside)},
-            "regret_cases": len(regrets),
-            "median_regret": float(np.median(regrets)) if regrets else None}
-
-
-def validate(kb: Any, system: str | None = None) -> dict[str, Any]:
-    """Per system and overall: median and p90 of |predicted/measured - 1| with each run left out of the fit (also
-    split into runs inside and outside the client counts the remaining runs measured), and
-    the median regret (best measured / measured value of the setting the model would pick) over groups of runs
-    that measure several settings of one workload.
-
-    Each left-out run is predicted the way the advice engine would predict it: from the fits of all the other
-    runs of its system (`fit_all`, so groups that borrow a saturation point from sibling ops borrow it from the
-    other runs only). A run that is the only one of its (file system, op) has no model once it is left out; the
-    advice engine then gives no number, and it is counted per system as `not_predictable`, outside the error
-    figures."""
+def _measured(kb: Any, system: str | None) -> dict[str, list]:
     if system is not None:
         match = next((s for s in kb.systems() if s.lower() == system.lower()), None)
         if match is None:
             raise UsageError(f"no runs for system {system!r} (known: {', '.join(kb.systems())})")
         system = match
     runs = [r for r in kb.runs(RunFilter(system=system))
-            if r.value and r.value > 0 and r.provenance.kind != "production"]   # as the fits: measured runs only
+            if r.value and r.value > 0 and math.isfinite(r.value) and r.provenance.kind != "production"]
     by_sys: dict[str, list] = {}
     for r in runs:
         by_sys.setdefault(r.system, []).append(r)
-    per_sys: dict[str, tuple[list[tuple[float, bool]], list[float]]] = {}
-    unpredictable: dict[str, int] = {}
-    for sysname, srs in sorted(by_sys.items()):
-        osts, dflt = _ost_counts(sysname)
-        errs, regrets = per_sys.setdefault(sysname, ([], []))
-        unpredictable[sysname] = 0
+    for rs in by_sys.values():        # a stable order, independent of what else the KB holds
+        rs.sort(key=lambda r: (r.id or "", r.op, r.value))
+    return by_sys
 
-        refits: dict[int, dict] = {}
 
-        def fits_without(left: Any) -> dict:
-            # the error and the regret loops leave out the same runs: fit each system without one run once
-            if id(left) not in refits:
-                refits[id(left)] = fit_all([x for x in srs if x is not left], osts, dflt)
-            return refits[id(left)]
+def _q(xs: Sequence[float], q: float) -> float | None:
+    if not xs:
+        return None
+    s = sorted(xs)
+    pos = q * (len(s) - 1)
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
-        for r in srs:
-            fit = fits_without(r).get((sysname, r.filesystem, r.op))
+
+def _err_stats(errors: list[tuple[float, bool, bool, str]]) -> dict[str, Any]:
+    """(|error|, extrapolated, covered, op) tuples -> figures."""
+    every = [e for e, _, _, _ in errors]
+    inside = [e for e, x, _, _ in errors if not x]
+    outside = [e for e, x, _, _ in errors if x]
+    writes = [e for e, _, _, op in errors if op == "write"]
+    med = lambda xs: statistics.median(xs) if xs else None   # noqa: E731
+    return {"n": len(every), "median_abs_error": med(every), "p90_abs_error": _q(every, 0.9),
+            "median_abs_error_writes": med(writes),
+            "within_measured_clients": {"n": len(inside), "median_abs_error": med(inside)},
+            "extrapolated_clients": {"n": len(outside), "median_abs_error": med(outside)},
+            "coverage_90": (sum(1 for *_, c, _ in errors if c) / len(errors)) if errors else None}
+
+
+def _folds(n: int) -> list[list[int]]:
+    k = n if n <= LOO_MAX else FOLDS
+    return [list(range(i, n, k)) for i in range(k)]
+
+
+def _predict_errors(sysname: str, runs: list, osts: dict, dflt: dict, memo: dict | None = None) -> tuple[list, int]:
+    errs: list[tuple[float, bool, bool, str]] = []
+    unpredictable = 0
+    memo = {} if memo is None else memo
+    for fold in _folds(len(runs)):
+        held = set(fold)
+        fits = fit_all([r for i, r in enumerate(runs) if i not in held], osts, dflt, memo=memo)
+        for i in fold:
+            r = runs[i]
+            fit = fits.get((sysname, r.filesystem, r.op))
             if fit is None or fit.unit != r.unit:
-                unpredictable[sysname] += 1
+                unpredictable += 1
                 continue
-            point = run_point(r, osts.get(r.filesystem), dflt.get(r.filesystem))
-            errs.append((abs(fit.predict(point) / r.value - 1), fit.extrapolates(point)))
-        # regret: runs of one workload (same clients and ranks) measuring different settings
-        for (_, fs, op), rs in group_runs(srs).items():
-            workloads: dict[tuple, list] = {}
-            for r in rs:
-                workloads.setdefault((r.nodes, r.ranks, r.transfer_size), []).append(r)
-            for members in workloads.values():
-                settings = {(m.layout, m.stripe_count, m.api, m.collective) for m in members}
-                if len(settings) < 2:
-                    continue
-                best = max(m.value for m in members)
-                for left in members:
-                    fit = fits_without(left).get((sysname, fs, op))
-                    if fit is None:
-                        continue
-                    preds = [fit.predict(run_point(m, osts.get(fs), dflt.get(fs))) for m in members]
-                    top = max(preds)
-                    near = [m for m, p in zip(members, preds) if p >= top * (1 - TOLERANCE)]
-                    pick = min(near, key=lambda m: m.stripe_count or 0)   # the cheapest, as the advisor picks
-                    regrets.append(best / pick.value)
-    out = {"systems": {s: {**_stats(e, g), "not_predictable": unpredictable[s]} for s, (e, g) in
-                       sorted(per_sys.items())},
-           "skipped_runs": sum(unpredictable.values())}
-    all_e = [x for e, _ in per_sys.values() for x in e]
-    all_g = [x for _, g in per_sys.values() for x in g]
-    out["overall"] = {**_stats(all_e, all_g), "not_predictable": out["skipped_runs"]}
+            p = run_point(r, osts.get(r.filesystem), dflt.get(r.filesystem))
+            v = fit.predict(p)
+            lo, hi = fit.interval(v, p)
+            errs.append((abs(v / r.value - 1), fit.extrapolates(p), lo <= r.value <= hi, r.op))
+    return errs, unpredictable
+
+
+def validate(kb: Any, system: str | None = None) -> dict[str, Any]:
+    """Per system and overall: held-out prediction error and interval coverage (see the module docstring), plus
+    the sweep-out regret (`sweep_validate`'s stripe-count figures). A run that is the only one of its (file
+    system, op) has no model once held out; the advice engine then gives no number: counted as
+    `not_predictable`, outside the error figures. Each system is validated on its own runs only, so the figures
+    for one system are the same whether or not others are in the KB or the report."""
+    by_sys = _measured(kb, system)
+    out: dict[str, Any] = {"systems": {}, "skipped_runs": 0}
+    all_errs: list = []
+    all_regrets: list[float] = []
+    for sysname, srs in sorted(by_sys.items()):
+        osts, dflt = _center_info(sysname)
+        memo: dict = {}
+        errs, unp = _predict_errors(sysname, srs, osts, dflt, memo)
+        sweeps = _sweeps_of_system(sysname, srs, osts, dflt, factors=("stripe_count",), memo=memo)
+        regrets = [c["regret"]["model"] for c in sweeps["cases"]]
+        out["systems"][sysname] = {**_err_stats(errs), "not_predictable": unp, "regret_cases": len(regrets),
+                                   "median_regret": statistics.median(regrets) if regrets else None}
+        out["skipped_runs"] += unp
+        all_errs += errs
+        all_regrets += regrets
+    out["overall"] = {**_err_stats(all_errs), "not_predictable": out["skipped_runs"],
+                      "regret_cases": len(all_regrets),
+                      "median_regret": statistics.median(all_regrets) if all_regrets else None}
+    for s in list(out["systems"].values()) + [out["overall"]]:
+        s["verdict"] = verdict(s)
     return out
+
+
+def verdict(s: dict[str, Any]) -> str:
+    """How far to trust a system's predictions, in plain words, from its held-out figures."""
+    n, med, cov = s.get("n") or 0, s.get("median_abs_error"), s.get("coverage_90")
+    if not n or med is None:
+        return "no held-out predictions: too few runs to judge the model here"
+    if n < 5:
+        return f"only {n} held-out prediction(s): too few to judge; treat predictions as rough"
+    level = ("good: most predictions within 15%" if med <= 0.15 else
+             "fair: typical error 15-30%, about the run-to-run noise of a production file system" if med <= 0.30 else
+             "poor: typical error above 30%; rankings may hold, values will not")
+    cov_txt = "" if cov is None else (f"; 90% intervals held {100 * cov:.0f}% of held-out runs"
+                                      + (" (too narrow)" if cov < 0.8 else " (too wide)" if cov > 0.97 else ""))
+    return level + cov_txt
+
+
+# ---- sweep-out validation --------------------------------------------------------------------------------------
+
+def _settings_key(r: Any, factor: str) -> tuple:
+    vals = {"fs": r.filesystem, "op": r.op, "api": r.api, "layout": r.layout, "collective": r.collective,
+            "stripe_count": r.stripe_count, "nodes": r.nodes, "ranks": r.ranks, "transfer": r.transfer_size,
+            "block": r.block_size, "stripe_size": r.stripe_size, "unit": r.unit}
+    vals.pop("fs" if factor == "filesystem" else factor)
+    return tuple(sorted(vals.items(), key=lambda kv: kv[0], reverse=False))
+
+
+def sweep_groups(runs: Iterable[Any], factor: str) -> list[list[Any]]:
+    """Groups of runs that differ only in `factor` (and repetitions), with at least two values of it."""
+    groups: dict[tuple, list] = {}
+    for r in runs:
+        v = getattr(r, factor)
+        if v is None:
+            continue
+        groups.setdefault(_settings_key(r, factor), []).append(r)
+    return [g for g in groups.values() if len({getattr(r, factor) for r in g}) >= 2]
+
+
+def _interp(measured: dict[float, float], x: float) -> float:
+    """Value at stripe count `x`, log-log interpolated between measured counts (clamped outside them)."""
+    xs = sorted(measured)
+    if x <= xs[0]:
+        return measured[xs[0]]
+    if x >= xs[-1]:
+        return measured[xs[-1]]
+    for a, b in zip(xs, xs[1:]):
+        if a <= x <= b:
+            t = (math.log(x) - math.log(a)) / (math.log(b) - math.log(a))
+            return math.exp((1 - t) * math.log(measured[a]) + t * math.log(measured[b]))
+    return measured[xs[-1]]
+
+
+def _size_table_count(r: Any, osts: int | None) -> int:
+    """The stripe count of the size table diagnose uses (data/thresholds.toml, LUS001): by the shared file's
+    size, capped by the OSTs and the ranks; one stripe per file for file per process."""
+    from ..diagnose.rules import load_thresholds, stripe_count_for
+    if r.layout != "shared":
+        return 1
+    ranks = r.ranks or r.nodes or 1
+    size = (r.block_size or 0) * (r.segments or 1) * ranks
+    n = stripe_count_for(size, load_thresholds()["LUS001"])
+    return max(1, min(n, osts or n, ranks))
+
+
+def _stripe_candidates(osts: int | None, measured: Sequence[float]) -> list[int]:
+    from . import STRIPE_STEPS
+    top = int(osts or max(measured))
+    return sorted({s for s in STRIPE_STEPS if s <= top} | {top} | {int(m) for m in measured if m <= top})
+
+
+def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int | None) -> dict[str, Any] | None:
+    from . import choose
+    rep = group[0]
+    by_val: dict[Any, list[float]] = {}
+    for r in group:
+        v = getattr(r, factor)
+        if factor == "stripe_count" and v == -1:
+            v = osts or v
+        by_val.setdefault(v, []).append(r.value)
+    measured = {k: statistics.median(v) for k, v in by_val.items()}
+    best = max(measured.values())
+    hidden = []
+    for r in group:
+        p = run_point(r, osts, dflt)
+        v = fit.predict(p)
+        lo, hi = fit.interval(v, p)
+        hidden.append((abs(v / r.value - 1), lo <= r.value <= hi))
+    case: dict[str, Any] = {"factor": factor, "filesystem": rep.filesystem, "op": rep.op, "layout": rep.layout,
+                            "api": rep.api, "nodes": rep.nodes, "ranks": rep.ranks,
+                            "measured": {str(k): round(v, 3) for k, v in sorted(measured.items(), key=lambda kv: str(kv[0]))},
+                            "errors": [e for e, _ in hidden], "covered": [c for _, c in hidden]}
+    from dataclasses import replace as dc_replace
+    if factor == "stripe_count":
+        if any(not isinstance(k, (int, float)) or k <= 0 for k in measured):
+            return None
+        m = {float(k): v for k, v in measured.items()}
+        cands = _stripe_candidates(osts, list(m))
+        pts = [run_point(dc_replace(rep, stripe_count=s), osts, dflt) for s in cands]
+        vals = [fit.predict(p) for p in pts]
+        draws = [fit.draws(p) for p in pts]
+        default = dflt if dflt and dflt > 0 else 1
+        if default not in cands:
+            cands.append(default)
+            pts.append(run_point(dc_replace(rep, stripe_count=default), osts, dflt))
+            vals.append(fit.predict(pts[-1]))
+            draws.append(fit.draws(pts[-1]))
+        pick, _ = choose(vals, draws, [STRIPE_COST * s for s in cands], stripes=list(cands),
+                         default=cands.index(default))
+        advised = cands[pick]
+        allo = int(osts or max(m))
+        case["advised"] = advised
+        case["regret"] = {"model": best / _interp(m, advised), "always_1": best / _interp(m, 1),
+                          "always_all": best / _interp(m, allo),
+                          "size_table": best / _interp(m, _size_table_count(rep, osts))}
+    else:
+        opts = list(measured)
+        pts = [run_point(dc_replace(rep, **{factor: o}), osts, dflt) for o in opts]
+        vals = [fit.predict(p) for p in pts]
+        draws = [fit.draws(p) for p in pts]
+        pick, _ = choose(vals, draws, [0.0] * len(opts))
+        case["advised"] = opts[pick]
+        base = {"layout": "shared", "collective": True}[factor]
+        case["regret"] = {"model": best / measured[opts[pick]],
+                          f"always_{base}": best / measured.get(base, min(measured.values()))}
+    return case
+
+
+def _sweeps_of_system(sysname: str, runs: list, osts_by_fs: dict, dflt_by_fs: dict,
+                      factors: Sequence[str] = SWEEP_FACTORS, memo: dict | None = None) -> dict[str, Any]:
+    memo = {} if memo is None else memo
+    cases: list[dict] = []
+    unscored = 0
+    for factor in factors:
+        for group in sweep_groups(runs, factor):
+            ids = {id(r) for r in group}
+            rep = group[0]
+            fits = fit_all([r for r in runs if id(r) not in ids], osts_by_fs, dflt_by_fs, memo=memo)
+            fit = fits.get((sysname, rep.filesystem, rep.op))
+            if fit is None or fit.unit != rep.unit:
+                unscored += 1
+                continue
+            osts = rep.ost_count or osts_by_fs.get(rep.filesystem)
+            case = _score_case(factor, group, fit, osts, dflt_by_fs.get(rep.filesystem))
+            if case is None:
+                unscored += 1
+                continue
+            case["system"] = sysname
+            cases.append(case)
+    return {"cases": cases, "unscored": unscored}
+
+
+def _summary(cases: list[dict]) -> dict[str, Any]:
+    out: dict[str, Any] = {"groups": len(cases)}
+    names = sorted({k for c in cases for k in c["regret"]})
+    out["regret"] = {n: {"median": statistics.median(v) if v else None, "p90": _q(v, 0.9), "n": len(v)}
+                     for n in names if (v := [c["regret"][n] for c in cases if n in c["regret"]])}
+    errs = [e for c in cases for e in c["errors"]]
+    cov = [x for c in cases for x in c["covered"]]
+    out["hidden_points"] = {"n": len(errs), "median_abs_error": statistics.median(errs) if errs else None,
+                            "p90_abs_error": _q(errs, 0.9),
+                            "coverage_90": sum(cov) / len(cov) if cov else None}
+    return out
+
+
+def sweep_validate(kb: Any, system: str | None = None, factors: Sequence[str] = SWEEP_FACTORS,
+                   with_errors: bool = True) -> dict[str, Any]:
+    """Sweep-out validation (see the module docstring), per factor over all systems and per system; with
+    `with_errors` also the held-out prediction error of `validate`."""
+    by_sys = _measured(kb, system)
+    cases: list[dict] = []
+    unscored = 0
+    errs: list = []
+    per_sys: dict[str, Any] = {}
+    for sysname, srs in sorted(by_sys.items()):
+        osts, dflt = _center_info(sysname)
+        memo: dict = {}
+        res = _sweeps_of_system(sysname, srs, osts, dflt, factors, memo)
+        cases += res["cases"]
+        unscored += res["unscored"]
+        entry: dict[str, Any] = {"sweep_groups": len(res["cases"])}
+        if with_errors:
+            e, unp = _predict_errors(sysname, srs, osts, dflt, memo)
+            errs += e
+            entry.update(_err_stats(e))
+            entry["not_predictable"] = unp
+            entry["verdict"] = verdict(entry)
+        per_sys[sysname] = entry
+    out: dict[str, Any] = {"factors": {f: _summary([c for c in cases if c["factor"] == f]) for f in factors},
+                           "unscored_groups": unscored, "systems": per_sys, "cases": cases,
+                           "interval": f"{Z90:g} sd (90%)"}
+    if with_errors:
+        out["held_out"] = _err_stats(errs)
+    return out
+
+
+def format_sweep_table(res: dict[str, Any]) -> str:
+    """The sweep-out figures as a plain-text table (the benchmark script and docs print this)."""
+    lines = []
+    pct = lambda v: "-" if v is None else f"{100 * v:.1f}%"   # noqa: E731
+    num = lambda v: "-" if v is None else f"{v:.3f}"           # noqa: E731
+    for f, s in res["factors"].items():
+        if not s["groups"]:
+            continue
+        hp = s["hidden_points"]
+        lines.append(f"{f}: {s['groups']} hidden sweep groups, {hp['n']} hidden points: median |err| "
+                     f"{pct(hp['median_abs_error'])}, p90 {pct(hp['p90_abs_error'])}, 90% interval coverage "
+                     f"{pct(hp['coverage_90'])}")
+        lines.append(f"  {'advice':<14}{'median regret':>15}{'p90 regret':>12}{'groups':>8}")
+        for name, r in s["regret"].items():
+            lines.append(f"  {name:<14}{num(r['median']):>15}{num(r['p90']):>12}{r['n']:>8}")
+    if "held_out" in res:
+        h = res["held_out"]
+        lines.append(f"held-out runs (leave-one-out, {FOLDS}-fold above {LOO_MAX} runs per system): {h['n']} runs, "
+                     f"median |err| {pct(h['median_abs_error'])} (writes {pct(h['median_abs_error_writes'])}), "
+                     f"p90 {pct(h['p90_abs_error'])}, 90% interval coverage {pct(h['coverage_90'])}")
+    lines.append(f"groups that could not be scored (no model once hidden): {res['unscored_groups']}")
+    return "\n".join(lines)

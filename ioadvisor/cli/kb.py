@@ -214,21 +214,27 @@ def export(
 
 @kb_app.command("validate")
 def validate_cmd(
-    system: Annotated[Optional[str], typer.Option(help="Only this system.")] = None,
+    system: Annotated[Optional[str], typer.Option(help="Only this system (its figures are the same as in a full run).")] = None,
+    sweeps: Annotated[bool, typer.Option("--sweeps", help="Sweep-out mode: hide each group of runs that differ only in "
+                                         "stripe count, layout or collective mode, refit, and score the advice "
+                                         "against the baselines always-1-stripe, all-OSTs and the size table.")] = False,
     kb: KBOption = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Leave-one-out check of the performance model: prediction error and recommendation regret."""
+    """Check the performance model on held-out runs: prediction error, interval coverage, advice regret."""
     with cli_errors():
-        from ..advise.validate import validate
+        from ..advise.validate import format_sweep_table, sweep_validate, validate
         with KB.open(kb, create=False) as store:
-            rep = validate(store, system)
+            rep = sweep_validate(store, system) if sweeps else validate(store, system)
         if json_out:
             print_json(rep)
             return
-        t = Table(title="Leave-one-out validation", title_justify="left")
+        if sweeps:
+            console.print(format_sweep_table(rep), highlight=False, markup=False)
+            return
+        t = Table(title="Held-out validation (leave-one-out; 10-fold above 60 runs per system)", title_justify="left")
         for col in ("system", "runs", "median |err|", "p90 |err|", "within clients", "extrapolated",
-                    "not predictable", "regret cases", "median regret"):
+                    "90% coverage", "not predictable", "regret cases", "median regret"):
             t.add_column(col, justify="left" if col == "system" else "right")
 
         def pct(v: float | None) -> str:
@@ -237,15 +243,22 @@ def validate_cmd(
         def part(d: dict) -> str:
             return f"{pct(d['median_abs_error'])} ({d['n']})"
 
-        for name, s in list(rep["systems"].items()) + [("overall", rep["overall"])]:
+        rows = list(rep["systems"].items()) + [("overall", rep["overall"])]
+        for name, s in rows:
             t.add_row(name, str(s["n"]), pct(s["median_abs_error"]), pct(s["p90_abs_error"]),
-                      part(s["within_measured_clients"]), part(s["extrapolated_clients"]),
-                      str(s.get("not_predictable", 0)), str(s["regret_cases"]), "-" if s["median_regret"] is None else f"{s['median_regret']:.3f}")
+                      part(s["within_measured_clients"]), part(s["extrapolated_clients"]), pct(s["coverage_90"]),
+                      str(s.get("not_predictable", 0)), str(s["regret_cases"]),
+                      "-" if s["median_regret"] is None else f"{s['median_regret']:.3f}")
         console.print(t)
-        console.print("within clients / extrapolated: median |err| (runs) of left-out runs whose client count lies "
+        for name, s in rows:
+            console.print(f"{name}: {s['verdict']}", highlight=False, markup=False)
+        console.print("within clients / extrapolated: median |err| (runs) of held-out runs whose client count lies "
                       "inside / outside the client counts of the runs the model was fitted on; not predictable: "
-                      "runs that are the only one of their operation (no model once left out, the advice gives no "
-                      "number), not in the error figures", highlight=False)
+                      "runs that are the only one of their operation (no model once held out, the advice gives no "
+                      "number), not in the error figures; regret: best measured / measured at the advised stripe "
+                      "count, each stripe sweep hidden from the fit (--sweeps for all factors and the baselines)",
+                      highlight=False)
+
 
 
 IdsArg = Annotated[Optional[list[str]], typer.Argument(help="Run ids (unique prefixes are enough).", show_default=False)]

@@ -1,27 +1,19 @@
-"""A bound-and-bottleneck performance model fitted to measured runs.
-
-Bandwidth is limited by the narrowest stage: the clients (nodes x per-client bandwidth), the storage targets
-the data spans (stripes of a shared file, or the OSTs the files of file-per-process land on, x per-target
-bandwidth) and the file system's peak. A shared file written by several ranks pays a penalty for lock
-contention, and small requests fall off a knee. Metadata rates are modelled as ranks x per-rank rate up to a
-ceiling. Parameters are fitted in log space per (system, file system, op) by a grid search over values the
-runs themselves suggest; the residuals give the uncertainty. Everything here is pure.
+"""The performance model behind the advice: measured runs in, a fitted physical model per (system, file system,
+op) out. The model itself (limits, softmin, robust MAP fit, posterior draws) is in `physical`; this module maps
+runs and candidate settings onto it and keeps what the advice engine needs of a fit. Everything here is pure.
 """
 from __future__ import annotations
 
 import math
-import statistics
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
 
 from ..model.run import DATA_OPS, Run
+from . import physical as ph
+from .physical import INF, MIN_LOG_SIGMA, Z90, Posterior
 
-if TYPE_CHECKING:
-    import numpy as np
-
-INF = float("inf")
-# relative half-width (log space) used when a fit rests on one or two runs: we do not know its error
-MIN_LOG_SIGMA = 0.08
+# runs of one group fitted at most (an evenly spread subsample beyond): enough to pin ten parameters
+MAX_FIT_RUNS = 400
 
 
 @dataclass(frozen=True)
@@ -30,10 +22,25 @@ class Point:
 
     clients: float          # client nodes (inf: not stated, i.e. an aggregate over many clients)
     ranks: float
-    targets: float          # storage targets the data spans
-    shared: bool            # several ranks in one file
-    transfer: float | None  # bytes per request
-    klass: str | None = None  # API and collective mode, e.g. "MPIIO/coll" (see `io_class`)
+    targets: float = INF    # storage targets the data spans (kept for display: stripes x files, capped)
+    shared: bool = False    # several ranks in one file
+    transfer: float | None = None   # bytes per request
+    klass: str | None = None        # API and collective mode, e.g. "MPIIO/coll" (see `io_class`)
+    stripes: float | None = None    # stripes per file (None: derive from targets)
+    osts: float | None = None       # OSTs of the file system (None: unknown)
+    striped: bool = True            # False: no user striping (the file system spreads data itself)
+    layout: str | None = None       # shared / fpp, for metadata rates (one directory vs one per rank)
+
+    def physical(self) -> ph.PPoint:
+        stripes = self.stripes
+        if stripes is None:
+            t = self.targets if math.isfinite(self.targets) else 1.0
+            stripes = t if (self.shared or self.ranks <= 1) else max(t / max(self.ranks, 1.0), 1.0)
+        return ph.PPoint(nodes=self.clients, ranks=self.ranks, stripes=float(stripes),
+                         osts=float(self.osts) if self.osts else INF, shared=self.shared, transfer=self.transfer,
+                         klass=self.klass or "?/-", layout=self.layout or ("shared" if self.shared else None),
+                         striped=self.striped and math.isfinite(self.targets) if self.stripes is None
+                         else self.striped)
 
 
 def io_class(api: str | None, collective: bool | None) -> str:
@@ -44,46 +51,75 @@ def io_class(api: str | None, collective: bool | None) -> str:
 
 @dataclass(frozen=True)
 class Fit:
-    """Fitted parameters of one (system, file system, op) group."""
+    """A fitted (system, file system, op) group: the posterior of the physical model and what it rests on."""
 
     system: str
     filesystem: str | None
     op: str
     unit: str
     kind: str                        # bandwidth | rate
-    per_client: float
-    per_target: float
-    peak: float
-    shared_penalty: float = 1.0
-    knee: float = 0.0                # bytes: value x t/(t+knee)
-    log_sigma: float = MIN_LOG_SIGMA
-    class_factors: tuple[tuple[str, float], ...] = ()   # per API class, fitted when runs measure several
+    posterior: Posterior
     n_runs: int = 0
     run_ids: tuple[str, ...] = field(default=(), compare=False)
     clients_min: float = 0.0         # the client counts the runs measured (inf: an aggregate over many clients)
     clients_max: float = INF
+    stripes_measured: tuple[float, ...] = ()   # distinct stripe counts the runs measured (empty: none stated)
+    klasses: tuple[str, ...] = ()              # API classes the runs measured
+    interval_scale: float = 1.0                # calibration of the interval width (validation: 90% coverage)
+
+    @property
+    def log_sigma(self) -> float:
+        return self.posterior.log_sigma
 
     def predict(self, p: Point) -> float:
-        if self.kind == "rate":
-            v = min(p.ranks * self.per_client, self.peak)
-        else:
-            v = min(p.clients * self.per_client, p.targets * self.per_target, self.peak)
-            if p.shared and p.ranks > 1:
-                v *= self.shared_penalty
-            if p.transfer and self.knee:
-                v *= p.transfer / (p.transfer + self.knee)
-        if self.class_factors and p.klass:
-            v *= dict(self.class_factors).get(p.klass, 1.0)
-        return float(v)
+        return self.posterior.predict(p.physical())
+
+    def draws(self, p: Point) -> list[float]:
+        return self.posterior.predict_draws(p.physical())
+
+    def binding(self, p: Point) -> str:
+        if self.kind != "bandwidth":
+            return "metadata server" if p.ranks > 1 else "per-rank rate"
+        return ph.binding(self.posterior.params(), p.physical())
+
+    def limits(self, p: Point) -> dict[str, float]:
+        return ph.limits(self.posterior.params(), p.physical()) if self.kind == "bandwidth" else {}
 
     def extrapolates(self, p: Point) -> bool:
-        """Whether `p` lies outside the client counts the fit was measured at (its error is then much larger:
-        see `kb validate`)."""
-        return not self.clients_min <= p.clients <= self.clients_max
+        """Whether `p` lies outside the client counts (or API classes) the fit was measured at."""
+        if not self.clients_min <= p.clients <= self.clients_max:
+            return True
+        return bool(self.klasses) and p.klass is not None and p.klass not in self.klasses
 
-    def interval(self, value: float, z: float = 1.64) -> tuple[float, float]:
-        w = math.exp(z * self.log_sigma)
+    def distance(self, p: Point) -> float:
+        """How far (in factors of two of client count) `p` lies outside the measured client counts."""
+        c = p.clients
+        if not math.isfinite(c) or self.clients_min <= c <= self.clients_max:
+            return 0.0
+        lo, hi = max(self.clients_min, 1.0), self.clients_max
+        if c < lo:
+            return math.log2(lo / max(c, 1.0))
+        return math.log2(c / hi) if math.isfinite(hi) else 0.0
+
+    def log_sd(self, p: Point) -> float:
+        sd = self.posterior.log_sd(p.physical())
+        # an unmeasured scale or API class: wider with the distance, not hidden
+        sd *= 1.0 + 0.25 * self.distance(p)
+        if self.klasses and p.klass is not None and p.klass not in self.klasses:
+            sd = math.sqrt(sd ** 2 + 0.5 ** 2)
+        return sd * self.interval_scale
+
+    def interval(self, value: float, p: Point | None = None, z: float = Z90) -> tuple[float, float]:
+        sd = self.log_sd(p) if p is not None else self.log_sigma * self.interval_scale
+        w = math.exp(z * sd)
         return value / w, value * w
+
+
+def _stripes_of(r: Run, osts: int | None, default_stripes: int | None) -> float:
+    sc = r.stripe_count if r.stripe_count not in (None, 0) else (default_stripes or 1)
+    if sc == -1 or sc < 0:
+        sc = osts or 1
+    return float(sc)
 
 
 def run_point(r: Run, ost_count: int | None = None, default_stripes: int | None = None) -> Point:
@@ -91,99 +127,57 @@ def run_point(r: Run, ost_count: int | None = None, default_stripes: int | None 
     ranks = r.ranks or (r.nodes * (r.ranks_per_node or 1) if r.nodes else None)
     clients = r.nodes or (ranks if ranks else None)
     osts = r.ost_count or ost_count
-    stripes = r.stripe_count if r.stripe_count not in (None, 0) else (default_stripes or 1)
-    if stripes == -1:
-        stripes = osts or 1
+    stripes = _stripes_of(r, osts, default_stripes)
     shared = r.layout == "shared"
-    n = ranks or INF
+    n = float(ranks) if ranks else INF
+    striped = (r.fs_type or "lustre") in ("lustre", "beegfs")
     if shared or n == 1:
-        targets = float(stripes)
+        targets = stripes
     else:
         targets = n * stripes
     if osts:
         targets = min(targets, float(osts))
-    if (r.fs_type or "lustre") not in ("lustre", "beegfs"):
-        targets = INF                # no user striping: data spread over every target
+    if not striped:
+        targets = INF
+    if not math.isfinite(n) and clients:
+        n = float(clients)
+    return Point(clients=float(clients) if clients else INF, ranks=n, targets=targets, shared=shared,
+                 transfer=float(r.transfer_size) if r.transfer_size else None, klass=io_class(r.api, r.collective),
+                 stripes=stripes, osts=float(osts) if osts else None, striped=striped, layout=r.layout)
 
-    return Point(clients=float(clients) if clients else INF, ranks=float(n), targets=targets, shared=shared,
-                 transfer=float(r.transfer_size) if r.transfer_size else None, klass=io_class(r.api, r.collective))
 
-
-def _candidates(values: "np.ndarray", extra: Sequence[float] = (), k: int = 10) -> "np.ndarray":
-    import numpy as np
-    v = values[np.isfinite(values) & (values > 0)]
-    if v.size > k:
-        v = np.quantile(v, np.linspace(0, 1, k))
-    return np.unique(np.concatenate([v, np.asarray(extra, dtype=float)]))
+def center_priors(disk: str | None = None, ost_rate: float | None = None, nic: float | None = None) -> dict:
+    """Prior means (log space) from what a center file says of its hardware."""
+    out = {}
+    if ost_rate:
+        out["log_ost"] = math.log(ost_rate)
+    elif disk:
+        out["log_ost"] = math.log({"nvme": 5000.0, "ssd": 2000.0, "hdd": 700.0}.get(disk.lower(), 1000.0))
+    if nic:
+        out["log_node"] = math.log(nic)
+    return out
 
 
 def fit_group(system: str, filesystem: str | None, op: str, runs: Sequence[Run], *,
-              ost_count: int | None = None, default_stripes: int | None = None, max_runs: int = 400) -> Fit | None:
+              ost_count: int | None = None, default_stripes: int | None = None, max_runs: int = MAX_FIT_RUNS,
+              priors: Mapping[str, float] | None = None) -> Fit | None:
     """Fit one group's parameters to its runs; None without runs."""
-    import numpy as np   # imported here: advice from cached fits never needs it
-    runs = [r for r in runs if r.value and r.value > 0]
+    runs = [r for r in runs if r.value and r.value > 0 and math.isfinite(r.value)]
     if not runs:
         return None
+    unit = runs[0].unit
+    runs = [r for r in runs if r.unit == unit]
     if len(runs) > max_runs:           # a deterministic, evenly spread subsample keeps fitting fast
         step = len(runs) / max_runs
         runs = [runs[int(i * step)] for i in range(max_runs)]
-    unit = runs[0].unit
-    runs = [r for r in runs if r.unit == unit]
     kind = "rate" if op not in DATA_OPS or unit != "MiB/s" else "bandwidth"
     pts = [run_point(r, ost_count, default_stripes) for r in runs]
-    y = np.log(np.array([r.value for r in runs]))
-    clients = np.array([p.clients for p in pts])
-    ranks = np.array([p.ranks for p in pts])
-    targets = np.array([p.targets for p in pts])
-    shared = np.array([p.shared and p.ranks > 1 for p in pts])
-    transfer = np.array([p.transfer or np.nan for p in pts])
-    vals = np.exp(y)
-    big = float(vals.max()) * 1e3
-    if kind == "rate":
-        c_c = _candidates(vals / ranks, [big])
-        t_c = np.array([INF])
-        a_c = ranks
-    else:
-        c_c = _candidates(vals / clients, [big])
-        t_c = _candidates(vals / targets, [big])
-        a_c = clients
-    p_c = _candidates(vals, [])
-    s_c = np.array([1.0]) if not (shared.any() and (~shared).any()) else np.array([1.0, .85, .7, .55, .4, .3, .2])
-    ts = transfer[np.isfinite(transfer)]
-    k_c = np.array([0.0])
-    if kind == "bandwidth" and np.unique(ts).size >= 2 and ts.min() < 262144:
-        k_c = np.array([0.0, 16384, 65536, 262144, 1048576])
-    # all combinations, vectorised: shape (combos, runs)
-    C, T, P, S, K = (g.ravel() for g in np.meshgrid(c_c, t_c, p_c, s_c, k_c, indexing="ij"))
-    with np.errstate(invalid="ignore", over="ignore"):
-        pred = np.minimum(np.minimum(C[:, None] * a_c[None, :], T[:, None] * targets[None, :]), P[:, None])
-        pred = pred * np.where(shared[None, :], S[:, None], 1.0)
-        tr = np.where(np.isfinite(transfer), transfer, np.inf)[None, :]
-        pred = pred * np.where(np.isfinite(tr), tr / (tr + K[:, None]), 1.0)
-        err = np.log(pred) - y[None, :]
-    loss = (err ** 2).sum(axis=1)
-    # among equally good fits prefer the conservative one (smallest limits): it never promises unseen speed
-    tie = 1e-9 * (np.log(np.minimum(C, big)) + np.log(np.minimum(T, big)) + np.log(P))
-    best = int(np.argmin(loss + tie))
-    resid = err[best].copy()
-    n = len(runs)
-    # API classes (POSIX, MPI-IO collective, independent ...): a factor each, from their mean residual, shrunk
-    # towards 1 by one pseudo-run so that one odd run does not swing a whole class
-    classes = [io_class(r.api, r.collective) for r in runs]
-    factors: list[tuple[str, float]] = []
-    if len(set(classes)) >= 2:
-        for k in sorted(set(classes)):
-            idx = [i for i, c in enumerate(classes) if c == k]
-            shift = -float(resid[idx].sum()) / (len(idx) + 1)
-            factors.append((k, math.exp(shift)))
-            resid[idx] += shift
-    sigma = float(np.sqrt((resid ** 2).sum() / max(n - 1, 1))) if n > 1 else 0.0
-    # few runs: widen (the fit can match 2-3 runs exactly without knowing its true error)
-    sigma = max(sigma, MIN_LOG_SIGMA * (1 + 3 / math.sqrt(n)))
-    return Fit(system=system, filesystem=filesystem, op=op, unit=unit, kind=kind, per_client=float(C[best]),
-               per_target=float(T[best]), peak=float(P[best]), shared_penalty=float(S[best]), knee=float(K[best]),
-               log_sigma=sigma, class_factors=tuple(factors), n_runs=n, run_ids=tuple(r.id for r in runs if r.id),
-               clients_min=float(clients.min()), clients_max=float(clients.max()))
+    post = ph.fit(kind, [p.physical() for p in pts], [r.value for r in runs], center_priors=priors)
+    clients = [p.clients for p in pts]
+    stripes = sorted({p.stripes for p, r in zip(pts, runs) if r.stripe_count not in (None, 0) and p.stripes})
+    return Fit(system=system, filesystem=filesystem, op=op, unit=unit, kind=kind, posterior=post, n_runs=len(runs),
+               run_ids=tuple(r.id for r in runs if r.id), clients_min=min(clients), clients_max=max(clients),
+               stripes_measured=tuple(stripes), klasses=tuple(sorted({p.klass for p in pts if p.klass})))
 
 
 def group_runs(runs: Iterable[Run]) -> dict[tuple[str, str | None, str], list[Run]]:
@@ -195,87 +189,71 @@ def group_runs(runs: Iterable[Run]) -> dict[tuple[str, str | None, str], list[Ru
 
 
 # metadata operations that only look up (served in parallel from the metadata server's cache) and those that
-# change the namespace (serialised by its journal and directory locks): they saturate at different client counts
+# change the namespace (serialised by its journal and directory locks) saturate at different rank counts
 _LOOKUPS = ("file_stat", "dir_stat", "file_read")
 
 
-def _families(op: str, kind: str) -> tuple[str, ...]:
-    """The families of ops, closest first, whose scaling with clients is set by the same part of a system:
-    metadata lookups and metadata updates (then any metadata op) share the metadata server, random-I/O ops the
-    targets' IOPS, sequential read and write the client links and targets."""
+def _family(op: str, kind: str) -> str:
+    """Ops whose scaling is set by the same part of a system: sequential bandwidth (client links and targets),
+    random IOPS (the targets' IOPS), metadata lookups, metadata updates (the metadata server)."""
     if kind == "bandwidth":
-        return ("bandwidth",)
+        return "bandwidth"
     if op in DATA_OPS:
-        return ("iops",)
-    return ("metadata/lookup" if op in _LOOKUPS else "metadata/update", "metadata")
+        return "iops"
+    return "metadata/lookup" if op in _LOOKUPS else "metadata/update"
 
 
-def _scale_counts(fit: Fit, runs: Sequence[Run], ost_count: int | None,
-                  default_stripes: int | None) -> tuple[set[float], set[float], bool]:
-    """The client (rank, for rates) counts and the target counts a group's runs measured, and whether the best
-    value measured at each count rises with the count (the runs then show where the ceiling sets in)."""
-    pts = [(run_point(r, ost_count, default_stripes), r.value) for r in runs
-           if r.value and r.value > 0 and r.unit == fit.unit]
-    best: dict[float, float] = {}
-    for p, v in pts:
-        n = p.ranks if fit.kind == "rate" else p.clients
-        best[n] = max(best.get(n, 0.0), v)
-    seq = [best[n] for n in sorted(best)]
-    rising = len(seq) >= 2 and all(b > a for a, b in zip(seq, seq[1:]))
-    return set(best), {p.targets for p, _ in pts}, rising
-
-
-def _with_saturation_prior(fit: Fit, counts: set[float], targets: set[float], saturation: float,
-                           spread: float) -> Fit:
-    """A group measured at one client (rank) count cannot tell the per-client value from the ceiling: the grid
-    search then picks the smallest limits that match, i.e. it predicts the one measured value for every count.
-    Here the count at which sibling ops of the same system saturate (ceiling / per-client value) fills in the
-    limit the runs do not determine. Its uncertainty widens by the spread of the siblings' saturation points."""
-    (n,) = counts
-    sigma = max(fit.log_sigma, spread)
-    if math.isfinite(n) and n < saturation:
-        # the runs measured the per-client side below saturation: the ceiling was unseen
-        per_client = min(fit.per_client, fit.peak / n)
-        peak = per_client * saturation
-        per_target = fit.per_target
-        if len(targets) == 1:
-            # one target count as well: nothing says the targets, rather than the client, bound those runs
-            (t,) = targets
-            if math.isfinite(t) and t > 0:
-                per_target = max(per_target, peak / t)
-        return replace(fit, per_client=per_client, per_target=per_target, peak=peak, log_sigma=sigma)
-    # the runs measured an aggregate (or a count past saturation): the per-client value was unseen
-    return replace(fit, per_client=fit.peak / saturation, log_sigma=sigma)
+# shape parameters a group with thin data borrows from its siblings of the same system and file system
+_POOLED = {"bandwidth": ("gamma_shared", "gamma_fpp", "placement", "exchange", "log_stream", "log_node", "log_ost",
+                         "log_pair", "log_shared_file"),
+           "rate": ("decline", "log_shared", "log_sat")}
 
 
 def fit_all(runs: Iterable[Run], ost_counts: dict[str | None, int | None] | None = None,
-            default_stripes: dict[str | None, int | None] | None = None) -> dict[tuple[str, str | None, str], Fit]:
-    """Fits for every (system, file system, op) group of `runs`. Groups measured at a single client (rank) count
-    borrow the saturation point of the groups of the same system, file system and family that measured
-    several (see `_with_saturation_prior`)."""
-    fits = {}
-    counts: dict[tuple, set[float]] = {}
-    targets: dict[tuple, set[float]] = {}
-    rising: dict[tuple, bool] = {}
-    for key, rs in group_runs(runs).items():
+            default_stripes: dict[str | None, int | None] | None = None,
+            priors: Mapping[str | None, Mapping[str, float]] | None = None,
+            memo: dict | None = None) -> dict[tuple[str, str | None, str], Fit]:
+    """Fits for every (system, file system, op) group of `runs`. A second pass refits each group with the shape
+    parameters' prior centred on the median of its siblings (same system and file system, same kind): reads
+    and writes share the disks' contention and placement, so one well-measured op informs a thin one.
+    `memo` (a dict kept by the caller) reuses the fit of a group whose runs and priors did not change, which
+    makes leaving runs out of one group cheap (validation)."""
+    groups = group_runs(runs)
+
+    def fit_one(key: tuple, rs: list, pri: Mapping[str, float] | None) -> Fit | None:
         osts, dflt = (ost_counts or {}).get(key[1]), (default_stripes or {}).get(key[1])
-        f = fit_group(*key, rs, ost_count=osts, default_stripes=dflt)
+        if memo is None:
+            return fit_group(*key, rs, ost_count=osts, default_stripes=dflt, priors=pri)
+        mk = (key, tuple(sorted(id(r) for r in rs)), osts, dflt, tuple(sorted((pri or {}).items())))
+        if mk not in memo:
+            memo[mk] = fit_group(*key, rs, ost_count=osts, default_stripes=dflt, priors=pri)
+        return memo[mk]
+
+    first: dict[tuple, Fit] = {}
+    for key, rs in groups.items():
+        f = fit_one(key, rs, (priors or {}).get(key[1]))
         if f is not None:
-            fits[key] = f
-            counts[key], targets[key], rising[key] = _scale_counts(f, rs, osts, dflt)
-    # saturation counts of groups that measured at least two client counts, one of them finite, with values rising
-    # with the count: a group as fast (or slower) at more clients was saturated already, or has contention the
-    # model does not describe (a peak and a lower sustained plateau), and shows no saturation point
-    sat: dict[tuple, list[float]] = {}
-    for key, f in fits.items():
-        c = counts[key]
-        if len(c) >= 2 and any(math.isfinite(x) for x in c) and rising[key] and 0 < f.per_client < f.peak:
-            for fam in _families(key[2], f.kind):
-                sat.setdefault((key[0], key[1], fam), []).append(math.log(f.peak / f.per_client))
-    for key, f in fits.items():
-        logs = next((sat[k] for fam in _families(key[2], f.kind) if (k := (key[0], key[1], fam)) in sat), None)
-        if len(counts[key]) == 1 and logs:
-            m = statistics.median(logs)
-            spread = math.sqrt(sum((x - m) ** 2 for x in logs) / (len(logs) - 1)) if len(logs) > 1 else 0.0
-            fits[key] = _with_saturation_prior(f, counts[key], targets[key], math.exp(m), spread)
-    return fits
+            first[key] = f
+    out = dict(first)
+    for key, f in first.items():
+        same = [(k, g) for k, g in first.items() if k != key and k[:2] == key[:2] and g.kind == f.kind]
+        sib = [g for k, g in same if _family(k[2], g.kind) == _family(key[2], f.kind)]
+        if not sib and _family(key[2], f.kind).startswith("metadata"):
+            # no sibling of the same family: any metadata op of the same server is the next best witness
+            sib = [g for k, g in same if _family(k[2], g.kind).startswith("metadata")]
+        if not sib:
+            continue
+        pooled: dict[str, float] = dict((priors or {}).get(key[1]) or {})
+        for name in _POOLED[f.kind]:
+            vals = sorted(dict(g.posterior.theta)[name] for g in sib
+                          if name in dict(g.posterior.theta) and name not in g.posterior.prior_only)
+            if vals:
+                pooled.setdefault(name, vals[len(vals) // 2])
+        if not pooled:
+            continue
+        out[key] = fit_one(key, groups[key], pooled) or f
+    return out
+
+
+__all__ = ["Fit", "Point", "INF", "MIN_LOG_SIGMA", "fit_all", "fit_group", "group_runs", "io_class", "run_point",
+           "center_priors"]
