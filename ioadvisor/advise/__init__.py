@@ -98,16 +98,28 @@ def _stripe_counts(fs: FileSystem, layout: str) -> list[int]:
     return sorted(set(steps))
 
 
+def quota_bytes(text: str | None) -> int | None:
+    """The bytes a quota string states plainly (`10 GB`, `up to 10 GB free; ...`), or None when it states none
+    or states it per something (`10 GB x number of users`)."""
+    import re
+    from ..model.units import parse_size
+    if not text:
+        return None
+    m = re.match(r"\s*(?:up to\s+)?(\d+(?:\.\d+)?\s*[KMGTPE]i?B)\b(.*)", str(text), re.I)
+    if m is None or re.match(r"\s*(x|per|/)\b", m.group(2), re.I):
+        return None
+    try:
+        return parse_size(m.group(1))
+    except (ValueError, UsageError):
+        return None
+
+
 def _fits_in(w: Workload, fs: FileSystem, tier: Tier | None) -> bool:
     """Whether the job's bytes fit the quota of a file system and the capacity of a tier (unknown: yes)."""
-    from ..model.units import parse_size
     total = w.bytes_per_rank * w.nodes * w.ranks_per_node
-    if fs.quota:
-        try:
-            if total > parse_size(str(fs.quota)):
-                return False
-        except (ValueError, UsageError):
-            pass
+    quota = quota_bytes(fs.quota)
+    if quota is not None and total > quota:
+        return False
     if tier is not None and tier.capacity_per_node and \
             w.bytes_per_rank * w.ranks_per_node > tier.capacity_per_node:
         return False

@@ -33,9 +33,11 @@ def load_system_runs(kb: KB, system: str, max_per_group: int = 400) -> list:
     for db, sign in (("main", 1),) + ((("ref", -1),) if kb.reference else ()):
         cur = kb.conn.cursor()
         cur.row_factory = None
-        # production observations (Darshan, job records) are lower bounds of what the job could do: not fitted
+        # production observations (Darshan, job records) are lower bounds of what the job could do, and runs
+        # flagged at import (cache-sized, above the rated peak) measured memory, not the file system: not fitted
         for fs, op, rowid in cur.execute(f"SELECT filesystem, op, rowid FROM {db}.runs WHERE system = ? "
-                                         "COLLATE NOCASE AND kind IS NOT 'production'", (system,)):
+                                         "COLLATE NOCASE AND kind IS NOT 'production' AND flags IS NULL",
+                                         (system,)):
             g = groups.get((fs, op))
             if g is None:
                 g = groups[(fs, op)] = array("q")

@@ -42,7 +42,8 @@ def _measured(kb: Any, system: str | None) -> dict[str, list]:
             raise UsageError(f"no runs for system {system!r} (known: {', '.join(kb.systems())})")
         system = match
     runs = [r for r in kb.runs(RunFilter(system=system))
-            if r.value and r.value > 0 and math.isfinite(r.value) and r.provenance.kind != "production"]
+            if r.value and r.value > 0 and math.isfinite(r.value) and r.provenance.kind != "production"
+            and not r.flags]      # as the fits: measured runs only, none flagged as cache-sized or above the peak
     by_sys: dict[str, list] = {}
     for r in runs:
         by_sys.setdefault(r.system, []).append(r)
