@@ -101,11 +101,10 @@ def row_to_run(row: dict[str, str], ctx: ImportContext) -> Run:
     """One CSV row (lower-case keys) to a Run; ValueError / IOAdvisorError with the reason."""
     cells = {k: v.strip() for k, v in row.items() if v}
     g = cells.get
-    kw: dict[str, Any] = {}
-    for col, attr in _INT_COLS.items():
-        kw[attr] = _int(g(col, ""), col)
+    # empty cells were dropped above: a missing key is an empty cell (no call for it)
+    kw: dict[str, Any] = {attr: _int(cells[col], col) if col in cells else None for col, attr in _INT_COLS.items()}
     for col, attr in _STR_COLS.items():
-        kw[attr] = g(col, "") or None
+        kw[attr] = g(col) or None
     kw["collective"] = _bool(g("collective", ""), "collective")
     kw["direct"] = _bool(g("direct", ""), "direct")
     kw["hints"] = parse_hints(g("hints", ""))
@@ -121,7 +120,7 @@ def row_to_run(row: dict[str, str], ctx: ImportContext) -> Run:
     unit = g("unit", "")
     if not unit:
         raise ValueError("column unit is empty")
-    spread = {c: _float(g(c, ""), c) for c in _SPREAD}
+    spread = {c: _float(cells[c], c) for c in _SPREAD if c in cells}
     prov = Provenance(source=g("source", "") or ctx.source, citation=g("citation") or None,
                       command=g("command") or None, tool=g("tool") or None, tool_version=g("tool_version") or None,
                       date=g("date") or None, job_id=g("job_id") or None, kind=g("kind") or ctx.kind,
