@@ -36,8 +36,7 @@ def synthetic_runs(n: int, seed: int = 1) -> list:
         nodes = rnd.choice((1, 1, 2, 4, 8, 16, 24, 32))
         layout = rnd.choice(("shared", "fpp"))
         sc = rnd.choice((1, 2, 3, 4, 6, 8, 16))
-        targets = sc if layout == "shared" or nodes == 1 else min(30, nodes * sc)
-        v = fit.predict(Point(clients=nodes, ranks=nodes, targets=targets, shared=layout == "shared", transfer=None))
+        v = fit.predict(Point(clients=nodes, ranks=nodes, shared=layout == "shared", stripes=sc, osts=30))
         out.append(make_run(system=SYSTEM, filesystem="lustre", fs_type="lustre", ost_count=30, op="write",
                             api="POSIX", layout=layout, nodes=nodes, ranks=nodes, stripe_count=sc,
                             stripe_size=1 << 20, value=v * rnd.lognormvariate(0, 0.1), unit="MiB/s",

@@ -4,7 +4,8 @@ The corpus files share one column layout, close to the canonical CSV; this scrip
 - metadata rows (layout `unique_dir`, `shared_dir`, `single_file`): op `create`/`stat`/`remove`/`read` ->
   `file_create`/`file_stat`/`file_remove`/`file_read`; `unique_dir` -> layout `fpp` (one directory per rank),
   `shared_dir` -> `shared`, `single_file` -> no layout (mdtest -S: all ranks on one file, noted);
-- `collective` yes/no/na -> true/false/empty; `POSIX(stdio fwrite)` -> STDIO, other `POSIX(...)` -> POSIX;
+- `collective` yes/no/na -> true/false/empty; `POSIX(stdio fwrite)` -> STDIO, other `POSIX...` spellings
+  (`POSIX(read_test_api)`, `POSIX/IME`) -> POSIX, unknown APIs -> OTHER;
 - rows whose notes carry `WARNING` (values above the file system's rated peak: cache effects, per the corpus
   README) are left out and counted.
 
@@ -49,8 +50,12 @@ def convert(corpus: Path, out: Path) -> dict[str, int]:
                 else:
                     note = ""
                 api = r["api"]
-                if api.startswith("POSIX("):
+                if api.upper().startswith("POSIX"):    # POSIX(stdio fwrite), POSIX/IME, ...
                     api = "STDIO" if "stdio" in api.lower() else "POSIX"
+                elif api.upper().startswith(("MPIIO", "MPI-IO")):
+                    api = "MPIIO"
+                elif api.upper() not in ("HDF5", "NETCDF", "PNETCDF", "STDIO"):
+                    api = "OTHER"
                 coll = {"yes": "true", "no": "false"}.get(r["collective"], "")
                 if api == "POSIX" or api == "STDIO":
                     coll = ""
