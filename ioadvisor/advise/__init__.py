@@ -323,6 +323,13 @@ def _no_stripe_evidence(c: _Cand, default: int | None) -> bool:
     return len(c.fit.stripes_measured) < 2 and c.config.stripe_count != (default or 1)
 
 
+def _measured_stripes(c: _Cand) -> bool:
+    """Whether a candidate's stripe count is one its fit's runs measured (or it sets none)."""
+    if c.config.stripe_count is None or c.fit is None or not c.fit.stripes_measured:
+        return True
+    return float(c.config.stripe_count) in c.fit.stripes_measured
+
+
 def gain_probability(better: list[float], worse: list[float], gain: float = MIN_GAIN) -> float:
     """P(better >= (1 + gain) x worse) over paired posterior draws (the same parameter draw for both)."""
     pairs = [(a, b) for a, b in zip(better, worse) if b > 0]
@@ -332,7 +339,8 @@ def gain_probability(better: list[float], worse: list[float], gain: float = MIN_
 
 
 def choose(values: list[float], draws: Any, costs: list[float], scores: list[int] | None = None, *,
-           stripes: list[int | None] | None = None, default: int | None = None) -> tuple[int, list[int]]:
+           stripes: list[int | None] | None = None, default: int | None = None,
+           measured: list[bool] | None = None) -> tuple[int, list[int]]:
     """The option to advise among predicted ones.
 
     `draws` gives each option's values under the posterior's parameter draws (a list, or a function of the
@@ -340,8 +348,9 @@ def choose(values: list[float], draws: Any, costs: list[float], scores: list[int
     gain of `MIN_GAIN` or more has a probability below `CONFIDENCE`. Published comparisons come first: the best
     option of a higher comparison score replaces the best when the two are close. Then: the default setting is
     kept when it is close to the best (changing it buys no measurable gain); otherwise the cheapest option whose
-    value lies within `TOLERANCE` of the best (on a plateau, more OSTs take from other jobs for nothing).
-    Returns the chosen index and the indices found close to the best."""
+    value lies within `TOLERANCE` of the best (on a plateau, more OSTs take from other jobs for nothing), a
+    stripe count the runs measured (`measured`) before one only the model's curve reaches. Returns the chosen
+    index and the indices found close to the best."""
     n = len(values)
     scores = scores or [0] * n
     stripes = stripes or [None] * n
@@ -371,6 +380,9 @@ def choose(values: list[float], draws: Any, costs: list[float], scores: list[int
         close.add(default)
         return default, sorted(close)
     plateau = [i for i in tier if values[i] >= values[best] * (1 - TOLERANCE)]
+    if measured:
+        # on the plateau, a setting the runs measured is preferred to one only the model's curve reaches
+        plateau = [i for i in plateau if measured[i]] or plateau
     pick = min(plateau, key=lambda i: (costs[i], stripes[i] or 0, -values[i]))
     if pick != best and is_close(best, pick):
         close.add(pick)
@@ -526,7 +538,8 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
 
         pick, close = choose([c.value for c in predicted], draws_of,
                              [c.cost for c in predicted], [c.score for c in predicted],
-                             stripes=[c.config.stripe_count for c in predicted], default=dflt)
+                             stripes=[c.config.stripe_count for c in predicted], default=dflt,
+                             measured=[_measured_stripes(c) for c in predicted])
         chosen = predicted[pick]
         close_c = [predicted[i] for i in close]
         top = max(predicted, key=lambda c: c.value)

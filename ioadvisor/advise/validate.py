@@ -235,7 +235,7 @@ def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int 
             vals.append(fit.predict(pts[-1]))
             draws.append(fit.draws(pts[-1]))
         pick, _ = choose(vals, draws, [STRIPE_COST * s for s in cands], stripes=list(cands),
-                         default=cands.index(default))
+                         default=cands.index(default), measured=[float(s) in fit.stripes_measured for s in cands])
         advised = cands[pick]
         allo = int(osts or max(m))
         case["advised"] = advised
