@@ -69,10 +69,9 @@ def to_json(obj: Any, **kw: Any) -> str:
     return json.dumps(json_safe(obj), allow_nan=False, default=str, **kw)
 
 
-def read_toml(path: str | Path, error: type[Exception] = UsageError) -> dict[str, Any]:
-    """A TOML file as a dict; `error` (one line naming the file, and the line where known) for a missing,
-    unreadable, binary, non-UTF-8 or invalid file."""
-    import tomllib
+def read_text(path: str | Path, error: type[Exception] = UsageError, what: str = "text") -> str:
+    """A user's text file, decoded; `error` (one line naming the file, and the line where known) for a missing,
+    unreadable, binary (`binary file, not <what>`) or non-UTF-8 file."""
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -81,12 +80,20 @@ def read_toml(path: str | Path, error: type[Exception] = UsageError) -> dict[str
     except OSError as e:
         raise error(f"{p}: cannot read: {e.strerror or e}") from None
     if b"\x00" in data:
-        raise error(f"{p}: binary file, not TOML")
+        raise error(f"{p}: binary file, not {what}")
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data[:e.start].count(b"\n") + 1
         raise error(f"{p}:{line}: not UTF-8 text") from None
+
+
+def read_toml(path: str | Path, error: type[Exception] = UsageError) -> dict[str, Any]:
+    """A TOML file as a dict; `error` (one line naming the file, and the line where known) for a missing,
+    unreadable, binary, non-UTF-8 or invalid file."""
+    import tomllib
+    p = Path(path)
+    text = read_text(p, error, "TOML")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -311,7 +311,6 @@ def _predict(c: _Cand, w: Workload, fits: Mapping, system: str) -> None:
     c.value = v
     c.fit = fit
     c.extrapolated = fit.extrapolates(p)
-    c.binding = fit.binding(p)
     c.point = p
 
 
@@ -574,9 +573,10 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
         if s:
             base.applied.append({**cmp, "_sign": s})
     alts = _alternatives(order[1:], rec)
-    for c in [rec, base] + alts:       # intervals only for the options shown: each costs the posterior draws
+    for c in [rec, base] + alts:       # intervals and limits only for the options shown: each costs the draws
         if c.value is not None and c.fit is not None and c.point is not None:
             c.low, c.high = c.fit.interval(c.value, c.point)
+            c.binding = c.fit.binding(c.point)
     from .explain import build_option, warnings_for
     evidence_runs = _evidence_runs(kb, [rec, base] + alts)
     options = [build_option(c, w, center, base, rec, evidence_runs, has_numbers=bool(fits))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace as dc_replace
 from typing import Any, Iterable, Sequence
 
 from ..errors import UsageError
@@ -151,8 +152,8 @@ def _settings_key(r: Any, factor: str) -> tuple:
     vals = {"fs": r.filesystem, "op": r.op, "api": r.api, "layout": r.layout, "collective": r.collective,
             "stripe_count": r.stripe_count, "nodes": r.nodes, "ranks": r.ranks, "transfer": r.transfer_size,
             "block": r.block_size, "stripe_size": r.stripe_size, "unit": r.unit}
-    vals.pop("fs" if factor == "filesystem" else factor)
-    return tuple(sorted(vals.items(), key=lambda kv: kv[0], reverse=False))
+    vals.pop(factor)
+    return tuple(sorted(vals.items()))
 
 
 def sweep_groups(runs: Iterable[Any], factor: str) -> list[list[Any]]:
@@ -219,7 +220,6 @@ def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int 
                             "api": rep.api, "nodes": rep.nodes, "ranks": rep.ranks,
                             "measured": {str(k): round(v, 3) for k, v in sorted(measured.items(), key=lambda kv: str(kv[0]))},
                             "errors": [e for e, _ in hidden], "covered": [c for _, c in hidden]}
-    from dataclasses import replace as dc_replace
     if factor == "stripe_count":
         if any(not isinstance(k, (int, float)) or k <= 0 for k in measured):
             return None

@@ -7,25 +7,11 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..errors import UsageError
+from ..util import read_text
 from . import command_app
 from .common import JsonOption, KBOption, cli_errors, console, print_json
 
 app = command_app()
-
-
-def _read(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read: {e.strerror or e}") from None
-    if b"\x00" in data:
-        raise UsageError(f"{path}: binary file, not text")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{path}:{data[:e.start].count(10) + 1}: not UTF-8 text") from None
 
 
 def parse_hints(text: str | None) -> dict[str, str]:
@@ -187,8 +173,8 @@ def advise_cmd(
         nodes_given = given.pop("nodes")
         if nodes_given is not None:
             sb["nodes"] = nodes_given          # -N/--nodes: the sbatch-style option
-        spec = describe(script=_read(script) if script else None, script_path=str(script),
-                        toml=_read(workload) if workload else None, toml_path=str(workload),
+        spec = describe(script=read_text(script) if script else None, script_path=str(script),
+                        toml=read_text(workload) if workload else None, toml_path=str(workload),
                         sbatch=sb, explicit=given, strict=True)
         flavour, version = parse_mpi(spec.mpi) if spec.mpi else (None, None)
         w, pins = spec.workload(), spec.pins()

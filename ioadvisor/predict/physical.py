@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Mapping, Sequence
 
 INF = float("inf")
@@ -269,17 +270,25 @@ class Posterior:
     def params(self) -> dict[str, float]:
         return dict(self.theta)
 
-    def draw_params(self) -> list[dict[str, float]]:
+    @cached_property
+    def _draw_dicts(self) -> list[dict[str, float]]:
         names = [k for k, _ in self.theta]
         return [dict(zip(names, d)) for d in self.draws]
+
+    def draw_params(self) -> list[dict[str, float]]:
+        return self._draw_dicts
 
     def predict(self, p: PPoint) -> float:
         f = predict_bw if self.kind == "bandwidth" else predict_rate
         return f(self.params(), p)
 
     def predict_draws(self, p: PPoint) -> list[float]:
-        f = predict_bw if self.kind == "bandwidth" else predict_rate
-        return [f(t, p) for t in self.draw_params()]
+        # every draw has the parameters of the fit: the point's inputs are the same for all of them
+        if self.kind == "bandwidth":
+            X, f = point_inputs(p, _caps(self.params())), _bw
+        else:
+            X, f = point_inputs(p), _rate
+        return [float(f(t, X, PY)) for t in self._draw_dicts]
 
     def log_sd(self, p: PPoint) -> float:
         """Predictive sd in log space: parameter uncertainty (draws) and one run's noise."""
