@@ -91,3 +91,17 @@ def test_close_options_keep_the_default_and_a_measured_gain_moves_it():
     assert pick == 0 and 1 in close             # a 5% gain is no measurable gain: the default stays
     pick, _ = choose([100.0, 150.0], [base, large], [0.0, 0.1], default=0)
     assert pick == 1
+
+
+def test_a_stated_gain_probability_agrees_with_the_decision():
+    import re
+    from ioadvisor.kb import KB as _KB
+    # HA8000, 4 nodes x 8 ranks, MPI-IO, layout open: the advice leaves the default (one stripe, collective) for
+    # a setting predicted many times faster; the probability it states must be the one that justified the move
+    # (>= 0.8), never the 0.00 of draws that were not evaluated
+    a = advise(Workload(nodes=4, ranks_per_node=8, bytes_per_rank=1 << 30, api="mpiio", layout="any"),
+               _KB.open(":memory:"), load_center("HA8000"))
+    said = [r for r in a.recommendation.reasons if "the default, a gain of" in r]
+    assert said, a.recommendation.reasons
+    gain, prob = re.search(r"predicted ([0-9]+\.[0-9]+)x the default.* probability ([0-9]+\.[0-9]+)", said[0]).groups()
+    assert float(gain) > 1.1 and float(prob) >= 0.8

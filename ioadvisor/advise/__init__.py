@@ -549,7 +549,8 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
                                f"{int(MIN_GAIN * 100)}% or more has a probability below {int(CONFIDENCE * 100)}%), "
                                f"so {kept}; {_settle(top, chosen, w)}")
         elif chosen is top and dflt is not None and predicted[dflt] is not chosen:
-            p = gain_probability(chosen.draws, predicted[dflt].draws)
+            # the default's draws are evaluated only if `choose` compared it: evaluate them here if not
+            p = gain_probability(draws_of(pick), draws_of(dflt))
             chosen.decision = (f"predicted {chosen.value / predicted[dflt].value:.2f}x the default, a gain of "
                                f"{int(MIN_GAIN * 100)}% or more with probability {p:.2f}")
         ranked = [chosen] + sorted((c for c in close_c if c is not chosen), key=lambda c: (-c.score, c.cost, -c.value))
