@@ -17,6 +17,7 @@ COMMANDS = {
     "wrap": "wrap",
     "submit": "wrap",
     "diagnose": "diagnose",
+    "archive": "archive",
     "kb": "kb",
     "docs": "docs",
     "bench": "bench",

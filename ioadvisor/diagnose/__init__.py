@@ -18,7 +18,7 @@ from .summary import LogSummary
 
 SCHEMA = "ioadvisor.diagnose/2"
 
-__all__ = ["Diagnosis", "analyze", "diagnose", "document", "SCHEMA"]
+__all__ = ["Diagnosis", "analyze", "diagnose", "document", "judge", "SCHEMA"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,11 +57,20 @@ def analyze(log: str | Path, *, center: str | None = None, thresholds: str | Pat
     ConfigError (exit 2 in the CLI) for bad input.
     """
     from .derive import summarize
-    from .rules import Context, load_thresholds, run_rules
+    from .rules import load_thresholds
 
     t = load_thresholds(thresholds)          # bad thresholds fail before the log is read
     c_obj = _center(center)
-    s = summarize(log)
+    return judge(summarize(log), t, c_obj, kb=kb, use_kb=use_kb)
+
+
+def judge(s: LogSummary, thresholds: dict[str, Any], center: Any = None, *, kb: str | Path | None = None,
+          use_kb: bool = True) -> Diagnosis:
+    """The findings for a log already summarized, with loaded thresholds and a loaded center (or None): what
+    `analyze` does after reading the log, for callers that read many logs with the same settings."""
+    from .rules import Context, run_rules
+
+    t, c_obj = thresholds, center
     osts = _ost_count(c_obj)
     if osts and s.fs_ost_count_at_least and osts < s.fs_ost_count_at_least:
         # the log proves more OSTs than the center has: it was not written on that file system

@@ -22,7 +22,8 @@ from ..errors import ImportFormatError, UsageError
 from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES, ApiTotals, FileSummary, LogSummary,
                       LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests)
 
-__all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "check_header", "sniff", "summarize", "to_workload"]
+__all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "check_header", "import_backend", "read_checked", "sniff",
+           "summarize", "to_workload"]
 
 DARSHAN_MAGIC = 6567223          # DARSHAN_MAGIC_NR, stored as int64 right after the 8-byte version string
 CHILD_TIMEOUT = 120.0
@@ -140,30 +141,42 @@ def _child(path: str, conn: Any) -> None:
     saved = os.dup(2)
     os.dup2(errfile.fileno(), 2)
     try:
-        backend = _import_backend()
+        backend = import_backend()
         if backend is None:
             conn.send(("usage", "diagnosing Darshan logs needs PyDarshan: pip install 'ioadvisor[darshan]'"))
             return
         try:
-            summary = _read(path, backend)
-        except _LogError as e:
-            conn.send(("error", str(e)))
-            return
-        except Exception as e:  # the log made the reader fail in a way not foreseen: report, don't trace
-            conn.send(("error", f"cannot read the log: {type(e).__name__}: {e}"))
-            return
-        errfile.flush()
-        errfile.seek(0)
-        complaints = [ln.strip() for ln in errfile.read().decode("utf-8", "replace").splitlines()
-                      if ln.strip().lower().startswith("error")]
-        if complaints:
-            conn.send(("error", "truncated or corrupt Darshan log: " + "; ".join(dict.fromkeys(complaints))))
+            summary = read_checked(path, backend, errfile)
+        except ImportFormatError as e:
+            conn.send(("error", e.reason))
             return
         conn.send(("ok", summary))
     finally:
         os.dup2(saved, 2)
         os.close(saved)
         conn.close()
+
+
+def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:
+    """Parse a log in this process, with file descriptor 2 already pointing at `errfile` (a temporary file):
+    whatever the C library complains about while reading makes the log corrupt. The caller must be a process
+    that may die (the library aborts on some corrupt logs): a child, or a worker of a pool that restarts it.
+    Raises ImportFormatError naming `path`."""
+    errfile.seek(0)
+    errfile.truncate()
+    try:
+        summary = _read(path, backend)
+    except _LogError as e:
+        raise ImportFormatError(str(e), path) from None
+    except Exception as e:  # the log made the reader fail in a way not foreseen: report, don't trace
+        raise ImportFormatError(f"cannot read the log: {type(e).__name__}: {e}", path) from None
+    errfile.flush()
+    errfile.seek(0)
+    complaints = [ln.strip() for ln in errfile.read().decode("utf-8", "replace").splitlines()
+                  if ln.strip().lower().startswith("error")]
+    if complaints:
+        raise ImportFormatError("truncated or corrupt Darshan log: " + "; ".join(dict.fromkeys(complaints)), path)
+    return summary
 
 
 class _NoPandas(types.ModuleType):
@@ -174,7 +187,7 @@ class _NoPandas(types.ModuleType):
         raise AttributeError(f"pandas is not loaded in the log reader ({name})")
 
 
-def _import_backend() -> Any:
+def import_backend() -> Any:
     """PyDarshan's C backend, imported without pandas where that works, with it otherwise; None if missing."""
     stubbed = False
     if "pandas" not in sys.modules:

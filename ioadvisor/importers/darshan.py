@@ -19,7 +19,8 @@ _BIN_LOW = {"0_100": 0, "100_1K": 100, "1K_10K": 1024, "10K_100K": 10240, "100K_
             "1M_4M": 1 << 20, "4M_10M": 4 << 20, "10M_100M": 10 << 20, "100M_1G": 100 << 20, "1G_PLUS": 1 << 30}
 
 
-def _runs(s: LogSummary, ctx: ImportContext, digest_source: str) -> list[Run]:
+def summary_runs(s: LogSummary, ctx: ImportContext, digest_source: str) -> list[Run]:
+    """The production runs of a summarized log: one per direction it moved data in (none without a run time)."""
     runs = []
     if s.run_time <= 0:
         return runs
@@ -65,7 +66,7 @@ def parse(data: bytes, ctx: ImportContext) -> list[Run]:
             raise ImportFormatError(e.reason, ctx.source or None) from None
     finally:
         os.unlink(tmp)
-    return _runs(s, ctx, ctx.source)
+    return summary_runs(s, ctx, ctx.source)
 
 
 register("darshan", sniff, parse, text=False)

@@ -145,6 +145,46 @@ MIGRATIONS: list = [
     """,
     # 6: run ids derive from the run's content, not from the file's bytes and position (see model.run.run_id)
     lambda conn: _rekey_runs(conn),
+    # 7: a center's Darshan archive (ioadvisor.archive): every log scanned, by the sha256 of its bytes, with
+    # whether it could be read; every path seen with the size and mtime it had (a path unchanged since is not
+    # read again); per job the facts the center report ranks by, and the findings of `diagnose` on its log.
+    # The production runs of a log are ordinary runs (kind 'production') whose source hash is the log's hash.
+    """
+    CREATE TABLE IF NOT EXISTS archive_logs (
+        hash TEXT PRIMARY KEY,
+        path TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+        error TEXT,
+        system TEXT,
+        scanned_at TEXT NOT NULL
+    );
+    CREATE TABLE IF NOT EXISTS archive_paths (
+        path TEXT PRIMARY KEY,
+        size INTEGER NOT NULL,
+        mtime_ns INTEGER NOT NULL,
+        hash TEXT NOT NULL REFERENCES archive_logs(hash)
+    );
+    CREATE INDEX IF NOT EXISTS archive_paths_hash ON archive_paths(hash);
+    CREATE TABLE IF NOT EXISTS archive_jobs (
+        hash TEXT PRIMARY KEY REFERENCES archive_logs(hash),
+        jobid INTEGER, uid INTEGER, exe TEXT NOT NULL, app TEXT NOT NULL,
+        nprocs INTEGER NOT NULL, run_time_s REAL NOT NULL, start_time INTEGER,
+        io_time_per_rank_s REAL NOT NULL, bytes_read INTEGER NOT NULL, bytes_written INTEGER NOT NULL,
+        layout TEXT, files INTEGER NOT NULL, partial INTEGER NOT NULL, darshan_version TEXT
+    );
+    CREATE INDEX IF NOT EXISTS archive_jobs_uid ON archive_jobs(uid);
+    CREATE INDEX IF NOT EXISTS archive_jobs_app ON archive_jobs(app);
+    CREATE TABLE IF NOT EXISTS archive_findings (
+        hash TEXT NOT NULL REFERENCES archive_logs(hash),
+        rule TEXT NOT NULL,
+        severity TEXT NOT NULL,
+        time_at_stake_s REAL,
+        finding TEXT NOT NULL,
+        PRIMARY KEY (hash, rule)
+    );
+    CREATE INDEX IF NOT EXISTS archive_findings_rule ON archive_findings(rule);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

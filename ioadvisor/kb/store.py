@@ -437,7 +437,6 @@ class KB:
         whole source back. With require_runs, a source that yields no run is an error (and adds nothing).
         Every run passes `check_run` first (whatever read it): one bad value rejects the whole source. A run
         already in the KB (the same content, see `content_key`) is not added again."""
-        from ..model.validate import checked
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -448,29 +447,7 @@ class KB:
                 return ImportResult(source, fmt, 0, True, 0, _other_system_note(old, runs))
             self.conn.execute("INSERT INTO main.sources VALUES (?,?,?,?,?,?)",
                               (source_hash, source, fmt, importer, now, 0))
-            insert = f"INSERT INTO main.runs ({','.join(RUN_COLUMNS)}) VALUES ({','.join('?' * len(RUN_COLUMNS))})"
-            occ = _Occurrences(self.conn)
-            it = iter(runs)
-            n = seq = 0
-            summary = _Summary()
-            while True:
-                batch = list(itertools.islice(it, BATCH))
-                if not batch:
-                    break
-                for i, r in enumerate(batch, seq + 1):
-                    try:
-                        checked(r)
-                    except UsageError as e:
-                        raise ImportFormatError(f"run {i}: {e}", source) from None
-                ids = occ.ids(batch)
-                known = self._known_ids(ids)
-                rows = [_run_row(r, rid, source_hash, seq + i) for i, (r, rid) in enumerate(zip(batch, ids))
-                        if rid not in known]
-                self.conn.executemany(insert, rows)
-                summary.add(rows, n)
-                n += len(rows)
-                seq += len(batch)
-            summary.store(self.conn)
+            n, seq = self.insert_runs(runs, source=source, source_hash=source_hash)
             if require_runs and not seq:
                 raise ImportFormatError(f"no measured results found ({fmt} format)", source)
             dups = seq - n
@@ -488,6 +465,35 @@ class KB:
             raise
         note = f"{dups} run(s) are in the KB already" if dups else None
         return ImportResult(source, fmt, n, False, dups, note)
+
+    def insert_runs(self, runs: Iterable[Run], *, source: str, source_hash: str) -> tuple[int, int]:
+        """Insert the runs of a source whose `sources` row the caller has just added, inside the caller's open
+        transaction; returns (runs added, runs read). Runs already in the KB are not added again."""
+        from ..model.validate import checked
+        insert = f"INSERT INTO main.runs ({','.join(RUN_COLUMNS)}) VALUES ({','.join('?' * len(RUN_COLUMNS))})"
+        occ = _Occurrences(self.conn)
+        it = iter(runs)
+        n = seq = 0
+        summary = _Summary()
+        while True:
+            batch = list(itertools.islice(it, BATCH))
+            if not batch:
+                break
+            for i, r in enumerate(batch, seq + 1):
+                try:
+                    checked(r)
+                except UsageError as e:
+                    raise ImportFormatError(f"run {i}: {e}", source) from None
+            ids = occ.ids(batch)
+            known = self._known_ids(ids)
+            rows = [_run_row(r, rid, source_hash, seq + i) for i, (r, rid) in enumerate(zip(batch, ids))
+                    if rid not in known]
+            self.conn.executemany(insert, rows)
+            summary.add(rows, n)
+            n += len(rows)
+            seq += len(batch)
+        summary.store(self.conn)
+        return n, seq
 
     def _known_ids(self, ids: list[str]) -> set[str]:
         """Those of `ids` that a run in the KB (user or reference) has already."""

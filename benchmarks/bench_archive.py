@@ -1,0 +1,123 @@
+"""Throughput and memory of `ioadvise archive scan` on an archive of N Darshan logs (default 5,000).
+
+The archive is made of the darshan wheel's distinct real logs, copied round-robin into a YEAR/MONTH/DAY tree, each
+copy with its own user id in the job record (tests/darshan_copies.py), so that every copy is new content and is
+read, not skipped as a duplicate. Measured, each scan in a fresh process on a fresh KB:
+- 1 worker and 2 workers: wall time, logs/s, logs/s per worker (core), CPU time, peak RSS of the scanning process
+  and of the largest worker;
+- the same scan again on the filled KB: what it adds (must be nothing) and how long it takes;
+- for comparison, a process per log (`diagnose.analyze`, which parses each log in a child it forks) over a sample.
+Targets: >= 10 logs/s per core, 2 workers >= 2x the process-per-log rate, re-scan adds 0.
+
+    python benchmarks/bench_archive.py [--logs 5000] [--sample 100] [--json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TARGET_PER_CORE = 10.0
+
+_SCAN = r"""
+import json, resource, sys, time
+from ioadvisor.archive.scan import scan
+from ioadvisor.archive.worker import Settings
+from ioadvisor.kb import KB
+root, kb_path, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+t0 = time.perf_counter(); c0 = time.process_time()
+with KB.open(kb_path) as kb:
+    out = scan([root], kb, Settings(system="bench"), workers=workers)
+wall = time.perf_counter() - t0
+me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"outcome": out.as_dict(), "wall_s": wall,
+                  "cpu_s": me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime,
+                  "parent_rss_mb": me.ru_maxrss / 1024, "worker_rss_mb": kids.ru_maxrss / 1024}))
+"""
+
+_PER_LOG = r"""
+import json, sys, time
+from pathlib import Path
+from ioadvisor.diagnose import analyze
+logs = sorted(Path(sys.argv[1]).rglob("*.darshan"))[: int(sys.argv[2])]
+t0 = time.perf_counter()
+for p in logs:
+    analyze(p, use_kb=False)
+print(json.dumps({"logs": len(logs), "wall_s": time.perf_counter() - t0}))
+"""
+
+
+def make_archive(root: Path, n: int) -> None:
+    from tests.darshan_copies import wheel_logs, with_uid
+    sources = [(p.name, p.read_bytes()) for p in wheel_logs()]
+    for i in range(n):
+        name, data = sources[i % len(sources)]
+        d = root / "2026" / f"{1 + i // 2000 % 12:02d}" / f"{1 + i // 100 % 28:02d}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"job{i:06d}-{name}").write_bytes(with_uid(data, 20000 + i))
+
+
+def _run(code: str, *args: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        raise SystemExit(p.stderr)
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--logs", type=int, default=5000)
+    ap.add_argument("--sample", type=int, default=100, help="logs timed with a process per log")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-archive-") as tmp:
+        root = Path(tmp) / "archive"
+        t0 = time.perf_counter()
+        make_archive(root, args.logs)
+        made = time.perf_counter() - t0
+        rows = {}
+        for w in (1, 2):
+            kb = str(Path(tmp) / f"kb{w}.sqlite")
+            r = _run(_SCAN, str(root), kb, str(w))
+            o = r["outcome"]
+            assert o["diagnosed"] == args.logs and not o["failed"], o
+            rate = o["diagnosed"] / r["wall_s"]
+            rows[f"workers_{w}"] = {"wall_s": round(r["wall_s"], 2), "logs_per_s": round(rate, 1),
+                                    "logs_per_s_per_core": round(rate / w, 1), "cpu_s": round(r["cpu_s"], 2),
+                                    "cpu_ms_per_log": round(1000 * r["cpu_s"] / args.logs, 2),
+                                    "parent_rss_mb": round(r["parent_rss_mb"], 1),
+                                    "worker_rss_mb": round(r["worker_rss_mb"], 1),
+                                    "jobs": o["added"]["jobs"], "findings": o["added"]["findings"],
+                                    "runs": o["added"]["runs"]}
+            if w == 2:
+                again = _run(_SCAN, str(root), kb, "2")
+                rows["rescan"] = {"wall_s": round(again["wall_s"], 2), "unchanged": again["outcome"]["unchanged"],
+                                  "added": again["outcome"]["added"]}
+        per = _run(_PER_LOG, str(root), str(args.sample))
+        rows["process_per_log"] = {"logs": per["logs"], "wall_s": round(per["wall_s"], 2),
+                                   "logs_per_s": round(per["logs"] / per["wall_s"], 1)}
+    w1, w2 = rows["workers_1"]["logs_per_s"], rows["workers_2"]["logs_per_s"]
+    summary = {"logs": args.logs, "archive_made_s": round(made, 1), **rows,
+               "speedup_2_workers_over_1": round(w2 / w1, 2),
+               "speedup_2_workers_over_process_per_log": round(w2 / rows["process_per_log"]["logs_per_s"], 1),
+               "rescan_adds_nothing": sum(rows["rescan"]["added"].values()) == 0,
+               "per_core_target_met": min(rows["workers_1"]["logs_per_s_per_core"],
+                                          rows["workers_2"]["logs_per_s_per_core"]) >= TARGET_PER_CORE}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return
+    for k, v in summary.items():
+        print(f"{k:42s} {v}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""A pool of long-lived worker processes in which one item that kills its worker costs one restart, not the run.
+
+Each worker handles one item at a time, so a worker that dies (a C library aborting on a corrupt Darshan log,
+a segmentation fault) or hangs can be blamed on exactly the item it was given: that item is reported as failed
+with the signal or the time limit, the worker is replaced, and the other items go on. Workers are forked once
+and serve items until the pool closes, so per-item cost is one message each way, not a process start.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any, Callable, Iterable, Iterator
+
+__all__ = ["WorkerPool", "Outcome", "default_workers"]
+
+
+def default_workers() -> int:
+    """Cores this process may use: Slurm's allocation inside a job (SLURM_CPUS_PER_TASK), else the CPU
+    affinity mask."""
+    env = os.environ.get("SLURM_CPUS_PER_TASK", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one item: the handler's return value, or why there is none (`error`)."""
+
+    item: Any
+    result: Any = None
+    error: str | None = None
+
+
+def _serve(conn: Connection, setup: Callable[..., Callable[[Any], Any]], args: tuple) -> None:
+    handle = setup(*args)
+    conn.send(("ready", None))
+    while True:
+        try:
+            item = conn.recv()
+        except (EOFError, OSError):
+            return
+        if item is None:
+            return
+        try:
+            conn.send(("ok", handle(item)))
+        except Exception as e:  # the handler's own failure: reported for this item, the worker stays
+            conn.send(("error", f"{type(e).__name__}: {e}"))
+
+
+class _Worker:
+    def __init__(self, ctx: Any, setup: Callable, args: tuple):
+        parent, child = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=_serve, args=(child, setup, args), daemon=True)
+        self.proc.start()
+        child.close()
+        self.conn = parent
+        self.item: Any = None
+        self.started = 0.0
+
+    def stop(self, kill: bool = False) -> None:
+        if kill:
+            self.proc.kill()
+        else:
+            try:
+                self.conn.send(None)
+            except (OSError, ValueError):
+                pass
+        self.proc.join(5)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join()
+        self.conn.close()
+
+
+def _death(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+class WorkerPool:
+    """`workers` processes, each built by `setup(*args)` (run once in the worker; it returns the per-item
+    handler). `imap_unordered(items)` yields an `Outcome` per item as items finish. An item whose handler runs
+    longer than `timeout` seconds, or whose worker dies, gets an error and a fresh worker takes its place."""
+
+    def __init__(self, setup: Callable[..., Callable[[Any], Any]], args: tuple = (), *, workers: int = 1,
+                 timeout: float = 120.0):
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self.setup, self.args, self.n, self.timeout = setup, args, workers, timeout
+        # fork: a worker starts in milliseconds with the parent's imports; it touches nothing of the parent's
+        # but its own pipe
+        method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+        self.ctx = mp.get_context(method)
+        self.workers: list[_Worker] = []
+        self.restarts = 0
+
+    def __enter__(self) -> "WorkerPool":
+        self.workers = [self._start() for _ in range(self.n)]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.stop()
+        self.workers = []
+
+    def _start(self) -> _Worker:
+        w = _Worker(self.ctx, self.setup, self.args)
+        try:
+            if not w.conn.poll(self.timeout):
+                raise RuntimeError(f"a worker did not start within {self.timeout:.0f} s")
+            status, _ = w.conn.recv()
+        except (EOFError, OSError):
+            w.proc.join()
+            raise RuntimeError(f"a worker stopped while starting ({_death(w.proc.exitcode)})") from None
+        return w
+
+    def _replace(self, w: _Worker, kill: bool) -> _Worker:
+        w.stop(kill=kill)
+        self.restarts += 1
+        nw = self._start()
+        self.workers[self.workers.index(w)] = nw
+        return nw
+
+    def imap_unordered(self, items: Iterable[Any]) -> Iterator[Outcome]:
+        """Hand out `items` one per idle worker; yield each `Outcome` as it comes back."""
+        it = iter(items)
+        idle = list(self.workers)
+        busy: list[_Worker] = []
+        more = True
+        while True:
+            while idle and more:
+                try:
+                    item = next(it)
+                except StopIteration:
+                    more = False
+                    break
+                w = idle.pop()
+                w.item, w.started = item, time.monotonic()
+                try:
+                    w.conn.send(item)
+                except OSError:               # died while idle (killed from outside): replace and resend
+                    w = self._replace(w, kill=True)
+                    w.item, w.started = item, time.monotonic()
+                    w.conn.send(item)
+                busy.append(w)
+            if not busy:
+                return
+            now = time.monotonic()
+            left = min(w.started + self.timeout for w in busy) - now
+            ready = set(wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=max(0.0, left)))
+            now = time.monotonic()
+            for w in list(busy):
+                got = None
+                if w.conn in ready or w.proc.sentinel in ready:
+                    try:
+                        got = w.conn.recv() if w.conn.poll() else None
+                    except (EOFError, OSError):
+                        got = None
+                    if got is not None:
+                        busy.remove(w)
+                        idle.append(w)
+                        status, value = got
+                        yield Outcome(w.item, value, None) if status == "ok" else Outcome(w.item, None, value)
+                        continue
+                    w.proc.join(1)
+                    if w.proc.is_alive():       # readable but nothing to read yet: look again next round
+                        continue
+                    busy.remove(w)
+                    item, why = w.item, _death(w.proc.exitcode)
+                    idle.append(self._replace(w, kill=False))
+                    yield Outcome(item, None, f"the worker died ({why})")
+                elif now - w.started >= self.timeout:
+                    busy.remove(w)
+                    item = w.item
+                    idle.append(self._replace(w, kill=True))
+                    yield Outcome(item, None, f"gave up after {self.timeout:.0f} s")

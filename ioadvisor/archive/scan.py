@@ -1,0 +1,171 @@
+"""Scanning a Darshan archive on one node: find the logs, skip the ones seen before, diagnose the rest in a pool
+of long-lived workers, and add the results to the KB in batches (each batch one transaction)."""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from ..errors import UsageError
+from .store import PathSeen, add_results, hash_status, path_is_current
+from .worker import Settings
+
+__all__ = ["ScanOutcome", "list_logs", "scan", "sha256_of", "pending_logs", "diagnose_logs"]
+
+LOG_SUFFIX = ".darshan"
+BATCH_LOGS = 256          # results per KB transaction
+BATCH_SECONDS = 2.0       # ... or fewer, when this long has passed since the last commit
+CRASH_TEXT = "the Darshan library crashed reading this log ({why}): the log is truncated or corrupt"
+
+
+@dataclass
+class ScanOutcome:
+    """What a scan found and did. `failed` lists (path, reason) of the logs that could not be read this time."""
+
+    files: int = 0                 # log files under the roots
+    unchanged: int = 0             # paths scanned before with the same size and mtime: not read
+    duplicates: int = 0            # new paths whose content was scanned before (or twice in this scan)
+    diagnosed: int = 0             # logs read and judged (ok or failed)
+    added: dict[str, int] = field(default_factory=lambda: {"logs": 0, "failed": 0, "jobs": 0, "findings": 0,
+                                                           "runs": 0})
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    workers: int = 0
+    restarts: int = 0
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"files": self.files, "unchanged": self.unchanged, "duplicates": self.duplicates,
+                "diagnosed": self.diagnosed, "added": dict(self.added),
+                "failed": [{"path": p, "error": e} for p, e in self.failed], "workers": self.workers,
+                "worker_restarts": self.restarts, "seconds": round(self.seconds, 3),
+                "logs_per_second": round(self.diagnosed / self.seconds, 2) if self.diagnosed and self.seconds > 0 else None}
+
+
+def list_logs(roots: Iterable[str | Path]) -> list[Path]:
+    """Every `*.darshan` file under the roots (a root may also be a log file itself), in path order, each once.
+    A YEAR/MONTH/DAY tree is just a directory tree here."""
+    out: list[Path] = []
+    for root in roots:
+        p = Path(root)
+        if p.is_file():
+            out.append(p)
+        elif p.is_dir():
+            for d, dirs, files in os.walk(p):
+                dirs.sort()
+                out += [Path(d) / f for f in sorted(files) if f.endswith(LOG_SUFFIX)]
+        else:
+            raise UsageError(f"{p}: no such file or directory")
+    return list(dict.fromkeys(out))
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def pending_logs(conn: Any, files: Iterable[Path], out: ScanOutcome, seen: list[PathSeen], *,
+                 retry_failed: bool = False) -> Iterator[tuple[str, str, int]]:
+    """(path, sha256, size) of each log to read: not a path unchanged since an earlier scan, not a content
+    scanned before or earlier in this listing. Every path looked at that needs no reading is appended to
+    `seen` (to be recorded with the next batch). Unreadable files are failures of this scan."""
+    queued: set[str] = set()
+    for p in files:
+        try:
+            st = p.stat()
+        except OSError as e:
+            out.failed.append((str(p), f"cannot read: {e.strerror}"))
+            continue
+        if path_is_current(conn, str(p), st.st_size, st.st_mtime_ns, retry_failed):
+            out.unchanged += 1
+            continue
+        try:
+            digest = sha256_of(p)
+        except OSError as e:
+            out.failed.append((str(p), f"cannot read: {e.strerror}"))
+            continue
+        status = hash_status(conn, digest)
+        row = (str(p), st.st_size, st.st_mtime_ns, digest)
+        if digest in queued or status == "ok" or (status == "failed" and not retry_failed):
+            out.duplicates += 1
+            seen.append(row)
+            continue
+        queued.add(digest)
+        seen.append(row)
+        yield str(p), digest, st.st_size
+
+
+def diagnose_logs(items: Iterable[tuple[str, str, int]], settings: Settings, workers: int,
+                  timeout: float, on_pool: Callable[[Any], None] | None = None) -> Iterator[dict[str, Any]]:
+    """Worker results for `(path, sha256, size)` items, as they finish: the handler's record, or a failure
+    naming what killed its worker. `on_pool(pool)` is called once the workers are up."""
+    from .pool import WorkerPool
+    from .worker import setup
+    sizes: dict[str, int] = {}
+
+    def feed() -> Iterator[tuple[str, str]]:
+        for path, digest, size in items:
+            sizes[digest] = size
+            yield path, digest
+
+    with WorkerPool(setup, (settings,), workers=workers, timeout=timeout) as pool:
+        if on_pool:
+            on_pool(pool)
+        for o in pool.imap_unordered(feed()):
+            path, digest = o.item
+            if o.result is not None:
+                rec = dict(o.result)
+            elif o.error and o.error.startswith("the worker died"):
+                why = o.error[o.error.find("(") + 1:o.error.rfind(")")]
+                rec = {"hash": digest, "path": path, "status": "failed", "error": CRASH_TEXT.format(why=why)}
+            else:
+                rec = {"hash": digest, "path": path, "status": "failed", "error": o.error}
+            rec["size"] = sizes.pop(digest)
+            yield rec
+
+
+def scan(roots: Iterable[str | Path], kb: Any, settings: Settings, *, workers: int, timeout: float = 120.0,
+         retry_failed: bool = False, progress: Callable[[int, int], None] | None = None,
+         center: Any = None) -> ScanOutcome:
+    """Scan the logs under `roots` into the open KB `kb`. `progress(done, total)` is called as logs are
+    looked at (total: the files under the roots)."""
+    t0 = time.perf_counter()
+    out = ScanOutcome(workers=workers)
+    files = list_logs(roots)
+    out.files = len(files)
+    seen: list[PathSeen] = []
+    batch: list[dict[str, Any]] = []
+    last = time.monotonic()
+
+    def flush() -> None:
+        nonlocal last
+        if batch or seen:
+            got, later = add_results(kb, batch, seen, system=settings.system, center=center)
+            for k, v in got.items():
+                out.added[k] += v
+            batch.clear()
+            seen[:] = later       # in place: the listing generator appends to this very list
+        last = time.monotonic()
+
+    pool_ref: list[Any] = []
+    items = pending_logs(kb.conn, files, out, seen, retry_failed=retry_failed)
+    for rec in diagnose_logs(items, settings, workers, timeout, on_pool=pool_ref.append):
+        out.diagnosed += 1
+        if rec["status"] != "ok":
+            out.failed.append((rec["path"], rec["error"]))
+        batch.append(rec)
+        if progress:
+            progress(out.diagnosed + out.unchanged + out.duplicates, out.files)
+        if len(batch) >= BATCH_LOGS or time.monotonic() - last >= BATCH_SECONDS:
+            flush()
+    flush()
+    if progress:
+        progress(out.files, out.files)
+    out.restarts = pool_ref[0].restarts if pool_ref else 0
+    out.seconds = time.perf_counter() - t0
+    return out

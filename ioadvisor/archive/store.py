@@ -1,0 +1,103 @@
+"""The archive's tables in the KB (schema migration 7): reading what is known, and adding scan results.
+
+A batch of results is one transaction: the logs, the paths they were seen at, the jobs' facts, their findings
+and their production runs go in together or not at all. A log already in the KB (same sha256) adds nothing,
+so merging the same results twice, or results of two scans that overlap, is harmless.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Any, Iterable, Mapping
+
+from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run
+
+__all__ = ["PathSeen", "add_results", "run_from_dict", "path_is_current", "hash_status"]
+
+JOB_COLUMNS = ("jobid", "uid", "exe", "app", "nprocs", "run_time_s", "start_time", "io_time_per_rank_s",
+               "bytes_read", "bytes_written", "layout", "files", "partial", "darshan_version")
+
+PathSeen = tuple[str, int, int, str]      # path, size, mtime_ns, sha256
+
+
+def run_from_dict(d: Mapping[str, Any]) -> Run:
+    """A Run back from `Run.to_dict()` (as a worker sent it)."""
+    kw = {k: d[k] for k in RUN_FIELDS}
+    kw["hints"] = dict(kw["hints"] or {})
+    kw["flags"] = tuple(kw["flags"] or ())
+    prov = Provenance(**{k: d["provenance"][k] for k in PROV_FIELDS})
+    return Run(**kw, provenance=prov)
+
+
+def path_is_current(conn: Any, path: str, size: int, mtime_ns: int, retry_failed: bool = False) -> bool:
+    """True if `path` was scanned before with this size and mtime (its log need not be read again)."""
+    row = conn.execute("SELECT p.size, p.mtime_ns, l.status FROM archive_paths p JOIN archive_logs l "
+                       "ON l.hash = p.hash WHERE p.path = ?", (path,)).fetchone()
+    if row is None or row[0] != size or row[1] != mtime_ns:
+        return False
+    return not (retry_failed and row[2] == "failed")
+
+
+def hash_status(conn: Any, digest: str) -> str | None:
+    """'ok' or 'failed' for a log already scanned, None for a new one."""
+    row = conn.execute("SELECT status FROM archive_logs WHERE hash = ?", (digest,)).fetchone()
+    return row[0] if row else None
+
+
+def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[PathSeen], *,
+                system: str, center: Any = None) -> tuple[dict[str, int], list[PathSeen]]:
+    """Add worker results and the paths seen to the KB in one transaction; returns what was added, and the
+    paths not recorded because their log is not in the KB yet (its result is still to come).
+
+    A result for a log whose earlier scan failed replaces that failure (a retry); one for a log already
+    scanned successfully adds nothing. Production runs go through the same checks, content ids and evidence
+    flags as `kb import`; a log already imported with `kb import` keeps its runs."""
+    from ..kb.store import _flagged
+    now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    added = {"logs": 0, "failed": 0, "jobs": 0, "findings": 0, "runs": 0}
+    conn = kb.conn
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for r in results:
+            digest = r["hash"]
+            old = hash_status(conn, digest)
+            if old == "ok" or (old == "failed" and r["status"] == "failed"):
+                continue
+            if old == "failed":
+                conn.execute("DELETE FROM archive_logs WHERE hash = ?", (digest,))
+            conn.execute("INSERT INTO archive_logs VALUES (?,?,?,?,?,?,?)",
+                         (digest, r["path"], r["size"], r["status"], r.get("error"), system, now))
+            added["logs"] += 1
+            if r["status"] != "ok":
+                added["failed"] += 1
+                continue
+            job = r["job"]
+            conn.execute(f"INSERT INTO archive_jobs (hash, {', '.join(JOB_COLUMNS)}) "
+                         f"VALUES ({', '.join('?' * (len(JOB_COLUMNS) + 1))})",
+                         (digest, *(job[c] for c in JOB_COLUMNS)))
+            added["jobs"] += 1
+            conn.executemany("INSERT INTO archive_findings VALUES (?,?,?,?,?)",
+                             [(digest, f["id"], f["severity"], f["time_at_stake_s"],
+                               json.dumps(f, sort_keys=True)) for f in r["findings"]])
+            added["findings"] += len(r["findings"])
+            if r["runs"] and not conn.execute("SELECT 1 FROM main.sources WHERE hash = ?", (digest,)).fetchone():
+                conn.execute("INSERT INTO main.sources VALUES (?,?,?,?,?,?)",
+                             (digest, r["path"], "darshan", "darshan/1", now, 0))
+                runs = list(_flagged((run_from_dict(d) for d in r["runs"]), center))
+                n, _ = kb.insert_runs(runs, source=r["path"], source_hash=digest)
+                if n:
+                    conn.execute("UPDATE main.sources SET n_runs = ? WHERE hash = ?", (n, digest))
+                else:                    # every run is in the KB already (another copy of the job's record)
+                    conn.execute("DELETE FROM main.sources WHERE hash = ?", (digest,))
+                added["runs"] += n
+        later = []
+        for p in paths:
+            if hash_status(conn, p[3]) is None:
+                later.append(p)
+            else:
+                conn.execute("INSERT OR REPLACE INTO archive_paths VALUES (?,?,?,?)", p)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return added, later

@@ -1,0 +1,192 @@
+"""`ioadvise archive scan`: the wheel's real Darshan logs scanned into the KB by long-lived workers, findings held
+to what `ioadvise diagnose` says of the same log, re-scans and copies adding nothing, and corrupt logs (one of
+which genuinely crashes the Darshan C library) reported and skipped without stopping the scan."""
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("darshan")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from ioadvisor.archive.scan import scan  # noqa: E402
+from ioadvisor.archive.worker import Settings, app_name  # noqa: E402
+from ioadvisor.cli import app  # noqa: E402
+from ioadvisor.diagnose import analyze  # noqa: E402
+from ioadvisor.importers import ImportContext  # noqa: E402
+from ioadvisor.importers.darshan import summary_runs  # noqa: E402
+from ioadvisor.kb import KB  # noqa: E402
+from ioadvisor.model.types import to_plain  # noqa: E402
+from tests.darshan_copies import wheel_logs, with_uid  # noqa: E402
+
+runner = CliRunner()
+LOGS = wheel_logs()
+
+
+def _archive(root: Path) -> dict[str, Path]:
+    """The wheel's distinct logs in a YEAR/MONTH/DAY tree, one day per log."""
+    out = {}
+    for i, p in enumerate(LOGS):
+        d = root / "2026" / "11" / f"{i + 1:02d}"
+        d.mkdir(parents=True)
+        out[p.name] = d / p.name
+        shutil.copy(p, out[p.name])
+    return out
+
+
+def _crashing_log(path: Path) -> Path:
+    """example.darshan with one byte of its compressed records inverted: the header is intact, and the Darshan
+    library aborts the process reading it (an assertion in darshan_log_close, or a segmentation fault)."""
+    data = bytearray(next(p for p in LOGS if p.name == "example.darshan").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _count(kb_path: Path, table: str) -> int:
+    return sqlite3.connect(kb_path).execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+
+
+def test_findings_and_facts_are_those_of_diagnose_on_every_wheel_log(tmp_path, kb_path):
+    logs = _archive(tmp_path / "arch")
+    with KB.open(kb_path) as kb:
+        out = scan([tmp_path / "arch"], kb, Settings(system="wheelbox"), workers=2)
+        assert out.failed == [] and out.diagnosed == len(LOGS) == out.added["jobs"]
+        for name, path in logs.items():
+            d = analyze(path, use_kb=False)
+            stored = {r[0]: json.loads(r[1]) for r in kb.conn.execute(
+                "SELECT f.rule, f.finding FROM archive_findings f JOIN archive_logs l ON l.hash = f.hash "
+                "WHERE l.path = ?", (str(path),))}
+            # the same findings, every field (message, evidence, arithmetic), as `diagnose` gives them
+            assert stored == {f.id: to_plain(f) for f in d.findings}, name
+            job = kb.conn.execute("SELECT j.* FROM archive_jobs j JOIN archive_logs l ON l.hash = j.hash "
+                                  "WHERE l.path = ?", (str(path),)).fetchone()
+            s = d.summary
+            assert (job["jobid"], job["uid"], job["nprocs"], job["run_time_s"]) == (s.jobid, s.uid, s.nprocs,
+                                                                                    s.run_time)
+            assert job["io_time_per_rank_s"] == pytest.approx(d.io_time_per_rank)
+            assert (job["bytes_read"], job["bytes_written"]) == (s.bytes_read, s.bytes_written)
+            assert job["app"] == app_name(s.exe)
+        # production runs: what the darshan importer makes of each log, kind 'production' (kept out of fits)
+        want = sum(len(summary_runs(analyze(p, use_kb=False).summary,
+                                    ImportContext(source=str(p), system="wheelbox", kind="production"), str(p)))
+                   for p in logs.values())
+        kinds = dict(kb.conn.execute("SELECT kind, count(*) FROM main.runs GROUP BY kind").fetchall())
+    assert want > 0 and kinds == {"production": out.added["runs"]}
+    assert out.added["runs"] <= want          # a run whose content is in the KB already is not added twice
+    # three of the wheel's logs have findings (example, noposix, sample-badost): the scan is not vacuous
+    assert out.added["findings"] >= 3
+
+
+def test_app_name_is_the_executable_base_name():
+    assert app_name("/opt/vpic/bin/vpic-io -n 8 --deck x") == "vpic-io"
+    assert app_name("python3 run.py") == "python3"
+    assert app_name("") == "(not recorded)"
+
+
+def test_rescan_and_copies_add_nothing(tmp_path, kb_path):
+    logs = _archive(tmp_path / "arch")
+    with KB.open(kb_path) as kb:
+        first = scan([tmp_path / "arch"], kb, Settings(), workers=2)
+        counts = {t: _count(kb_path, t) for t in ("archive_logs", "archive_jobs", "archive_findings", "runs")}
+        again = scan([tmp_path / "arch"], kb, Settings(), workers=2)
+        assert again.diagnosed == 0 and again.unchanged == len(LOGS) and sum(again.added.values()) == 0
+        # copies under other names are read (hashed) once, recognised by content, and add no job
+        copies = tmp_path / "copies"
+        copies.mkdir()
+        for p in list(logs.values())[:5]:
+            shutil.copy(p, copies / ("renamed-" + p.name))
+        dup = scan([copies], kb, Settings(), workers=2)
+        assert dup.diagnosed == 0 and dup.duplicates == 5 and sum(dup.added.values()) == 0
+        # ... and a third scan of them does not even hash them (their path, size and mtime are recorded)
+        third = scan([copies], kb, Settings(), workers=1)
+        assert third.unchanged == 5 and third.duplicates == 0
+    assert first.diagnosed == len(LOGS)
+    assert {t: _count(kb_path, t) for t in counts} == counts
+    assert _count(kb_path, "archive_paths") == len(LOGS) + 5
+
+
+def test_two_workers_store_what_one_worker_stores(tmp_path):
+    _archive(tmp_path / "arch")
+    dumps = []
+    for n in (1, 2):
+        p = tmp_path / f"kb{n}.sqlite"
+        with KB.open(p) as kb:
+            scan([tmp_path / "arch"], kb, Settings(), workers=n)
+        c = sqlite3.connect(p)
+        dumps.append((sorted(c.execute("SELECT hash, path, size, status FROM archive_logs")),
+                      sorted(c.execute("SELECT * FROM archive_jobs")),
+                      sorted(c.execute("SELECT * FROM archive_findings")),
+                      sorted(c.execute("SELECT id, value FROM runs"))))
+    assert dumps[0] == dumps[1] and len(dumps[0][1]) == len(LOGS)
+
+
+def test_corrupt_logs_are_reported_and_skipped_and_a_crash_costs_one_restart(tmp_path, kb_path):
+    arch = tmp_path / "arch"
+    _archive(arch)
+    bad = arch / "bad"
+    bad.mkdir()
+    example = next(p for p in LOGS if p.name == "example.darshan").read_bytes()
+    (bad / "truncated.darshan").write_bytes(example[:3000])           # the header check refuses it
+    _crashing_log(bad / "crashes.darshan")
+    v = bytearray(example)
+    v[300] ^= 0xFF                                                     # POSIX module version: the library complains
+    (bad / "badversion.darshan").write_bytes(bytes(v))
+    with KB.open(kb_path) as kb:
+        out = scan([arch], kb, Settings(), workers=2)
+        failed = dict(out.failed)
+        assert set(failed) == {str(bad / n) for n in ("truncated.darshan", "crashes.darshan", "badversion.darshan")}
+        assert "crashed" in failed[str(bad / "crashes.darshan")]
+        assert "truncated" in failed[str(bad / "truncated.darshan")]
+        assert "POSIX module version" in failed[str(bad / "badversion.darshan")]
+        # exactly one worker died (the crashing log); the other two failures were caught inside the worker
+        assert out.restarts == 1
+        # every good log was still diagnosed, whatever the order the pool handed them out in
+        assert out.added["jobs"] == len(LOGS) and out.added["failed"] == 3
+        status = dict(kb.conn.execute("SELECT path, status FROM archive_logs WHERE status = 'failed'").fetchall())
+        assert set(status) == set(failed)
+        # a re-scan does not read them again; --retry-failed does, and they fail again without a second row
+        assert scan([arch], kb, Settings(), workers=2).diagnosed == 0
+        retry = scan([arch], kb, Settings(), workers=1, retry_failed=True)
+        assert retry.diagnosed == 3 and retry.restarts == 1 and retry.added["logs"] == 0
+    assert _count(kb_path, "archive_logs") == len(LOGS) + 3
+
+
+def test_cli_scan_json_and_bad_input(tmp_path, kb_path):
+    _archive(tmp_path / "arch")
+    _crashing_log(tmp_path / "arch" / "crashes.darshan")
+    r = runner.invoke(app, ["archive", "scan", str(tmp_path / "arch"), "--kb", str(kb_path), "--json", "-j", "2"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["diagnosed"] == len(LOGS) + 1 and doc["added"]["jobs"] == len(LOGS)
+    assert [f["path"] for f in doc["failed"]] == [str(tmp_path / "arch" / "crashes.darshan")]
+    assert doc["worker_restarts"] == 1
+    r = runner.invoke(app, ["archive", "scan", str(tmp_path / "nothing-here"), "--kb", str(kb_path)])
+    assert r.exit_code == 2 and "nothing-here: no such file or directory" in r.output
+    assert "Traceback" not in r.output
+    bad = tmp_path / "t.toml"
+    bad.write_text("[LUS001]\nno_such_key = 1\n")
+    r = runner.invoke(app, ["archive", "scan", str(tmp_path / "arch"), "--kb", str(kb_path), "--thresholds",
+                            str(bad)])
+    assert r.exit_code == 2 and "no_such_key" in r.output
+
+
+def test_distinct_copies_are_distinct_jobs(tmp_path, kb_path):
+    """Copies with another user id in the job record (as the benchmark makes them) are new content: each is a
+    job, with the same findings as its original."""
+    src = next(p for p in LOGS if p.name == "example.darshan")
+    d = tmp_path / "copies"
+    d.mkdir()
+    for uid in (101, 102, 103):
+        (d / f"u{uid}.darshan").write_bytes(with_uid(src.read_bytes(), uid))
+    with KB.open(kb_path) as kb:
+        out = scan([d, src], kb, Settings(), workers=2)
+        uids = sorted(r[0] for r in kb.conn.execute("SELECT uid FROM archive_jobs"))
+        rules = kb.conn.execute("SELECT rule, count(*) FROM archive_findings GROUP BY rule").fetchall()
+    assert out.diagnosed == 4 and uids == sorted([101, 102, 103, analyze(src, use_kb=False).summary.uid])
+    assert [tuple(r) for r in rules] == [(f.id, 4) for f in analyze(src, use_kb=False).findings]
