@@ -1,8 +1,8 @@
 """Throughput and memory of `ioadvise archive scan` on an archive of N Darshan logs (default 5,000).
 
 The archive is made of the darshan wheel's distinct real logs, copied round-robin into a YEAR/MONTH/DAY tree, each
-copy with its own user id in the job record (tests/darshan_copies.py), so that every copy is new content and is
-read, not skipped as a duplicate. Measured, each scan in a fresh process on a fresh KB:
+copy with its own job id (and one of 500 user ids) in the job record (tests/darshan_copies.py), so that every copy
+is new content and is read, not skipped as a duplicate. Measured, each scan in a fresh process on a fresh KB:
 - 1 worker and 2 workers: wall time, logs/s, logs/s per worker (core), CPU time, peak RSS of the scanning process
   and of the largest worker;
 - the same scan again on the filled KB: what it adds (must be nothing) and how long it takes;
@@ -56,13 +56,13 @@ print(json.dumps({"logs": len(logs), "wall_s": time.perf_counter() - t0}))
 
 
 def make_archive(root: Path, n: int) -> None:
-    from tests.darshan_copies import wheel_logs, with_uid
+    from tests.darshan_copies import wheel_logs, with_job
     sources = [(p.name, p.read_bytes()) for p in wheel_logs()]
     for i in range(n):
         name, data = sources[i % len(sources)]
         d = root / "2026" / f"{1 + i // 2000 % 12:02d}" / f"{1 + i // 100 % 28:02d}"
         d.mkdir(parents=True, exist_ok=True)
-        (d / f"job{i:06d}-{name}").write_bytes(with_uid(data, 20000 + i))
+        (d / f"job{i:06d}-{name}").write_bytes(with_job(data, uid=20000 + i % 500, jobid=1_000_000 + i))
 
 
 def _run(code: str, *args: str) -> dict:

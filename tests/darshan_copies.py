@@ -1,5 +1,5 @@
 """Real Darshan logs for archive tests and the archive benchmark: the distinct logs of the darshan wheel, and
-copies of them that differ in content (another user id in the job record), so that a scan by content hash
+copies of them that differ in content (another user or job id in the job record), so that a scan by content hash
 treats each copy as a job of its own. Every other record of a copy is the wheel log's own."""
 from __future__ import annotations
 
@@ -27,16 +27,22 @@ def wheel_logs() -> list[Path]:
     return out
 
 
-def with_uid(data: bytes, uid: int) -> bytes:
-    """The log `data` with the job record's user id set to `uid`: the job record is inflated, changed,
-    deflated again, and every region after it moved by the change in length (the header's maps updated)."""
+def with_job(data: bytes, *, uid: int | None = None, jobid: int | None = None) -> bytes:
+    """The log `data` with the job record's user id and/or job id replaced: the job record is inflated, changed,
+    deflated again, and every region after it moved by the change in length (the header's maps updated).
+    Log format 3.1x/3.2x (the wheel's): the record starts uid, start time, end time, nprocs, jobid (int64)."""
+    if not data[:4] in (b"3.10", b"3.21"):
+        raise ValueError(f"log format {data[:4]!r}: only 3.10 and 3.21 job records are rewritten here")
     order = "<" if struct.unpack_from("<q", data, 8)[0] == DARSHAN_MAGIC else ">"
     if data[16] != 0:
         raise ValueError("only zlib-compressed logs are rewritten here")
     maps = [struct.unpack_from(order + "QQ", data, 24 + 16 * i) for i in range(1 + MODS)]
     job_end = min(off for off, length in maps if length)
     job = bytearray(zlib.decompress(data[JOB_AT:job_end]))
-    struct.pack_into(order + "q", job, 0, uid)
+    if uid is not None:
+        struct.pack_into(order + "q", job, 0, uid)
+    if jobid is not None:
+        struct.pack_into(order + "q", job, 32, jobid)
     packed = zlib.compress(bytes(job))
     delta = len(packed) - (job_end - JOB_AT)
     head = bytearray(data[:JOB_AT])

@@ -22,7 +22,7 @@ from ioadvisor.importers import ImportContext  # noqa: E402
 from ioadvisor.importers.darshan import summary_runs  # noqa: E402
 from ioadvisor.kb import KB  # noqa: E402
 from ioadvisor.model.types import to_plain  # noqa: E402
-from tests.darshan_copies import wheel_logs, with_uid  # noqa: E402
+from tests.darshan_copies import wheel_logs, with_job  # noqa: E402
 
 runner = CliRunner()
 LOGS = wheel_logs()
@@ -183,7 +183,7 @@ def test_distinct_copies_are_distinct_jobs(tmp_path, kb_path):
     d = tmp_path / "copies"
     d.mkdir()
     for uid in (101, 102, 103):
-        (d / f"u{uid}.darshan").write_bytes(with_uid(src.read_bytes(), uid))
+        (d / f"u{uid}.darshan").write_bytes(with_job(src.read_bytes(), uid=uid))
     with KB.open(kb_path) as kb:
         out = scan([d, src], kb, Settings(), workers=2)
         uids = sorted(r[0] for r in kb.conn.execute("SELECT uid FROM archive_jobs"))

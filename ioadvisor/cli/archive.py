@@ -98,3 +98,73 @@ def _render_scan(out: dict[str, Any]) -> None:
     if out["worker_restarts"]:
         console.print(f"{out['worker_restarts']} worker(s) replaced after a log crashed or hung them.")
 
+
+@archive_app.command("report")
+def report_cmd(
+    kb: KBOption = None,
+    top: Annotated[int, typer.Option(min=1, help="Rows per ranking.")] = 10,
+    ranks_per_node: Annotated[int, typer.Option(min=1, help="Ranks per node, to turn ranks into nodes (Darshan "
+                                                            "records no node count).")] = 1,
+    system: Annotated[Optional[str], typer.Option(help="Only the logs scanned for this system.")] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Rank the scanned jobs, users, applications and rules by the I/O time at stake, in node-hours, with the
+    expected saving and the fix for each rule (docs/archive.md defines every figure)."""
+    with cli_errors():
+        from ..archive.report import center_report
+        from ..kb import KB
+        with KB.open(kb, create=False) as store:
+            doc = center_report(store, top=top, ranks_per_node=ranks_per_node, system=system)
+    if json_out:
+        print_json(doc)
+        return
+    _render_report(doc)
+
+
+def _nh(x: float) -> str:
+    return f"{x:,.2f}" if x < 100 else f"{x:,.0f}"
+
+
+def _render_report(doc: dict[str, Any]) -> None:
+    tot, logs = doc["totals"], doc["logs"]
+    console.print(f"{logs['scanned']} logs scanned ({logs['failed']} unreadable), {tot['jobs']} jobs using "
+                  f"{_nh(tot['node_hours'])} node-hours; {tot['jobs_with_findings']} jobs with findings put "
+                  f"{_nh(tot['at_stake_node_hours'])} node-hours of I/O time at stake, of which fixes would save "
+                  f"about {_nh(tot['saving_node_hours'])} (at {doc['ranks_per_node']} rank(s) per node).",
+                  highlight=False)
+    if not tot["jobs"]:
+        console.print("No jobs in the KB's archive tables: run `ioadvise archive scan` first.")
+        return
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title="Jobs by I/O time at stake")
+    for col in ("#", "job", "user", "application", "nodes", "run s", "at stake node-h", "saving node-h", "rules"):
+        t.add_column(col, justify="right" if col in ("#", "nodes", "run s", "at stake node-h", "saving node-h")
+                     else "left")
+    for i, j in enumerate(doc["jobs"], 1):
+        t.add_row(str(i), str(j["jobid"]), str(j["uid"]), j["app"], str(j["nodes"]), f"{j['run_time_s']:.0f}",
+                  _nh(j["at_stake_node_hours"]), _nh(j["saving_node_hours"]),
+                  ", ".join(f["rule"] for f in j["findings"]) or "-")
+    console.print(t)
+    for key, title in (("users", "Users"), ("applications", "Applications")):
+        col = "uid" if key == "users" else "app"
+        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title=f"{title} by I/O time at stake")
+        for c in (title[:-1].lower(), "jobs", "with findings", "node-h", "at stake node-h", "saving node-h",
+                  "top rule"):
+            t.add_column(c, justify="left" if c in (title[:-1].lower(), "top rule") else "right")
+        for g in doc[key]:
+            t.add_row(str(g[col]), str(g["jobs"]), str(g["jobs_with_findings"]), _nh(g["node_hours"]),
+                      _nh(g["at_stake_node_hours"]), _nh(g["saving_node_hours"]), g["top_rule"] or "-")
+        console.print(t)
+    if doc["rules"]:
+        from rich.text import Text
+        console.print(Text("Top fixes", style="bold"))
+        for i, g in enumerate(doc["rules"], 1):
+            ex = g.get("example") or {}
+            save = ("up to " if g["saving_is_bound"] else "") + _nh(g["saving_node_hours"])
+            console.print(Text.assemble((f"{i}. {g['rule']} ", "bold"), g["title"],
+                                        f": {g['jobs']} job(s), {_nh(g['at_stake_node_hours'])} node-hours at stake, "
+                                        f"saving {save}"))
+            if ex:
+                console.print(f"   Costliest: job {ex['jobid']} (user {ex['uid']}, {ex['app']}): {ex['message']}",
+                              highlight=False)
+            if ex.get("command"):
+                console.print(f"   Command: {ex['command']}", highlight=False)

@@ -19,6 +19,7 @@ from . import collect, decisions, plots, recipes
 from .centers import load_centers
 
 HERE = Path(__file__).resolve().parent
+ARCHIVE_ROWS = 20          # rows per ranking on the archive page
 LANGS = ("en", "ja")
 FORMATS = ("html", "md")
 
@@ -74,7 +75,7 @@ def environment(fmt: str = "html") -> jinja2.Environment:
     return env
 
 
-def mkdocs_config(lang: str, cat: dict[str, str], systems: list[Any]) -> str:
+def mkdocs_config(lang: str, cat: dict[str, str], systems: list[Any], archive: bool = False) -> str:
     """mkdocs.yml for one language's Markdown pages: the nav lists the overview and every system page; the
     HTML files of the same directory are excluded. Plain YAML built from quoted scalars."""
     q = lambda v: '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'  # noqa: E731
@@ -83,6 +84,8 @@ def mkdocs_config(lang: str, cat: dict[str, str], systems: list[Any]) -> str:
              "theme:", "  name: mkdocs", f"  locale: {lang}", "nav:", f"  - {q(cat['nav_home'])}: index.md"]
     lines += [f"  - {q(s.name)}: systems/{s.slug}.md" for s in systems]
     lines += [f"  - {q(cat['provenance_link'] + ': ' + s.name)}: provenance/{s.slug}.md" for s in systems]
+    if archive:
+        lines.append(f"  - {q(cat['ar_title'])}: archive.md")
     return "\n".join(lines) + "\n"
 
 
@@ -152,6 +155,14 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
         guide[s.name] = decisions.decision_guide(kb, s.center)
     recs = {s.name: recipes.recipes(s.center, s.comparisons, guide[s.name]) for s in systems}
 
+    archive = None
+    from ..archive.report import center_report, has_jobs
+    if has_jobs(kb):
+        report("archive", 0, 1)
+        archive = center_report(kb, top=ARCHIVE_ROWS, systems=names if center is not None else None)
+        if not archive["totals"]["jobs"]:
+            archive = None
+
     envs = {fmt: environment(fmt) for fmt in formats}
     files = 0
 
@@ -172,7 +183,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
             ctx = {"t": _translator(cat), "lang": lang, "ext": fmt, "systems": systems, "recipes": recs,
                    "lang_names": {x: catalogue(x)["language_name"] for x in langs},
                    "tv": lambda prefix, v, cat=cat: cat.get(f"{prefix}{v}", v),
-                   "guide": guide, "langs": langs, "limits": {"rows": collect.ROW_LIMIT,
+                   "guide": guide, "langs": langs, "archive": archive, "limits": {"rows": collect.ROW_LIMIT,
                                                               "groups": collect.GROUP_LIMIT,
                                                               "provenance": collect.PROVENANCE_LIMIT}}
             if fmt == "html":
@@ -184,8 +195,10 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
                       env.get_template(f"system.{fmt}.j2").render(**ctx, s=s, page=f"systems/{s.slug}"))
                 write(root / "provenance" / f"{s.slug}.{fmt}",
                       env.get_template(f"provenance.{fmt}.j2").render(**ctx, s=s, page=f"provenance/{s.slug}"))
+            if archive is not None:
+                write(root / f"archive.{fmt}", env.get_template(f"archive.{fmt}.j2").render(**ctx, page="archive"))
             if fmt == "md":
-                write(out / f"mkdocs-{lang}.yml", mkdocs_config(lang, cat, systems))
+                write(out / f"mkdocs-{lang}.yml", mkdocs_config(lang, cat, systems, archive is not None))
     if "html" in formats:
         write(out / "index.html", envs["html"].get_template("languages.html.j2").render(
             langs=langs, names={lang: catalogue(lang)["language_name"] for lang in langs},

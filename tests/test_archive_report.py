@@ -1,0 +1,163 @@
+"""`ioadvise archive report`: the wheel's logs (and copies of them under other user ids) ranked by the I/O time
+at stake, each figure held to the findings `diagnose` gives for the same log and to the arithmetic written out."""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("darshan")
+
+from typer.testing import CliRunner  # noqa: E402
+
+from ioadvisor.archive.report import center_report, saving_s  # noqa: E402
+from ioadvisor.archive.scan import scan  # noqa: E402
+from ioadvisor.archive.worker import Settings  # noqa: E402
+from ioadvisor.cli import app  # noqa: E402
+from ioadvisor.diagnose import analyze  # noqa: E402
+from ioadvisor.kb import KB  # noqa: E402
+from tests.darshan_copies import wheel_logs, with_job  # noqa: E402
+
+runner = CliRunner()
+LOGS = {p.name: p for p in wheel_logs()}
+BADOST, EXAMPLE = LOGS["sample-badost.darshan"], LOGS["example.darshan"]
+
+
+@pytest.fixture(scope="module")
+def wheel_kb(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("wheel")
+    for p in LOGS.values():
+        shutil.copy(p, d / p.name)
+    data = bytearray(EXAMPLE.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (d / "crashes.darshan").write_bytes(bytes(data))
+    kb = d / "kb.sqlite"
+    with KB.open(kb) as store:
+        scan([d], store, Settings(system="wheel"), workers=2)
+    return kb
+
+
+def _expected(rpn: int) -> list[tuple[str, float]]:
+    """(log name, node-hours at stake) per wheel log, from `diagnose`'s findings: the largest finding's seconds
+    per rank times the job's nodes (ceil(ranks / rpn)) / 3600, largest first."""
+    out = []
+    for name, p in LOGS.items():
+        d = analyze(p, use_kb=False)
+        at = max((f.time_at_stake_s or 0.0 for f in d.findings), default=0.0)
+        out.append((name, at * math.ceil(d.summary.nprocs / rpn) / 3600))
+    return sorted(out, key=lambda x: -x[1])
+
+
+def test_jobs_are_ranked_by_node_hours_at_stake(wheel_kb):
+    with KB.open(wheel_kb) as kb:
+        rep = center_report(kb, top=20)
+    jobs = rep["jobs"]
+    want = _expected(1)
+    # sample-badost: LUS002, 535.389 s per rank x 2048 ranks (1 rank per node: 2048 nodes) / 3600 = 304.5768
+    # example:       STRAG001, 65.038 s per rank x 2048 nodes / 3600 = 37.0 node-hours
+    assert want[0] == ("sample-badost.darshan", pytest.approx(304.5768, abs=1e-4))
+    assert want[1] == ("example.darshan", pytest.approx(37.0, abs=1e-3))
+    assert [Path(j["log"]).name for j in jobs[:2]] == ["sample-badost.darshan", "example.darshan"]
+    assert [j["at_stake_node_hours"] for j in jobs[:2]] == [pytest.approx(v, abs=1e-4) for _, v in want[:2]]
+    # every other job has nothing at stake, so none of them may rank above these two
+    assert all(j["at_stake_node_hours"] == 0 for j in jobs[2:]) and len(jobs) == len(LOGS)
+    assert rep["logs"] == {"scanned": len(LOGS) + 1, "readable": len(LOGS), "failed": 1}
+    assert rep["totals"]["at_stake_node_hours"] == pytest.approx(304.5768 + 37.0, abs=1e-3)
+    # LUS002 states its saving (535.4 s, the slow OST's excess over the median; capped at the 535.389 s at
+    # stake); STRAG001 states none, so its saving is the time at stake and says it is only that bound
+    rules = {g["rule"]: g for g in rep["rules"]}
+    assert rules["LUS002"]["saving_is_bound"] is False
+    assert rules["LUS002"]["saving_node_hours"] == pytest.approx(535.389 * 2048 / 3600, abs=1e-3)
+    assert rules["STRAG001"]["saving_is_bound"] is True
+    assert [g["rule"] for g in rep["rules"]][:2] == ["LUS002", "STRAG001"]
+    # the fix shown for a rule is the message of its costliest job's finding, as diagnose words it
+    lus002 = next(f for f in analyze(BADOST, use_kb=False).findings if f.id == "LUS002")
+    assert rules["LUS002"]["example"]["message"] == lus002.message
+
+
+def test_nodes_follow_ranks_per_node(wheel_kb):
+    with KB.open(wheel_kb) as kb:
+        rep = center_report(kb, ranks_per_node=32)
+    top = rep["jobs"][0]
+    # 2048 ranks / 32 per node = 64 nodes; 535.389 s x 64 / 3600 = 9.518 node-hours (not the 304.58 of 1 per node)
+    assert top["nodes"] == 64 and top["at_stake_node_hours"] == pytest.approx(9.518, abs=1e-3)
+    assert rep["ranks_per_node"] == 32
+
+
+def test_users_and_applications_add_up_their_jobs_and_a_job_counts_its_largest_finding(tmp_path):
+    d = tmp_path / "arch"
+    d.mkdir()
+    # user 1: three sample-badost jobs; user 3: five example jobs; user 2: one example job
+    for i in range(3):
+        (d / f"b{i}.darshan").write_bytes(with_job(BADOST.read_bytes(), uid=1, jobid=100 + i))
+    for i in range(5):
+        (d / f"e{i}.darshan").write_bytes(with_job(EXAMPLE.read_bytes(), uid=3, jobid=300 + i))
+    (d / "e-user2.darshan").write_bytes(with_job(EXAMPLE.read_bytes(), uid=2, jobid=200))
+    kb = tmp_path / "kb.sqlite"
+    with KB.open(kb) as store:
+        out = scan([d], store, Settings(), workers=2)
+        assert out.added["jobs"] == 9, out.as_dict()
+        rep = center_report(store)
+    users = [(g["uid"], g["jobs"], g["at_stake_node_hours"]) for g in rep["users"]]
+    # 3 x 304.5768 = 913.73 > 5 x 37.0 = 185.0 > 1 x 37.0
+    assert [u[0] for u in users] == [1, 3, 2]
+    assert [u[1] for u in users] == [3, 5, 1]
+    assert users[0][2] == pytest.approx(3 * 304.5768, abs=1e-3)
+    assert users[1][2] == pytest.approx(5 * 37.0, abs=1e-2)
+    apps = {g["app"]: g for g in rep["applications"]}
+    assert apps["ior"]["jobs"] == 3 and apps["ior"]["top_rule"] == "LUS002"
+    assert apps["vpicio_uni"]["jobs"] == 6 and apps["vpicio_uni"]["top_rule"] == "STRAG001"
+
+
+def test_saving_rule():
+    assert saving_s({"time_at_stake_s": 10.0, "evidence": {"expected_saving_s": 4.0}}) == (4.0, False)
+    assert saving_s({"time_at_stake_s": 10.0, "evidence": {}}) == (10.0, True)
+    # a stated saving above the time at stake (rounding) never exceeds it
+    assert saving_s({"time_at_stake_s": 535.389, "evidence": {"expected_saving_s": 535.4}}) == (535.389, False)
+
+
+def test_cli_report_json_terminal_and_empty_kb(wheel_kb, tmp_path):
+    r = runner.invoke(app, ["archive", "report", "--kb", str(wheel_kb), "--json", "--top", "3"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    with KB.open(wheel_kb) as kb:
+        assert doc == json.loads(json.dumps(center_report(kb, top=3)))
+    assert len(doc["jobs"]) == 3 and doc["schema"] == "ioadvisor.archive-report/1"
+    r = runner.invoke(app, ["archive", "report", "--kb", str(wheel_kb)])
+    assert r.exit_code == 0
+    assert "6265799" in r.stdout and "LUS002" in r.stdout and "Top fixes" in r.stdout
+    assert r.stdout.index("6265799") < r.stdout.index("4478544")        # badost's job before example's
+    r = runner.invoke(app, ["archive", "report", "--kb", str(tmp_path / "none.sqlite")])
+    assert r.exit_code == 0 and "run `ioadvise archive scan` first" in r.stdout
+    r = runner.invoke(app, ["archive", "report", "--kb", str(wheel_kb), "--ranks-per-node", "0"])
+    assert r.exit_code == 2
+
+
+def test_the_report_is_a_page_of_the_generated_site(wheel_kb, tmp_path):
+    from ioadvisor.docs.build import build_site
+    with KB.open(wheel_kb, create=False) as kb:
+        build_site(tmp_path / "site", kb=kb, langs=("en", "ja"), formats=("html", "md"), plot_cache=False)
+        rep = center_report(kb, top=20)
+    en = (tmp_path / "site" / "en" / "archive.html").read_text()
+    # the ranking as the report has it: badost's job (304.58 node-h, shown "305") above example's (37.00)
+    assert en.index("<td>6265799</td>") < en.index("<td>4478544</td>")
+    assert ">305<" in en and ">37.00<" in en and "LUS002" in en
+    lus002 = next(g for g in rep["rules"] if g["rule"] == "LUS002")
+    assert lus002["example"]["message"].split(":")[0] in en
+    assert 'href="archive.html"' in (tmp_path / "site" / "en" / "index.html").read_text()
+    ja = (tmp_path / "site" / "ja" / "archive.html").read_text()
+    assert "ジョブアーカイブで失われている I/O 時間" in ja and "I/O time at stake in the job archive" not in ja
+    md = (tmp_path / "site" / "en" / "archive.md").read_text()
+    assert "| 6265799 |" in md and "(archive.md)" in (tmp_path / "site" / "en" / "index.md").read_text()
+    assert "archive.md" in (tmp_path / "site" / "mkdocs-en.yml").read_text()
+
+
+def test_no_archive_page_without_scanned_jobs(tmp_path):
+    from ioadvisor.docs.build import build_site
+    with KB.open(tmp_path / "empty.sqlite", create=False) as kb:
+        build_site(tmp_path / "site", kb=kb, langs=("en",), formats=("html",), plot_cache=False)
+    assert not (tmp_path / "site" / "en" / "archive.html").exists()
+    assert "archive.html" not in (tmp_path / "site" / "en" / "index.html").read_text()
