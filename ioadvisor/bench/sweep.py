@@ -295,9 +295,8 @@ def _last_error(text: str) -> str:
 
 # ---- Slurm job array ---------------------------------------------------------------------------------------
 def _q(value: str) -> str:
-    """A #SBATCH value; values with spaces must be double-quoted or sbatch rejects the line."""
-    check_line_value(value, "#SBATCH value")
-    return f'"{value}"' if any(c.isspace() for c in value) else value
+    from ..slurm.submit import sbatch_value
+    return sbatch_value(value)
 
 
 def render_array_script(plan: Plan, plan_path: str | Path) -> str:
@@ -348,17 +347,8 @@ def submit_array(plan: Plan) -> tuple[str, Path]:
 
 
 def _in_queue(job_id: str) -> bool | None:
-    """Whether any task of the job is still pending or running (None if squeue cannot tell)."""
-    try:
-        p = subprocess.run(["squeue", "-h", "-r", "-o", "%A %i %T"], capture_output=True, text=True, timeout=30,
-                           env=_slurm_env())
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if p.returncode != 0:
-        return None
-    # squeue's job filter is not relied on: the array's tasks are matched here
-    return any(ln.split()[0] == job_id or ln.split()[1].split("_")[0] == job_id
-               for ln in p.stdout.splitlines() if len(ln.split()) >= 2)
+    from ..slurm.submit import in_queue
+    return in_queue(job_id, _slurm_env())
 
 
 def wait_and_ingest(plan: Plan, job_id: str, *, kb: str | Path | None | bool = None,

@@ -37,6 +37,20 @@ def scan_cmd(
                                                                       "could not read.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds one log may take before its worker is replaced.")]
     = 120.0,
+    mode: Annotated[str, typer.Option(help="local: workers on this node; array: a Slurm job array, each task a "
+                                           "slice of the new logs.")] = "local",
+    tasks: Annotated[int, typer.Option(min=1, help="Array mode: number of array tasks.")] = 4,
+    work: Annotated[Optional[Path], typer.Option(help="Array mode: a new directory on storage the compute nodes "
+                                                      "share, for the plan, the script and the tasks' results "
+                                                      "(default: ./ioadvise-archive-DATE-TIME).")] = None,
+    cpus_per_task: Annotated[int, typer.Option(min=1, help="Array mode: CPUs (workers) per task.")] = 1,
+    partition: Annotated[Optional[str], typer.Option(help="Array mode: sbatch --partition.")] = None,
+    time_limit: Annotated[Optional[str], typer.Option("--time", help="Array mode: sbatch --time per task.")]
+    = None,
+    account: Annotated[Optional[str], typer.Option(help="Array mode: sbatch --account.")] = None,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Array mode: wait for the tasks and merge "
+                                                                 "their results (else merge later with "
+                                                                 "`ioadvise archive merge WORK`).")] = True,
     json_out: JsonOption = False,
 ) -> None:
     """Diagnose every Darshan log under ROOTS that the KB has not seen, and store per-job facts, findings and
@@ -48,11 +62,23 @@ def scan_cmd(
     added in transactions of up to 256 logs, so an interrupted scan keeps what it finished.
     """
     with cli_errors():
-        out = _scan(roots, kb, workers, system, center, thresholds, retry_failed, timeout, json_out)
+        if mode not in ("local", "array"):
+            from ..errors import UsageError
+            raise UsageError(f"--mode {mode!r}: use local or array")
+        if mode == "array":
+            slurm = {"cpus_per_task": str(cpus_per_task), "partition": partition, "time": time_limit,
+                     "account": account}
+            out = _scan_array(roots, kb, system, center, thresholds, retry_failed, timeout, tasks, work, slurm,
+                              wait, json_out)
+        else:
+            out = _scan(roots, kb, workers, system, center, thresholds, retry_failed, timeout, json_out)
     if json_out:
         print_json(out)
         return
-    _render_scan(out)
+    if mode == "array":
+        _render_array(out)
+    else:
+        _render_scan(out)
 
 
 def _settings(system: str | None, center: str | None, thresholds: Path | None) -> tuple[Any, Any]:
@@ -79,6 +105,72 @@ def _scan(roots: list[Path], kb: Path | None, workers: int | None, system: str |
         out = scan(roots, store, settings, workers=n, timeout=timeout, retry_failed=retry_failed, center=where,
                    progress=lambda done, total: bar.update(task, completed=done, total=total))
     return out.as_dict()
+
+
+def _scan_array(roots: list[Path], kb: Path | None, system: str | None, center: str | None,
+                thresholds: Path | None, retry_failed: bool, timeout: float, tasks: int, work: Path | None,
+                slurm: dict[str, Any], wait: bool, quiet: bool) -> dict[str, Any]:
+    import datetime as _dt
+
+    from ..archive import array
+    from ..kb import KB
+    settings, where = _settings(system, center, thresholds)
+    if work is None:
+        work = Path(f"ioadvise-archive-{_dt.datetime.now():%Y%m%d-%H%M%S}")
+    with KB.open(kb) as store:
+        _, out = array.plan_array(roots, store, settings, tasks=tasks, work=work, timeout=timeout,
+                                  retry_failed=retry_failed, slurm=slurm)
+        if not out.tasks:
+            array.merge(Path(out.work), store, out, center=where)     # only paths of logs known before
+            return out.as_dict()
+        out.job_id = array.submit(Path(out.work))
+        if wait:
+            with progress_bar(quiet) as bar:
+                task = bar.add_task(f"Array job {out.job_id}: tasks merged", total=out.tasks)
+                array.wait_and_merge(Path(out.work), out.job_id, store, out, center=where,
+                                     progress=lambda done, total: bar.update(task, completed=done, total=total))
+    return out.as_dict()
+
+
+@archive_app.command("merge")
+def merge_cmd(
+    work: Annotated[Path, typer.Argument(help="The work directory of an array scan.")],
+    kb: KBOption = None,
+    center: Annotated[Optional[str], typer.Option(help="Center file or shipped name, as given to the scan "
+                                                       "(evidence flags of the production runs).")] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Merge the results of an array scan's tasks into the KB (each task one transaction; results merged
+    before add nothing), and list the tasks whose results are missing with the command that re-runs each."""
+    with cli_errors():
+        from ..archive import array
+        from ..errors import UsageError
+        from ..kb import KB
+        if not (work / array.PLAN).is_file():
+            raise UsageError(f"{work}: not the work directory of an array scan (no {array.PLAN})")
+        where = None
+        if center:
+            from ..center import load_center
+            where = load_center(center)
+        with KB.open(kb) as store:
+            out = array.merge(work.resolve(), store, center=where).as_dict()
+    if json_out:
+        print_json(out)
+        return
+    _render_array(out)
+
+
+def _render_array(out: dict[str, Any]) -> None:
+    a = out["added"]
+    head = f"Array job {out['job_id']}: " if out.get("job_id") else ""
+    console.print(f"{head}{out['to_read']} new logs in {out['tasks']} task(s) (work directory {out['work']}); "
+                  f"{len(out['merged'])} task(s) merged: {a['jobs']} jobs, {a['findings']} findings, {a['runs']} "
+                  f"production runs added.", highlight=False)
+    for f in out["failed"]:
+        console.print(f"Not read (skipped): {f['path']}: {f['error']}", highlight=False)
+    for m in out["missing"]:
+        console.print(f"Task {m['task']} has no results: re-run it alone with `{m['rerun']}`, then "
+                      f"`ioadvise archive merge {out['work']}`", highlight=False)
 
 
 def _render_scan(out: dict[str, Any]) -> None:

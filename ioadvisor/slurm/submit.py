@@ -206,6 +206,28 @@ def sbatch(text: str, options: list[str] | tuple[str, ...] = (), *, name: str = 
         shutil.rmtree(tmpdir, ignore_errors=True)
 
 
+def sbatch_value(value: str) -> str:
+    """A #SBATCH value as a script line may hold it: one line, double-quoted when it has spaces (sbatch rejects
+    an unquoted value with spaces)."""
+    from ..util import check_line_value
+    check_line_value(value, "#SBATCH value")
+    return f'"{value}"' if any(c.isspace() for c in value) else value
+
+
+def in_queue(job_id: str, env: Mapping[str, str] | None = None) -> bool | None:
+    """Whether any task of the job (an array's too) is still pending or running; None if squeue cannot tell.
+    squeue's own job filter is not relied on: the tasks are matched here."""
+    try:
+        p = subprocess.run(["squeue", "-h", "-r", "-o", "%A %i %T"], capture_output=True, text=True, timeout=30,
+                           env=scrubbed_env(env))
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if p.returncode != 0:
+        return None
+    return any(ln.split()[0] == job_id or ln.split()[1].split("_")[0] == job_id
+               for ln in p.stdout.splitlines() if len(ln.split()) >= 2)
+
+
 def merge_cli_constraint(options: list[str], request: str | None) -> tuple[list[str], bool]:
     """sbatch options with the tier's feature added to a --constraint/-C given on the command line (which
     would otherwise replace the script's, tier included). Returns (options, changed)."""
