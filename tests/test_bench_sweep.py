@@ -86,6 +86,71 @@ def test_array_script_reads_config_by_task_id(tmp_path):
     assert "$SLURM_ARRAY_TASK_ID" in lines[-1] and "ioadvisor.bench.worker launch" in lines[-1]
 
 
+CONFIGS = """
+name = "listed"
+[base]
+block_size = "64KiB"
+transfer_size = "64KiB"
+dir = "{dir}"
+[[config]]
+api = "posix"
+layout = "fpp"
+ranks = 2
+[[config]]
+api = "mpiio"
+layout = "shared"
+collective = true
+ranks = 8
+nodes = 2
+[[config]]
+api = "mpiio"
+layout = "shared"
+ranks = 3
+nodes = 1
+"""
+
+
+def test_listed_configs_with_nodes(tmp_path, monkeypatch):
+    f = tmp_path / "listed.toml"
+    f.write_text(CONFIGS.format(dir=tmp_path / "d"))
+    plan = plan_sweep(f, tmp_path / "res")
+    # exactly the three listed configs (no product of an empty [vary] added to them)
+    assert [(c.settings["api"], c.ranks, c.nodes) for c in plan.configs] == [("posix", 2, None), ("mpiio", 8, 2),
+                                                                             ("mpiio", 3, 1)]
+    assert plan.configs[1].ranks_per_node == 4 and plan.configs[2].ranks_per_node == 3
+    # every array task asks for the most nodes (2) and the most ranks on one node (4 of config 1, 3 of config 2,
+    # and config 0's 2 ranks, which it places itself): not --ntasks, which would leave the per-node count to Slurm
+    sb = {ln for ln in render_array_script(plan, tmp_path / "p.json").splitlines() if ln.startswith("#SBATCH")}
+    assert "#SBATCH --nodes=2" in sb and "#SBATCH --ntasks-per-node=4" in sb
+    assert not any(ln.startswith("#SBATCH --ntasks=") for ln in sb)
+    from ioadvisor.bench import sweep as sw
+    srun = sw.launcher_command(sw.Plan(**{**plan.__dict__, "launcher": "srun"}), plan.configs[1], "p.json")
+    assert srun[:5] == ["srun", "-n", "8", "-N", "2"] and "--ntasks-per-node=4" in srun
+    assert "-N" not in sw.launcher_command(sw.Plan(**{**plan.__dict__, "launcher": "srun"}), plan.configs[0], "p")
+    cmd = sw.launcher_command(plan, plan.configs[1], "p.json")        # the venv's MPICH: Hydra's -ppn
+    assert cmd[1:5] == ["-n", "8", "-ppn", "4"]
+    # an old plan file (written before configs had nodes) still loads
+    d = json.loads(plan.to_json())
+    for c in d["configs"]:
+        del c["nodes"]
+    (tmp_path / "old.json").write_text(json.dumps(d))
+    assert [c.nodes for c in load_plan(tmp_path / "old.json").configs] == [None, None, None]
+
+
+@pytest.mark.parametrize("extra, words", [
+    ('[[config]]\nranks = 2\nnodes = 3\n', ["config 3", "nodes", "from 1 to ranks (2)"]),
+    ('[[config]]\nranks = 2\nnodes = true\n', ["config 3", "nodes"]),
+    ('[slurm]\nnodes = 4\n', ["[slurm] nodes", "conflict"]),
+    ('[vary]\nranks = [1, 2]\n', ["[[config]] sets ranks", "[vary]"]),
+])
+def test_listed_configs_refused_naming_the_key(tmp_path, extra, words):
+    f = tmp_path / "listed.toml"
+    f.write_text(CONFIGS.format(dir=tmp_path / "d") + extra)
+    with pytest.raises(ConfigError) as e:
+        plan_sweep(f, tmp_path / "res")
+    assert all(w in str(e.value) for w in words), str(e.value)
+
+
 def test_dry_run_runs_nothing(tmp_path):
     out = runner.invoke(app, ["bench", "sweep", str(write_matrix(tmp_path)), "--results", str(tmp_path / "res"),
                               "--dry-run", "--mode", "array", "--json"])

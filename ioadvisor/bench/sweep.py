@@ -20,6 +20,11 @@ collective = true
 [[include]]                        # extra keys for the matching configs (or a new config if none matches)
 api = "mpiio"
 hints = "romio_cb_write=enable"
+[[config]]                         # one more config, as it stands (over [base]); `nodes` spreads its ranks
+api = "mpiio"
+layout = "shared"
+ranks = 8
+nodes = 2
 [slurm]                            # --mode array only
 partition = "debug"
 time = "00:30:00"
@@ -46,9 +51,9 @@ from ..errors import ConfigError, SlurmError, UsageError
 from ..util import atomic_write, check_line_value
 from .params import DATA_KEYS, MD_KEYS, data_params, md_params
 
-TOP_KEYS = ("name", "kind", "launcher", "base", "vary", "exclude", "include", "slurm")
+TOP_KEYS = ("name", "kind", "launcher", "base", "vary", "exclude", "include", "config", "slurm")
 SLURM_KEYS = ("partition", "time", "account", "qos", "nodes", "ntasks_per_node", "constraint", "options")
-EXTRA_KEYS = ("ranks",)
+EXTRA_KEYS = ("ranks", "nodes")
 PLAN_MARKER = "ioadvisor_bench_plan"
 # plan, script and job logs start with a dot so that `ioadvise kb import RESULTS` reads only the results
 PLAN_FILE, SCRIPT_FILE, LOG_PATTERN = ".plan.json", ".sweep.sbatch", ".slurm-{job}_{task}.out"
@@ -56,12 +61,18 @@ PLAN_FILE, SCRIPT_FILE, LOG_PATTERN = ".plan.json", ".sweep.sbatch", ".slurm-{jo
 
 @dataclass(frozen=True)
 class SweepConfig:
-    """One point of the sweep: validated kernel settings and the number of ranks to launch."""
+    """One point of the sweep: validated kernel settings, the number of ranks to launch and the nodes to spread
+    them over (None: as the launcher places them)."""
 
     index: int
     ranks: int
     settings: dict[str, Any]
     label: str
+    nodes: int | None = None
+
+    @property
+    def ranks_per_node(self) -> int | None:
+        return None if self.nodes is None else -(-self.ranks // self.nodes)
 
 
 @dataclass(frozen=True)
@@ -139,7 +150,7 @@ def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_r
     both = sorted(set(base) & set(vary))
     if both:
         raise ConfigError(f"{src}: {', '.join(both)} in both [base] and [vary]")
-    for key in ("exclude", "include"):
+    for key in ("exclude", "include", "config"):
         entries = doc.get(key, [])
         if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
             raise ConfigError(f"{src}: {key} must be an array of tables ([[{key}]])")
@@ -169,7 +180,14 @@ def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_r
         raise ConfigError(f"{src}: launcher: {launcher!r} is not mpiexec or srun")
 
     keys = list(vary)
+    explicit = [dict(c) for c in doc.get("config", [])]
     combos = [dict(zip(keys, vals)) for vals in itertools.product(*(_values(f"{src}: vary.{k}", vary[k]) for k in keys))]
+    if explicit and not keys:
+        combos = []            # a list of configs alone: exactly those
+    for c in explicit:
+        both = sorted(set(c) & set(keys))
+        if both:
+            raise ConfigError(f"{src}: [[config]] sets {', '.join(both)}, which [vary] varies")
     matches = lambda combo, entry, only: all(combo.get(k) == v for k, v in entry.items() if k in only)  # noqa: E731
     combos = [c for c in combos if not any(matches(c, e, set(e)) for e in doc.get("exclude", []))]
     for inc in doc.get("include", []):
@@ -179,6 +197,7 @@ def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_r
                 c.update({k: v for k, v in inc.items() if k not in vary})
         else:
             combos.append(dict(inc))
+    combos += explicit
     if not combos:
         raise ConfigError(f"{src}: the sweep has no configs left")
 
@@ -191,6 +210,10 @@ def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_r
         ranks = merged.pop("ranks", 1)
         if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
             raise ConfigError(f"{src}: config {i} ({_label(combo)}): ranks: must be a whole number >= 1")
+        nodes = merged.pop("nodes", None)
+        if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int) or not 1 <= nodes <= ranks):
+            raise ConfigError(f"{src}: config {i} ({_label(combo)}): nodes: must be a whole number from 1 to "
+                              f"ranks ({ranks})")
         merged.setdefault("dir", ".")
         merged["dir"] = os.path.join(os.path.abspath(str(merged["dir"])), f"{name}-{i:03d}")
         try:
@@ -198,7 +221,11 @@ def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_r
         except UsageError as e:
             hint = " (leave such combinations out with [[exclude]])" if keys else ""
             raise ConfigError(f"{src}: config {i} ({_label(combo)}): {e}{hint}") from None
-        configs.append(SweepConfig(index=i, ranks=ranks, settings=p.to_dict(), label=_label(combo) or "base"))
+        configs.append(SweepConfig(index=i, ranks=ranks, settings=p.to_dict(), label=_label(combo) or "base",
+                                   nodes=nodes))
+    if any(c.nodes for c in configs) and (slurm.get("nodes") or slurm.get("ntasks_per_node")):
+        raise ConfigError(f"{src}: [slurm] nodes/ntasks_per_node conflict with configs that set nodes (the array "
+                          f"asks for the most nodes and ranks per node any config needs)")
     if results is None:
         stamp = _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
         results = (default_results or Path("."))/ f"{name}-{stamp}"
@@ -211,8 +238,24 @@ def launcher_command(plan: Plan, cfg: SweepConfig, plan_path: str | Path) -> lis
     """The command that runs one config under the plan's launcher."""
     worker = [sys.executable, "-m", "ioadvisor.bench.worker", "run", str(plan_path), str(cfg.index)]
     if plan.launcher == "srun":
-        return ["srun", "-n", str(cfg.ranks), *worker]
-    return [mpiexec_path(), "-n", str(cfg.ranks), *worker]
+        spread = [] if cfg.nodes is None else ["-N", str(cfg.nodes), f"--ntasks-per-node={cfg.ranks_per_node}"]
+        return ["srun", "-n", str(cfg.ranks), *spread, *worker]
+    mpiexec = mpiexec_path()
+    return [mpiexec, "-n", str(cfg.ranks), *_mpiexec_spread(mpiexec, cfg), *worker]
+
+
+def _mpiexec_spread(mpiexec: str, cfg: SweepConfig) -> list[str]:
+    """mpiexec's options that place `ranks_per_node` ranks on each node (MPICH's Hydra: -ppn; Open MPI:
+    --map-by ppr:N:node), so a config's ranks span its nodes inside a larger allocation."""
+    if cfg.nodes is None:
+        return []
+    try:
+        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    if "Open MPI" in out or "OpenRTE" in out:
+        return ["--map-by", f"ppr:{cfg.ranks_per_node}:node"]
+    return ["-ppn", str(cfg.ranks_per_node)]
 
 
 def mpiexec_path() -> str:
@@ -302,11 +345,17 @@ def _q(value: str) -> str:
 def render_array_script(plan: Plan, plan_path: str | Path) -> str:
     """The job-array script: one task per config, each reading its config from the plan JSON. Pure."""
     s = plan.slurm
-    ntasks = max(c.ranks for c in plan.configs)
+    spread = [c for c in plan.configs if c.nodes is not None]
+    if spread:
+        # every task asks for what the largest config needs: its nodes, and the most ranks any config puts on one
+        size = [f"#SBATCH --nodes={max(c.nodes or 1 for c in plan.configs)}",
+                f"#SBATCH --ntasks-per-node={max(c.ranks_per_node or c.ranks for c in plan.configs)}"]
+    else:
+        size = [f"#SBATCH --ntasks={max(c.ranks for c in plan.configs)}"]
     lines = ["#!/bin/bash",
              f"#SBATCH --job-name=ioadvise-{plan.name}",
              f"#SBATCH --array=0-{len(plan.configs) - 1}",
-             f"#SBATCH --ntasks={ntasks}",
+             *size,
              f"#SBATCH --output={_q(str(Path(plan.results) / LOG_PATTERN.format(job='%A', task='%a')))}"]
     for key, opt in (("nodes", "--nodes"), ("ntasks_per_node", "--ntasks-per-node"), ("partition", "--partition"),
                      ("time", "--time"), ("account", "--account"), ("qos", "--qos"), ("constraint", "--constraint")):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -272,3 +273,109 @@ def sweep(
                                   f"{escape(str(f['error']))}", highlight=False, markup=True)
         if out.failed and not (mode == "array" and no_wait):
             raise typer.Exit(1)
+
+
+@bench_app.command("plan")
+def plan(
+    budget: Annotated[int, typer.Option("--budget", "-n", help="How many benchmark points to propose.")] = 8,
+    system: Annotated[Optional[str], typer.Option(help="System to plan for (a shipped center or a system of the "
+                                                       "KB).")] = None,
+    center: CenterOpt = None,
+    filesystem: Annotated[Optional[str], typer.Option(help="File system to measure (default: the one jobs use "
+                                                           "unless told otherwise).")] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Sweep file to write (default: "
+                                                                     "plan-SYSTEM.toml here).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite the sweep file if it exists.")] = False,
+    directory: Annotated[Optional[str], typer.Option("--dir", help="Directory the benchmarks write to (default: "
+                                                                   "ioadvise-plan under the file system's mount).")]
+    = None,
+    max_nodes: Annotated[Optional[int], typer.Option("--max-nodes", help="Largest node count to propose "
+                                                                         "(default: twice the largest measured, or "
+                                                                         "the targets' largest).")] = None,
+    ranks_per_node: Annotated[Optional[int], typer.Option("--ranks-per-node", help="Most ranks per node to "
+                                                                                   "propose (default: the "
+                                                                                   "targets').")] = None,
+    transfer_size: Annotated[str, typer.Option("--transfer-size", "-t", help="Bytes per call of the "
+                                                                             "benchmarks.")] = "1MiB",
+    block_size: Annotated[str, typer.Option("--block-size", "-b", help="Bytes per rank of the benchmarks.")]
+    = "1GiB",
+    reps: Annotated[int, typer.Option("--reps", "-i", help="Repetitions of each benchmark.")] = 3,
+    partition: Annotated[Optional[str], typer.Option(help="[slurm] partition of the sweep file.")] = None,
+    time_limit: Annotated[Optional[str], typer.Option("--time", help="[slurm] time limit of each array task.")]
+    = None,
+    kb: KBOption = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Propose the benchmark points that would most narrow the advice's intervals for the center's common
+    workloads (its production records in the KB, else a default set), and write them as a sweep file that
+    `ioadvise bench sweep FILE --mode array` runs as one Slurm job array.
+    """
+    with cli_errors():
+        from ..bench import plan as bp
+        from ..bench.params import data_params
+        from ..bench.sweep import plan_sweep
+        from ..center import resolve_center
+        from ..kb import KB
+        from ..util import atomic_write
+        if budget < 1:
+            raise UsageError(f"--budget must be at least 1, got {budget}")
+        if reps < 1:
+            raise UsageError(f"--reps must be at least 1, got {reps}")
+        data_params({"transfer_size": transfer_size, "block_size": block_size})   # bad sizes stop here
+        center_path = _check_center(center)
+        with progress_bar(json_out) as prog:
+            task = prog.add_task("fitting and planning", total=None)
+            with KB.open(kb) as store:
+                c = resolve_center(system, center_path, store)
+                result = bp.plan_for(store, system, c, budget, filesystem=filesystem, max_nodes=max_nodes,
+                                     rpn_max=ranks_per_node)
+            prog.update(task, completed=1, total=1)
+        fs = c.filesystem(result.filesystem)
+        target_dir = directory or (bp.default_dir(fs) if fs else None)
+        if not target_dir:
+            raise UsageError(f"{result.filesystem} has no mount in the center file to put the benchmarks under: "
+                             f"give --dir")
+        path = out or Path(f"plan-{c.name}.toml")
+        text = bp.sweep_text(result, directory=os.path.abspath(os.path.expanduser(target_dir)),
+                             transfer_size=transfer_size, block_size=block_size, reps=reps,
+                             center=center_path if center_path and Path(center_path).is_file() else None,
+                             slurm={"partition": partition, "time": time_limit})
+        plan_sweep(path, text=text)          # what is written, bench sweep accepts
+        if path.exists() and not force:
+            raise UsageError(f"{path} exists: pass --force to overwrite it, or --out another file")
+        atomic_write(path, text)
+        doc = {**result.to_json(), "sweep_file": str(path)}
+        if json_out:
+            print_json(doc)
+            return
+        _render_plan(result, path)
+
+
+def _render_plan(result: Any, path: Path) -> None:
+    src = ("the KB's production records" if result.target_source == "production"
+           else "the default workloads (no production records in the KB)")
+    console.print(f"{result.system} ({result.filesystem}): {len(result.proposals)} of {result.candidates} "
+                  f"candidate point(s), for {len(result.targets)} workload(s) from {src}", highlight=False)
+    table = Table(title="proposed benchmarks and the mean 90% interval (high/low) expected at the targets' "
+                        "options once each is measured")
+    for col in ("#", "nodes", "ranks/node", "API", "layout", "stripes", "mean bw", "one run", "narrower by"):
+        table.add_column(col, justify="right" if col not in ("API", "layout") else "left")
+    prev = result.posterior_now
+    for k, p in enumerate(result.proposals, 1):
+        b = p.point
+        mode = b.api if b.collective is None else f"{b.api} {'coll' if b.collective else 'indep'}"
+        # in log space: the share of the interval's (log) width this point removes
+        red = (math.log(prev) - math.log(p.posterior_after)) / math.log(prev) if prev > 1 else 0.0
+        table.add_row(str(k), str(b.nodes), str(b.ranks_per_node), mode, b.layout,
+                      "default" if b.stripe_count is None else str(b.stripe_count), f"{p.posterior_after:.2f}x",
+                      f"{p.width_after:.2f}x", f"{100 * red:.0f}%")
+        prev = p.posterior_after
+    console.print(table)
+    last = result.proposals[-1]
+    console.print(f"mean interval of the mean bandwidth now {result.posterior_now:.2f}x, after these points "
+                  f"{last.posterior_after:.2f}x, after as many random points of the grid {result.posterior_random:.2f}x; "
+                  f"of one run: {result.width_now:.2f}x, {last.width_after:.2f}x, {result.width_random:.2f}x",
+                  highlight=False)
+    for n in result.notes:
+        console.print(f"Note: {n}", highlight=False)
+    console.print(f"sweep file: {path} (run it with: ioadvise bench sweep {path} --mode array)", highlight=False)

@@ -14,6 +14,10 @@ from .physical import INF, MIN_LOG_SIGMA, Z90, Posterior
 
 # runs of one group fitted at most (an evenly spread subsample beyond): enough to pin ten parameters
 MAX_FIT_RUNS = 400
+# the interval of a prediction outside what the runs measured widens: by this fraction of the log sd per factor
+# of two of client count beyond the measured ones, and by this log sd for an API class no run measured
+EXTRAPOLATION_WIDENING = 0.25
+UNMEASURED_CLASS_SD = 0.5
 
 
 @dataclass(frozen=True)
@@ -102,11 +106,14 @@ class Fit:
         return math.log2(c / hi) if math.isfinite(hi) else 0.0
 
     def log_sd(self, p: Point) -> float:
-        sd = self.posterior.log_sd(p.physical())
-        # an unmeasured scale or API class: wider with the distance, not hidden
-        sd *= 1.0 + 0.25 * self.distance(p)
+        return self.widen(p, self.posterior.log_sd(p.physical()))
+
+    def widen(self, p: Point, sd: float) -> float:
+        """The log sd of a prediction at `p` whose posterior (parameters and one run's noise) gives `sd`: an
+        unmeasured scale or API class makes it wider with the distance, not hidden; calibrated for coverage."""
+        sd *= 1.0 + EXTRAPOLATION_WIDENING * self.distance(p)
         if self.klasses and p.klass is not None and p.klass not in self.klasses:
-            sd = math.sqrt(sd ** 2 + 0.5 ** 2)
+            sd = math.sqrt(sd ** 2 + UNMEASURED_CLASS_SD ** 2)
         return sd * self.interval_scale
 
     def interval(self, value: float, p: Point | None = None, z: float = Z90) -> tuple[float, float]:

@@ -1,0 +1,409 @@
+"""What to measure next: the benchmark points that most narrow the advice's intervals at a center's common
+workloads, written as a sweep file (`ioadvise bench plan`, docs/bench.md).
+
+Targets are the workloads of the KB's production records (the most frequent (nodes, ranks per node, API,
+layout, op, request size) among them), else a default set (`DEFAULT_TARGETS`). The quantity to shrink is the
+predictive variance of log bandwidth of every option the advice weighs for each target (the same candidates
+`advise` ranks, on the planned file system), as `Fit.log_sd` states it. Candidate benchmark points are a grid
+over nodes, ranks per node, stripe counts, layout and API; they are picked greedily by the variance each removes
+given those already picked, through the fitted model's linearised posterior (`predict.design`).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+from ..errors import UsageError
+from ..model.run import DATA_OPS, norm_api
+from ..model.types import Center, Config, FileSystem, Workload
+from ..predict import Fit, Point, io_class, run_point
+from ..predict.physical import Z90
+
+MAX_TARGETS = 8                     # most frequent production workloads taken as targets
+DEFAULT_NODES = (1, 4, 16, 64)      # default targets: these node counts (up to the plan's largest) ...
+DEFAULT_RPN = 16                    # ... with 16 ranks per node ...
+DEFAULT_SHAPES = (("POSIX", "any"), ("MPIIO", "shared"))   # ... POSIX (either layout) and MPI-IO to one file
+DEFAULT_ACCESS = 1 << 20            # request size of default targets and of the benchmarks (1 MiB)
+RANDOM_TRIALS = 20                  # random designs averaged for the comparison the plan states
+
+
+@dataclass(frozen=True)
+class Target:
+    """A workload the advice should be sure about, with its weight (share of the production records)."""
+
+    workload: Workload
+    weight: float
+    jobs: int = 0                   # production records behind it (0: a default target)
+
+
+@dataclass(frozen=True)
+class BenchPoint:
+    """One benchmark to run: what `bench run` sets (stripe_count None: the file system's default)."""
+
+    nodes: int
+    ranks_per_node: int
+    api: str                        # POSIX | MPIIO | HDF5
+    layout: str                     # shared | fpp
+    collective: bool | None
+    stripe_count: int | None
+    stripe_size: int | None = None
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.ranks_per_node
+
+    def label(self) -> str:
+        mode = "" if self.collective is None else (" coll" if self.collective else " indep")
+        st = "" if self.stripe_count is None else f", {self.stripe_count} stripe(s)"
+        return f"{self.nodes}x{self.ranks_per_node} {self.api}{mode} {self.layout}{st}"
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A picked point and, once it is measured (with those picked before it), the expected mean 90% interval at
+    the targets' options (high/low ratio): of one run (`width_after`, what `advise` shows) and of the mean
+    bandwidth (`posterior_after`: without one run's scatter, the part that measuring can shrink)."""
+
+    point: BenchPoint
+    width_after: float
+    posterior_after: float
+    variance_removed: float
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    system: str
+    filesystem: str
+    ops: tuple[str, ...]
+    targets: tuple[Target, ...]
+    target_source: str                       # production | default
+    proposals: tuple[Proposal, ...]
+    width_now: float                         # mean 90% interval ratio at the targets' options now (linearised)
+    width_random: float | None               # ... after as many random grid points (mean of RANDOM_TRIALS)
+    posterior_now: float                     # the same for the interval of the mean bandwidth
+    posterior_random: float | None
+    candidates: int                          # grid size
+    notes: tuple[str, ...] = ()
+    # the targets' options as the model's inputs, per op (for checking the plan against refits)
+    evaluation: dict[str, list[tuple[Point, float]]] = field(default_factory=dict, compare=False, repr=False)
+    grid: tuple[BenchPoint, ...] = field(default=(), compare=False, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "system": self.system, "filesystem": self.filesystem, "ops": list(self.ops),
+            "target_source": self.target_source,
+            "targets": [{"nodes": t.workload.nodes, "ranks_per_node": t.workload.ranks_per_node,
+                         "api": t.workload.api, "layout": t.workload.layout, "op": t.workload.op,
+                         "access_size": t.workload.access_size, "weight": round(t.weight, 4), "jobs": t.jobs}
+                        for t in self.targets],
+            "candidates": self.candidates,
+            "width_now": self.width_now, "width_after": self.proposals[-1].width_after if self.proposals else None,
+            "width_random": self.width_random, "posterior_now": self.posterior_now,
+            "posterior_after": self.proposals[-1].posterior_after if self.proposals else None,
+            "posterior_random": self.posterior_random,
+            "points": [{"nodes": p.point.nodes, "ranks_per_node": p.point.ranks_per_node, "ranks": p.point.ranks,
+                        "api": p.point.api, "layout": p.point.layout, "collective": p.point.collective,
+                        "stripe_count": p.point.stripe_count, "stripe_size": p.point.stripe_size,
+                        "width_after": p.width_after, "posterior_after": p.posterior_after,
+                        "variance_removed": p.variance_removed}
+                       for p in self.proposals],
+            "notes": list(self.notes),
+        }
+
+
+# ---- targets ----------------------------------------------------------------------------------------------------
+
+def production_targets(runs: Sequence[Any], max_targets: int = MAX_TARGETS) -> list[Target]:
+    """The most frequent data workloads among production runs; a record without a rank count is left out
+    (nodes default to one when only ranks are stated)."""
+    seen: Counter = Counter()
+    for r in runs:
+        if r.op not in ("write", "read") or not r.ranks and not (r.nodes and r.ranks_per_node):
+            continue
+        ranks = r.ranks or r.nodes * r.ranks_per_node
+        nodes = r.nodes or (max(1, ranks // r.ranks_per_node) if r.ranks_per_node else 1)
+        rpn = max(1, round(ranks / nodes))
+        api = norm_api(r.api)
+        api = api if api in ("POSIX", "MPIIO", "HDF5") else "POSIX"
+        layout = r.layout if r.layout in ("shared", "fpp") else "any"
+        seen[(nodes, rpn, api, layout, r.op, r.transfer_size or DEFAULT_ACCESS)] += 1
+    top = sorted(seen.items(), key=lambda kv: (-kv[1], kv[0]))[:max_targets]
+    total = sum(n for _, n in top)
+    return [Target(Workload(nodes=k[0], ranks_per_node=k[1], bytes_per_rank=1 << 30, api=k[2], layout=k[3],
+                            op=k[4], access_size=k[5]), n / total, jobs=n) for k, n in top]
+
+
+def default_targets(max_nodes: int, ops: Sequence[str] = ("write",)) -> list[Target]:
+    """Common workloads of a center without production records: `DEFAULT_SHAPES` at `DEFAULT_NODES` (and the
+    plan's largest node count) with `DEFAULT_RPN` ranks per node and 1 MiB requests, equally weighted."""
+    nodes = sorted({n for n in DEFAULT_NODES if n <= max_nodes} | {max_nodes})
+    out = [Workload(nodes=n, ranks_per_node=DEFAULT_RPN, bytes_per_rank=1 << 30, api=api, layout=layout, op=op,
+                    access_size=DEFAULT_ACCESS)
+           for n in nodes for api, layout in DEFAULT_SHAPES for op in ops]
+    return [Target(w, 1.0 / len(out)) for w in out]
+
+
+# ---- candidates -------------------------------------------------------------------------------------------------
+
+def stripe_settable(fs: FileSystem, api: str, layout: str, stripes: int | None) -> bool:
+    """Whether `bench run` can give a benchmark this stripe count: the file system's default always; another
+    count only through the MPI-IO striping hints (striping_factor/striping_unit) on a shared file, which the
+    MPI library applies when it creates the file."""
+    from ..advise import _default_stripes
+    return stripes is None or stripes == _default_stripes(fs) or (api != "POSIX" and layout == "shared")
+
+
+def candidate_grid(fs: FileSystem, targets: Sequence[Target], max_nodes: int, rpn_max: int) -> list[BenchPoint]:
+    """Benchmark points: node counts (powers of two up to `max_nodes`, and the targets'), ranks per node (1, 4,
+    the targets' and `rpn_max`), every stripe count the advice weighs, and the layouts and APIs of the targets."""
+    from ..advise import _default_stripes, _stripable, _stripe_counts
+    nodes = {1 << k for k in range(0, 31) if (1 << k) <= max_nodes} | {max_nodes}
+    nodes |= {t.workload.nodes for t in targets if t.workload.nodes <= max_nodes}
+    rpns = {r for r in (1, 4, rpn_max) if r <= rpn_max} | {t.workload.ranks_per_node for t in targets
+                                                           if t.workload.ranks_per_node <= rpn_max}
+    apis = {norm_api(t.workload.api) or "POSIX" for t in targets} | {"POSIX"}
+    shapes: list[tuple[str, str, bool | None]] = [("POSIX", "fpp", None), ("POSIX", "shared", None)]
+    for api in sorted(apis - {"POSIX"}):
+        shapes += [(api, "shared", True), (api, "shared", False), (api, "fpp", False)]
+    size = fs.default_stripe_size or (1 << 20)
+    out = []
+    for api, layout, coll in shapes:
+        counts: list[int | None] = list(_stripe_counts(fs, layout)) if _stripable(fs) else [None]
+        for sc in counts:
+            if not stripe_settable(fs, api, layout, sc):
+                continue
+            sc_out = None if sc == _default_stripes(fs) else sc
+            for n in sorted(nodes):
+                for r in sorted(rpns):
+                    out.append(BenchPoint(nodes=n, ranks_per_node=r, api=api, layout=layout, collective=coll,
+                                          stripe_count=sc_out, stripe_size=size if sc_out is not None else None))
+    return list(dict.fromkeys(out))
+
+
+def bench_point_model(p: BenchPoint, fs: FileSystem, op: str, transfer: int) -> Point:
+    """A benchmark point as the model's input (the advice's own mapping of a setting)."""
+    from ..advise import _default_stripes, candidate_point
+    cfg = Config(filesystem=fs.name, layout=p.layout, api=p.api, collective=p.collective,
+                 stripe_count=p.stripe_count if p.stripe_count is not None else _default_stripes(fs),
+                 stripe_size=p.stripe_size)
+    w = Workload(nodes=p.nodes, ranks_per_node=p.ranks_per_node, bytes_per_rank=1 << 30, api=p.api,
+                 layout=p.layout, op=op, access_size=transfer)
+    return candidate_point(cfg, fs, w)
+
+
+def target_options(t: Target, center: Center, fs: FileSystem) -> list[Point]:
+    """The options the advice weighs for a target on `fs` (the global file system, no tier)."""
+    from ..advise import _candidates, candidate_point
+    w = replace(t.workload, api=norm_api(t.workload.api) or "POSIX")
+    cands = [c for c in _candidates(w, center, {}) if c.tier is None and c.place.name == fs.name]
+    return [candidate_point(c.config, c.place, w) for c in cands]
+
+
+# ---- the plan ---------------------------------------------------------------------------------------------------
+
+def _group_points(runs: Sequence[Any], fs: FileSystem, op: str) -> list:
+    """The fitted group's runs as the model's inputs, as `fit_group` chooses them."""
+    from ..advise import _default_stripes
+    from ..predict import MAX_FIT_RUNS
+    rs = [r for r in runs if r.filesystem == fs.name and r.op == op and r.value and r.value > 0
+          and math.isfinite(r.value)]
+    if rs:
+        rs = [r for r in rs if r.unit == rs[0].unit]
+    if len(rs) > MAX_FIT_RUNS:
+        step = len(rs) / MAX_FIT_RUNS
+        rs = [rs[int(i * step)] for i in range(MAX_FIT_RUNS)]
+    return [run_point(r, fs.ost_count, _default_stripes(fs)).physical() for r in rs]
+
+
+def _width(var: Any) -> Any:
+    import numpy as np
+    return np.exp(2 * Z90 * np.sqrt(np.maximum(var, 0.0)))
+
+
+def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Sequence[Any],
+              targets: Sequence[Target], budget: int, *, target_source: str = "default",
+              max_nodes: int | None = None, rpn_max: int | None = None, transfer: int = DEFAULT_ACCESS,
+              seed: int = 0) -> BenchPlan:
+    """Pick `budget` benchmark points for `targets` from the fits of `fs` and the runs they rest on. Pure."""
+    import numpy as np
+    from ..predict import design
+    if budget < 1:
+        raise UsageError(f"--budget must be at least 1, got {budget}")
+    ops = sorted({t.workload.op for t in targets}, key=DATA_OPS.index)
+    groups_fit = {op: fits.get((system, fs.name, op)) for op in ops}
+    groups_fit = {op: f for op, f in groups_fit.items() if f is not None and f.kind == "bandwidth"}
+    notes: list[str] = []
+    if not groups_fit:
+        raise UsageError(f"{system}: no measured {'/'.join(ops)} bandwidth on {fs.name} to fit a model to; "
+                         f"measure a first sweep there (ioadvise bench sweep) and plan again")
+    for op in ops:
+        if op not in groups_fit:
+            notes.append(f"no {op} runs on {fs.name}: {op} targets are left out")
+    targets = [t for t in targets if t.workload.op in groups_fit]
+    measured_nodes = max((f.clients_max for f in groups_fit.values() if math.isfinite(f.clients_max)), default=1)
+    if max_nodes is None:
+        max_nodes = int(max([2 * measured_nodes] + [t.workload.nodes for t in targets]))
+    if rpn_max is None:
+        rpn_max = max([t.workload.ranks_per_node for t in targets] + [1])
+    grid = candidate_grid(fs, targets, max_nodes, rpn_max)
+    if not grid:
+        raise UsageError(f"no benchmark point fits the limits (--max-nodes {max_nodes})")
+    if fs.type == "lustre" and fs.striping == "user":
+        notes.append("stripe counts other than the default are planned only for MPI-IO and HDF5 to a shared file "
+                     "(set through the striping_factor/striping_unit hints): bench run cannot set them otherwise")
+    classes: dict[str, int] = {}
+    cid = lambda k: classes.setdefault(k or "?/-", len(classes))   # noqa: E731
+    evaluation: dict[str, list[tuple[Point, float]]] = {}
+    groups: list[design.Group] = []
+    for op, fit in groups_fit.items():
+        ev: list[tuple[Point, float]] = []
+        for t in targets:
+            if t.workload.op != op:
+                continue
+            opts = target_options(t, center, fs)
+            ev += [(p, t.weight / len(opts)) for p in opts]
+        if not ev:
+            continue
+        evaluation[op] = ev
+        post = fit.posterior
+        cov = design.covariance(post, _group_points(runs, fs, op))
+        cand_pts = [bench_point_model(b, fs, op, transfer) for b in grid]
+        groups.append(design.Group(
+            cov=cov, targets=design.log_gradients(post, [p.physical() for p, _ in ev]),
+            weight=np.array([w for _, w in ev]), candidates=design.log_gradients(post, [p.physical() for p in cand_pts]),
+            active=np.ones(len(grid), dtype=bool), noise=design.noise_sd(post), sigma=post.log_sigma,
+            t_clients=np.array([p.clients for p, _ in ev]), c_clients=np.array([p.clients for p in cand_pts]),
+            lo=fit.clients_min, hi=fit.clients_max, t_class=np.array([cid(p.klass) for p, _ in ev]),
+            c_class=np.array([cid(p.klass) for p in cand_pts]), measured={cid(k) for k in fit.klasses},
+            classes_known=bool(fit.klasses), scale=fit.interval_scale))
+    if not groups:
+        raise UsageError(f"{system}: none of the targets has an option on {fs.name}")
+    wsum = sum(float(g.weight.sum()) for g in groups)
+
+    def mean_width(gs: Sequence[design.Group], noise: bool = True) -> float:
+        return sum(float((g.weight * _width(g.target_var() - (0.0 if noise else (g.sigma * g.scale) ** 2))).sum())
+                   for g in gs) / wsum
+
+    def clone(g: design.Group) -> design.Group:
+        return replace(g, cov=g.cov.copy(), measured=set(g.measured))
+
+    now, post_now = mean_width(groups), mean_width(groups, noise=False)
+    rnd = random.Random(seed)
+    trials, post_trials = [], []
+    for _ in range(RANDOM_TRIALS):
+        gs = [clone(g) for g in groups]
+        for i in [rnd.randrange(len(grid)) for _ in range(budget)]:
+            for g in gs:
+                g.add(i)
+        trials.append(mean_width(gs))
+        post_trials.append(mean_width(gs, noise=False))
+    proposals = []
+    for i, removed in design.greedy(groups, budget):
+        proposals.append(Proposal(grid[i], mean_width(groups), mean_width(groups, noise=False), removed))
+    return BenchPlan(system=system, filesystem=fs.name, ops=tuple(groups_fit), targets=tuple(targets),
+                     target_source=target_source, proposals=tuple(proposals), width_now=now,
+                     width_random=sum(trials) / len(trials), posterior_now=post_now,
+                     posterior_random=sum(post_trials) / len(post_trials), candidates=len(grid),
+                     notes=tuple(notes), evaluation=evaluation, grid=tuple(grid))
+
+
+def plan_for(kb: Any, system: str | None, center: Center | None, budget: int, *, filesystem: str | None = None,
+             max_nodes: int | None = None, rpn_max: int | None = None) -> BenchPlan:
+    """The plan for a system of the KB: its production workloads (else the default targets) on `filesystem`
+    (default: the file system jobs use unless told otherwise)."""
+    from ..advise import default_filesystem
+    from ..advise.fits import load_system_runs, system_fits
+    from ..center import resolve_center
+    from ..kb import RunFilter
+    if budget < 1:
+        raise UsageError(f"--budget must be at least 1, got {budget}")
+    if max_nodes is not None and max_nodes < 1:
+        raise UsageError(f"--max-nodes must be at least 1, got {max_nodes}")
+    if rpn_max is not None and rpn_max < 1:
+        raise UsageError(f"--ranks-per-node must be at least 1, got {rpn_max}")
+    if center is None:
+        center = resolve_center(system, None, kb)
+    system = center.name
+    if filesystem:
+        fs = next((f for f in center.filesystems if f.name.lower() == filesystem.lower()), None)
+        if fs is None:
+            raise UsageError(f"{system} has no file system {filesystem!r} (known: "
+                             f"{', '.join(f.name for f in center.filesystems)})")
+    else:
+        fs = default_filesystem(center)
+    prod = kb.runs(RunFilter(system=system, kind="production"))
+    targets = production_targets(prod)
+    source = "production"
+    if not targets:
+        source = "default"
+        fits = system_fits(kb, system, center)
+        measured = max((f.clients_max for k, f in fits.items() if k[1] == fs.name and math.isfinite(f.clients_max)),
+                       default=1)
+        top = max_nodes or int(2 * measured)
+        targets = default_targets(top)
+    else:
+        fits = system_fits(kb, system, center)
+        if max_nodes is not None:
+            targets = [t for t in targets if t.workload.nodes <= max_nodes] or targets
+    runs = load_system_runs(kb, system)
+    return make_plan(system, center, fs, fits, runs, targets, budget, target_source=source, max_nodes=max_nodes,
+                     rpn_max=rpn_max)
+
+
+# ---- the sweep file ---------------------------------------------------------------------------------------------
+
+def _toml(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(v)
+    return json.dumps(str(v))          # a TOML basic string: JSON's escapes are TOML's
+
+
+def sweep_text(plan: BenchPlan, *, directory: str, transfer_size: str = "1MiB", block_size: str = "1GiB",
+               reps: int = 3, center: str | None = None, slurm: dict[str, Any] | None = None,
+               launcher: str = "mpiexec") -> str:
+    """The plan as a sweep TOML that `ioadvise bench sweep` runs (one [[config]] per point)."""
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", f"plan-{plan.system}").strip("-") or "plan"
+    last = plan.proposals[-1]
+    lines = [f"# `ioadvise bench plan` for {plan.system} ({plan.filesystem}): the {len(plan.proposals)} benchmark "
+             f"point(s) expected to narrow the mean 90% interval",
+             f"# of the mean bandwidth at the {plan.target_source} workloads' options from {plan.posterior_now:.2f}x "
+             f"to {last.posterior_after:.2f}x (high/low; {plan.posterior_random:.2f}x with random points).",
+             f"name = {_toml(name)}", 'kind = "data"', f"launcher = {_toml(launcher)}", "", "[base]",
+             f"transfer_size = {_toml(transfer_size)}", f"block_size = {_toml(block_size)}", f"reps = {reps}",
+             f"ops = {_toml(','.join(plan.ops))}", f"dir = {_toml(directory)}", f"system = {_toml(plan.system)}",
+             f"filesystem = {_toml(plan.filesystem)}"]
+    if center:
+        lines.append(f"center = {_toml(center)}")
+    for k, p in enumerate(plan.proposals):
+        b = p.point
+        lines += ["", f"[[config]]   # {k + 1}: expected mean interval after it {p.posterior_after:.2f}x",
+                  f"nodes = {b.nodes}", f"ranks = {b.ranks}", f"api = {_toml(b.api.lower())}",
+                  f"layout = {_toml(b.layout)}"]
+        if b.collective is not None:
+            lines.append(f"collective = {_toml(b.collective)}")
+        if b.stripe_count is not None and b.api != "POSIX":
+            lines.append(f"hints = {_toml(f'striping_factor={b.stripe_count},striping_unit={b.stripe_size}')}")
+    slurm = {k: v for k, v in (slurm or {}).items() if v not in (None, "")}
+    if slurm:
+        lines += ["", "[slurm]"] + [f"{k} = {_toml(v)}" for k, v in slurm.items()]
+    return "\n".join(lines) + "\n"
+
+
+def default_dir(fs: FileSystem) -> str | None:
+    """A directory on the file system for the benchmarks: its mount (variables expanded) + `ioadvise-plan`."""
+    if not fs.mount:
+        return None
+    m = os.path.expandvars(fs.mount)
+    return None if "$" in m else os.path.join(m, "ioadvise-plan")
+
+
+__all__ = ["BenchPlan", "BenchPoint", "Proposal", "Target", "candidate_grid", "default_targets", "make_plan",
+           "plan_for", "production_targets", "sweep_text"]

@@ -1,0 +1,241 @@
+"""`ioadvise bench plan`: the points it proposes narrow the advice's intervals more than random points do, on a
+KB simulated from a known ground truth; its sweep file runs under `bench sweep`; bad input exits 2."""
+from __future__ import annotations
+
+import json
+import math
+import random
+import statistics
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ioadvisor.bench import plan as bp
+from ioadvisor.bench.sweep import plan_sweep
+from ioadvisor.center import load_center
+from ioadvisor.cli import app
+from ioadvisor.kb import KB
+from ioadvisor.model.run import Provenance, make_run
+from ioadvisor.predict import fit_all
+from ioadvisor.predict import physical as ph
+from ioadvisor.predict.physical import Z90
+
+SYSTEM, FS, OSTS = "simbox", "scratch", 32
+# the ground truth the runs are drawn from: 1.2 GB/s per stream, 4 GB/s per node, 600 MiB/s per OST with
+# contention on shared files, collective I/O paying for its exchange, an MPI-IO ceiling of 12 GiB/s
+TRUTH = {"log_stream": math.log(1200.0), "log_node": math.log(4000.0), "log_ost": math.log(600.0),
+         "log_pair": math.log(500.0), "log_peak": math.log(30000.0), "gamma_shared": 0.5, "gamma_fpp": 0.05,
+         "placement": 0.7, "log_knee": math.log(65536.0), "exchange": 0.15, "log_shared_file": 0.0,
+         "cap:MPIIO/coll": math.log(12000.0), "cap:MPIIO/indep": math.log(9000.0), "cap:POSIX/-": math.log(1e6)}
+NOISE = 0.12
+TRANSFER = 1 << 20
+
+CENTER = f"""
+name = "{SYSTEM}"
+[[filesystems]]
+name = "{FS}"
+type = "lustre"
+mount = "{{mount}}"
+ost_count = {OSTS}
+default_stripe_count = 1
+default_stripe_size = "1MiB"
+"""
+
+
+def _center(tmp_path: Path):
+    path = tmp_path / "center.toml"
+    path.write_text(CENTER.replace("{mount}", str(tmp_path / "scratch")))
+    return path, load_center(path)
+
+
+def _run(rnd: random.Random, nodes: int, rpn: int, api: str, layout: str, coll, stripes: int, op: str = "write",
+         kind: str = "benchmark"):
+    """One run drawn from the ground truth, mapped onto the model the way the advice maps a setting."""
+    from ioadvisor.model.types import Config, FileSystem, Workload
+    from ioadvisor.advise import candidate_point
+    fs = FileSystem(name=FS, type="lustre", ost_count=OSTS, default_stripe_count=1, default_stripe_size=1 << 20)
+    cfg = Config(filesystem=FS, layout=layout, api=api, collective=coll, stripe_count=stripes, stripe_size=1 << 20)
+    w = Workload(nodes=nodes, ranks_per_node=rpn, bytes_per_rank=1 << 30, api=api, layout=layout, op=op,
+                 access_size=TRANSFER)
+    true = ph.predict_bw(TRUTH, candidate_point(cfg, fs, w).physical())
+    return make_run(system=SYSTEM, filesystem=FS, fs_type="lustre", ost_count=OSTS, op=op, api=api, layout=layout,
+                    collective=coll, nodes=nodes, ranks=nodes * rpn, ranks_per_node=rpn, stripe_count=stripes,
+                    stripe_size=1 << 20, transfer_size=TRANSFER, value=true * math.exp(rnd.gauss(0, NOISE)),
+                    unit="MiB/s", provenance=Provenance(kind=kind, source="simulated"))
+
+
+def _initial_runs(seed: int = 1) -> list:
+    """What a center has measured so far: small POSIX jobs at a few stripe counts, a little MPI-IO on one node."""
+    rnd = random.Random(seed)
+    runs = []
+    for nodes in (1, 2, 4):
+        for layout in ("fpp", "shared"):
+            for stripes in (1, 4):
+                runs.append(_run(rnd, nodes, 4, "POSIX", layout, None, stripes))
+    for coll in (True, False):
+        runs.append(_run(rnd, 1, 4, "MPIIO", "shared", coll, 1))
+        runs.append(_run(rnd, 2, 4, "MPIIO", "shared", coll, 2))
+    return runs
+
+
+def _production(seed: int = 2) -> list:
+    """The center's common jobs: 32 nodes writing one shared file with MPI-IO, 16 nodes writing a file per rank."""
+    rnd = random.Random(seed)
+    return ([_run(rnd, 32, 16, "MPIIO", "shared", True, 1, kind="production") for _ in range(5)]
+            + [_run(rnd, 16, 16, "POSIX", "fpp", None, 1, kind="production") for _ in range(3)])
+
+
+def _kb(tmp_path: Path) -> Path:
+    path = tmp_path / "kb.sqlite"
+    with KB.open(path) as kb:
+        kb.add_runs(_initial_runs(), source="simulated", source_hash="sim-1", fmt="csv", importer="test")
+        kb.add_runs(_production(), source="simulated-jobs", source_hash="sim-2", fmt="csv", importer="test")
+    return path
+
+
+def _simulate(points, rnd: random.Random, ops=("write",)) -> list:
+    return [_run(rnd, p.nodes, p.ranks_per_node, p.api, p.layout, p.collective,
+                 p.stripe_count if p.stripe_count is not None else 1, op) for p in points for op in ops]
+
+
+def _mean_width(runs: list, plan: bp.BenchPlan) -> float:
+    """Mean 90% interval (high/low) of the refitted model at the targets' options, weighted as the plan weighs."""
+    fits = fit_all(runs, {FS: OSTS}, {FS: 1})
+    tot = wsum = 0.0
+    for op, ev in plan.evaluation.items():
+        fit = fits[(SYSTEM, FS, op)]
+        for p, w in ev:
+            tot += w * math.exp(2 * Z90 * fit.log_sd(p))
+            wsum += w
+    return tot / wsum
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("plan")
+    center_path, center = _center(tmp)
+    kb_path = _kb(tmp)
+    with KB.open(kb_path) as kb:
+        plan = bp.plan_for(kb, SYSTEM, center, budget=8)
+    return tmp, center_path, kb_path, plan
+
+
+def test_targets_are_the_production_workloads(simulated):
+    _, _, _, plan = simulated
+    assert plan.target_source == "production"
+    got = {(t.workload.nodes, t.workload.ranks_per_node, t.workload.api, t.workload.layout, t.jobs)
+           for t in plan.targets}
+    assert got == {(32, 16, "MPIIO", "shared", 5), (16, 16, "POSIX", "fpp", 3)}
+    assert sum(t.weight for t in plan.targets) == pytest.approx(1.0)
+    # the grid reaches the targets' node counts and no further than twice the largest measured... or the targets'
+    assert max(p.nodes for p in plan.grid) == 32
+    # must NOT happen: a point whose stripe count bench run cannot set (POSIX striping other than the default)
+    assert not any(p.api == "POSIX" and p.stripe_count not in (None, 1) for p in plan.grid)
+
+
+def test_proposed_points_shrink_the_interval_more_than_random_points(simulated):
+    """Refit with the proposed points simulated from the ground truth, and with as many random points of the
+    same grid (five seeds, the median): the plan's points must narrow the mean interval more."""
+    _, _, _, plan = simulated
+    base = _initial_runs()
+    now = _mean_width(base, plan)
+    proposed = _mean_width(base + _simulate([p.point for p in plan.proposals], random.Random(11)), plan)
+    rand = []
+    for seed in range(5):
+        rnd = random.Random(100 + seed)
+        pts = [rnd.choice(plan.grid) for _ in plan.proposals]
+        rand.append(_mean_width(base + _simulate(pts, random.Random(11)), plan))
+    print(f"mean 90% width: now {now:.3f}, planned {proposed:.3f}, random median {statistics.median(rand):.3f} "
+          f"{sorted(round(r, 3) for r in rand)}; linearised: now {plan.width_now:.3f}, planned "
+          f"{plan.proposals[-1].width_after:.3f}, random {plan.width_random:.3f}")
+    assert proposed < now
+    assert proposed < statistics.median(rand)
+    # the plan's own linearised expectation says the same
+    assert plan.proposals[-1].width_after < plan.width_random < plan.width_now
+
+
+def _invoke(args, **kw):
+    return CliRunner().invoke(app, args, catch_exceptions=False, **kw)
+
+
+def test_cli_writes_a_sweep_file_that_bench_sweep_accepts(simulated, tmp_path):
+    _, center_path, kb_path, plan = simulated
+    out = tmp_path / "next.toml"
+    r = _invoke(["bench", "plan", "--budget", "4", "--center", str(center_path), "--kb", str(kb_path),
+                 "--out", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["target_source"] == "production" and len(doc["points"]) == 4
+    assert doc["width_after"] < doc["width_now"]
+    assert [p["width_after"] for p in doc["points"]] == sorted((p["width_after"] for p in doc["points"]),
+                                                               reverse=True)
+    # the sweep file holds exactly the proposed points, each with its nodes and ranks
+    sweep = plan_sweep(out, text=None)
+    assert [(c.nodes, c.ranks) for c in sweep.configs] == [(p["nodes"], p["ranks"]) for p in doc["points"]]
+    assert [c.settings["api"] for c in sweep.configs] == [p["api"].lower() for p in doc["points"]]
+    assert all(c.settings["system"] == SYSTEM and c.settings["filesystem"] == FS for c in sweep.configs)
+    assert all(c.settings["dir"].startswith(str(Path(center_path).parent / "scratch" / "ioadvise-plan"))
+               for c in sweep.configs)
+    for c, p in zip(sweep.configs, doc["points"]):
+        if p["stripe_count"] is not None:     # MPI-IO to one file: the stripe count travels as hints
+            assert c.settings["hints"]["striping_factor"] == str(p["stripe_count"])
+    # and bench sweep itself takes it, as a job array of as many tasks, sized for the largest point
+    d = _invoke(["bench", "sweep", str(out), "--mode", "array", "--dry-run", "--json"])
+    assert d.exit_code == 0, d.output
+    script = json.loads(d.stdout)["script"]
+    assert f"#SBATCH --array=0-3" in script
+    assert f"#SBATCH --nodes={max(p['nodes'] for p in doc['points'])}" in script
+    assert f"#SBATCH --ntasks-per-node={max(p['ranks_per_node'] for p in doc['points'])}" in script
+
+
+def test_cli_never_overwrites_without_force(simulated, tmp_path):
+    _, center_path, kb_path, _ = simulated
+    out = tmp_path / "mine.toml"
+    out.write_text("# the user's own sweep\n")
+    args = ["bench", "plan", "--budget", "2", "--center", str(center_path), "--kb", str(kb_path), "--out", str(out)]
+    r = _invoke(args)
+    assert r.exit_code == 2 and "exists" in r.stderr and "--force" in r.stderr
+    assert out.read_text() == "# the user's own sweep\n"
+    r = _invoke(args + ["--force"])
+    assert r.exit_code == 0, r.output
+    assert "proposed benchmarks" in r.stdout and "[[config]]" in out.read_text()
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--budget", "0"], "--budget must be at least 1"),
+    (["--budget", "-3"], "--budget must be at least 1"),
+    (["--system", "nosuchsystem"], "unknown system 'nosuchsystem'"),
+    (["--filesystem", "nofs"], "has no file system 'nofs'"),
+    (["--block-size", "3MiB", "--transfer-size", "2MiB"], "block_size"),
+])
+def test_cli_bad_input_exits_2_with_a_clear_message(simulated, tmp_path, args, words):
+    _, center_path, kb_path, _ = simulated
+    base = ["bench", "plan", "--kb", str(kb_path), "--out", str(tmp_path / "x.toml")]
+    if "--system" not in args:
+        base += ["--center", str(center_path)]
+    r = _invoke(base + args)
+    assert r.exit_code == 2, r.output
+    assert words in r.stderr and "Traceback" not in r.output
+    assert not (tmp_path / "x.toml").exists()
+
+
+def test_a_system_without_runs_on_the_file_system_says_what_to_do(tmp_path):
+    center_path, _ = _center(tmp_path)
+    r = _invoke(["bench", "plan", "--center", str(center_path), "--kb", str(tmp_path / "empty.sqlite"),
+                 "--out", str(tmp_path / "x.toml")])
+    assert r.exit_code == 2 and "no measured write bandwidth on scratch" in r.stderr
+    assert "bench sweep" in r.stderr
+
+
+def test_default_targets_without_production_records(tmp_path):
+    center_path, center = _center(tmp_path)
+    path = tmp_path / "kb.sqlite"
+    with KB.open(path) as kb:
+        kb.add_runs(_initial_runs(), source="simulated", source_hash="sim-1", fmt="csv", importer="test")
+        plan = bp.plan_for(kb, SYSTEM, center, budget=3)
+    assert plan.target_source == "default"
+    # measured up to 4 nodes: default targets at 1 and 4 nodes and at twice the largest measured, 16 ranks each
+    assert sorted({t.workload.nodes for t in plan.targets}) == [1, 4, 8]
+    assert {(t.workload.api, t.workload.layout) for t in plan.targets} == {("POSIX", "any"), ("MPIIO", "shared")}
+    assert len(plan.proposals) == 3 and max(p.nodes for p in plan.grid) == 8
