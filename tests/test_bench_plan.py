@@ -20,6 +20,7 @@ from ioadvisor.model.run import Provenance, make_run
 from ioadvisor.predict import fit_all
 from ioadvisor.predict import physical as ph
 from ioadvisor.predict.physical import Z90
+from tests.slurm_cluster import slurm_cluster  # noqa: F401
 
 SYSTEM, FS, OSTS = "simbox", "scratch", 32
 # the ground truth the runs are drawn from: 1.2 GB/s per stream, 4 GB/s per node, 600 MiB/s per OST with
@@ -111,6 +112,18 @@ def _mean_width(runs: list, plan: bp.BenchPlan) -> float:
     return tot / wsum
 
 
+def _posterior_sd(runs: list, plan: bp.BenchPlan) -> float:
+    """Mean sd of log bandwidth over the fit's posterior draws at the targets' options (weighted)."""
+    fits = fit_all(runs, {FS: OSTS}, {FS: 1})
+    tot = wsum = 0.0
+    for op, ev in plan.evaluation.items():
+        fit = fits[(SYSTEM, FS, op)]
+        for p, w in ev:
+            tot += w * statistics.stdev(math.log(v) for v in fit.draws(p))
+            wsum += w
+    return tot / wsum
+
+
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("plan")
@@ -130,8 +143,11 @@ def test_targets_are_the_production_workloads(simulated):
     assert sum(t.weight for t in plan.targets) == pytest.approx(1.0)
     # the grid reaches the targets' node counts and no further than twice the largest measured... or the targets'
     assert max(p.nodes for p in plan.grid) == 32
-    # must NOT happen: a point whose stripe count bench run cannot set (POSIX striping other than the default)
-    assert not any(p.api == "POSIX" and p.stripe_count not in (None, 1) for p in plan.grid)
+    # every stripe count the advice weighs, for every layout and API (bench run sets it with lfs setstripe) ...
+    assert {p.stripe_count for p in plan.grid if p.api == "POSIX" and p.layout == "fpp"} == \
+        {None, 2, 3, 4, 6, 8, 12, 16, 24, 32}
+    # ... the default (1) as None, so that nothing is set for it; must NOT happen: more stripes than OSTs
+    assert not any(p.stripe_count in (1,) or (p.stripe_count or 0) > OSTS for p in plan.grid)
 
 
 def test_proposed_points_shrink_the_interval_more_than_random_points(simulated):
@@ -151,6 +167,14 @@ def test_proposed_points_shrink_the_interval_more_than_random_points(simulated):
           f"{plan.proposals[-1].width_after:.3f}, random {plan.width_random:.3f}")
     assert proposed < now
     assert proposed < statistics.median(rand)
+    # and the posterior alone (the fit's draws, without one run's scatter): what measuring can shrink
+    sd_now = _posterior_sd(base, plan)
+    sd_planned = _posterior_sd(base + _simulate([p.point for p in plan.proposals], random.Random(11)), plan)
+    sd_random = statistics.median(
+        _posterior_sd(base + _simulate([random.Random(100 + s).choice(plan.grid) for _ in plan.proposals],
+                                       random.Random(11)), plan) for s in range(3))
+    print(f"posterior sd of log bandwidth: now {sd_now:.3f}, planned {sd_planned:.3f}, random {sd_random:.3f}")
+    assert sd_planned < sd_random < sd_now
     # the plan's own linearised expectation says the same
     assert plan.proposals[-1].width_after < plan.width_random < plan.width_now
 
@@ -178,8 +202,9 @@ def test_cli_writes_a_sweep_file_that_bench_sweep_accepts(simulated, tmp_path):
     assert all(c.settings["dir"].startswith(str(Path(center_path).parent / "scratch" / "ioadvise-plan"))
                for c in sweep.configs)
     for c, p in zip(sweep.configs, doc["points"]):
-        if p["stripe_count"] is not None:     # MPI-IO to one file: the stripe count travels as hints
-            assert c.settings["hints"]["striping_factor"] == str(p["stripe_count"])
+        # the stripe count as bench run takes it (0: the directory's default, nothing set)
+        assert c.settings["stripe_count"] == (p["stripe_count"] or 0)
+        assert c.settings["stripe_size"] == (1 << 20 if p["stripe_count"] else 0)
     # and bench sweep itself takes it, as a job array of as many tasks, sized for the largest point
     d = _invoke(["bench", "sweep", str(out), "--mode", "array", "--dry-run", "--json"])
     assert d.exit_code == 0, d.output
@@ -239,3 +264,43 @@ def test_default_targets_without_production_records(tmp_path):
     assert sorted({t.workload.nodes for t in plan.targets}) == [1, 4, 8]
     assert {(t.workload.api, t.workload.layout) for t in plan.targets} == {("POSIX", "any"), ("MPIIO", "shared")}
     assert len(plan.proposals) == 3 and max(p.nodes for p in plan.grid) == 8
+
+
+@pytest.mark.slurm
+@pytest.mark.mpi
+def test_the_plan_runs_as_a_job_array_and_lands_in_the_kb(simulated, slurm_cluster, tmp_path):
+    """On the real single-node test cluster (2 CPUs): a plan held to one node and two ranks per node, run by
+    `bench sweep --mode array`, adds one run per point and op to the KB, filed under the planned system and file
+    system with the planned nodes and ranks."""
+    import shutil
+    import subprocess
+    import sys
+    _, center_path, kb_path, _ = simulated
+    kb = tmp_path / "kb.sqlite"
+    shutil.copy(kb_path, kb)
+    out = tmp_path / "p.toml"
+    ioadvise = Path(sys.executable).parent / "ioadvise"
+    env = {**slurm_cluster.env, "IOADVISE_KB": str(kb)}
+    p = subprocess.run([str(ioadvise), "bench", "plan", "--budget", "3", "--center", str(center_path),
+                        "--max-nodes", "1", "--ranks-per-node", "2", "--block-size", "256KiB", "-t", "64KiB",
+                        "--reps", "1", "--time", "00:05:00", "--out", str(out), "--json"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    points = json.loads(p.stdout)["points"]
+    assert len(points) == 3 and all(pt["nodes"] == 1 and pt["ranks_per_node"] <= 2 for pt in points)
+    with KB.open(kb) as store:
+        before = len(store.runs())
+    s = subprocess.run([str(ioadvise), "bench", "sweep", str(out), "--mode", "array", "--results",
+                        str(tmp_path / "res"), "--json", "--timeout", "150"], capture_output=True, text=True,
+                       env=env, timeout=200)
+    assert s.returncode == 0, s.stderr + s.stdout
+    summary = json.loads(s.stdout)
+    assert summary["failed"] == [] and summary["kb_runs"] == 3          # one op (write) per point
+    with KB.open(kb) as store:
+        new = [r for r in store.runs() if r.provenance.job_id and r.provenance.job_id.startswith(summary["job_id"])]
+        assert len(store.runs()) == before + 3
+    assert sorted((r.nodes, r.ranks, r.api, r.layout) for r in new) == \
+        sorted((1, pt["ranks"], pt["api"], pt["layout"]) for pt in points)
+    assert {(r.system, r.filesystem, r.op) for r in new} == {(SYSTEM, FS, "write")}
+    # off Lustre the stripe count asked for is not claimed
+    assert all(r.stripe_count is None for r in new)

@@ -21,6 +21,7 @@ from .comm import hostname, mpi_library, now, synced_span, world
 from .params import DataParams, check_data
 from ..model.units import format_size
 from .stats import summarize
+from .striping import stripe_directory
 from .sysinfo import drop_caches, fs_type, mem_total, mount_point
 
 MiB = 1 << 20
@@ -260,6 +261,11 @@ def run_data(p: DataParams, comm: Any | None = None) -> dict[str, Any] | None:
             Path(p.dir).mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise BenchError(f"{p.dir}: cannot create directory: {e.strerror}") from None
+    striping: dict[str, Any] = {}
+    stripe_warning = None
+    if rank == 0:
+        # before any file exists: the directory's default layout is what every file made in it gets
+        striping, stripe_warning = stripe_directory(p.dir, fs_type(p.dir)[0], p.stripe_count, p.stripe_size)
     comm.Barrier()
     env = effective_env(comm, p.dir)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
@@ -312,7 +318,8 @@ def run_data(p: DataParams, comm: Any | None = None) -> dict[str, Any] | None:
         bws = [total / t / MiB for t in times[op]]
         results.append({"op": op, "unit": "MiB/s", "bytes": total, "values": bws, "seconds": times[op],
                         **summarize(bws), "verify_errors": errors[op]})
-    warnings = [w for w in [cache_warning(total, env["nodes"], env["mem_total"], p.direct or dropped)] if w]
+    warnings = [w for w in [stripe_warning, cache_warning(total, env["nodes"], env["mem_total"], p.direct or dropped)]
+                if w]
     h5env = _hdf5_env(h5, p.ops) if p.api == "hdf5" else None
     if h5env and p.collective:
         for op, mode in h5env.get("io_mode", {}).items():
@@ -322,7 +329,7 @@ def run_data(p: DataParams, comm: Any | None = None) -> dict[str, Any] | None:
     effective = {**env, "api": p.api, "layout": p.layout, "collective": p.collective,
                  "access": "random" if p.random else "sequential", "direct": p.direct,
                  "hints": readback, "hints_source": "MPI_File_get_info" if readback else None,
-                 "rank_shift": shift, "fsync": p.fsync, "drop_caches": dropped}
+                 "rank_shift": shift, "fsync": p.fsync, "drop_caches": dropped, **striping}
     if h5env:
         effective["hdf5"] = h5env
     return {"kind": "data", "started": started, "params": p.to_dict(), "effective": effective,

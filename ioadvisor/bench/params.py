@@ -14,6 +14,7 @@ APIS = ("posix", "mpiio", "hdf5")
 LAYOUTS = ("fpp", "shared")
 DATA_OPS = ("write", "read")
 PAGE = 4096
+STRIPE_UNIT = 64 << 10
 
 
 def parse_hints(text: str | Mapping[str, Any] | None) -> dict[str, str]:
@@ -65,6 +66,8 @@ class DataParams:
     center: str | None = None      # center file or shipped name: system name and mount -> file system
     seed: int = 12345
     hdf5_alignment: int = 0       # H5Pset_alignment for the dataset (IOR's setAlignment); 0: HDF5's default
+    stripe_count: int = 0         # Lustre: `lfs setstripe -c` on dir before the files are made (0: as it is)
+    stripe_size: int = 0          # Lustre: `lfs setstripe -S` (0: as it is)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -148,6 +151,10 @@ def data_params(values: Mapping[str, Any]) -> DataParams:
             v = _size(key, v)
         elif key == "hdf5_alignment":
             v = 0 if str(v).strip() in ("0", "") else _size(key, v)
+        elif key == "stripe_count":
+            v = -1 if str(v).strip() == "-1" else _pos_int(key, v, 0)
+        elif key == "stripe_size":
+            v = 0 if str(v).strip() in ("0", "") else _size(key, v)
         elif key in ("segments", "reps"):
             v = _pos_int(key, v)
         elif key == "seed":
@@ -185,6 +192,10 @@ def check_data(p: DataParams) -> None:
         raise UsageError("hdf5_alignment: only for api hdf5")
     if p.hdf5_alignment < 0:
         raise UsageError("hdf5_alignment: must not be negative")
+    if p.stripe_size and (p.stripe_size < 0 or p.stripe_size % STRIPE_UNIT):
+        raise UsageError(f"stripe_size: {p.stripe_size} is not a multiple of 64KiB (Lustre's stripe unit)")
+    if p.stripe_count < -1:
+        raise UsageError(f"stripe_count: {p.stripe_count} is not -1 (all OSTs), 0 (as it is) or a count")
     if p.direct and (p.transfer_size % PAGE or p.block_size % PAGE):
         raise UsageError(f"direct: O_DIRECT needs transfer_size and block_size multiples of {PAGE} bytes")
 
@@ -224,6 +235,10 @@ def data_command(p: DataParams, ranks: int = 1) -> str:
         args.append("--collective")
     if p.hints:
         args += ["--hints", ",".join(f"{k}={v}" for k, v in p.hints.items())]
+    if p.stripe_count:
+        args += ["--stripe-count", str(p.stripe_count)]
+    if p.stripe_size:
+        args += ["--stripe-size", str(p.stripe_size)]
     for flag, on in (("--random", p.random), ("--direct", p.direct), ("--drop-caches", p.drop_caches),
                      ("--keep", p.keep)):
         if on:

@@ -151,17 +151,10 @@ def default_targets(max_nodes: int, ops: Sequence[str] = ("write",)) -> list[Tar
 
 # ---- candidates -------------------------------------------------------------------------------------------------
 
-def stripe_settable(fs: FileSystem, api: str, layout: str, stripes: int | None) -> bool:
-    """Whether `bench run` can give a benchmark this stripe count: the file system's default always; another
-    count only through the MPI-IO striping hints (striping_factor/striping_unit) on a shared file, which the
-    MPI library applies when it creates the file."""
-    from ..advise import _default_stripes
-    return stripes is None or stripes == _default_stripes(fs) or (api != "POSIX" and layout == "shared")
-
-
 def candidate_grid(fs: FileSystem, targets: Sequence[Target], max_nodes: int, rpn_max: int) -> list[BenchPoint]:
     """Benchmark points: node counts (powers of two up to `max_nodes`, and the targets'), ranks per node (1, 4,
-    the targets' and `rpn_max`), every stripe count the advice weighs, and the layouts and APIs of the targets."""
+    the targets' and `rpn_max`), every stripe count the advice weighs (`bench run --stripe-count` sets it with
+    lfs setstripe), and the layouts and APIs of the targets."""
     from ..advise import _default_stripes, _stripable, _stripe_counts
     nodes = {1 << k for k in range(0, 31) if (1 << k) <= max_nodes} | {max_nodes}
     nodes |= {t.workload.nodes for t in targets if t.workload.nodes <= max_nodes}
@@ -176,8 +169,6 @@ def candidate_grid(fs: FileSystem, targets: Sequence[Target], max_nodes: int, rp
     for api, layout, coll in shapes:
         counts: list[int | None] = list(_stripe_counts(fs, layout)) if _stripable(fs) else [None]
         for sc in counts:
-            if not stripe_settable(fs, api, layout, sc):
-                continue
             sc_out = None if sc == _default_stripes(fs) else sc
             for n in sorted(nodes):
                 for r in sorted(rpns):
@@ -254,9 +245,9 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
     grid = candidate_grid(fs, targets, max_nodes, rpn_max)
     if not grid:
         raise UsageError(f"no benchmark point fits the limits (--max-nodes {max_nodes})")
-    if fs.type == "lustre" and fs.striping == "user":
-        notes.append("stripe counts other than the default are planned only for MPI-IO and HDF5 to a shared file "
-                     "(set through the striping_factor/striping_unit hints): bench run cannot set them otherwise")
+    if any(b.stripe_count is not None for b in grid):
+        notes.append("stripe counts are set by `lfs setstripe` on each benchmark's directory: run the sweep where "
+                     "lfs is on PATH")
     classes: dict[str, int] = {}
     cid = lambda k: classes.setdefault(k or "?/-", len(classes))   # noqa: E731
     evaluation: dict[str, list[tuple[Point, float]]] = {}
@@ -389,8 +380,8 @@ def sweep_text(plan: BenchPlan, *, directory: str, transfer_size: str = "1MiB", 
                   f"layout = {_toml(b.layout)}"]
         if b.collective is not None:
             lines.append(f"collective = {_toml(b.collective)}")
-        if b.stripe_count is not None and b.api != "POSIX":
-            lines.append(f"hints = {_toml(f'striping_factor={b.stripe_count},striping_unit={b.stripe_size}')}")
+        if b.stripe_count is not None:
+            lines += [f"stripe_count = {b.stripe_count}", f"stripe_size = {b.stripe_size or 0}"]
     slurm = {k: v for k, v in (slurm or {}).items() if v not in (None, "")}
     if slurm:
         lines += ["", "[slurm]"] + [f"{k} = {_toml(v)}" for k, v in slurm.items()]

@@ -125,6 +125,11 @@ def run(
     hdf5_alignment: Annotated[str, typer.Option("--hdf5-alignment",
                                                 help="Start the HDF5 dataset at a multiple of this, e.g. the "
                                                      "stripe size (IOR setAlignment); 0: HDF5's default.")] = "0",
+    stripe_count: Annotated[int, typer.Option("--stripe-count", help="Lustre: stripes of every file (lfs setstripe "
+                                                                     "-c on --dir first; -1: all OSTs; 0: as the "
+                                                                     "directory has it).")] = 0,
+    stripe_size: Annotated[str, typer.Option("--stripe-size", help="Lustre: stripe size, a multiple of 64KiB "
+                                                                   "(0: as the directory has it).")] = "0",
     directory: Annotated[Path, typer.Option("--dir", "-d", help="Directory the test files go to.")] = Path("."),
     drop_caches: Annotated[bool, typer.Option("--drop-caches",
                                               help="Drop the page cache before reading (root only).")] = False,
@@ -149,6 +154,7 @@ def run(
                              transfer_size=transfer_size, block_size=block_size, segments=segments, reps=reps,
                              random=random, direct=direct, ops=ops, dir=str(directory), drop_caches=drop_caches,
                              keep=keep, system=system, hdf5_alignment=hdf5_alignment, filesystem=filesystem,
+                             stripe_count=stripe_count, stripe_size=stripe_size,
                              center=_check_center(center)))
         if drop_caches and os.geteuid() != 0:
             raise UsageError("--drop-caches needs root; use --direct or a data set larger than memory instead")
@@ -368,7 +374,7 @@ def _render_plan(result: Any, path: Path) -> None:
         red = (math.log(prev) - math.log(p.posterior_after)) / math.log(prev) if prev > 1 else 0.0
         table.add_row(str(k), str(b.nodes), str(b.ranks_per_node), mode, b.layout,
                       "default" if b.stripe_count is None else str(b.stripe_count), f"{p.posterior_after:.2f}x",
-                      f"{p.width_after:.2f}x", f"{100 * red:.0f}%")
+                      f"{p.width_after:.2f}x", f"{100 * red:.1f}%")
         prev = p.posterior_after
     console.print(table)
     last = result.proposals[-1]

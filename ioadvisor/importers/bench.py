@@ -66,7 +66,9 @@ def _runs(doc: dict[str, Any], ctx: ImportContext) -> list[Run]:
                 api=eff["api"], layout=eff["layout"], collective=bool(eff["collective"]) if eff["api"] != "posix"
                 else None, hints=dict(eff.get("hints") or {}), transfer_size=_int(params["transfer_size"]),
                 block_size=_int(params["block_size"]), segments=_int(params["segments"]),
-                total_bytes=_int(res.get("bytes")), access=eff.get("access"), direct=bool(eff.get("direct")))
+                total_bytes=_int(res.get("bytes")), access=eff.get("access"), direct=bool(eff.get("direct")),
+                # the striping the directory gave the files (recorded on Lustre only)
+                stripe_count=_int(eff.get("stripe_count")), stripe_size=_int(eff.get("stripe_size")))
         elif kind == "md":
             settings = dict(api="POSIX", layout="fpp" if eff.get("unique_dir") else "shared",
                             files_per_dir=_int(eff.get("files_per_dir")),
