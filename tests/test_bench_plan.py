@@ -127,10 +127,15 @@ def _posterior_sd(runs: list, plan: bp.BenchPlan) -> float:
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("plan")
-    center_path, center = _center(tmp)
-    kb_path = _kb(tmp)
-    with KB.open(kb_path) as kb:
-        plan = bp.plan_for(kb, SYSTEM, center, budget=8)
+    # a module fixture runs before the per-test isolation (conftest): keep the reference KB cache of its own
+    # too, not the user's, which other processes may hold locked
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp / "cache"))
+        mp.setenv("XDG_DATA_HOME", str(tmp / "data"))
+        center_path, center = _center(tmp)
+        kb_path = _kb(tmp)
+        with KB.open(kb_path) as kb:
+            plan = bp.plan_for(kb, SYSTEM, center, budget=8)
     return tmp, center_path, kb_path, plan
 
 
@@ -179,6 +184,43 @@ def test_proposed_points_shrink_the_interval_more_than_random_points(simulated):
     assert plan.proposals[-1].width_after < plan.width_random < plan.width_now
 
 
+def _decision_sd(runs: list, plan: bp.BenchPlan) -> float:
+    """Mean sd, over the refitted posterior's draws, of log(best option / default) at each target (weighted)."""
+    fits = fit_all(runs, {FS: OSTS}, {FS: 1})
+    tot = wsum = 0.0
+    for op, pairs in plan.decisions.items():
+        fit = fits[(SYSTEM, FS, op)]
+        for best, default, w in pairs:
+            tot += w * statistics.stdev(math.log(b) - math.log(d) for b, d in zip(fit.draws(best), fit.draws(default)))
+            wsum += w
+    return tot / wsum
+
+
+def test_decision_objective_narrows_the_best_to_default_ratio_more_than_random_points(simulated):
+    """objective "decision": what the advice's choice turns on, log(best option / default) per target, refitted
+    with the proposed points against as many random points of the grid (five seeds, the median)."""
+    tmp, _, kb_path, _ = simulated
+    _, center = _center(tmp)
+    with KB.open(kb_path) as kb:
+        plan = bp.plan_for(kb, SYSTEM, center, budget=8, objective="decision")
+    assert plan.objective == "decision"
+    # the pairs: each target's best predicted option against its default (1 stripe, the workload's own mode)
+    pairs = plan.decisions["write"]
+    assert len(pairs) == 2 and all(d.stripes == 1 and b != d for b, d, _ in pairs)
+    assert sorted(w for _, _, w in pairs) == pytest.approx([3 / 8, 5 / 8])
+    base = _initial_runs()
+    now = _decision_sd(base, plan)
+    planned = _decision_sd(base + _simulate([p.point for p in plan.proposals], random.Random(11)), plan)
+    rand = [_decision_sd(base + _simulate([random.Random(100 + s).choice(plan.grid) for _ in plan.proposals],
+                                          random.Random(11)), plan) for s in range(5)]
+    print(f"sd of log(best/default): now {now:.3f}, planned {planned:.3f}, random median "
+          f"{statistics.median(rand):.3f} {sorted(round(r, 3) for r in rand)}")
+    assert planned < statistics.median(rand) < now
+    assert plan.proposals[-1].posterior_after < plan.posterior_random < plan.posterior_now
+    # must NOT happen: one run's scatter counted in a comparison of two predictions (the two widths are one)
+    assert plan.proposals[-1].width_after == pytest.approx(plan.proposals[-1].posterior_after)
+
+
 def _invoke(args, **kw):
     return CliRunner().invoke(app, args, catch_exceptions=False, **kw)
 
@@ -192,8 +234,10 @@ def test_cli_writes_a_sweep_file_that_bench_sweep_accepts(simulated, tmp_path):
     doc = json.loads(r.stdout)
     assert doc["target_source"] == "production" and len(doc["points"]) == 4
     assert doc["width_after"] < doc["width_now"]
-    assert [p["width_after"] for p in doc["points"]] == sorted((p["width_after"] for p in doc["points"]),
-                                                               reverse=True)
+    # each point's figure is the state once it (and those above it) is measured: falling, point by point
+    after = [p["posterior_after"] for p in doc["points"]]
+    assert after == sorted(after, reverse=True) and doc["posterior_now"] > after[0] > after[-1]
+    assert all(p["variance_removed"] > 0 for p in doc["points"])
     # the sweep file holds exactly the proposed points, each with its nodes and ranks
     sweep = plan_sweep(out, text=None)
     assert [(c.nodes, c.ranks) for c in sweep.configs] == [(p["nodes"], p["ranks"]) for p in doc["points"]]
@@ -233,6 +277,7 @@ def test_cli_never_overwrites_without_force(simulated, tmp_path):
     (["--system", "nosuchsystem"], "unknown system 'nosuchsystem'"),
     (["--filesystem", "nofs"], "has no file system 'nofs'"),
     (["--block-size", "3MiB", "--transfer-size", "2MiB"], "block_size"),
+    (["--objective", "fastest"], "--objective: 'fastest' is not one of options, decision"),
 ])
 def test_cli_bad_input_exits_2_with_a_clear_message(simulated, tmp_path, args, words):
     _, center_path, kb_path, _ = simulated

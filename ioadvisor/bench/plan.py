@@ -31,6 +31,7 @@ DEFAULT_RPN = 16                    # ... with 16 ranks per node ...
 DEFAULT_SHAPES = (("POSIX", "any"), ("MPIIO", "shared"))   # ... POSIX (either layout) and MPI-IO to one file
 DEFAULT_ACCESS = 1 << 20            # request size of default targets and of the benchmarks (1 MiB)
 RANDOM_TRIALS = 20                  # random designs averaged for the comparison the plan states
+OBJECTIVES = ("options", "decision")
 
 
 @dataclass(frozen=True)
@@ -90,13 +91,16 @@ class BenchPlan:
     posterior_random: float | None
     candidates: int                          # grid size
     notes: tuple[str, ...] = ()
-    # the targets' options as the model's inputs, per op (for checking the plan against refits)
+    objective: str = "options"
+    # the targets' options as the model's inputs, per op (for checking the plan against refits), and the pair of
+    # options each target's decision turns on (best, default, weight)
     evaluation: dict[str, list[tuple[Point, float]]] = field(default_factory=dict, compare=False, repr=False)
     grid: tuple[BenchPoint, ...] = field(default=(), compare=False, repr=False)
+    decisions: dict[str, list[tuple[Point, Point, float]]] = field(default_factory=dict, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "system": self.system, "filesystem": self.filesystem, "ops": list(self.ops),
+            "system": self.system, "filesystem": self.filesystem, "ops": list(self.ops), "objective": self.objective,
             "target_source": self.target_source,
             "targets": [{"nodes": t.workload.nodes, "ranks_per_node": t.workload.ranks_per_node,
                          "api": t.workload.api, "layout": t.workload.layout, "op": t.workload.op,
@@ -196,6 +200,22 @@ def target_options(t: Target, center: Center, fs: FileSystem) -> list[Point]:
     return [candidate_point(c.config, c.place, w) for c in cands]
 
 
+def decision_pair(t: Target, center: Center, fs: FileSystem, fit: Fit, opts: Sequence[Point]) -> tuple[Point, Point] | None:
+    """(the option the fit predicts best, the default) for a target, or (the best other option, the default)
+    where the default is best: the comparison the advice's choice turns on. None when the default is not on
+    `fs` or the target has no other option."""
+    from ..advise import baseline_config, candidate_point
+    w = replace(t.workload, api=norm_api(t.workload.api) or "POSIX")
+    base = baseline_config(w, center)
+    if base.filesystem != fs.name:
+        return None
+    default = candidate_point(base, fs, w)
+    others = [p for p in opts if p != default]
+    if not others:
+        return None
+    return max(others, key=fit.predict), default
+
+
 # ---- the plan ---------------------------------------------------------------------------------------------------
 
 def _group_points(runs: Sequence[Any], fs: FileSystem, op: str) -> list:
@@ -220,12 +240,18 @@ def _width(var: Any) -> Any:
 def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Sequence[Any],
               targets: Sequence[Target], budget: int, *, target_source: str = "default",
               max_nodes: int | None = None, rpn_max: int | None = None, transfer: int = DEFAULT_ACCESS,
-              seed: int = 0) -> BenchPlan:
-    """Pick `budget` benchmark points for `targets` from the fits of `fs` and the runs they rest on. Pure."""
+              seed: int = 0, objective: str = "options") -> BenchPlan:
+    """Pick `budget` benchmark points for `targets` from the fits of `fs` and the runs they rest on. Pure.
+
+    objective "options": the predictive variance of every option the advice weighs for each target (as `advise`
+    states its intervals); "decision": the posterior variance of log(best option / default) for each target, the
+    quantity the advice's choice turns on (the best option other than the default where the default is best)."""
     import numpy as np
     from ..predict import design
     if budget < 1:
         raise UsageError(f"--budget must be at least 1, got {budget}")
+    if objective not in OBJECTIVES:
+        raise UsageError(f"--objective: {objective!r} is not one of {', '.join(OBJECTIVES)}")
     ops = sorted({t.workload.op for t in targets}, key=DATA_OPS.index)
     groups_fit = {op: fits.get((system, fs.name, op)) for op in ops}
     groups_fit = {op: f for op, f in groups_fit.items() if f is not None and f.kind == "bandwidth"}
@@ -251,23 +277,44 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
     classes: dict[str, int] = {}
     cid = lambda k: classes.setdefault(k or "?/-", len(classes))   # noqa: E731
     evaluation: dict[str, list[tuple[Point, float]]] = {}
+    decisions: dict[str, list[tuple[Point, Point, float]]] = {}
     groups: list[design.Group] = []
     for op, fit in groups_fit.items():
         ev: list[tuple[Point, float]] = []
+        pairs: list[tuple[Point, Point, float]] = []
         for t in targets:
             if t.workload.op != op:
                 continue
             opts = target_options(t, center, fs)
             ev += [(p, t.weight / len(opts)) for p in opts]
+            pair = decision_pair(t, center, fs, fit, opts)
+            if pair is not None:
+                pairs.append((*pair, t.weight))
         if not ev:
             continue
         evaluation[op] = ev
+        decisions[op] = pairs
         post = fit.posterior
         cov = design.covariance(post, _group_points(runs, fs, op))
         cand_pts = [bench_point_model(b, fs, op, transfer) for b in grid]
+        cand_g = design.log_gradients(post, [p.physical() for p in cand_pts])
+        if objective == "decision":
+            if not pairs:
+                continue
+            # log(best) - log(default): its gradient is the difference of theirs; one run's scatter and the
+            # widening of intervals do not enter a comparison of two predictions of the same model
+            diff = (design.log_gradients(post, [b.physical() for b, _, _ in pairs])
+                    - design.log_gradients(post, [d.physical() for _, d, _ in pairs]))
+            groups.append(design.Group(
+                cov=cov, targets=diff, weight=np.array([w for _, _, w in pairs]), candidates=cand_g,
+                active=np.ones(len(grid), dtype=bool), noise=design.noise_sd(post), sigma=0.0,
+                t_clients=np.full(len(pairs), math.inf), c_clients=np.array([p.clients for p in cand_pts]),
+                lo=fit.clients_min, hi=fit.clients_max, t_class=np.zeros(len(pairs), dtype=int),
+                c_class=np.zeros(len(grid), dtype=int), measured=set(), classes_known=False))
+            continue
         groups.append(design.Group(
             cov=cov, targets=design.log_gradients(post, [p.physical() for p, _ in ev]),
-            weight=np.array([w for _, w in ev]), candidates=design.log_gradients(post, [p.physical() for p in cand_pts]),
+            weight=np.array([w for _, w in ev]), candidates=cand_g,
             active=np.ones(len(grid), dtype=bool), noise=design.noise_sd(post), sigma=post.log_sigma,
             t_clients=np.array([p.clients for p, _ in ev]), c_clients=np.array([p.clients for p in cand_pts]),
             lo=fit.clients_min, hi=fit.clients_max, t_class=np.array([cid(p.klass) for p, _ in ev]),
@@ -301,11 +348,12 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
                      target_source=target_source, proposals=tuple(proposals), width_now=now,
                      width_random=sum(trials) / len(trials), posterior_now=post_now,
                      posterior_random=sum(post_trials) / len(post_trials), candidates=len(grid),
-                     notes=tuple(notes), evaluation=evaluation, grid=tuple(grid))
+                     notes=tuple(notes), evaluation=evaluation, grid=tuple(grid), objective=objective,
+                     decisions=decisions)
 
 
 def plan_for(kb: Any, system: str | None, center: Center | None, budget: int, *, filesystem: str | None = None,
-             max_nodes: int | None = None, rpn_max: int | None = None) -> BenchPlan:
+             max_nodes: int | None = None, rpn_max: int | None = None, objective: str = "options") -> BenchPlan:
     """The plan for a system of the KB: its production workloads (else the default targets) on `filesystem`
     (default: the file system jobs use unless told otherwise)."""
     from ..advise import default_filesystem
@@ -318,6 +366,8 @@ def plan_for(kb: Any, system: str | None, center: Center | None, budget: int, *,
         raise UsageError(f"--max-nodes must be at least 1, got {max_nodes}")
     if rpn_max is not None and rpn_max < 1:
         raise UsageError(f"--ranks-per-node must be at least 1, got {rpn_max}")
+    if objective not in OBJECTIVES:
+        raise UsageError(f"--objective: {objective!r} is not one of {', '.join(OBJECTIVES)}")
     if center is None:
         center = resolve_center(system, None, kb)
     system = center.name
@@ -344,7 +394,7 @@ def plan_for(kb: Any, system: str | None, center: Center | None, budget: int, *,
             targets = [t for t in targets if t.workload.nodes <= max_nodes] or targets
     runs = load_system_runs(kb, system)
     return make_plan(system, center, fs, fits, runs, targets, budget, target_source=source, max_nodes=max_nodes,
-                     rpn_max=rpn_max)
+                     rpn_max=rpn_max, objective=objective)
 
 
 # ---- the sweep file ---------------------------------------------------------------------------------------------

@@ -306,6 +306,9 @@ def plan(
     block_size: Annotated[str, typer.Option("--block-size", "-b", help="Bytes per rank of the benchmarks.")]
     = "1GiB",
     reps: Annotated[int, typer.Option("--reps", "-i", help="Repetitions of each benchmark.")] = 3,
+    objective: Annotated[str, typer.Option(help="options: narrow the interval of every option the advice weighs "
+                                                "for each target; decision: narrow the interval of the ratio the "
+                                                "advice's choice turns on (best option / default).")] = "options",
     partition: Annotated[Optional[str], typer.Option(help="[slurm] partition of the sweep file.")] = None,
     time_limit: Annotated[Optional[str], typer.Option("--time", help="[slurm] time limit of each array task.")]
     = None,
@@ -334,7 +337,7 @@ def plan(
             with KB.open(kb) as store:
                 c = resolve_center(system, center_path, store)
                 result = bp.plan_for(store, system, c, budget, filesystem=filesystem, max_nodes=max_nodes,
-                                     rpn_max=ranks_per_node)
+                                     rpn_max=ranks_per_node, objective=objective)
             prog.update(task, completed=1, total=1)
         fs = c.filesystem(result.filesystem)
         target_dir = directory or (bp.default_dir(fs) if fs else None)
@@ -362,9 +365,13 @@ def _render_plan(result: Any, path: Path) -> None:
            else "the default workloads (no production records in the KB)")
     console.print(f"{result.system} ({result.filesystem}): {len(result.proposals)} of {result.candidates} "
                   f"candidate point(s), for {len(result.targets)} workload(s) from {src}", highlight=False)
-    table = Table(title="proposed benchmarks and the mean 90% interval (high/low) expected at the targets' "
-                        "options once each is measured")
-    for col in ("#", "nodes", "ranks/node", "API", "layout", "stripes", "mean bw", "one run", "narrower by"):
+    decision = result.objective == "decision"
+    table = Table(title="proposed benchmarks and the mean 90% interval (high/low) expected "
+                        + ("of the ratio best option / default at each target" if decision else
+                           "at the targets' options") + " once each is measured")
+    cols = ["#", "nodes", "ranks/node", "API", "layout", "stripes"] + \
+        (["best/default"] if decision else ["mean bw", "one run"]) + ["narrower by"]
+    for col in cols:
         table.add_column(col, justify="right" if col not in ("API", "layout") else "left")
     prev = result.posterior_now
     for k, p in enumerate(result.proposals, 1):
@@ -372,16 +379,17 @@ def _render_plan(result: Any, path: Path) -> None:
         mode = b.api if b.collective is None else f"{b.api} {'coll' if b.collective else 'indep'}"
         # in log space: the share of the interval's (log) width this point removes
         red = (math.log(prev) - math.log(p.posterior_after)) / math.log(prev) if prev > 1 else 0.0
+        widths = [f"{p.posterior_after:.2f}x"] + ([] if decision else [f"{p.width_after:.2f}x"])
         table.add_row(str(k), str(b.nodes), str(b.ranks_per_node), mode, b.layout,
-                      "default" if b.stripe_count is None else str(b.stripe_count), f"{p.posterior_after:.2f}x",
-                      f"{p.width_after:.2f}x", f"{100 * red:.1f}%")
+                      "default" if b.stripe_count is None else str(b.stripe_count), *widths, f"{100 * red:.1f}%")
         prev = p.posterior_after
     console.print(table)
     last = result.proposals[-1]
-    console.print(f"mean interval of the mean bandwidth now {result.posterior_now:.2f}x, after these points "
-                  f"{last.posterior_after:.2f}x, after as many random points of the grid {result.posterior_random:.2f}x; "
-                  f"of one run: {result.width_now:.2f}x, {last.width_after:.2f}x, {result.width_random:.2f}x",
-                  highlight=False)
+    what = "of best option / default" if decision else "of the mean bandwidth"
+    console.print(f"mean interval {what} now {result.posterior_now:.2f}x, after these points "
+                  f"{last.posterior_after:.2f}x, after as many random points of the grid {result.posterior_random:.2f}x"
+                  + ("" if decision else f"; of one run: {result.width_now:.2f}x, {last.width_after:.2f}x, "
+                     f"{result.width_random:.2f}x"), highlight=False)
     for n in result.notes:
         console.print(f"Note: {n}", highlight=False)
     console.print(f"sweep file: {path} (run it with: ioadvise bench sweep {path} --mode array)", highlight=False)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from . import EXTRAPOLATION_WIDENING, UNMEASURED_CLASS_SD
 from . import physical as ph
@@ -160,16 +160,15 @@ class Group:
         self.measured.add(int(self.c_class[i]))
 
 
-def greedy(groups: Sequence[Group], budget: int, allowed: Sequence[bool] | None = None) -> list[tuple[int, float]]:
+def greedy(groups: Sequence[Group], budget: int, allowed: Sequence[bool] | None = None) -> Iterator[tuple[int, float]]:
     """Pick `budget` candidates one after the other, each the one that removes the most weighted target variance
-    given those already picked (a candidate may be picked again: a repeat measurement also informs).
-    Returns (candidate index, variance removed) in the order picked."""
+    given those already picked (a candidate may be picked again: a repeat measurement also informs). Yields
+    (candidate index, variance removed) as each is picked, with `groups` updated to include it."""
     import numpy as np
     if not groups:
-        return []
+        return
     n = groups[0].candidates.shape[0]
     ok = np.ones(n, dtype=bool) if allowed is None else np.asarray(allowed, dtype=bool)
-    out: list[tuple[int, float]] = []
     for _ in range(budget):
         total = np.zeros(n)
         for g in groups:
@@ -180,8 +179,7 @@ def greedy(groups: Sequence[Group], budget: int, allowed: Sequence[bool] | None 
             break
         for g in groups:
             g.add(i)
-        out.append((i, float(total[i])))
-    return out
+        yield i, float(total[i])
 
 
 __all__ = ["Group", "covariance", "greedy", "log_gradients", "noise_sd", "prior_sd"]
