@@ -290,6 +290,19 @@ def test_cli_bad_input_exits_2_with_a_clear_message(simulated, tmp_path, args, w
     assert not (tmp_path / "x.toml").exists()
 
 
+def test_production_records_without_node_counts():
+    """Darshan records state the process count only: 64 ranks are 4 nodes of 16, not 64 ranks on one node; a
+    record without any rank count, or of a metadata op, is no target."""
+    def rec(**kw):
+        return make_run(system=SYSTEM, op=kw.pop("op", "write"), value=kw.pop("value", 1e9), unit="B/s",
+                        provenance=Provenance(kind="production"), **kw)
+    runs = [rec(ranks=64, api="MPIIO", layout="shared")] * 3 + [rec(ranks=8, api="POSIX", layout="fpp")] + \
+        [rec(api="POSIX")] + [rec(op="file_create", ranks=64, value=10.0)]
+    got = [(t.workload.nodes, t.workload.ranks_per_node, t.workload.api, t.workload.layout, t.jobs)
+           for t in bp.production_targets(runs)]
+    assert got == [(4, 16, "MPIIO", "shared", 3), (1, 8, "POSIX", "fpp", 1)]
+
+
 def test_a_system_without_runs_on_the_file_system_says_what_to_do(tmp_path):
     center_path, _ = _center(tmp_path)
     r = _invoke(["bench", "plan", "--center", str(center_path), "--kb", str(tmp_path / "empty.sqlite"),

@@ -124,14 +124,16 @@ class BenchPlan:
 # ---- targets ----------------------------------------------------------------------------------------------------
 
 def production_targets(runs: Sequence[Any], max_targets: int = MAX_TARGETS) -> list[Target]:
-    """The most frequent data workloads among production runs; a record without a rank count is left out
-    (nodes default to one when only ranks are stated)."""
+    """The most frequent data workloads among production runs; a record without a rank count is left out. A
+    record that states ranks but not nodes (a Darshan log knows only its process count) is taken to run
+    `DEFAULT_RPN` ranks per node (or all its ranks on one node, if fewer)."""
     seen: Counter = Counter()
     for r in runs:
         if r.op not in ("write", "read") or not r.ranks and not (r.nodes and r.ranks_per_node):
             continue
         ranks = r.ranks or r.nodes * r.ranks_per_node
-        nodes = r.nodes or (max(1, ranks // r.ranks_per_node) if r.ranks_per_node else 1)
+        per_node = r.ranks_per_node or min(DEFAULT_RPN, ranks)
+        nodes = r.nodes or max(1, -(-ranks // per_node))
         rpn = max(1, round(ranks / nodes))
         api = norm_api(r.api)
         api = api if api in ("POSIX", "MPIIO", "HDF5") else "POSIX"
