@@ -147,3 +147,25 @@ def test_mdtest_1_9_summary_spelling():
     assert old != text and "File creation :" in old
     runs = importers.get("mdtest").parse(old.encode(), ImportContext(source="old.txt"))
     assert {r.op: r.value for r in runs} == {op: v[2] for op, v in _summary(path).items()}
+
+
+def test_single_file_runs_are_flagged_and_never_fitted(tmp_path):
+    """mdtest -S (every task on one file) times the clients' attribute cache: on ARCHER's corpus runs, stats
+    of one file reach 982,455 ops/s at 128 nodes where a directory per task gives 19,803. Such runs are kept and
+    listed but carry the `one-file` flag, so the fits (flags IS NULL) must not see them."""
+    from ioadvisor.advise.fits import load_system_runs
+    from ioadvisor.center.evidence import ONE_FILE
+    text = (SAMPLES / "mdtest" / "files_unique_2ranks.txt").read_text().replace("'-u'", "'-S'")
+    runs = importers.get("mdtest").parse(text.encode(), ImportContext(source="s.txt"))
+    assert runs and all(r.flags == (ONE_FILE,) for r in runs)
+    assert all("one single file (-S)" in r.notes and "unique directory" not in r.notes for r in runs)
+    plain = _parse(SAMPLES / "mdtest" / "files_unique_2ranks.txt")
+    assert plain and not any(r.flags for r in plain)
+    (tmp_path / "s.txt").write_text(text)
+    with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
+        kb.import_file(tmp_path / "s.txt", "mdtest", system="mdsys")
+        kb.import_file(SAMPLES / "mdtest" / "files_unique_2ranks.txt", "mdtest", system="mdsys")
+        listed = kb.runs(RunFilter(system="mdsys"))
+        assert sum(1 for r in listed if ONE_FILE in r.flags) == len(runs)
+        fitted = load_system_runs(kb, "mdsys")
+        assert len(fitted) == len(plain) and not any(r.flags for r in fitted)

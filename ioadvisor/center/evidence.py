@@ -6,6 +6,9 @@
   (`node_memory`) or, for `ioadvise bench` results, from the MemTotal the benchmark recorded.
 - `above-peak`: a bandwidth above the rated peak the center file gives for that file system and direction
   (`rated_write_bandwidth`, `rated_read_bandwidth`): a measurement error or a cache, not the storage.
+- `one-file`: a metadata run in which every rank worked on one single file (mdtest `-S`): the clients answer
+  from their cache of that file's attributes (a million stats a second), not the metadata server. Set by the
+  mdtest importer.
 
 Flagged runs stay in the KB and in listings; `RunFilter(flagged=False)` leaves them out of a query (for
 fits), and the guide marks them.
@@ -20,7 +23,8 @@ from ..model.types import Center
 
 CACHE_SIZED = "cache-sized"
 ABOVE_PEAK = "above-peak"
-FLAGS = (CACHE_SIZED, ABOVE_PEAK)
+ONE_FILE = "one-file"
+FLAGS = (CACHE_SIZED, ABOVE_PEAK, ONE_FILE)
 WRITE_OPS = ("write", "rewrite", "randwrite")
 READ_OPS = ("read", "reread", "randread")
 
@@ -69,4 +73,5 @@ def flag_runs(runs: Iterable[Run], *, node_memory: int | None = None, center: Ce
 def explain(flag: str) -> str:
     """One sentence for a flag, as the guide and `kb show` print it."""
     return {CACHE_SIZED: "the data fit in the client's memory: the value may measure the page cache",
-            ABOVE_PEAK: "faster than the file system's rated peak: not a measurement of the storage"}.get(flag, flag)
+            ABOVE_PEAK: "faster than the file system's rated peak: not a measurement of the storage",
+            ONE_FILE: "every rank worked on one file (mdtest -S): the clients' cache, not the metadata server"}.get(flag, flag)

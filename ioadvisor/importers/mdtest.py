@@ -5,7 +5,9 @@ deviation (divided by N-1), so the 95% confidence interval (computed here, Stude
 freedom, for N > 1 iterations) uses it directly.
 
 Layout, for metadata runs, describes the directories: `fpp` when each task works in its own directory
-(`-u`), `shared` when all tasks create their items in the same directories. The notes say which.
+(`-u`), `shared` when all tasks create their items in the same directories. The notes say which. With `-S`
+every task works on one single file: the rates then measure the clients' cache of that file's attributes,
+not the metadata server, and the runs carry the evidence flag `one-file` (kept, listed, never fitted).
 `items_per_rank` is the number of files/directories each task handles (from mdtest's
 "N tasks, M files" line), `files_per_dir` the items in one directory where the command line tells it
 (`-I`, or `-n` in a flat tree), and `file_size` the bytes written per file (`-w`).
@@ -17,6 +19,7 @@ import shlex
 from datetime import datetime
 
 from ..errors import ImportFormatError, IOAdvisorError
+from ..center.evidence import ONE_FILE
 from ..model.run import Provenance, Run, make_run
 from . import ImportContext, decode, register
 from .ior import ci95
@@ -92,6 +95,7 @@ def parse(data: bytes, ctx: ImportContext) -> list[Run]:
     items_m = re.search(r"^\s*(\d+) tasks, (\d+) (files/directories|files|directories)\s*$", text, re.M)
     items_per_rank = (int(items_m.group(2)) // max(1, int(items_m.group(1)))) if items_m else _int_opt(opts, "n")
     unique = bool(opts.get("u"))
+    one_file = bool(opts.get("S"))
     depth = _int_opt(opts, "z") or 0
     per_dir = _int_opt(opts, "I")
     if per_dir is None and depth == 0 and items_per_rank is not None:
@@ -108,6 +112,8 @@ def parse(data: bytes, ctx: ImportContext) -> list[Run]:
     it_m = re.search(r"\(of (\d+) iterations?\)", lines[start])
     reps = int(it_m.group(1)) if it_m else _int_opt(opts, "i")
     notes_base = [("unique directory per task (-u)" if unique else "all tasks in shared directories")]
+    if one_file:
+        notes_base = ["every task on one single file (-S)"]
     if depth:
         notes_base.append(f"tree depth {depth}, branching {_int_opt(opts, 'b') or 1}")
     if reps and reps > 1:
@@ -147,7 +153,7 @@ def parse(data: bytes, ctx: ImportContext) -> list[Run]:
                 items_per_rank=items_per_rank, files_per_dir=per_dir if op.startswith(("file", "dir")) else None,
                 file_size=file_size if op.startswith("file") else None, reps=reps, value=mean, unit="ops/s",
                 spread={"value_min": vmin, "value_max": vmax, "value_sd": sd, "ci95_low": low, "ci95_high": high},
-                notes="; ".join(notes_base), provenance=prov))
+                notes="; ".join(notes_base), provenance=prov, flags=(ONE_FILE,) if one_file else ()))
         except (ValueError, IOAdvisorError) as e:
             raise ImportFormatError(str(e), ctx.source, j + 1) from None
     if not seen_rows:
