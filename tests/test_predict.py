@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -161,3 +162,53 @@ def test_cached_prediction_needs_no_numpy(tmp_path):
             "v = ph.predict_bw(th, p); assert v > 0; print('numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+GIB = float(1 << 30)
+CACHE_TRUTH = dict(TRUTH, log_cache=math.log(200 * GIB), log_boost=math.log(6.0))
+
+
+def _volume_runs(seed: int = 5, noise: float = 0.08) -> list:
+    """Reads of the same settings at 64 GiB (in the servers' 200 GiB cache) and 1 TiB (far beyond it)."""
+    rnd = random.Random(seed)
+    runs = []
+    for nodes in (4, 8, 16, 32, 64):
+        for stripes in (4, 16, 56):
+            for shared in (True, False):
+                for total in (64 * GIB, 1024 * GIB):
+                    p = ph.PPoint(nodes=nodes, ranks=nodes, stripes=stripes, osts=56.0, shared=shared,
+                                  transfer=None, klass="POSIX/-", bytes=total)
+                    v = ph.predict_bw(CACHE_TRUTH, p) * math.exp(rnd.gauss(0, noise))
+                    runs.append(make_run(system="S", filesystem="fs", fs_type="lustre", ost_count=56, op="read",
+                                         layout="shared" if shared else "fpp", nodes=nodes, ranks=nodes,
+                                         stripe_count=stripes, block_size=int(total // nodes), value=v,
+                                         unit="MiB/s"))
+    return runs
+
+
+def test_cache_sized_runs_are_explained_not_fitted_as_disk_speed():
+    runs = _volume_runs()
+    fit = fit_group("S", "fs", "read", runs, ost_count=56)
+    th = fit.posterior.params()
+    # the fit finds a cache between the volumes that fit (64 GiB) and those that do not (1 TiB)
+    assert 64 * GIB < math.exp(th["log_cache"]) < 1024 * GIB
+    # the advice's prediction (no volume: data not in cache) stays at the disks' speed; it must NOT be raised
+    # towards the cached runs: 30 of the 60 runs are up to 6x faster than the disks
+    raised = 0
+    for nodes, stripes, shared in [(8, 16, True), (32, 56, False), (16, 4, True), (64, 16, False)]:
+        cold = ph.predict_bw(TRUTH, pt(nodes, nodes, stripes, shared))
+        hot = ph.predict_bw(CACHE_TRUTH, ph.PPoint(nodes=nodes, ranks=nodes, stripes=stripes, osts=56.0,
+                                                   shared=shared, transfer=None, klass="POSIX/-",
+                                                   bytes=64 * GIB))
+        p = Point(clients=nodes, ranks=nodes, shared=shared, stripes=stripes, osts=56)
+        got = fit.predict(p)
+        assert abs(got / cold - 1) < 0.2, (nodes, stripes, shared, got, cold)
+        raised += hot > 1.5 * cold
+        # a held-out run of cache size is predicted as cached
+        hp = Point(clients=nodes, ranks=nodes, shared=shared, stripes=stripes, osts=56, bytes=64 * GIB)
+        assert abs(fit.predict(hp) / hot - 1) < 0.25
+    assert raised >= 2          # the cache matters at these points: the test could fail
+    # without the volumes the same runs look like one noisy disk, and the prediction is raised
+    blind = fit_group("S", "fs", "read", [replace(r, block_size=None) for r in runs], ost_count=56)
+    p = Point(clients=32, ranks=32, shared=False, stripes=56, osts=56)
+    assert blind.predict(p) > 1.2 * fit.predict(p)

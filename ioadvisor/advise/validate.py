@@ -225,13 +225,16 @@ def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int 
             return None
         m = {float(k): v for k, v in measured.items()}
         cands = _stripe_candidates(osts, list(m))
-        pts = [run_point(dc_replace(rep, stripe_count=s), osts, dflt) for s in cands]
+        # the advice engine predicts for data the servers do not hold in cache (a job's input is seldom what it
+        # has just written): the candidates are compared as it compares them, without the runs' volume
+        cold = dc_replace(rep, block_size=None, total_bytes=None, file_size=None)
+        pts = [run_point(dc_replace(cold, stripe_count=s), osts, dflt) for s in cands]
         vals = [fit.predict(p) for p in pts]
         draws = [fit.draws(p) for p in pts]
         default = dflt if dflt and dflt > 0 else 1
         if default not in cands:
             cands.append(default)
-            pts.append(run_point(dc_replace(rep, stripe_count=default), osts, dflt))
+            pts.append(run_point(dc_replace(cold, stripe_count=default), osts, dflt))
             vals.append(fit.predict(pts[-1]))
             draws.append(fit.draws(pts[-1]))
         pick, _ = choose(vals, draws, [STRIPE_COST * s for s in cands], stripes=list(cands),
@@ -244,7 +247,8 @@ def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int 
                           "size_table": best / _interp(m, _size_table_count(rep, osts))}
     else:
         opts = list(measured)
-        pts = [run_point(dc_replace(rep, **{factor: o}), osts, dflt) for o in opts]
+        cold = dc_replace(rep, block_size=None, total_bytes=None, file_size=None)
+        pts = [run_point(dc_replace(cold, **{factor: o}), osts, dflt) for o in opts]
         vals = [fit.predict(p) for p in pts]
         draws = [fit.draws(p) for p in pts]
         pick, _ = choose(vals, draws, [0.0] * len(opts))

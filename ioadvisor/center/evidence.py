@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable
 
-from ..model.run import Run
+from ..model.run import Run, bytes_moved
 from ..model.types import Center
 
 CACHE_SIZED = "cache-sized"
@@ -32,11 +32,7 @@ READ_OPS = ("read", "reread", "randread")
 def bytes_per_node(run: Run) -> float | None:
     """The bytes a data run moved per client node, from what the run states; None when it does not say."""
     ranks = run.ranks or 1
-    total = run.total_bytes
-    if total is None and run.block_size:
-        total = run.block_size * (run.segments or 1) * ranks
-    if total is None and run.file_size:
-        total = run.file_size * (ranks if run.layout == "fpp" else 1)
+    total = bytes_moved(run)
     if total is None:
         return None
     nodes = run.nodes or (max(1, ranks // run.ranks_per_node) if run.ranks_per_node else 1)

@@ -179,6 +179,18 @@ IDENTITY_FIELDS = ("system", "filesystem", "fs_type", "ost_count", "tier", "op",
 IDENTITY_PROV = ("kind", "date", "job_id", "citation")
 
 
+def bytes_moved(run: Run) -> float | None:
+    """The bytes a data run moved in all, from what the run states; None when it does not say."""
+    ranks = run.ranks or 1
+    if run.total_bytes is not None:
+        return float(run.total_bytes)
+    if run.block_size:
+        return float(run.block_size * (run.segments or 1) * ranks)
+    if run.file_size:
+        return float(run.file_size * (ranks if run.layout == "fpp" else 1))
+    return None
+
+
 def content_key(run: Run) -> str:
     """The canonical text of a run's identity (IDENTITY_FIELDS, IDENTITY_PROV and the value to 10 digits)."""
     d: dict[str, Any] = {f: getattr(run, f) for f in IDENTITY_FIELDS}

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from ..model.run import DATA_OPS, Run
+from ..model.run import DATA_OPS, Run, bytes_moved
 from . import physical as ph
 from .physical import INF, MIN_LOG_SIGMA, Z90, Posterior
 
@@ -34,6 +34,7 @@ class Point:
     osts: float | None = None       # OSTs of the file system (None: unknown)
     striped: bool = True            # False: no user striping (the file system spreads data itself)
     layout: str | None = None       # shared / fpp, for metadata rates (one directory vs one per rank)
+    bytes: float | None = None      # bytes the job moves (None: unknown; the advice predicts a cold cache)
 
     def physical(self) -> ph.PPoint:
         stripes = self.stripes
@@ -44,7 +45,7 @@ class Point:
                          osts=float(self.osts) if self.osts else INF, shared=self.shared, transfer=self.transfer,
                          klass=self.klass or "?/-", layout=self.layout or ("shared" if self.shared else None),
                          striped=self.striped and math.isfinite(self.targets) if self.stripes is None
-                         else self.striped)
+                         else self.striped, bytes=self.bytes)
 
 
 def io_class(api: str | None, collective: bool | None) -> str:
@@ -150,7 +151,8 @@ def run_point(r: Run, ost_count: int | None = None, default_stripes: int | None 
         n = float(clients)
     return Point(clients=float(clients) if clients else INF, ranks=n, targets=targets, shared=shared,
                  transfer=float(r.transfer_size) if r.transfer_size else None, klass=io_class(r.api, r.collective),
-                 stripes=stripes, osts=float(osts) if osts else None, striped=striped, layout=r.layout)
+                 stripes=stripes, osts=float(osts) if osts else None, striped=striped, layout=r.layout,
+                 bytes=bytes_moved(r))
 
 
 def center_priors(disk: str | None = None, ost_rate: float | None = None, nic: float | None = None) -> dict:

@@ -51,6 +51,14 @@ _BW_PRIORS: dict[str, tuple[float, float, float, float]] = {
     # one shared file on a file system that spreads data itself (GPFS, NFS): token and lock traffic
     "log_shared_file": (0.0, 0.5, math.log(0.01), 0.0),
 }
+# the servers' cache, fitted only where the runs moved different volumes: its size (bytes) and how much faster
+# than the disks it serves (a benchmark that reads back what it just wrote finds its data there when it fits)
+_CACHE_PRIORS: dict[str, tuple[float, float, float, float]] = {
+    "log_cache": (math.log(float(1 << 40)), 3.0, math.log(float(1 << 28)), math.log(float(1 << 60))),
+    "log_boost": (0.0, 1.0, 0.0, math.log(50.0)),
+}
+CACHE_SHARPNESS = 4.0        # hit fraction 1 / (1 + (bytes / cache)^4): a streaming scan larger than an LRU
+                             # cache finds almost nothing in it
 _RATE_PRIORS: dict[str, tuple[float, float, float, float]] = {
     "log_rank": (math.log(2000.0), 2.0, math.log(1e-3), math.log(1e8)),
     # the rank count at which the metadata server saturates: ceiling / per-rank rate
@@ -74,6 +82,7 @@ class PPoint:
     klass: str                   # API class, e.g. "MPIIO/coll", "POSIX/-"
     layout: str | None = None    # for rates: shared (one directory / file) or fpp
     striped: bool = True         # False: the file system spreads data itself (no user striping)
+    bytes: float | None = None   # bytes the job moves in all (None: unknown, or the advice's cold-cache case)
 
 
 class _PyOps:
@@ -152,18 +161,31 @@ def _bw_limits(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> dict[st
     client = o.where(coll, aggs * per_agg / exch, o.where(fin_n, n1 * _softmin([rpn * stream, node], o), INF))
     streams = o.where(coll, aggs, ranks)
     k = o.maximum(1.0, streams / s_eff)
-    osts_shared = s_eff * ost * k ** (-th["gamma_shared"])
+    # the share of the data the servers' cache holds: it is served `boost` times faster, without seeks
+    if "log_cache" in th:
+        b = X["bytes"]
+        ratio = o.where(b > 0, b, 0.0) / o.exp(th["log_cache"])
+        hit = o.where(b > 0, 1.0 / (1.0 + ratio ** CACHE_SHARPNESS), 0.0)
+        boost = o.exp(th["log_boost"])
+    else:
+        hit, boost = 0.0, 1.0
+
+    def cached(disk: Any, from_cache: Any) -> Any:
+        return 1.0 / ((1.0 - hit) / disk + hit / from_cache)
+
+    osts_shared = cached(s_eff * ost * k ** (-th["gamma_shared"]), s_eff * ost * boost)
     load = _max_load(ranks, s, m, th["placement"], o)
     used = o.minimum(ranks * s_eff, m)
     # every file waits for the busiest OST: it serves `load` streams at its (contended) throughput
-    osts_fpp = o.minimum(used, ranks * s_eff / load) * ost * load ** (-th["gamma_fpp"])
+    spread = o.minimum(used, ranks * s_eff / load) * ost
+    osts_fpp = cached(spread * load ** (-th["gamma_fpp"]), spread * boost)
     osts_lim = o.where(X["striped"], o.where(X["one_file"], osts_shared, osts_fpp), INF)
     # one stream to one OST is limited too (RPCs in flight per OST connection): streams x stripes each touches
     pairs = o.where(X["striped"], streams * s_eff * o.exp(th["log_pair"]), INF)
     shared_cost = o.where(X["one_file"] & ~X["striped"] if o is not PY else (X["one_file"] and not X["striped"]),
                           o.exp(th.get("log_shared_file", 0.0)), 1.0)
     shared_cost = o.where(X["shared_many"], shared_cost, 1.0)
-    out = {"clients": o.where(agg, INF, client * shared_cost), "streams": o.where(agg, INF, pairs), "osts": o.where(agg, INF, osts_lim), "peak": o.exp(th["log_peak"]) * shared_cost}
+    out = {"clients": o.where(agg, INF, client * shared_cost), "streams": o.where(agg, INF, pairs), "osts": o.where(agg, INF, osts_lim), "peak": o.exp(th["log_peak"]) * shared_cost / ((1.0 - hit) + hit / boost)}
     caps = X.get("caps")
     if caps:
         vals = [o.exp(th[c]) if c in th else INF for c in caps]
@@ -200,7 +222,7 @@ def point_inputs(p: PPoint, caps: Sequence[str] = ()) -> dict[str, Any]:
          "coll": p.shared and _collective(p.klass) and p.ranks > 1, "one_file": p.shared or p.ranks <= 1,
          "shared_many": p.shared and p.ranks > 1,
          "striped": p.striped, "transfer": p.transfer or 0.0, "shared_dir": p.layout == "shared",
-         "caps": [c for c in caps], "cap_idx": cap_idx}
+         "bytes": p.bytes or 0.0, "caps": [c for c in caps], "cap_idx": cap_idx}
     if cap_idx is None:
         X["caps"] = []
     return X
@@ -215,6 +237,7 @@ def array_inputs(points: Sequence[PPoint], caps: Sequence[str] = ()) -> dict[str
          "one_file": np.array([p.shared or p.ranks <= 1 for p in points]),
          "shared_many": np.array([p.shared and p.ranks > 1 for p in points]),
          "striped": np.array([p.striped for p in points]), "transfer": col(lambda p: p.transfer or 0.0),
+         "bytes": col(lambda p: p.bytes or 0.0),
          "shared_dir": np.array([p.layout == "shared" for p in points]), "caps": list(caps),
          "cap_idx": np.array([caps.index("cap:" + p.klass) if ("cap:" + p.klass) in caps else len(caps)
                               for p in points], dtype=int)}
@@ -302,7 +325,7 @@ class Posterior:
 
 
 def _priors(kind: str, klasses: Sequence[str], center_priors: Mapping[str, float] | None,
-            values: Sequence[float], osts: float | None = None) -> dict[str, tuple[float, float, float, float]]:
+            values: Sequence[float], osts: float | None = None, volumes: Sequence[float | None] = ()) -> dict[str, tuple[float, float, float, float]]:
     base = dict(_BW_PRIORS if kind == "bandwidth" else _RATE_PRIORS)
     top = max(values) if values else 1.0
     if "log_peak" in base:
@@ -317,6 +340,8 @@ def _priors(kind: str, klasses: Sequence[str], center_priors: Mapping[str, float
         if k in base:
             mu, sd, lo, hi = base[k]
             base[k] = (v, min(sd, 0.7), lo, hi)
+    if kind == "bandwidth" and len({b for b in volumes if b}) >= 2:
+        base.update(_CACHE_PRIORS)
     if kind == "bandwidth":
         for kl in klasses:
             if kl.startswith(("HDF5", "NETCDF", "PNETCDF")) or kl.startswith("MPIIO"):
@@ -337,7 +362,8 @@ def fit(kind: str, points: Sequence[PPoint], values: Sequence[float], *,
     if len(klasses) < 2:
         klasses = []
     known = [p.osts for p in points if p.osts and math.isfinite(p.osts)]
-    pri = _priors(kind, klasses, center_priors, list(values), max(known) if known else None)
+    pri = _priors(kind, klasses, center_priors, list(values), max(known) if known else None,
+                  [p.bytes for p in points])
     names = list(pri)
     mu = np.array([pri[k][0] for k in names])
     sd = np.array([pri[k][1] for k in names])
@@ -363,6 +389,13 @@ def fit(kind: str, points: Sequence[PPoint], values: Sequence[float], *,
         for k in ("log_stream", "log_ost", "log_node", "log_pair"):
             i = names.index(k)
             x0[i] = np.clip(math.log(med), lo[i] + 1e-9, hi[i] - 1e-9)
+        if "log_boost" in names:
+            # a cache that does nothing is a flat direction of the fit: start from one that helps, at the
+            # median volume the runs moved
+            x0[names.index("log_boost")] = math.log(3.0)
+            vols = [p.bytes for p in points if p.bytes]
+            i = names.index("log_cache")
+            x0[i] = np.clip(math.log(float(np.median(vols))), lo[i] + 1e-9, hi[i] - 1e-9)
     else:
         i = names.index("log_rank")
         ranks = np.array([max(p.ranks, 1.0) for p in points])
