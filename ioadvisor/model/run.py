@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import json.encoder
 import math
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from operator import attrgetter, itemgetter
 from typing import Any, Mapping
 
 from ..errors import UsageError
@@ -122,6 +124,32 @@ class Run:
 RUN_FIELDS = tuple(f.name for f in fields(Run) if f.name not in ("provenance", "id"))
 PROV_FIELDS = tuple(f.name for f in fields(Provenance))
 
+_REQUIRED = object()
+# per class: every field in order with its default (a factory's result is made per instance), the required ones
+_LAYOUT: dict[type, tuple[dict[str, Any], dict[str, Any], frozenset[str]]] = {
+    cls: ({f.name: f.default if f.default is not MISSING else _REQUIRED for f in fields(cls)},
+          {f.name: f.default_factory for f in fields(cls) if f.default_factory is not MISSING},
+          frozenset(f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING))
+    for cls in (Run, Provenance)}
+
+
+def new_instance(cls: type, kw: dict[str, Any]) -> Any:
+    """`cls(**kw)` for Run or Provenance, built without the generated __init__ of a frozen dataclass (one
+    object.__setattr__ per field: the costliest step of reading a CSV row). The same instance: every field set
+    in declaration order, defaults and factories as __init__ applies them; unknown or missing names go through
+    __init__ itself, which raises its TypeError."""
+    values, factories, required = _LAYOUT[cls]
+    if not required <= kw.keys() or not kw.keys() <= values.keys():
+        return cls(**kw)
+    d = values.copy()
+    d.update(kw)
+    for name, factory in factories.items():
+        if name not in kw:
+            d[name] = factory()
+    obj = object.__new__(cls)
+    obj.__dict__.update(d)
+    return obj
+
 
 def make_run(*, value: float, unit: str, spread: Mapping[str, float | None] | None = None, **kw: Any) -> Run:
     """Build a Run from a value in any supported unit; normalises value and spread together.
@@ -153,7 +181,8 @@ def make_run(*, value: float, unit: str, spread: Mapping[str, float | None] | No
     kw["api"] = norm_api(kw["api"])
     if kw.get("layout") is not None:
         kw["layout"] = norm_layout(kw["layout"])
-    return check_run(Run(value=norm, unit=norm_unit, value_given=value, unit_given=unit.strip(), **extra, **kw))
+    kw.update(extra, value=norm, unit=norm_unit, value_given=value, unit_given=unit.strip())
+    return check_run(new_instance(Run, kw))
 
 
 def _number(v: Any, what: str) -> float:
@@ -191,14 +220,59 @@ def bytes_moved(run: Run) -> float | None:
     return None
 
 
-def content_key(run: Run) -> str:
-    """The canonical text of a run's identity (IDENTITY_FIELDS, IDENTITY_PROV and the value to 10 digits)."""
+def _content_key_json(run: Run) -> str:
+    """The definition of the content key: the identity as JSON with sorted keys (kept to test the fast path
+    against, and used for values of types the fast path does not write)."""
     d: dict[str, Any] = {f: getattr(run, f) for f in IDENTITY_FIELDS}
     d["hints"] = {str(k): str(v) for k, v in sorted(dict(run.hints).items())}
     d.update({f: getattr(run.provenance, f) for f in IDENTITY_PROV})
     # the value survives a CSV round trip only to float precision after unit conversion
     d["value"] = f"{run.value:.10g}"
     return json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# The same text written without building a dict and sorting it per run (an import of a million runs spent a
+# sixth of its time in json.dumps): the keys in sorted order with their separators are fixed, so only the values
+# are encoded, each as json.dumps encodes it (strings by the same encoder json uses with ensure_ascii=False).
+_KEY_ORDER = tuple(sorted(IDENTITY_FIELDS + IDENTITY_PROV + ("value",)))
+_KEY_TEMPLATE = "{" + ",".join(json.dumps(k) + ":%s" for k in _KEY_ORDER) + "}"
+_RUN_KEYS = tuple(k for k in _KEY_ORDER if k in IDENTITY_FIELDS)
+_PROV_KEYS = tuple(k for k in _KEY_ORDER if k in IDENTITY_PROV)
+_GET_RUN_KEYS = attrgetter(*_RUN_KEYS)
+_GET_PROV_KEYS = attrgetter(*_PROV_KEYS)
+# where each value goes in the template: ("r", i) run attribute, ("p", i) provenance attribute, or the value
+_SLOTS = tuple(("r", _RUN_KEYS.index(k)) if k in _RUN_KEYS else ("p", _PROV_KEYS.index(k)) if k in _PROV_KEYS
+               else ("v", 0) for k in _KEY_ORDER)
+_PLACE = itemgetter(*(i if kind == "r" else len(_RUN_KEYS) + i if kind == "p" else len(_RUN_KEYS) + len(_PROV_KEYS)
+                      for kind, i in _SLOTS))
+_HINTS_AT = _RUN_KEYS.index("hints")
+_JSON_STR = json.encoder.encode_basestring       # what json.dumps(..., ensure_ascii=False) writes a str with
+
+
+def content_key(run: Run) -> str:
+    """The canonical text of a run's identity (IDENTITY_FIELDS, IDENTITY_PROV and the value to 10 digits):
+    exactly the text of `_content_key_json`, which defines it (run ids of existing KBs depend on every byte)."""
+    values = [*_GET_RUN_KEYS(run), *_GET_PROV_KEYS(run.provenance)]
+    hints = values[_HINTS_AT]
+    if type(hints) is not dict or not all(type(k) is str and type(x) is str for k, x in hints.items()):
+        return _content_key_json(run)
+    values[_HINTS_AT] = ""
+    out = []
+    for v in values:
+        t = type(v)
+        if v is None:
+            out.append("null")
+        elif t is str:
+            out.append(_JSON_STR(v))
+        elif t is int:
+            out.append(int.__repr__(v))
+        elif t is bool:
+            out.append("true" if v else "false")
+        else:      # a float where an integer belongs, say: the general encoder
+            return _content_key_json(run)
+    out[_HINTS_AT] = "{" + ",".join(f"{_JSON_STR(k)}:{_JSON_STR(x)}" for k, x in sorted(hints.items())) + "}"
+    out.append(f'"{run.value:.10g}"')
+    return _KEY_TEMPLATE % _PLACE(out)
 
 
 def run_id(key: str, occurrence: int = 0) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from operator import attrgetter
 from typing import Any
 
 from ..errors import UsageError
@@ -44,9 +45,26 @@ MAX_TEXT = 65536
 _NAMES = ("system", "filesystem", "fs_type", "tier")
 _PROV_NAMES = ("tool", "tool_version", "importer", "date", "job_id")
 _PROV_TEXT = ("source", "citation", "command")
+# check_run reads each group of attributes in one call (a million runs are checked per large import)
+_INT_BOUNDS = tuple((f, lo, hi) for f, (lo, hi) in INT_RANGES.items())
+_GET_INTS = attrgetter(*INT_RANGES)
+_GET_SPREAD = attrgetter(*_SPREAD)
+_NO_SPREAD = (None,) * len(_SPREAD)
+_GET_NAMES = attrgetter(*_NAMES[1:])
+_GET_PROV_NAMES = attrgetter(*_PROV_NAMES)
+_GET_PROV_TEXT = attrgetter(*_PROV_TEXT)
+
+
+#: names found valid (non-blank, at most MAX_NAME characters): the same few system, file system and tool names
+#: come back in every run of an import, and are checked once
+_VALID_NAMES: set[str] = set()
+#: the same for free text (notes, source, citation), which may also hold tabs and newlines
+_VALID_TEXTS: set[str] = set()
 
 
 def _name(value: Any, what: str, *, required: bool = False, limit: int = MAX_NAME) -> None:
+    if type(value) is str and value in _VALID_NAMES and limit >= MAX_NAME:
+        return
     if value is None:
         if required:
             raise UsageError(f"{what} is missing")
@@ -59,9 +77,15 @@ def _name(value: Any, what: str, *, required: bool = False, limit: int = MAX_NAM
         raise UsageError(f"{what} is {len(value)} characters long (at most {limit})")
     if _CONTROL.search(value):
         raise UsageError(f"{what} contains a control character (newline, tab, NUL, escape ...): {value[:40]!r}")
+    if type(value) is str and len(value) <= MAX_NAME and value.strip():
+        if len(_VALID_NAMES) >= 4096:
+            _VALID_NAMES.clear()
+        _VALID_NAMES.add(value)
 
 
 def _text(value: Any, what: str) -> None:
+    if type(value) is str and value in _VALID_TEXTS:
+        return
     if value is None:
         return
     if not isinstance(value, str):
@@ -70,6 +94,10 @@ def _text(value: Any, what: str) -> None:
         raise UsageError(f"{what} is {len(value)} characters long (at most {MAX_TEXT})")
     if _CONTROL_TEXT.search(value):
         raise UsageError(f"{what} contains a control character: {value[:40]!r}")
+    if type(value) is str and len(value) <= MAX_NAME:
+        if len(_VALID_TEXTS) >= 4096:
+            _VALID_TEXTS.clear()
+        _VALID_TEXTS.add(value)
 
 
 def _finite(value: Any, what: str) -> float | None:
@@ -120,7 +148,9 @@ def check_run(run: Run) -> Run:
         raise UsageError(f"value {value:g} {run.unit} is beyond any real system (at most {ceiling:g} {run.unit})")
     if run.value_given is not None:
         _finite(run.value_given, "value")
-    spread = {k: _finite(getattr(run, k), k) for k in _SPREAD}
+    given = _GET_SPREAD(run)
+    spread = (dict.fromkeys(_SPREAD) if given == _NO_SPREAD
+              else {k: _finite(v, k) for k, v in zip(_SPREAD, given)})
     for k, v in spread.items():
         if v is not None and (v < 0 or v > ceiling):
             raise UsageError(f"{k} must be between 0 and {ceiling:g} {run.unit}, got {v:g}")
@@ -133,11 +163,14 @@ def check_run(run: Run) -> Run:
     if (spread["ci95_low"] is not None and spread["ci95_high"] is not None
             and spread["ci95_low"] > spread["ci95_high"]):
         raise UsageError(f"ci95_low {spread['ci95_low']:g} is above ci95_high {spread['ci95_high']:g}")
-    for f in INT_RANGES:
-        check_int(getattr(run, f), f)
+    for (f, lo, hi), v in zip(_INT_BOUNDS, _GET_INTS(run)):
+        # the usual case (nothing, or a plain int in range) decided here; check_int says what is wrong
+        if v is not None and (type(v) is not int or not lo <= v <= hi):
+            check_int(v, f)
     _name(run.system, "system", required=True)
-    for f in _NAMES[1:]:
-        _name(getattr(run, f), f)
+    for f, v in zip(_NAMES[1:], _GET_NAMES(run)):
+        if v is not None:
+            _name(v, f)
     _text(run.notes, "notes")
     if not isinstance(run.hints, dict):
         raise UsageError(f"hints must be KEY=VALUE pairs, got {type(run.hints).__name__}")
@@ -146,10 +179,12 @@ def check_run(run: Run) -> Run:
             raise UsageError(f"hint name {k!r} is not a name (letters, digits, _ . -)")
         _name(v, f"hint {k}", limit=1024)
     p = run.provenance
-    for f in _PROV_NAMES:
-        _name(getattr(p, f), f)
-    for f in _PROV_TEXT:
-        _text(getattr(p, f), f)
+    for f, v in zip(_PROV_NAMES, _GET_PROV_NAMES(p)):
+        if v is not None:
+            _name(v, f)
+    for f, v in zip(_PROV_TEXT, _GET_PROV_TEXT(p)):
+        if v is not None:
+            _text(v, f)
     # a frozen instance cannot change afterwards, so it need not be checked twice (dataclasses.replace makes
     # a new, unmarked one)
     object.__setattr__(run, _MARK, True)
