@@ -175,3 +175,81 @@ def test_validate_table_shows_the_split_and_the_unpredictable_runs():
     assert cells[1] == str(o["n"]) and cells[7] == str(o["not_predictable"])
     assert cells[6] == f"{100 * o['coverage_90']:.1f}%"
     assert cells[4] == f"{100 * o['within_measured_clients']['median_abs_error']:.1f}% ({o['within_measured_clients']['n']})"
+
+
+# ---- large systems: a bounded sample; small ones exactly as before -----------------------------------------------
+
+RECORDED = Path(__file__).parent / "data" / "validate_reference.json"
+
+
+def _same(a, b, path="") -> None:
+    """Equal figures (floats to 1e-9 relative), naming the first difference."""
+    import math
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), f"{path}: keys {sorted(a.keys() ^ b.keys())}"
+        for k in a:
+            _same(a[k], b[k], f"{path}/{k}")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9), f"{path}: {a} != {b}"
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+def test_reference_figures_are_those_recorded_before_large_systems_were_sampled():
+    """Every figure of `kb validate` on the reference data, as written by the exhaustive protocol before sampling
+    existed (tests/data/validate_reference.json). A change of the model itself changes them: then write the file
+    again from `ioadvise kb validate --json` of the new model."""
+    with KB.open(None, create=False) as kb:
+        rep = validate(kb)
+    _same(json.loads(RECORDED.read_text()), json.loads(json.dumps(rep)))
+    assert not any("sampled" in s for s in rep["systems"].values())
+
+
+def _large_system(n: int) -> list:
+    """`n` shared-file write runs of one system over node and stripe counts, each value the model's with a
+    deterministic +-20% scatter (so that every run has its own content and id)."""
+    import math
+    import random
+    from ioadvisor.predict import physical as ph
+    th = {"log_stream": math.log(800.0), "log_node": math.log(2000.0), "log_ost": math.log(300.0),
+          "log_pair": math.log(250.0), "log_peak": math.log(20000.0), "gamma_shared": 0.3, "gamma_fpp": 0.05,
+          "placement": 0.5, "log_knee": math.log(32768.0), "exchange": 0.05}
+    rnd = random.Random(7)
+    runs = []
+    for i in range(n):
+        nodes, sc = rnd.choice((1, 2, 4, 8, 16)), rnd.choice((1, 2, 4, 8, 16))
+        v = ph.predict_bw(th, ph.PPoint(nodes=nodes, ranks=nodes, stripes=sc, osts=16, shared=True, transfer=None,
+                                        klass="POSIX/-")) * rnd.uniform(0.8, 1.2)
+        runs.append(make_run(system="Big", filesystem="fs", fs_type="lustre", ost_count=16, op="write",
+                             layout="shared", nodes=nodes, ranks=nodes, stripe_count=sc, value=v, unit="MiB/s"))
+    return runs
+
+
+def test_a_system_above_the_sample_limit_is_validated_on_a_bounded_sample(kb_path):
+    from ioadvisor.advise import validate as V
+    n = V.SAMPLE_ABOVE + 500
+    with KB.open(kb_path) as kb:
+        kb.add_runs(_large_system(n), source="big", source_hash="big", fmt="csv", importer="test/1")
+        kb.add_runs(_model_shaped_runs(), source="toy", source_hash="toy", fmt="csv", importer="test/1")
+        rep = validate(kb)
+        big, toy = rep["systems"]["Big"], rep["systems"]["Toy"]
+        # one (file system, op): 50 runs held out, 200 of the other 2,450 fitted on; 2 stripe sweeps at most
+        assert big["sampled"] == {"runs": n, "fitted_on": V.FIT_PER_GROUP, "held_out": V.HOLDOUT_PER_GROUP}
+        assert big["n"] + big["not_predictable"] == V.HOLDOUT_PER_GROUP
+        assert 1 <= big["regret_cases"] <= V.SAMPLED_SWEEPS
+        assert big["median_abs_error"] < 0.3        # the scatter is +-20%: a fitted model is within it
+        # a small system next to it keeps the exhaustive protocol: 25 runs, each held out once
+        assert "sampled" not in toy and toy["n"] + toy["not_predictable"] == 25
+        # the same figures for the system alone (the sample does not depend on the other systems)
+        assert validate(kb, "big")["systems"]["Big"] == big
+
+
+def test_sweep_mode_samples_a_large_system_too(kb_path):
+    from ioadvisor.advise import validate as V
+    from ioadvisor.advise.validate import sweep_validate
+    with KB.open(kb_path) as kb:
+        kb.add_runs(_large_system(V.SAMPLE_ABOVE + 1), source="big", source_hash="big", fmt="csv", importer="t/1")
+        rep = sweep_validate(kb, "Big", factors=("stripe_count",))
+    s = rep["systems"]["Big"]
+    assert s["sampled"]["held_out"] == V.HOLDOUT_PER_GROUP and 1 <= s["sweep_groups"] <= V.SAMPLED_SWEEPS
+    assert s["n"] + s["not_predictable"] == V.HOLDOUT_PER_GROUP

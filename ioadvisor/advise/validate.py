@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import replace as dc_replace
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import UsageError
 from ..kb import RunFilter
@@ -24,6 +24,14 @@ from ..predict.physical import Z90
 
 LOO_MAX = 60
 FOLDS = 10
+# A system of more than SAMPLE_ABOVE runs is validated on a bounded sample, so that the cost does not grow with its
+# runs (a fit costs in proportion to its runs): HOLDOUT_PER_GROUP runs per (file system, op) held out, evenly spread
+# in import order, predicted from one fit on FIT_PER_GROUP of the others per (file system, op), evenly spread, and
+# the sweep regret from at most SAMPLED_SWEEPS stripe-count sweeps of that fitted sample.
+SAMPLE_ABOVE = 2000
+HOLDOUT_PER_GROUP = 50
+FIT_PER_GROUP = 200
+SAMPLED_SWEEPS = 2
 STRIPE_COST = 0.02          # the advice engine's cost per stripe (OSTs taken from other jobs)
 SWEEP_FACTORS = ("stripe_count", "layout", "collective")
 
@@ -36,21 +44,93 @@ def _center_info(system: str) -> tuple[dict, dict]:
     return ({f.name: f.ost_count for f in c.filesystems}, {f.name: f.default_stripe_count for f in c.filesystems})
 
 
-def _measured(kb: Any, system: str | None) -> dict[str, list]:
+def _measurable(runs: Iterable[Any]) -> list:
+    # as the fits: measured runs only, none flagged as cache-sized or above the peak
+    return [r for r in runs if r.value and r.value > 0 and math.isfinite(r.value)
+            and r.provenance.kind != "production" and not r.flags]
+
+
+def _stable(runs: list) -> list:
+    runs.sort(key=lambda r: (r.id or "", r.op, r.value))      # an order independent of what else the KB holds
+    return runs
+
+
+def _system_sizes(kb: Any, system: str | None) -> dict[str, int]:
+    """Runs per system (the name as stored), of `system` only (any case) when given."""
     if system is not None:
         match = next((s for s in kb.systems() if s.lower() == system.lower()), None)
         if match is None:
             raise UsageError(f"no runs for system {system!r} (known: {', '.join(kb.systems())})")
-        system = match
-    runs = [r for r in kb.runs(RunFilter(system=system))
-            if r.value and r.value > 0 and math.isfinite(r.value) and r.provenance.kind != "production"
-            and not r.flags]      # as the fits: measured runs only, none flagged as cache-sized or above the peak
-    by_sys: dict[str, list] = {}
-    for r in runs:
-        by_sys.setdefault(r.system, []).append(r)
-    for rs in by_sys.values():        # a stable order, independent of what else the KB holds
-        rs.sort(key=lambda r: (r.id or "", r.op, r.value))
-    return by_sys
+    sizes: dict[str, int] = {}
+    # from the per-system summary the KB keeps current as runs change (not a count over every run)
+    for db in ("main", "ref") if kb.reference else ("main",):
+        sql, args = f"SELECT system, sum(n_runs) FROM {db}.system_fs", []
+        if system is not None:
+            sql, args = sql + " WHERE system = ? COLLATE NOCASE", [system]
+        for name, n in kb.conn.execute(sql + " GROUP BY system HAVING sum(n_runs) > 0", args):
+            sizes[name] = sizes.get(name, 0) + n
+    return sizes
+
+
+def _system_runs(kb: Any, sysname: str) -> list:
+    """Every measured run of the system named exactly `sysname`, in a stable order."""
+    return _stable(_measurable(r for r in kb.runs(RunFilter(system=sysname)) if r.system == sysname))
+
+
+def _each_system(kb: Any, system: str | None) -> Iterator[tuple[str, list, list | None, dict]]:
+    """Per system with measured runs, in name order: (name, runs to fit on, held-out runs or None for the
+    exhaustive protocol, a note on the sample or {})."""
+    for name, n in sorted(_system_sizes(kb, system).items()):
+        if n > SAMPLE_ABOVE:
+            fitted, held = _sample(kb, name)
+            note = {"sampled": {"runs": n, "fitted_on": len(fitted), "held_out": len(held)}}
+            if fitted or held:
+                yield name, fitted, held, note
+        else:
+            runs = _system_runs(kb, name)
+            if runs:
+                yield name, runs, None, {}
+
+
+def _sample(kb: Any, sysname: str) -> tuple[list, list]:
+    """(fitted, held out) runs of a large system (see SAMPLE_ABOVE), each in a stable order. Only row ids are read
+    for the whole system; full rows for the chosen runs."""
+    from array import array
+    from ..kb.store import row_to_run
+    groups: dict[tuple, array] = {}
+    for db, sign in (("main", 1),) + ((("ref", -1),) if kb.reference else ()):
+        cur = kb.conn.cursor()
+        cur.row_factory = None
+        # from the system index alone (the name in any case, then as stored); runs that are not measured (flagged,
+        # no value) are dropped once read, so the sample is drawn over every run of the system
+        for fs, op, rowid in cur.execute(
+                f"SELECT filesystem, op, rowid FROM {db}.runs WHERE system = ? COLLATE NOCASE AND system = ? "
+                "AND kind IS NOT 'production' ORDER BY rowid", (sysname, sysname)):
+            g = groups.get((fs, op))
+            if g is None:
+                g = groups[(fs, op)] = array("q")
+            g.append(sign * rowid)
+    fitted: list[int] = []
+    held: list[int] = []
+    for g in groups.values():
+        h = min(HOLDOUT_PER_GROUP, len(g) // 5)
+        out = {int((i + 0.5) * len(g) / h) for i in range(h)} if h else set()
+        held += [g[i] for i in sorted(out)]
+        rest = [k for i, k in enumerate(g) if i not in out] if out else list(g)
+        if len(rest) > FIT_PER_GROUP:
+            step = len(rest) / FIT_PER_GROUP
+            rest = [rest[int(i * step)] for i in range(FIT_PER_GROUP)]
+        fitted += rest
+    rows: dict[int, Any] = {}
+    for db, sign in (("main", 1), ("ref", -1)):
+        ids = [sign * k for k in fitted + held if k * sign > 0]
+        for i in range(0, len(ids), 500):
+            part = ids[i:i + 500]
+            for r in kb.conn.execute(f"SELECT rowid AS _rowid, * FROM {db}.runs "
+                                     f"WHERE rowid IN ({','.join('?' * len(part))})", part):
+                rows[sign * r["_rowid"]] = row_to_run(r)
+    return (_stable(_measurable(rows[k] for k in fitted if k in rows)),
+            _stable(_measurable(rows[k] for k in held if k in rows)))
 
 
 def _q(xs: Sequence[float], q: float) -> float | None:
@@ -82,23 +162,35 @@ def _folds(n: int) -> list[list[int]]:
     return [list(range(i, n, k)) for i in range(k)]
 
 
-def _predict_errors(sysname: str, runs: list, osts: dict, dflt: dict, memo: dict | None = None) -> tuple[list, int]:
-    errs: list[tuple[float, bool, bool, str]] = []
+def _score_held(sysname: str, fits: dict, held: Iterable, osts: dict, dflt: dict,
+                errs: list[tuple[float, bool, bool, str]]) -> int:
+    """Append the held-out runs' (|error|, extrapolated, covered, op) to `errs`; the number without a model."""
     unpredictable = 0
+    for r in held:
+        fit = fits.get((sysname, r.filesystem, r.op))
+        if fit is None or fit.unit != r.unit:
+            unpredictable += 1
+            continue
+        p = run_point(r, osts.get(r.filesystem), dflt.get(r.filesystem))
+        v = fit.predict(p)
+        lo, hi = fit.interval(v, p)
+        errs.append((abs(v / r.value - 1), fit.extrapolates(p), lo <= r.value <= hi, r.op))
+    return unpredictable
+
+
+def _predict_errors(sysname: str, runs: list, osts: dict, dflt: dict, memo: dict | None = None,
+                    held_out: list | None = None) -> tuple[list, int]:
+    """Held-out errors: each run of `runs` held out in turn (leave-one-out or k-fold), or, given `held_out` (a
+    large system's sample), those runs predicted from one fit on `runs`."""
+    errs: list[tuple[float, bool, bool, str]] = []
     memo = {} if memo is None else memo
+    if held_out is not None:
+        return errs, _score_held(sysname, fit_all(runs, osts, dflt, memo=memo), held_out, osts, dflt, errs)
+    unpredictable = 0
     for fold in _folds(len(runs)):
         held = set(fold)
         fits = fit_all([r for i, r in enumerate(runs) if i not in held], osts, dflt, memo=memo)
-        for i in fold:
-            r = runs[i]
-            fit = fits.get((sysname, r.filesystem, r.op))
-            if fit is None or fit.unit != r.unit:
-                unpredictable += 1
-                continue
-            p = run_point(r, osts.get(r.filesystem), dflt.get(r.filesystem))
-            v = fit.predict(p)
-            lo, hi = fit.interval(v, p)
-            errs.append((abs(v / r.value - 1), fit.extrapolates(p), lo <= r.value <= hi, r.op))
+        unpredictable += _score_held(sysname, fits, (runs[i] for i in fold), osts, dflt, errs)
     return errs, unpredictable
 
 
@@ -107,19 +199,20 @@ def validate(kb: Any, system: str | None = None) -> dict[str, Any]:
     the sweep-out regret (`sweep_validate`'s stripe-count figures). A run that is the only one of its (file
     system, op) has no model once held out; the advice engine then gives no number: counted as
     `not_predictable`, outside the error figures. Each system is validated on its own runs only, so the figures
-    for one system are the same whether or not others are in the KB or the report."""
-    by_sys = _measured(kb, system)
+    for one system are the same whether or not others are in the KB or the report. A system of more than
+    SAMPLE_ABOVE runs is validated on a bounded sample (its entry says so under `sampled`)."""
     out: dict[str, Any] = {"systems": {}, "skipped_runs": 0}
     all_errs: list = []
     all_regrets: list[float] = []
-    for sysname, srs in sorted(by_sys.items()):
+    for sysname, srs, held, note in _each_system(kb, system):
         osts, dflt = _center_info(sysname)
         memo: dict = {}
-        errs, unp = _predict_errors(sysname, srs, osts, dflt, memo)
-        sweeps = _sweeps_of_system(sysname, srs, osts, dflt, factors=("stripe_count",), memo=memo)
+        errs, unp = _predict_errors(sysname, srs, osts, dflt, memo, held)
+        sweeps = _sweeps_of_system(sysname, srs, osts, dflt, factors=("stripe_count",), memo=memo,
+                                   limit=None if held is None else SAMPLED_SWEEPS)
         regrets = [c["regret"]["model"] for c in sweeps["cases"]]
         out["systems"][sysname] = {**_err_stats(errs), "not_predictable": unp, "regret_cases": len(regrets),
-                                   "median_regret": statistics.median(regrets) if regrets else None}
+                                   "median_regret": statistics.median(regrets) if regrets else None, **note}
         out["skipped_runs"] += unp
         all_errs += errs
         all_regrets += regrets
@@ -260,12 +353,17 @@ def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int 
 
 
 def _sweeps_of_system(sysname: str, runs: list, osts_by_fs: dict, dflt_by_fs: dict,
-                      factors: Sequence[str] = SWEEP_FACTORS, memo: dict | None = None) -> dict[str, Any]:
+                      factors: Sequence[str] = SWEEP_FACTORS, memo: dict | None = None,
+                      limit: int | None = None) -> dict[str, Any]:
+    """Sweep-out cases of one system; with `limit`, at most that many groups per factor, evenly spread."""
     memo = {} if memo is None else memo
     cases: list[dict] = []
     unscored = 0
     for factor in factors:
-        for group in sweep_groups(runs, factor):
+        groups = sweep_groups(runs, factor)
+        if limit is not None and len(groups) > limit:
+            groups = [groups[int((i + 0.5) * len(groups) / limit)] for i in range(limit)]
+        for group in groups:
             ids = {id(r) for r in group}
             rep = group[0]
             fits = fit_all([r for r in runs if id(r) not in ids], osts_by_fs, dflt_by_fs, memo=memo)
@@ -300,20 +398,20 @@ def sweep_validate(kb: Any, system: str | None = None, factors: Sequence[str] = 
                    with_errors: bool = True) -> dict[str, Any]:
     """Sweep-out validation (see the module docstring), per factor over all systems and per system; with
     `with_errors` also the held-out prediction error of `validate`."""
-    by_sys = _measured(kb, system)
     cases: list[dict] = []
     unscored = 0
     errs: list = []
     per_sys: dict[str, Any] = {}
-    for sysname, srs in sorted(by_sys.items()):
+    for sysname, srs, held, note in _each_system(kb, system):
         osts, dflt = _center_info(sysname)
         memo: dict = {}
-        res = _sweeps_of_system(sysname, srs, osts, dflt, factors, memo)
+        res = _sweeps_of_system(sysname, srs, osts, dflt, factors, memo,
+                                limit=None if held is None else SAMPLED_SWEEPS)
         cases += res["cases"]
         unscored += res["unscored"]
-        entry: dict[str, Any] = {"sweep_groups": len(res["cases"])}
+        entry: dict[str, Any] = {"sweep_groups": len(res["cases"]), **note}
         if with_errors:
-            e, unp = _predict_errors(sysname, srs, osts, dflt, memo)
+            e, unp = _predict_errors(sysname, srs, osts, dflt, memo, held)
             errs += e
             entry.update(_err_stats(e))
             entry["not_predictable"] = unp

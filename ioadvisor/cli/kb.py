@@ -223,7 +223,7 @@ def validate_cmd(
 ) -> None:
     """Check the performance model on held-out runs: prediction error, interval coverage, advice regret."""
     with cli_errors():
-        from ..advise.validate import format_sweep_table, sweep_validate, validate
+        from ..advise.validate import FOLDS, LOO_MAX, SAMPLE_ABOVE, format_sweep_table, sweep_validate, validate
         with KB.open(kb, create=False) as store:
             rep = sweep_validate(store, system) if sweeps else validate(store, system)
         if json_out:
@@ -232,7 +232,8 @@ def validate_cmd(
         if sweeps:
             console.print(format_sweep_table(rep), highlight=False, markup=False)
             return
-        t = Table(title="Held-out validation (leave-one-out; 10-fold above 60 runs per system)", title_justify="left")
+        t = Table(title=f"Held-out validation (leave-one-out; {FOLDS}-fold above {LOO_MAX} runs per system; a sample "
+                        f"above {SAMPLE_ABOVE:,})", title_justify="left")
         for col in ("system", "runs", "median |err|", "p90 |err|", "within clients", "extrapolated",
                     "90% coverage", "not predictable", "regret cases", "median regret"):
             t.add_column(col, justify="left" if col == "system" else "right")
