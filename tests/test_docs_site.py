@@ -391,3 +391,53 @@ def test_extrapolated_prediction_is_marked(tmp_path, monkeypatch):
     assert "(外挿)" in ja and "extrapolated" not in ja.replace('class="num extrapolated"', "")
     assert "because" in en and "because" not in ja          # engine text is English; Japanese pages say it in Japanese
     assert "(外挿)" in (tmp_path / "site" / "ja" / "systems" / "ha8000.md").read_text()
+
+
+def _curves(n_four: int, n_two: int) -> list:
+    """Shared-file write runs on one file system: `n_four` client counts measured at 4 stripe counts, `n_two` more
+    at 2, so each client count is one curve of the stripe plot with 4 or 2 points."""
+    runs = []
+    for k in range(n_four + n_two):
+        for sc in ((1, 2, 4, 8) if k < n_four else (1, 2)):
+            runs.append(make_run(system="Many", filesystem="lus", op="write", api="POSIX", layout="shared",
+                                 nodes=k + 1, ranks=k + 1, stripe_count=sc, value=100.0 * (k + 1) + sc,
+                                 unit="MiB/s"))
+    return runs
+
+
+def test_a_line_plot_draws_the_twelve_curves_with_the_most_points_and_says_so():
+    from ioadvisor.docs.build import _translator, catalogue
+    from ioadvisor.docs.plots import MAX_SERIES, section_plots
+    assert MAX_SERIES == 12
+    runs = _curves(5, 10)                           # 15 curves: 5 of 4 points, 10 of 2
+    spec = next(s for s in section_plots("m-lus", "Many lus", runs) if s.name == "m-lus-stripes")
+    labels = [s.label for s in spec.series]
+    assert len(labels) == 12 and spec.note == "12 of 15 curves: those with the most points"
+    # every 4-point curve is kept (clients 1-5); of the 2-point ones, the first 7 by label
+    four = {f"write shared, {k} client" + ("s" if k > 1 else "") for k in range(1, 6)}
+    two = sorted(f"write shared, {k} clients" for k in range(6, 16))
+    assert four <= set(labels) and set(labels) - four == set(two[:7])
+    assert all(len(s.x) == 4 for s in spec.series if s.label in four)
+    ja = next(s for s in section_plots("m-lus", "Many lus", runs, _translator(catalogue("ja")))
+              if s.name == "m-lus-stripes")
+    assert ja.note == "全 15 本のうち点の多い 12 本"
+    # what must not happen: a plot of 12 curves or fewer loses any, or carries the note
+    spec12 = next(s for s in section_plots("m-lus", "Many lus", _curves(2, 10)) if s.name == "m-lus-stripes")
+    assert len(spec12.series) == 12 and spec12.note == ""
+
+
+def test_plots_drawn_in_worker_processes_are_the_bytes_drawn_in_process(kb_path):
+    from ioadvisor.docs.plots import Renderer, section_plots
+    with KB.open(kb_path) as kb:
+        runs = kb.runs(RunFilter(system="HA8000"))
+    specs = section_plots("ha8000-lustre", "HA8000 lustre", runs) + \
+        section_plots("many-lus", "Many lus", _curves(5, 10))
+    drawn = {}
+    for workers in (1, 2):
+        r = Renderer(cache=False)
+        r.workers = workers
+        for spec in specs:
+            r.submit(spec, ("en", spec.name))
+        drawn[workers] = r.results()
+        assert (r.pool is None)                     # shut down once the results are in
+    assert len(drawn[1]) == len(specs) >= 4 and drawn[1] == drawn[2]

@@ -119,36 +119,41 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
     systems: list[collect.SystemData] = []
     # page and plot names: unique among the systems, and among each system's file systems
     pages = collect.unique_slugs(list(names))
-    specs: dict[str, list[plots.PlotSpec]] = {lang: [] for lang in langs}
-    for i, n in enumerate(names):
-        report(f"reading {n}", i, len(names))
-        s = collect.collect_system(kb, n, by_name.get(n.lower()))
-        s.slug = pages[n]
-        sec_pages = collect.unique_slugs([sec.name for sec in s.sections])
-        for sec in s.sections:
-            sec.slug = sec_pages[sec.name]
-        systems.append(s)
-        for sec in s.sections:
+    # each system's plots go to worker processes as soon as it is read, and are drawn while the next is read
+    renderer = plots.Renderer(cache=plot_cache)
+    n_specs = 0
+    try:
+        for i, n in enumerate(names):
+            report(f"reading {n}", i, len(names))
+            s = collect.collect_system(kb, n, by_name.get(n.lower()))
+            s.slug = pages[n]
+            sec_pages = collect.unique_slugs([sec.name for sec in s.sections])
+            for sec in s.sections:
+                sec.slug = sec_pages[sec.name]
+            systems.append(s)
+            for sec in s.sections:
+                for lang in langs:
+                    t = _translator(catalogue(lang))
+                    for spec in plots.section_plots(f"{s.slug}-{sec.slug}", f"{s.name} {sec.name}", sec.runs, t,
+                                                    sec.points):
+                        renderer.submit(spec, (lang, spec.name))
+                        n_specs += 1
+                        _plot_entry(sec.plots, spec, lang)
+                sec.runs, sec.points = [], None
             for lang in langs:
-                t = _translator(catalogue(lang))
-                for spec in plots.section_plots(f"{s.slug}-{sec.slug}", f"{s.name} {sec.name}", sec.runs, t,
-                                                sec.points):
-                    specs[lang].append(spec)
-                    _plot_entry(sec.plots, spec, lang)
-            sec.runs, sec.points = [], None
-        for lang in langs:
-            for spec in plots.ci_plots(s.slug, s.name, s.ci_runs, _translator(catalogue(lang))):
-                specs[lang].append(spec)
-                _plot_entry(s.plots, spec, lang)
-        s.ci_runs = []
-    n_specs = sum(len(v) for v in specs.values())
-    report("drawing plots", 0, n_specs)
-    rendered = {}
-    for lang in langs:
-        base = sum(len(rendered[lg]) for lg in rendered)
-        rendered[lang] = plots.render_all(specs[lang], cache=plot_cache,
-                                          progress=lambda done, base=base: report("drawing plots", base + done,
-                                                                                 n_specs))
+                for spec in plots.ci_plots(s.slug, s.name, s.ci_runs, _translator(catalogue(lang))):
+                    renderer.submit(spec, (lang, spec.name))
+                    n_specs += 1
+                    _plot_entry(s.plots, spec, lang)
+            s.ci_runs = []
+        report("drawing plots", 0, n_specs)
+        renderer.progress = lambda done: report("drawing plots", done, n_specs)
+        drawn = renderer.results()
+    finally:
+        renderer.close()
+    rendered: dict[str, dict[str, tuple[bytes, bytes]]] = {lang: {} for lang in langs}
+    for (lang, name), pair in drawn.items():
+        rendered[lang][name] = pair
     guide = {}
     for i, s in enumerate(systems):
         report("decision guides", i, len(systems))

@@ -19,6 +19,8 @@ from ..util import atomic_write
 LOG_SPAN = 20.0      # use a log axis once the values span more than this factor
 WIDTH_IN, HEIGHT_IN = 8.4, 3.8
 LEGEND_AT = 0.62     # the axes end here (fraction of the width); the legend uses the rest
+MAX_SERIES = 12      # curves per line plot: those with the most points (a legend of 48 is unreadable, and drawing
+                     # it took half of a plot's time)
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class PlotSpec:
     quantity: str = "bandwidth"   # bandwidth | metadata | iops: one per plot, so one unit per y axis
     unit: str = "MiB/s"
     integer_x: bool = False       # the x axis counts things (stripes, processes): integer ticks only
+    note: str = ""                # legend title: how many of how many curves are shown, when not all are
 
 
 QUANTITIES = {"bandwidth": "MiB/s", "metadata": "ops/s", "iops": "ops/s"}
@@ -128,7 +131,7 @@ def _label_stripes(r: Run, t: Any = None) -> str:
 
 
 def _line(name: str, runs: list[Run], xattr: str, title: str, xlabel: str, ylabel: str,
-          label=_label, quantity: str = "bandwidth") -> PlotSpec | None:
+          label=_label, quantity: str = "bandwidth", t: Any = None) -> PlotSpec | None:
     pts: dict[str, dict[Any, list[Run]]] = {}
     for r in runs:
         x = getattr(r, xattr)
@@ -137,7 +140,14 @@ def _line(name: str, runs: list[Run], xattr: str, title: str, xlabel: str, ylabe
     pts = {k: v for k, v in pts.items() if len(v) >= 2}
     if not pts:
         return None
-    return PlotSpec(name, "line", title, xlabel, ylabel, _aggregate(pts), quantity, QUANTITIES[quantity], True)
+    note = ""
+    if len(pts) > MAX_SERIES:
+        # the curves with the most points, then by label: the same choice from all runs or their stand-ins
+        keep = sorted(pts, key=lambda k: (-len(pts[k]), k))[:MAX_SERIES]
+        note = (t or _english())("plot_curves_shown", shown=MAX_SERIES, total=len(pts))
+        pts = {k: pts[k] for k in keep}
+    return PlotSpec(name, "line", title, xlabel, ylabel, _aggregate(pts), quantity, QUANTITIES[quantity], True,
+                    note)
 
 
 def section_plots(prefix: str, fs: str, runs: list[Run], t: Any = None,
@@ -156,13 +166,13 @@ def section_plots(prefix: str, fs: str, runs: list[Run], t: Any = None,
     p = points or {"stripes": bw, "clients": bw, "metadata": meta, "iops": iops, "layout": bw}
     specs = [
         _line(f"{prefix}-stripes", p["stripes"], "stripe_count", t("plot_stripes_title", fs=fs),
-              t("plot_stripes_x"), t("plot_bandwidth_y"), label=lambda r: _label_clients(r, t)),
+              t("plot_stripes_x"), t("plot_bandwidth_y"), label=lambda r: _label_clients(r, t), t=t),
         _line(f"{prefix}-clients", p["clients"], "ranks", t("plot_clients_title", fs=fs), t("plot_clients_x"),
-              t("plot_bandwidth_y"), label=lambda r: _label_stripes(r, t)),
+              t("plot_bandwidth_y"), label=lambda r: _label_stripes(r, t), t=t),
         _line(f"{prefix}-metadata", p["metadata"], "ranks", t("plot_metadata_title", fs=fs),
-              t("plot_processes_x"), t("plot_metadata_y"), label=lambda r: r.op, quantity="metadata"),
+              t("plot_processes_x"), t("plot_metadata_y"), label=lambda r: r.op, quantity="metadata", t=t),
         _line(f"{prefix}-iops", p["iops"], "ranks", t("plot_iops_title", fs=fs), t("plot_processes_x"),
-              t("plot_iops_y"), label=_label, quantity="iops"),
+              t("plot_iops_y"), label=_label, quantity="iops", t=t),
     ]
     layouts: dict[str, dict[Any, list[Run]]] = {}
     for r in p["layout"]:
@@ -244,13 +254,15 @@ def render(spec: PlotSpec) -> tuple[bytes, bytes]:
             for axis in (ax.xaxis, ax.yaxis):
                 if axis.get_scale() == "log":
                     axis.set_major_formatter(ticker.FuncFormatter(_tick))
-                    axis.set_minor_formatter(ticker.NullFormatter())
+                    # no minor ticks: unlabelled, and laying them out took a fifth of a plot's drawing time
+                    axis.set_minor_locator(ticker.NullLocator())
             ax.set_title(spec.title)
             ax.set_xlabel(spec.xlabel)
             ax.set_ylabel(spec.ylabel)
             ax.grid(True, which="major", alpha=0.3)
             # the legend sits right of the axes, never over the data
-            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False)
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False,
+                      title=spec.note or None, title_fontsize=8, alignment="left")
             fig.subplots_adjust(left=0.1, right=LEGEND_AT, top=0.91, bottom=0.13)
             svg, png = io.BytesIO(), io.BytesIO()
             fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
@@ -274,38 +286,66 @@ def _cache_key(spec: PlotSpec) -> str:
     return h.hexdigest()[:32]
 
 
+class Renderer:
+    """Draws plots as they are handed over: reused from the plot cache when an identical plot was drawn before,
+    else drawn in worker processes when there are several CPUs (the bytes depend on neither), while the caller
+    goes on reading the next system. `results()` waits for them all."""
+
+    def __init__(self, cache: bool = True, progress: Callable[[int], None] | None = None):
+        self.cache, self.progress = cache, progress
+        self.ready: dict[Any, tuple[bytes, bytes]] = {}
+        self.todo: list[tuple[Any, PlotSpec, Path | None, Any]] = []
+        self.workers = os.cpu_count() or 1
+        self.pool: Any = None
+
+    def submit(self, spec: PlotSpec, key: Any = None) -> None:
+        """Draw `spec`; its bytes come back from `results()` under `key` (default: the plot's name)."""
+        key = spec.name if key is None else key
+        base = _cache_dir() / _cache_key(spec) if self.cache else None
+        if base is not None and base.with_suffix(".svg").is_file() and base.with_suffix(".png").is_file():
+            self.ready[key] = (base.with_suffix(".svg").read_bytes(), base.with_suffix(".png").read_bytes())
+            return
+        future = None
+        if self.workers > 1:
+            if self.pool is None:
+                from concurrent.futures import ProcessPoolExecutor
+                self.pool = ProcessPoolExecutor(max_workers=self.workers)
+            future = self.pool.submit(render, spec)
+        self.todo.append((key, spec, base, future))
+
+    def results(self) -> dict[Any, tuple[bytes, bytes]]:
+        """Every plot handed over, by key (drawn here, one after another, without worker processes)."""
+        out = dict(self.ready)
+        try:
+            for key, spec, base, future in self.todo:
+                svg, png = future.result() if future is not None else render(spec)
+                out[key] = (svg, png)
+                if self.progress is not None:
+                    self.progress(len(out))
+                if base is not None:
+                    try:
+                        atomic_write(base.with_suffix(".svg"), svg)
+                        atomic_write(base.with_suffix(".png"), png)
+                    except OSError:
+                        pass                           # a cache that cannot be written only costs time
+        finally:
+            self.close()
+        return out
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+            self.pool = None
+
+
 def render_all(specs: list[PlotSpec], cache: bool = True,
                progress: Callable[[int], None] | None = None) -> dict[str, tuple[bytes, bytes]]:
-    """Render many plots: reused from the plot cache when an identical plot was drawn before, else drawn in
-    worker processes when there are several CPUs (the bytes depend on neither)."""
-    out: dict[str, tuple[bytes, bytes]] = {}
-    todo: list[tuple[PlotSpec, Path | None]] = []
-    for spec in specs:
-        base = _cache_dir() / _cache_key(spec) if cache else None
-        if base is not None and base.with_suffix(".svg").is_file() and base.with_suffix(".png").is_file():
-            out[spec.name] = (base.with_suffix(".svg").read_bytes(), base.with_suffix(".png").read_bytes())
-        else:
-            todo.append((spec, base))
-    workers = min(len(todo), os.cpu_count() or 1)
-    results: list[tuple[bytes, bytes]] = []
-    if workers <= 1 or len(todo) < 3:
-        for s, _ in todo:
-            results.append(render(s))
-            if progress is not None:
-                progress(len(out) + len(results))
-    else:
-        from concurrent.futures import ProcessPoolExecutor
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for res in pool.map(render, [s for s, _ in todo]):
-                results.append(res)
-                if progress is not None:
-                    progress(len(out) + len(results))
-    for (spec, base), (svg, png) in zip(todo, results):
-        out[spec.name] = (svg, png)
-        if base is not None:
-            try:
-                atomic_write(base.with_suffix(".svg"), svg)
-                atomic_write(base.with_suffix(".png"), png)
-            except OSError:
-                pass                                   # a cache that cannot be written only costs time
-    return out
+    """Render many plots (see Renderer)."""
+    r = Renderer(cache, progress)
+    try:
+        for spec in specs:
+            r.submit(spec)
+    except BaseException:
+        r.close()
+        raise
+    return r.results()
