@@ -5,12 +5,13 @@ Measures, each as the median of several cold processes (wall time and peak RSS o
   from the KB's summary), after the fits are stored, and once right after the runs changed (fits refitted);
 - `ioadvise kb list` with filters (the terminal table and --json);
 - `ioadvise docs build` of every system, plots drawn (no plot cache);
-- `ioadvise kb import` of one canonical CSV of 1,000,000 rows into an empty KB (runs/s, peak RSS).
+- `ioadvise kb import` of one canonical CSV of 1,000,000 rows into an empty KB (runs/s, peak RSS);
+- `ioadvise kb validate --json` of the whole KB (systems above 2,000 runs validated on a bounded sample).
 
 The data are synthetic (benchmarks/scale_data.py); the KB and the CSV are built once under /tmp/ioadvise-scale
 (or $IOADVISE_SCALE_DIR) and reused. Targets: advise <= 300 ms and <= 150 MB; kb list <= 100 ms; docs build
-<= 30 s and <= 500 MB; import >= 20,000 runs/s and <= 300 MB.
-Usage: .venv/bin/python benchmarks/bench_scale.py [--repeat N] [--skip import,docs,...]
+<= 30 s and <= 500 MB; import >= 20,000 runs/s and <= 300 MB; validate < 60 s.
+Usage: .venv/bin/python benchmarks/bench_scale.py [--repeat N] [--skip advise,list,docs,validate,import]
 """
 from __future__ import annotations
 
@@ -123,6 +124,11 @@ def main() -> None:
         report("docs build, every system, plots drawn (empty plot cache)", cold, unit="s")
         report("docs build, every system, plots from the plot cache (a rebuild)", warm, unit="s")
         print("  (peak RSS is the build process's; plots are drawn in worker processes of their own)")
+
+    if "validate" not in skip:
+        report("kb validate --json, every system (above 2,000 runs: a bounded sample)",
+               [measure(["kb", "validate", "--kb", str(kb), "--json"]) for _ in range(max(1, min(3, opts.repeat // 3)))],
+               unit="s")
 
     if "import" not in skip:
         csv = scale_data.write_csv(scale_data.scale_dir() / "runs-1000000.csv", 1_000_000, 7)

@@ -141,13 +141,13 @@ def new_instance(cls: type, kw: dict[str, Any]) -> Any:
     values, factories, required = _LAYOUT[cls]
     if not required <= kw.keys() or not kw.keys() <= values.keys():
         return cls(**kw)
-    d = values.copy()
+    obj = object.__new__(cls)
+    d = obj.__dict__
+    d.update(values)
     d.update(kw)
     for name, factory in factories.items():
         if name not in kw:
             d[name] = factory()
-    obj = object.__new__(cls)
-    obj.__dict__.update(d)
     return obj
 
 
