@@ -190,3 +190,19 @@ def test_distinct_copies_are_distinct_jobs(tmp_path, kb_path):
         rules = kb.conn.execute("SELECT rule, count(*) FROM archive_findings GROUP BY rule").fetchall()
     assert out.diagnosed == 4 and uids == sorted([101, 102, 103, analyze(src, use_kb=False).summary.uid])
     assert [tuple(r) for r in rules] == [(f.id, 4) for f in analyze(src, use_kb=False).findings]
+
+
+def test_scan_progress_with_eta_on_a_terminal_only(tmp_path):
+    from tests.test_progress import _run
+    src = next(p for p in LOGS if p.name == "sample-goodost.darshan").read_bytes()
+    d = tmp_path / "arch"
+    d.mkdir()
+    for i in range(300):
+        (d / f"j{i}.darshan").write_bytes(with_job(src, jobid=1000 + i))
+    rc, out, err = _run(["archive", "scan", str(d), "--kb", str(tmp_path / "a.sqlite"), "-j", "1"], tty=True)
+    assert rc == 0 and "Added 300 jobs" in out
+    assert "Scanning Darshan logs" in err and "ETA" in err
+    rc, out, err = _run(["archive", "scan", str(d), "--kb", str(tmp_path / "b.sqlite"), "-j", "1"], tty=False)
+    assert rc == 0 and "Added 300 jobs" in out and err == ""
+    rc, out, err = _run(["archive", "scan", str(d), "--kb", str(tmp_path / "c.sqlite"), "--json"], tty=True)
+    assert rc == 0 and json.loads(out)["added"]["jobs"] == 300 and err == ""

@@ -161,3 +161,22 @@ def test_no_archive_page_without_scanned_jobs(tmp_path):
         build_site(tmp_path / "site", kb=kb, langs=("en",), formats=("html",), plot_cache=False)
     assert not (tmp_path / "site" / "en" / "archive.html").exists()
     assert "archive.html" not in (tmp_path / "site" / "en" / "index.html").read_text()
+
+
+def test_docs_name_every_field_the_json_documents_print(wheel_kb, tmp_path):
+    doc_text = (Path(__file__).resolve().parent.parent / "docs" / "archive.md").read_text()
+    with KB.open(wheel_kb) as kb:
+        rep = center_report(kb)
+    keys = set(rep) | set(rep["logs"]) | set(rep["totals"]) | set(rep["jobs"][0]) | set(rep["users"][0])
+    keys |= set(rep["applications"][0]) | set(rep["rules"][0]) | set(rep["rules"][0]["example"])
+    keys |= set(rep["jobs"][0]["findings"][0])
+    r = runner.invoke(app, ["archive", "scan", str(tmp_path / "none"), "--kb", str(tmp_path / "k.sqlite")])
+    assert r.exit_code == 2
+    d = tmp_path / "one"
+    d.mkdir()
+    shutil.copy(EXAMPLE, d / "x.darshan")
+    r = runner.invoke(app, ["archive", "scan", str(d), "--kb", str(tmp_path / "k.sqlite"), "--json"])
+    scan_doc = json.loads(r.stdout)
+    keys |= set(scan_doc) | set(scan_doc["added"])
+    missing = sorted(k for k in keys if f"`{k}`" not in doc_text)
+    assert missing == []
