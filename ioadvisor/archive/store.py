@@ -52,7 +52,11 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
     A result for a log whose earlier scan failed replaces that failure (a retry); one for a log already
     scanned successfully adds nothing. Production runs go through the same checks, content ids and evidence
     flags as `kb import`; a log already imported with `kb import` keeps its runs."""
+    from ..center import center_for
     from ..kb.store import _flagged
+    # one center for the batch (every log of a scan is filed under one system): looking it up per log was most
+    # of the scanning process's time
+    center = center if center is not None else center_for(None, system)
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     added = {"logs": 0, "failed": 0, "jobs": 0, "findings": 0, "runs": 0}
     conn = kb.conn
@@ -83,7 +87,9 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
             if r["runs"] and not conn.execute("SELECT 1 FROM main.sources WHERE hash = ?", (digest,)).fetchone():
                 conn.execute("INSERT INTO main.sources VALUES (?,?,?,?,?,?)",
                              (digest, r["path"], "darshan", "darshan/1", now, 0))
-                runs = list(_flagged((run_from_dict(d) for d in r["runs"]), center))
+                runs = [run_from_dict(d) for d in r["runs"]]
+                if center is not None:
+                    runs = list(_flagged(runs, center))
                 n, _ = kb.insert_runs(runs, source=r["path"], source_hash=digest)
                 if n:
                     conn.execute("UPDATE main.sources SET n_runs = ? WHERE hash = ?", (n, digest))
