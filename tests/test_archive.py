@@ -206,3 +206,25 @@ def test_scan_progress_with_eta_on_a_terminal_only(tmp_path):
     assert rc == 0 and "Added 300 jobs" in out and err == ""
     rc, out, err = _run(["archive", "scan", str(d), "--kb", str(tmp_path / "c.sqlite"), "--json"], tty=True)
     assert rc == 0 and json.loads(out)["added"]["jobs"] == 300 and err == ""
+
+
+def test_production_runs_are_those_kb_import_makes_with_the_same_center(tmp_path):
+    """The runs a scan stores, evidence flags included, are the runs `kb import --center` makes of each log."""
+    c = tmp_path / "c.toml"
+    c.write_text('name = "laptop"\nnode_memory = "1TiB"\n[[filesystems]]\nname = "disk"\ntype = "ext4"\n'
+                 'mount = "/"\nrated_write_bandwidth = "1MB/s"\nrated_read_bandwidth = "1MB/s"\n')
+    _archive(tmp_path / "arch")
+    r = runner.invoke(app, ["archive", "scan", str(tmp_path / "arch"), "--center", str(c), "--kb",
+                            str(tmp_path / "a.sqlite"), "--json"])
+    assert r.exit_code == 0, r.output
+    for p in sorted((tmp_path / "arch").rglob("*.darshan")):
+        r = runner.invoke(app, ["kb", "import", str(p), "--system", "laptop", "--center", str(c), "--kb",
+                                str(tmp_path / "b.sqlite"), "--json"])
+        assert r.exit_code == 0 or "no measured results" in r.output, r.output
+
+    def runs(kb):
+        return sorted(sqlite3.connect(kb).execute("SELECT id, system, op, value, flags, kind FROM runs"))
+    a, b = runs(tmp_path / "a.sqlite"), runs(tmp_path / "b.sqlite")
+    assert a == b and a
+    # 1 TiB of node memory holds every wheel job's data and 1 MB/s is below what they moved: flags are set
+    assert any(r[4] and "cache-sized" in r[4] for r in a) and all(r[5] == "production" for r in a)
