@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterable, Iterator
 
+from ..errors import IOAdvisorError
+
 __all__ = ["WorkerPool", "Outcome", "default_workers"]
 
 
@@ -40,7 +42,11 @@ class Outcome:
 
 
 def _serve(conn: Connection, setup: Callable[..., Callable[[Any], Any]], args: tuple) -> None:
-    handle = setup(*args)
+    try:
+        handle = setup(*args)
+    except Exception as e:  # reported by the parent, which raises it there
+        conn.send(("setup-error", e))
+        return
     conn.send(("ready", None))
     while True:
         try:
@@ -107,7 +113,8 @@ class WorkerPool:
         self.restarts = 0
 
     def __enter__(self) -> "WorkerPool":
-        self.workers = [self._start() for _ in range(self.n)]
+        for _ in range(self.n):
+            self.workers.append(self._start())
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -122,11 +129,17 @@ class WorkerPool:
         w = _Worker(self.ctx, self.setup, self.args)
         try:
             if not w.conn.poll(self.timeout):
-                raise RuntimeError(f"a worker did not start within {self.timeout:.0f} s")
-            status, _ = w.conn.recv()
+                w.stop(kill=True)
+                raise IOAdvisorError(f"a worker did not start within {self.timeout:.0f} s")
+            status, value = w.conn.recv()
         except (EOFError, OSError):
             w.proc.join()
-            raise RuntimeError(f"a worker stopped while starting ({_death(w.proc.exitcode)})") from None
+            raise IOAdvisorError(f"a worker stopped while starting ({_death(w.proc.exitcode)})") from None
+        if status == "setup-error":
+            w.stop()
+            self.close()
+            raise value if isinstance(value, IOAdvisorError) else IOAdvisorError(
+                f"a worker could not start: {type(value).__name__}: {value}")
         return w
 
     def _replace(self, w: _Worker, kill: bool) -> _Worker:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import IOAdvisorError
+from ..errors import IOAdvisorError, UsageError
 
 __all__ = ["Settings", "setup", "app_name", "job_facts"]
 
@@ -54,6 +54,8 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
     from ..model.types import to_plain
 
     backend = import_backend()
+    if backend is None:
+        raise UsageError("reading Darshan logs needs PyDarshan: pip install 'ioadvisor[darshan]'")
     thresholds = load_thresholds(settings.thresholds)
     center = None
     if settings.center:
@@ -69,9 +71,6 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
         path, digest = item
         p = str(Path(path))
         out: dict[str, Any] = {"hash": digest, "path": path}
-        if backend is None:
-            return {**out, "status": "failed",
-                    "error": "reading Darshan logs needs PyDarshan: pip install 'ioadvisor[darshan]'"}
         try:
             check_header(p)
             s = read_checked(p, backend, errfile)
