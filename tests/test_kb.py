@@ -184,3 +184,19 @@ def test_a_version_1_kb_is_migrated_and_keeps_its_comparisons(tmp_path):
         assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION >= 2
         (c,) = kb.comparisons("X")
         assert (c["better"], c["nodes_min"], c["nodes_max"]) == ("fpp", None, None)
+
+
+def test_a_write_to_the_user_kb_does_not_lock_the_shared_reference_kb(kb_path):
+    """Every process of a user attaches the same cached reference KB: it is attached read-only, so one
+    process's write transaction (an import, an archive scan's batch) never blocks another's."""
+    import sqlite3 as _sqlite3
+    with KB.open(kb_path) as kb:
+        assert kb.conn.execute("SELECT count(*) FROM ref.runs").fetchone()[0] > 0
+        kb.conn.execute("BEGIN IMMEDIATE")
+        other = _sqlite3.connect(kb.reference, timeout=0.2, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")          # would raise "database is locked" with a writable attach
+        other.execute("ROLLBACK")
+        other.close()
+        with pytest.raises(_sqlite3.OperationalError, match="readonly"):
+            kb.conn.execute("DELETE FROM ref.runs")
+        kb.conn.execute("ROLLBACK")

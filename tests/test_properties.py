@@ -48,7 +48,10 @@ def _dump(kb: KB) -> list[str]:
 
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory):
-    store = KB.open(tmp_path_factory.mktemp("prop") / "kb.sqlite")
+    # module scope comes before the per-test isolated home: give the KB (and its reference cache) its own here
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("prop-cache")))
+        store = KB.open(tmp_path_factory.mktemp("prop") / "kb.sqlite")
     yield store
     store.close()
 

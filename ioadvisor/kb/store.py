@@ -418,7 +418,14 @@ class KB:
         if reference:
             from .reference import reference_kb_path
             ref_path = str(reference_kb_path())
-            conn.execute("ATTACH DATABASE ? AS ref", (ref_path,))
+            # read-only: a write transaction on the user's KB (BEGIN IMMEDIATE) would otherwise also lock the
+            # reference file every process of the user shares, and block them all while it lasts
+            from urllib.parse import quote
+            conn.execute("ATTACH DATABASE ? AS ref", (f"file:{quote(ref_path)}?mode=ro",))
+            if not conn.execute("SELECT count(*) FROM ref.sqlite_master").fetchone()[0]:
+                # this SQLite does not read URI names: the plain path (and a file named like the URI) instead
+                conn.execute("DETACH DATABASE ref")
+                conn.execute("ATTACH DATABASE ? AS ref", (ref_path,))
         union = "SELECT 'user' AS origin, * FROM main.{t}"
         if ref_path:
             union += " UNION ALL SELECT 'reference' AS origin, * FROM ref.{t}"
