@@ -313,21 +313,24 @@ def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int 
                             "api": rep.api, "nodes": rep.nodes, "ranks": rep.ranks,
                             "measured": {str(k): round(v, 3) for k, v in sorted(measured.items(), key=lambda kv: str(kv[0]))},
                             "errors": [e for e, _ in hidden], "covered": [c for _, c in hidden]}
+
+    def cold(**setting: Any) -> Any:
+        # the advice engine predicts for data the servers do not hold in cache (a job's input is seldom what it
+        # has just written): the candidates are compared as it compares them, without the runs' volume
+        return dc_replace(run_point(dc_replace(rep, **setting), osts, dflt), bytes=None)
+
     if factor == "stripe_count":
         if any(not isinstance(k, (int, float)) or k <= 0 for k in measured):
             return None
         m = {float(k): v for k, v in measured.items()}
         cands = _stripe_candidates(osts, list(m))
-        # the advice engine predicts for data the servers do not hold in cache (a job's input is seldom what it
-        # has just written): the candidates are compared as it compares them, without the runs' volume
-        cold = dc_replace(rep, block_size=None, total_bytes=None, file_size=None)
-        pts = [run_point(dc_replace(cold, stripe_count=s), osts, dflt) for s in cands]
+        pts = [cold(stripe_count=s) for s in cands]
         vals = [fit.predict(p) for p in pts]
         draws = [fit.draws(p) for p in pts]
         default = dflt if dflt and dflt > 0 else 1
         if default not in cands:
             cands.append(default)
-            pts.append(run_point(dc_replace(cold, stripe_count=default), osts, dflt))
+            pts.append(cold(stripe_count=default))
             vals.append(fit.predict(pts[-1]))
             draws.append(fit.draws(pts[-1]))
         pick, _ = choose(vals, draws, [STRIPE_COST * s for s in cands], stripes=list(cands),
@@ -340,8 +343,7 @@ def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int 
                           "size_table": best / _interp(m, _size_table_count(rep, osts))}
     else:
         opts = list(measured)
-        cold = dc_replace(rep, block_size=None, total_bytes=None, file_size=None)
-        pts = [run_point(dc_replace(cold, **{factor: o}), osts, dflt) for o in opts]
+        pts = [cold(**{factor: o}) for o in opts]
         vals = [fit.predict(p) for p in pts]
         draws = [fit.draws(p) for p in pts]
         pick, _ = choose(vals, draws, [0.0] * len(opts))

@@ -111,9 +111,8 @@ def parse(data: bytes, ctx: ImportContext) -> list[Run]:
                                 ctx.source, len(lines))
     it_m = re.search(r"\(of (\d+) iterations?\)", lines[start])
     reps = int(it_m.group(1)) if it_m else _int_opt(opts, "i")
-    notes_base = [("unique directory per task (-u)" if unique else "all tasks in shared directories")]
-    if one_file:
-        notes_base = ["every task on one single file (-S)"]
+    notes_base = ["every task on one single file (-S)" if one_file
+                  else "unique directory per task (-u)" if unique else "all tasks in shared directories"]
     if depth:
         notes_base.append(f"tree depth {depth}, branching {_int_opt(opts, 'b') or 1}")
     if reps and reps > 1:

@@ -58,7 +58,8 @@ def prior_sd(post: ph.Posterior, values: Sequence[float] = (1.0,)) -> "Any":
     import numpy as np
     names = [k for k, _ in post.theta]
     klasses = [k[4:] for k in names if k.startswith("cap:")]
-    table = ph._priors(post.kind, klasses, None, list(values))
+    # the cache's priors too: `_priors` adds them only where a group's runs moved different volumes
+    table = {**ph._CACHE_PRIORS, **ph._priors(post.kind, klasses, None, list(values))}
     return np.array([table[k][1] if k in table else ph.API_CAP_SD for k in names])
 
 

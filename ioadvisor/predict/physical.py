@@ -164,8 +164,8 @@ def _bw_limits(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> dict[st
     # the share of the data the servers' cache holds: it is served `boost` times faster, without seeks
     if "log_cache" in th:
         b = X["bytes"]
-        ratio = o.where(b > 0, b, 0.0) / o.exp(th["log_cache"])
-        hit = o.where(b > 0, 1.0 / (1.0 + ratio ** CACHE_SHARPNESS), 0.0)
+        # no volume (0: unknown, or the advice's cold case) finds nothing in cache
+        hit = o.where(b > 0, 1.0 / (1.0 + (b / o.exp(th["log_cache"])) ** CACHE_SHARPNESS), 0.0)
         boost = o.exp(th["log_boost"])
     else:
         hit, boost = 0.0, 1.0
