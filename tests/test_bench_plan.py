@@ -100,28 +100,27 @@ def _simulate(points, rnd: random.Random, ops=("write",)) -> list:
                  p.stripe_count if p.stripe_count is not None else 1, op) for p in points for op in ops]
 
 
-def _mean_width(runs: list, plan: bp.BenchPlan) -> float:
-    """Mean 90% interval (high/low) of the refitted model at the targets' options, weighted as the plan weighs."""
+def _at_targets(runs: list, plan: bp.BenchPlan, measure) -> float:
+    """`measure(fit, point)` of the model refitted on `runs`, averaged over the targets' options as the plan
+    weighs them."""
     fits = fit_all(runs, {FS: OSTS}, {FS: 1})
     tot = wsum = 0.0
     for op, ev in plan.evaluation.items():
         fit = fits[(SYSTEM, FS, op)]
         for p, w in ev:
-            tot += w * math.exp(2 * Z90 * fit.log_sd(p))
+            tot += w * measure(fit, p)
             wsum += w
     return tot / wsum
+
+
+def _mean_width(runs: list, plan: bp.BenchPlan) -> float:
+    """Mean 90% interval (high/low) of the refitted model at the targets' options, weighted as the plan weighs."""
+    return _at_targets(runs, plan, lambda fit, p: math.exp(2 * Z90 * fit.log_sd(p)))
 
 
 def _posterior_sd(runs: list, plan: bp.BenchPlan) -> float:
     """Mean sd of log bandwidth over the fit's posterior draws at the targets' options (weighted)."""
-    fits = fit_all(runs, {FS: OSTS}, {FS: 1})
-    tot = wsum = 0.0
-    for op, ev in plan.evaluation.items():
-        fit = fits[(SYSTEM, FS, op)]
-        for p, w in ev:
-            tot += w * statistics.stdev(math.log(v) for v in fit.draws(p))
-            wsum += w
-    return tot / wsum
+    return _at_targets(runs, plan, lambda fit, p: statistics.stdev(math.log(v) for v in fit.draws(p)))
 
 
 @pytest.fixture(scope="module")
