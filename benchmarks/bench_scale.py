@@ -6,12 +6,18 @@ Measures, each as the median of several cold processes (wall time and peak RSS o
 - `ioadvise kb list` with filters (the terminal table and --json);
 - `ioadvise docs build` of every system, plots drawn (no plot cache);
 - `ioadvise kb import` of one canonical CSV of 1,000,000 rows into an empty KB (runs/s, peak RSS);
-- `ioadvise kb validate --json` of the whole KB (systems above 2,000 runs validated on a bounded sample).
+- `ioadvise kb validate --json` of the whole KB (systems above 2,000 runs validated on a bounded sample);
+- start-up: the import time of the CLI module (`python -X importtime -c "import ioadvisor.cli"`, its cumulative
+  microseconds) and the cold `ioadvise kb list --help` process, which does nothing but start.
+
+The package measured is the one the environment imports (printed first; run from a source tree with
+PYTHONPATH=$PWD to measure it). Its bytecode is compiled first when it is missing (PYTHONDONTWRITEBYTECODE set,
+or a fresh tree), as an installed package has it: otherwise every process would also compile the package.
 
 The data are synthetic (benchmarks/scale_data.py); the KB and the CSV are built once under /tmp/ioadvise-scale
 (or $IOADVISE_SCALE_DIR) and reused. Targets: advise <= 300 ms and <= 150 MB; kb list <= 100 ms; docs build
 <= 30 s and <= 500 MB; import >= 20,000 runs/s and <= 300 MB; validate < 60 s.
-Usage: .venv/bin/python benchmarks/bench_scale.py [--repeat N] [--skip advise,list,docs,validate,import]
+Usage: .venv/bin/python benchmarks/bench_scale.py [--repeat N] [--skip startup,advise,list,docs,validate,import]
 """
 from __future__ import annotations
 
@@ -61,6 +67,14 @@ def report(label: str, samples: list[tuple[float, float, float]], unit: str = "m
           f"peak RSS {max(s[1] for s in samples):.0f} MB, {len(samples)} runs")
 
 
+def cli_import_us() -> int:
+    """Cumulative microseconds `python -X importtime` reports for importing ioadvisor.cli in a fresh process."""
+    p = subprocess.run([sys.executable, "-X", "importtime", "-c", "import ioadvisor.cli"], capture_output=True,
+                       text=True, check=True)
+    line = next(ln for ln in p.stderr.splitlines() if ln.rstrip().endswith("| ioadvisor.cli"))
+    return int(line.split("|")[1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
@@ -68,6 +82,10 @@ def main() -> None:
     opts = ap.parse_args()
     skip = set(filter(None, opts.skip.split(",")))
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    pkg = Path(subprocess.run([sys.executable, "-c", "import ioadvisor; print(ioadvisor.__file__)"],
+                              capture_output=True, text=True, check=True).stdout.strip()).parent
+    compiled = subprocess.run([sys.executable, "-m", "compileall", "-q", str(pkg)], capture_output=True)
+    print(f"package measured: {pkg} (bytecode {'up to date' if compiled.returncode == 0 else 'NOT compiled'})")
     t = time.perf_counter()
     kb = scale_data.big_kb()
     print(f"KB: {kb} ({kb.stat().st_size / 1e6:.0f} MB, ready in {time.perf_counter() - t:.0f} s)")
@@ -75,6 +93,13 @@ def main() -> None:
     n_runs = conn.execute("SELECT count(*) FROM runs").fetchone()[0]
     n_big = conn.execute("SELECT n_runs FROM system_fs WHERE system = ?", (scale_data.BIG,)).fetchall()
     print(f"{n_runs:,} runs; {scale_data.BIG}: {sum(r[0] for r in n_big):,} runs, no center file")
+
+    if "startup" not in skip:
+        us = [cli_import_us() for _ in range(opts.repeat)]
+        print(f"import ioadvisor.cli (-X importtime, cumulative): median {statistics.median(us) / 1000:.1f} ms "
+              f"(min {min(us) / 1000:.1f}), {len(us)} runs")
+        report("ioadvise kb list --help, cold process (start-up only)",
+               [measure(["kb", "list", "--help"]) for _ in range(opts.repeat)])
 
     if "advise" not in skip:
         advise = ["advise", "--kb", str(kb), "--system", scale_data.BIG, "--nodes", "16", "--ranks-per-node", "8",

@@ -57,3 +57,76 @@ def test_help_paragraphs_are_not_broken_at_source_lines():
             for para in (c.help or "").split("\n\n"):
                 assert "\n" not in para, (name, c.name, para)
     assert "Lustre striping, MPI-IO hints" in root.get_command(None, "wrap").help
+
+
+# The console script's own process, as a user runs it: the modules it loaded are written at exit (after the
+# command's output), so what a command imports at any point counts, not only what importing the CLI loads.
+PROCESS = """
+import atexit, json, sys
+atexit.register(lambda: sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n"))
+from ioadvisor.cli import main
+sys.argv = ["ioadvise", *sys.argv[1:]]
+main()
+"""
+# numpy, scipy and matplotlib belong to `docs build`, `bench` and `diagnose`; rich costs about 40 ms of import
+# and layout; the center, importer and model-type modules are not needed to list stored runs
+HEAVY = {"numpy", "scipy", "matplotlib", "pydantic", "jinja2", "darshan"}
+NOT_FOR_LISTING = HEAVY | {"rich", "ioadvisor.model.types", "ioadvisor.importers", "ioadvisor.center",
+                           "ioadvisor.advise", "ioadvisor.diagnose", "ioadvisor.kb.export", "tomllib"}
+
+
+def _process(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
+    p = subprocess.run([sys.executable, "-c", PROCESS, *args], capture_output=True, text=True)
+    head, _, tail = p.stderr.rpartition("\nMODULES ")
+    assert tail, p.stderr
+    p.stderr = head
+    return p, set(json.loads(tail))
+
+
+@pytest.fixture
+def small_kb(tmp_path):
+    """A KB of the IOR samples under a system no center file names (the center comes from the KB)."""
+    from ioadvisor.kb import KB
+    from tests.conftest import SAMPLES
+    kb = tmp_path / "kb.sqlite"
+    with KB.open(kb) as store:
+        for f in sorted((SAMPLES / "ior").iterdir()):
+            store.import_file(f, system="laptop")
+    return str(kb)
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_kb_list_process_imports_nothing_it_does_not_use(small_kb, extra):
+    p, modules = _process("kb", "list", "--kb", small_kb, "--system", "laptop", "--op", "write", *extra)
+    assert p.returncode == 0, p.stderr
+    # it did list the runs: 5 writes among the 12 runs of the 6 sample files
+    if extra:
+        assert len(json.loads(p.stdout)) == 5
+    else:
+        # the count line, the column names, the rule and one line per run: 1 + 2 + 5
+        assert p.stdout.startswith("5 run(s)") and len(p.stdout.splitlines()) == 1 + 2 + 5
+    assert "ioadvisor.kb.store" in modules and "ioadvisor.cli.kb" in modules
+    loaded = {m for m in modules if m.split(".")[0] in {n.split(".")[0] for n in NOT_FOR_LISTING}}
+    assert not {m for m in loaded if any(m == n or m.startswith(n + ".") for n in NOT_FOR_LISTING)}, loaded
+
+
+def test_advise_json_process_with_stored_fits_does_not_import_numpy_scipy_matplotlib_or_rich(small_kb):
+    args = ("advise", "--kb", small_kb, "--system", "laptop", "--nodes", "1", "--ranks-per-node", "2",
+            "--bytes-per-rank", "1GiB", "--api", "mpiio", "--layout", "any", "--json")
+    first, fitting = _process(*args)          # the runs are new: this call fits the system and stores the fits
+    assert first.returncode == 0, first.stderr
+    assert "scipy.optimize" in fitting        # (the probe sees a heavy import where there is one)
+    p, modules = _process(*args)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == first.stdout and json.loads(p.stdout)["system"] == "laptop"
+    assert "ioadvisor.advise" in modules
+    assert not {m.split(".")[0] for m in modules} & (HEAVY | {"rich"})
+
+
+def test_the_module_probe_sees_what_a_command_imports(small_kb):
+    """The check above can fail: `kb show` draws a rich table, and the probe reports rich for it."""
+    run_id = json.loads(_process("kb", "list", "--kb", small_kb, "--system", "laptop", "--json")[0].stdout)[0]["id"]
+    p, modules = _process("kb", "show", run_id, "--kb", small_kb)
+    assert p.returncode == 0, p.stderr
+    assert run_id in p.stdout
+    assert {"rich", "rich.table"} <= modules

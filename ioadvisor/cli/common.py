@@ -7,15 +7,39 @@ from pathlib import Path
 from typing import Annotated, Any, Iterator, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from ..errors import IOAdvisorError
 
+
+class _LazyConsole:
+    """A rich Console made on first use: rich costs tens of milliseconds to import, which a command that
+    prints JSON or plain lines (`advise --json`, `kb list`) need not pay at start-up."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Any = None
+
+    def get(self) -> Any:
+        """The rich Console itself (for APIs that want one, such as rich.progress)."""
+        if self._console is None:
+            from rich.console import Console
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.get(), name)
+
+
 # No markup or emoji substitution by default: most printed text carries user input (system names, paths,
 # script lines), and "[red]" or ":smile:" in it must print as written. Styled text is built with rich.text.Text.
-console = Console(markup=False, emoji=False)
-err_console = Console(stderr=True, markup=False, emoji=False)
+console = _LazyConsole(markup=False, emoji=False)
+err_console = _LazyConsole(stderr=True, markup=False, emoji=False)
+
+
+def escape(text: str) -> str:
+    """rich markup in `text` made literal (rich.markup.escape, imported when an error is printed)."""
+    from rich.markup import escape as rich_escape
+    return rich_escape(text)
 
 KBOption = Annotated[Optional[Path], typer.Option(
     "--kb", help="Knowledge base file (default: $IOADVISE_KB, else ~/.local/share/ioadvisor/kb.sqlite).",
@@ -44,7 +68,7 @@ def progress_bar(quiet: bool = False, *, unit: str = "count") -> Any:
                                TimeElapsedColumn, TimeRemainingColumn)
     amount = DownloadColumn(binary_units=True) if unit == "bytes" else MofNCompleteColumn()
     return Progress(TextColumn("{task.description}"), BarColumn(), amount, TimeElapsedColumn(),
-                    TextColumn("ETA"), TimeRemainingColumn(), console=err_console, transient=True,
+                    TextColumn("ETA"), TimeRemainingColumn(), console=err_console.get(), transient=True,
                     disable=quiet or not err_console.is_terminal)
 
 

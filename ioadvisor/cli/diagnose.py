@@ -125,6 +125,6 @@ def diagnose_cmd(
         if json_out:
             print_json(doc)
         else:
-            _render(doc, console)
+            _render(doc, console.get())
             if html is not None:
                 console.print(f"HTML report written to {html}")

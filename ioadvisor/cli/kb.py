@@ -1,18 +1,12 @@
 """`ioadvise kb ...`: import, list, show, stats, export, delete, relabel."""
 from __future__ import annotations
 
-import csv
-import io
-import json
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from ..kb import KB, RunFilter
-from ..kb.export import export_csv
 from ..model.units import format_size
 from . import command_app
 from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json, progress_bar
@@ -136,21 +130,17 @@ def list_(
                   if rows and c not in always and len({row[i] for row in rows}) == 1
                   and (len(rows) > 1 or rows[0][i] == "-")}
         keep = [i for i in range(len(cols)) if i not in common]
-        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
-        for i in keep:
-            c = cols[i]
-            # every column keeps its full width; only the citation gives way (`kb show` has it in full)
-            width = max(len(c), *(len(row[i]) for row in rows)) if rows else len(c)
-            table.add_column(c, no_wrap=True, overflow="ellipsis",
-                             min_width=None if c == "citation" else width, ratio=1 if c == "citation" else None,
-                             justify="right" if c in ("nodes", "ranks", "value", "stripes") else "left")
-        for row in rows:
-            table.add_row(*(row[i] for i in keep))
         same = ", ".join(f"{cols[i]} {v}" for i, v in common.items() if v != "-")
-        console.print(f"{total} run(s)" + (f", first {len(shown)} shown" if total > len(shown) else "")
-                      + (f"; in every row shown: {same}" if same else ""), highlight=False, markup=False)
+        head = (f"{total} run(s)" + (f", first {len(shown)} shown" if total > len(shown) else "")
+                + (f"; in every row shown: {same}" if same else ""))
+        # plain text, not a rich table: rich's import and layout would be a third of this command's time.
+        # Every column keeps its full width; only the citation gives way (`kb show` has it in full).
+        from .text import echo, table, terminal_width, wrap
+        width = terminal_width()
+        echo(wrap(head, width))
         if rows:
-            console.print(table)
+            echo(table([cols[i] for i in keep], [[row[i] for i in keep] for row in rows], width=width,
+                       right=("nodes", "ranks", "value", "stripes"), shrink="citation"))
 
 
 @kb_app.command("show")
@@ -163,6 +153,7 @@ def show(run_id: Annotated[str, typer.Argument(help="Run id (a unique prefix is 
         if json_out:
             print_json(data)
             return
+        from rich.table import Table
         table = Table(show_header=False, title=f"run {data['id']}")
         for k, v in data.items():
             if isinstance(v, dict):
@@ -200,6 +191,7 @@ def export(
     """Export runs as the canonical CSV (re-importable) or JSON."""
     with cli_errors():
         from ..errors import UsageError
+        from ..kb.export import export_csv
         from ..util import atomic_write, to_json
         if fmt not in ("csv", "json"):
             raise UsageError(f"unknown export format {fmt!r} (use csv or json)")
@@ -223,6 +215,8 @@ def validate_cmd(
 ) -> None:
     """Check the performance model on held-out runs: prediction error, interval coverage, advice regret."""
     with cli_errors():
+        from rich.table import Table
+
         from ..advise.validate import FOLDS, LOO_MAX, SAMPLE_ABOVE, format_sweep_table, sweep_validate, validate
         with KB.open(kb, create=False) as store:
             rep = sweep_validate(store, system) if sweeps else validate(store, system)

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import codecs
-import hashlib
 import itertools
 import json
 import operator
-import tempfile
 import os
 import sqlite3
 from dataclasses import dataclass, replace
@@ -195,6 +193,7 @@ class _ImportSource:
         import stat
         if not stat.S_ISREG(os.fstat(self.f.fileno()).st_mode):
             # a pipe or device: keep what the first pass reads, so the parser reads the same bytes
+            import tempfile
             self.spool = tempfile.TemporaryFile(prefix="ioadvise-import-")
         self._head = self._read(importers_sniff_bytes())
         return self
@@ -220,6 +219,8 @@ class _ImportSource:
         """sha256 and size of the whole file. For a text format, refuses a line longer than MAX_LINE or bytes
         that are not UTF-8, naming the line; with max_bytes, refuses a larger file. Stops at the first
         refusal, so /dev/zero or a gigabyte on one line cost at most about MAX_LINE bytes of reading."""
+        import hashlib
+
         from ..importers import MAX_LINE
         h = hashlib.sha256()
         dec = codecs.getincrementaldecoder("utf-8")() if text else None

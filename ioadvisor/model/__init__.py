@@ -1,9 +1,31 @@
-"""Domain types and pure helpers (no I/O)."""
-from .run import Provenance, Run, make_run, norm_api, norm_layout
-from .types import Advice, Center, Config, Evidence, FileSystem, Finding, Option, Prediction, Tier, Workload
-from .units import format_size, normalize, parse_size
+"""Domain types and pure helpers (no I/O).
 
-__all__ = [
-    "Advice", "Center", "Config", "Evidence", "FileSystem", "Finding", "Option", "Prediction", "Provenance",
-    "Run", "Tier", "Workload", "format_size", "make_run", "norm_api", "norm_layout", "normalize", "parse_size",
-]
+The names below are loaded on first use: importing one submodule (`ioadvisor.model.run` for the KB) does not
+build the dataclasses of the others, which a command's start-up would pay for.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    **dict.fromkeys(("Provenance", "Run", "make_run", "norm_api", "norm_layout"), "run"),
+    **dict.fromkeys(("Advice", "Center", "Config", "Evidence", "FileSystem", "Finding", "Option", "Prediction",
+                     "Tier", "Workload"), "types"),
+    **dict.fromkeys(("format_size", "normalize", "parse_size"), "units"),
+}
+
+__all__ = sorted(_WHERE, key=str.lower)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_WHERE})

@@ -1,7 +1,6 @@
 """`Run`: one measured result with its settings, statistics and provenance. Pure data, no I/O."""
 from __future__ import annotations
 
-import hashlib
 import json
 import json.encoder
 import math
@@ -278,7 +277,15 @@ def content_key(run: Run) -> str:
 def run_id(key: str, occurrence: int = 0) -> str:
     """Id of the `occurrence`-th run (0, 1, ...) with content key `key` in the KB: the same content always
     gives the same ids, so the same measurement imported twice is found by its id."""
-    return hashlib.sha1(f"{key}#{occurrence}".encode()).hexdigest()[:12]
+    return _sha1(f"{key}#{occurrence}".encode()).hexdigest()[:12]
+
+
+def _sha1(data: bytes) -> Any:
+    """hashlib.sha1, imported at the first id made (loading OpenSSL is a cost `kb list` need not pay)."""
+    global _sha1
+    import hashlib
+    _sha1 = hashlib.sha1
+    return _sha1(data)
 
 
 def with_id(run: Run, rid: str) -> Run:
