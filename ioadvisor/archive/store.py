@@ -53,7 +53,6 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
     scanned successfully adds nothing. Production runs go through the same checks, content ids and evidence
     flags as `kb import`; a log already imported with `kb import` keeps its runs."""
     from ..center import center_for
-    from ..kb.store import _flagged
     # one center for the batch (every log of a scan is filed under one system): looking it up per log was most
     # of the scanning process's time
     center = center if center is not None else center_for(None, system)
@@ -88,9 +87,7 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
                 conn.execute("INSERT INTO main.sources VALUES (?,?,?,?,?,?)",
                              (digest, r["path"], "darshan", "darshan/1", now, 0))
                 runs = [run_from_dict(d) for d in r["runs"]]
-                if center is not None:
-                    runs = list(_flagged(runs, center))
-                n, _ = kb.insert_runs(runs, source=r["path"], source_hash=digest)
+                n, _ = kb.insert_runs(runs, source=r["path"], source_hash=digest, center=center)
                 if n:
                     conn.execute("UPDATE main.sources SET n_runs = ? WHERE hash = ?", (n, digest))
                 else:                    # every run is in the KB already (another copy of the job's record)

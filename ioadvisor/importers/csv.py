@@ -4,13 +4,14 @@ from __future__ import annotations
 import csv as _csv
 import io
 import math
-from typing import Any, BinaryIO, Iterable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, TypeVar
 
 from ..errors import ImportFormatError, IOAdvisorError
 from ..model.run import Provenance, Run, make_run, new_instance
 from . import MAX_CELL, SNIFF_BYTES, ImportContext, decode, register
 
 _csv.field_size_limit(MAX_CELL)
+T = TypeVar("T")
 
 REQUIRED = ("source", "system", "filesystem", "ost_count", "op", "api", "layout", "collective", "nodes", "ranks",
             "transfer_size_bytes", "block_size_bytes_per_rank", "stripe_count", "stripe_size_bytes", "value",
@@ -152,8 +153,10 @@ class _Rows:
         return make_run(system=system, op=op.lower(), value=value, unit=unit, spread=spread, provenance=prov, **kw)
 
 
-def _runs(lines: Iterable[str], ctx: ImportContext) -> Iterator[Run]:
-    """Runs of a canonical CSV given as lines, one at a time."""
+def _read(lines: Iterable[str], ctx: ImportContext,
+          reader_for: Callable[[list[str], ImportContext], Callable[[list[str]], T]]) -> Iterator[T]:
+    """What `reader_for(header, ctx)` makes of each row of a canonical CSV given as lines, one at a time; its
+    ValueError or IOAdvisorError is the row's error, named with the line."""
     reader = _csv.reader(lines)
     try:
         header = next(reader)
@@ -167,7 +170,8 @@ def _runs(lines: Iterable[str], ctx: ImportContext) -> Iterator[Run]:
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise ImportFormatError(f"CSV header lacks column(s): {', '.join(missing)}", ctx.source, 1)
-    rows = _Rows(header, ctx)
+    convert = reader_for(header, ctx)
+    width = len(header)
     n = 0
     while True:
         try:
@@ -182,31 +186,38 @@ def _runs(lines: Iterable[str], ctx: ImportContext) -> Iterator[Run]:
         line = reader.line_num
         if not "".join(row).strip():      # only blank cells
             continue
-        if len(row) != len(header):
-            raise ImportFormatError(f"expected {len(header)} cells, found {len(row)}", ctx.source, line)
+        if len(row) != width:
+            raise ImportFormatError(f"expected {width} cells, found {len(row)}", ctx.source, line)
         try:
-            run = rows.run(row)
+            item = convert(row)
         except (ValueError, IOAdvisorError) as e:
             raise ImportFormatError(str(e), ctx.source, line) from None
         n += 1
-        yield run
+        yield item
     if not n:
         raise ImportFormatError("CSV file has a header but no rows", ctx.source)
+
+
+def _runs(lines: Iterable[str], ctx: ImportContext) -> Iterator[Run]:
+    """Runs of a canonical CSV given as lines, one at a time."""
+    return _read(lines, ctx, lambda header, c: _Rows(header, c).run)
 
 
 def parse(data: bytes, ctx: ImportContext) -> list[Run]:
     return list(_runs(io.StringIO(decode(data, ctx.source), newline=""), ctx))
 
 
-def stream(f: BinaryIO, ctx: ImportContext) -> Iterator[Run]:
+def stream(f: BinaryIO, ctx: ImportContext,
+           reader_for: Callable[[list[str], ImportContext], Callable[[list[str]], Any]] | None = None) -> Iterator:
     """The runs of a canonical CSV read from an open binary file, one at a time (memory does not grow with
-    the file; the caller has checked line lengths)."""
+    the file; the caller has checked line lengths). With `reader_for(header, ctx)`, what the row reader it
+    returns makes of each row instead of a Run (the KB reads rows straight into its stored form so)."""
     if b"\x00" in f.read(SNIFF_BYTES):
         raise ImportFormatError("binary file, not a text benchmark output", ctx.source)
     f.seek(0)
     text = io.TextIOWrapper(f, encoding="utf-8", newline="")
     try:
-        yield from _runs(text, ctx)
+        yield from _read(text, ctx, reader_for or (lambda header, c: _Rows(header, c).run))
     finally:
         text.detach()
 

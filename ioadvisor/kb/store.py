@@ -77,7 +77,7 @@ _TO_ROW = operator.itemgetter(*(_ROW_NAMES.index(c) if c in _ROW_NAMES else len(
 _HINTS, _COLL, _DIRECT, _FLAGS = (_ROW_NAMES.index(c) for c in ("hints", "collective", "direct", "flags"))
 
 
-def _run_row(run: Run, rid: str, source_hash: str, seq: int) -> tuple:
+def _run_row(run: Run, rid: str | None, source_hash: str, seq: int) -> tuple:
     v = [rid, source_hash, seq, *_GET_RUN(run), *_GET_PROV(run.provenance), None]
     h = v[_HINTS]
     v[_HINTS] = json.dumps(dict(sorted(h.items()))) if h else None
@@ -86,6 +86,34 @@ def _run_row(run: Run, rid: str, source_hash: str, seq: int) -> tuple:
             v[i] = int(v[i])
     v[_FLAGS] = ",".join(v[_FLAGS]) if v[_FLAGS] else None
     return _TO_ROW(v)
+
+
+#: what an import stores of a run besides its id, source hash and position: the `runs` columns after those
+VALUES = RUN_COLUMNS[3:]
+assert RUN_COLUMNS[:3] == ("id", "source_hash", "seq")
+_V_SYSTEM, _V_FLAGS = VALUES.index("system"), VALUES.index("flags")
+assert _V_FLAGS == len(VALUES) - 1
+
+
+def keyed_row(run: Run) -> tuple[str, tuple]:
+    """A run as an import stores it: (its content key, its VALUES)."""
+    return content_key(run), _run_row(run, None, "", 0)[3:]
+
+
+def _keyed(runs: Iterable[Run], source: str) -> Iterator[tuple[str, tuple]]:
+    """Runs as keyed rows, each run checked first (whatever read it): one bad value stops the source."""
+    from ..model.validate import checked
+    for i, r in enumerate(runs, 1):
+        try:
+            checked(r)
+        except UsageError as e:
+            raise ImportFormatError(f"run {i}: {e}", source) from None
+        yield keyed_row(r)
+
+
+def _values_run(values: tuple) -> Run:
+    """The Run of stored VALUES (for the evidence flags)."""
+    return row_to_run({**dict(zip(VALUES, values)), "id": None, "source_hash": ""})
 
 
 def row_to_run(row: sqlite3.Row | dict) -> Run:
@@ -160,16 +188,15 @@ class _Summary:
             [(s, f, t, o, c, last - n + 1 + first) for (s, f), (t, o, c, first) in self.groups.items()])
 
 
-def _checked(runs: Iterable[Run], source: str, f: BinaryIO | None = None, size: int = 0,
-             progress: Callable[[int, int], None] | None = None) -> Iterator[Run]:
-    """Every run a streaming reader yields passes here before it is stored: the one place for per-run
-    checks. With `progress`, reports the bytes of `f` read so far (of `size`) every few thousand runs."""
-    for i, run in enumerate(runs, 1):
-        if progress is not None and i % 2000 == 0:
+def _progressed(items: Iterable[Any], f: BinaryIO, size: int,
+                progress: Callable[[int, int], None]) -> Iterator[Any]:
+    """The items a streaming reader yields, reporting the bytes of `f` read so far (of `size`) every few
+    thousand."""
+    for i, item in enumerate(items, 1):
+        if i % 2000 == 0:
             progress(f.tell(), size)
-        yield run
-    if progress is not None:
-        progress(size, size)
+        yield item
+    progress(size, size)
 
 
 class _ImportSource:
@@ -277,22 +304,27 @@ def importers_sniff_bytes() -> int:
     return SNIFF_BYTES
 
 
-def _flagged(runs: Iterable[Run], center: Any) -> Iterator[Run]:
-    """The runs, in order, with the evidence flags their center allows (none without a center that states
+def _flagged(items: Iterable[tuple[str, tuple]], center: Any) -> Iterator[tuple[str, tuple]]:
+    """Keyed rows, in order, with the evidence flags their center allows (none without a center that states
     node memory or rated peaks)."""
     from ..center import center_for
     from ..center.evidence import flags_of
     given = center if center is None or hasattr(center, "filesystems") else center_for(center, None)
     centers: dict[str, Any] = {}
-    for r in runs:
-        if r.system not in centers:
-            c = given if given is not None else center_for(None, r.system)
+    for key, values in items:
+        system = values[_V_SYSTEM]
+        if system not in centers:
+            c = given if given is not None else center_for(None, system)
             useful = c is not None and (c.node_memory is not None or any(
                 f.rated_write_bandwidth or f.rated_read_bandwidth for f in c.filesystems))
-            centers[r.system] = c if useful else None
-        c = centers[r.system]
-        f = flags_of(r, center=c) if c is not None else r.flags
-        yield r if f == r.flags else replace(r, flags=f)
+            centers[system] = c if useful else None
+        c = centers[system]
+        if c is not None:
+            run = _values_run(values)
+            f = flags_of(run, center=c)
+            if f != run.flags:
+                values = values[:_V_FLAGS] + (",".join(f),)
+        yield key, values
 
 
 class _Occurrences:
@@ -305,8 +337,7 @@ class _Occurrences:
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS import_occ (k INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
         conn.execute("DELETE FROM temp.import_occ")
 
-    def ids(self, batch: list[Run]) -> list[str]:
-        keys = [content_key(r) for r in batch]
+    def ids(self, keys: list[str]) -> list[str]:
         firsts = [run_id(k) for k in keys]
         nums = [int(f, 16) for f in firsts]
         uniq = sorted(set(nums))
@@ -325,10 +356,10 @@ class _Occurrences:
         return out
 
 
-def _other_system_note(old: list[str], runs: Iterable[Run]) -> str | None:
+def _other_system_note(old: list[str], items: Iterable[tuple[str, tuple]]) -> str | None:
     """What to say when a file already imported comes again naming other systems (from its first runs)."""
     try:
-        new = sorted({r.system for r in itertools.islice(runs, 1000)})
+        new = sorted({values[_V_SYSTEM] for _, values in itertools.islice(items, 1000)})
     except IOAdvisorError:
         return None
     if old and new and old != new:
@@ -453,6 +484,12 @@ class KB:
         whole source back. With require_runs, a source that yields no run is an error (and adds nothing).
         Every run passes `check_run` first (whatever read it): one bad value rejects the whole source. A run
         already in the KB (the same content, see `content_key`) is not added again."""
+        return self._add(_keyed(runs, source), source=source, source_hash=source_hash, fmt=fmt,
+                         importer=importer, comparisons=comparisons, require_runs=require_runs)
+
+    def _add(self, items: Iterable[tuple[str, tuple]], *, source: str, source_hash: str, fmt: str, importer: str,
+             comparisons: Iterable[dict[str, Any]] = (), require_runs: bool = False) -> ImportResult:
+        """`add_runs` of keyed rows (content key, VALUES), checked already."""
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -460,10 +497,10 @@ class KB:
                 old = sorted({r[0] for r in self.conn.execute(
                     "SELECT DISTINCT system FROM main.runs WHERE source_hash = ?", (source_hash,))})
                 self.conn.execute("ROLLBACK")
-                return ImportResult(source, fmt, 0, True, 0, _other_system_note(old, runs))
+                return ImportResult(source, fmt, 0, True, 0, _other_system_note(old, items))
             self.conn.execute("INSERT INTO main.sources VALUES (?,?,?,?,?,?)",
                               (source_hash, source, fmt, importer, now, 0))
-            n, seq = self.insert_runs(runs, source=source, source_hash=source_hash)
+            n, seq = self._insert_keyed(items, source_hash)
             if require_runs and not seq:
                 raise ImportFormatError(f"no measured results found ({fmt} format)", source)
             dups = seq - n
@@ -482,39 +519,42 @@ class KB:
         note = f"{dups} run(s) are in the KB already" if dups else None
         return ImportResult(source, fmt, n, False, dups, note)
 
-    def insert_runs(self, runs: Iterable[Run], *, source: str, source_hash: str) -> tuple[int, int]:
+    def insert_runs(self, runs: Iterable[Run], *, source: str, source_hash: str,
+                    center: Any = None) -> tuple[int, int]:
         """Insert the runs of a source whose `sources` row the caller has just added, inside the caller's open
-        transaction; returns (runs added, runs read). Runs already in the KB are not added again."""
+        transaction; returns (runs added, runs read). Runs already in the KB are not added again. With a
+        `center` (as for `import_file`), runs get the evidence flags it allows."""
+        items = _keyed(runs, source)
+        if center is not None:
+            items = _flagged(items, center)
+        return self._insert_keyed(items, source_hash)
+
+    def _insert_keyed(self, items: Iterable[tuple[str, tuple]], source_hash: str) -> tuple[int, int]:
+        """`insert_runs` of keyed rows (content key, VALUES)."""
         # a larger page cache while the runs go in (restored after): with the default 2 MiB, every insert into
         # the id index of a large KB missed the cache
         sizes = {db: self.conn.execute(f"PRAGMA {db}.cache_size").fetchone()[0] for db in ("main", "temp")}
         for db in sizes:
             self.conn.execute(f"PRAGMA {db}.cache_size = -{IMPORT_CACHE_KIB}")
         try:
-            return self._insert_runs(runs, source, source_hash)
+            return self._insert_batches(items, source_hash)
         finally:
             for db, size in sizes.items():
                 self.conn.execute(f"PRAGMA {db}.cache_size = {int(size)}")
 
-    def _insert_runs(self, runs: Iterable[Run], source: str, source_hash: str) -> tuple[int, int]:
-        from ..model.validate import checked
+    def _insert_batches(self, items: Iterable[tuple[str, tuple]], source_hash: str) -> tuple[int, int]:
         nullable = self._null_default_columns()
         occ = _Occurrences(self.conn)
-        it = iter(runs)
+        it = iter(items)
         n = seq = 0
         summary = _Summary()
         while True:
             batch = list(itertools.islice(it, BATCH))
             if not batch:
                 break
-            for i, r in enumerate(batch, seq + 1):
-                try:
-                    checked(r)
-                except UsageError as e:
-                    raise ImportFormatError(f"run {i}: {e}", source) from None
-            ids = occ.ids(batch)
+            ids = occ.ids([key for key, _ in batch])
             known = self._known_ids(ids)
-            rows = [_run_row(r, rid, source_hash, seq + i) for i, (r, rid) in enumerate(zip(batch, ids))
+            rows = [(rid, source_hash, seq + i) + values for i, ((_, values), rid) in enumerate(zip(batch, ids))
                     if rid not in known]
             self._insert_rows(rows, nullable)
             summary.add(rows, n)
@@ -574,9 +614,17 @@ class KB:
             imp = importers.detect(head, str(p)) if fmt == "auto" else importers.get(fmt)
             digest, size = src.scan(imp.text, None if imp.stream else importers.MAX_WHOLE_FILE)
             ctx = importers.ImportContext(source=str(p), system=system, filesystem=filesystem, kind=kind)
+            items: Iterable[tuple[str, tuple]]
             if imp.stream is not None:
                 f = src.reopen()
-                runs: Iterable[Run] = _checked(imp.stream(f, ctx), str(p), f, size, progress)
+                if imp.name == "csv":
+                    # rows read straight into the stored form (kb.csvrows), no Run per row
+                    from .csvrows import RowReader
+                    items = imp.stream(f, ctx, RowReader)
+                else:
+                    items = _keyed(imp.stream(f, ctx), str(p))
+                if progress is not None:
+                    items = _progressed(items, f, size, progress)
             else:
                 try:
                     runs = imp.parse(src.read_all(), ctx)
@@ -586,10 +634,11 @@ class KB:
                     raise ImportFormatError(f"no measured results found ({imp.name} format)", str(p))
                 if progress is not None:
                     progress(size, size)
-            runs = _flagged(runs, center)
+                items = _keyed(runs, str(p))
+            items = _flagged(items, center)
             try:
-                return self.add_runs(runs, source=str(p), source_hash=digest, fmt=imp.name,
-                                     importer=f"{imp.name}/{imp.version}", require_runs=True)
+                return self._add(items, source=str(p), source_hash=digest, fmt=imp.name,
+                                 importer=f"{imp.name}/{imp.version}", require_runs=True)
             except ImportFormatError as e:
                 raise e if e.path else e.at(str(p)) from None
 

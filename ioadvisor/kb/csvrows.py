@@ -1,0 +1,263 @@
+"""The canonical CSV read straight into the rows the KB stores, each with its content key.
+
+`importers.csv` reads a row into a `Run` (two frozen dataclasses, `make_run`, `check_run`), from which the KB
+takes the row it stores and the content key the run's id derives from: most of the cost of importing a large
+CSV. Here a row goes to both at once. Every cell except the value and its spread is converted through a cache
+per column, by the same functions the importer and `check_run` use: the same text in the same column always
+gives the same stored value and the same text in the content key, so the few distinct systems, ops, sizes and
+notes of a large file are converted and checked once. A row with anything this reading does not take on itself
+(a number with spaces or a sign, a value out of range, a cell the checks refuse) is read by the importer
+(`_Rows.run`) instead, which gives the same row or the error that names the line. The tests hold both readings
+to the same rows and keys (tests/test_csvrows.py).
+"""
+from __future__ import annotations
+
+import json
+import math
+from operator import itemgetter
+from typing import Any, Callable
+
+from ..errors import IOAdvisorError
+from ..importers import ImportContext
+from ..importers.csv import _INT_COLS, _SPREAD, _STR_COLS, _Rows, _bool, _float, parse_hints
+from ..model.run import _JSON_STR, APIS, KEY_ORDER, KEY_TEMPLATE, KINDS, LAYOUTS, OPS, norm_api, norm_layout
+from ..model.units import normalize
+from ..model.validate import _HINT_KEY, ACCESS, INT_RANGES, MAX_VALUE, _name, _text
+from .store import VALUES, keyed_row
+CACHE_CELLS = 4096       # distinct cells remembered per column (then its cache starts again)
+CACHE_CELL_CHARS = 256   # a longer cell is converted each time it comes
+
+Pair = tuple[Any, str | None]     # (stored value, its text in the content key)
+
+
+class _NotHere(Exception):
+    """A cell this reading leaves to the importer."""
+
+
+def _json(v: str | None) -> str:
+    return "null" if v is None else _JSON_STR(v)
+
+
+def _column_readers(ctx: ImportContext) -> dict[str, tuple[str, Callable[[str], Pair]]]:
+    """Per CSV column, the run field it fills and the conversion of one cell (raising where the importer or
+    check_run would refuse the cell, or would read it in a way not repeated here)."""
+
+    def name(field: str) -> Callable[[str], Pair]:
+        def read(cell: str) -> Pair:
+            v = cell.strip() or None
+            if v is not None:
+                _name(v, field)
+            return v, _json(v)
+        return read
+
+    def text(field: str) -> Callable[[str], Pair]:
+        def read(cell: str) -> Pair:
+            v = cell.strip() or None
+            _text(v, field)
+            return v, _json(v)
+        return read
+
+    def whole(field: str) -> Callable[[str], Pair]:
+        lo, hi = INT_RANGES[field]
+
+        def read(cell: str) -> Pair:
+            if not cell:
+                return None, "null"
+            if cell == "-1" and lo == -1:           # a stripe count over all OSTs
+                return -1, "-1"
+            if not (cell.isdigit() and cell.isascii()):
+                raise _NotHere
+            v = int(cell)
+            if not lo <= v <= hi:
+                raise _NotHere
+            return v, int.__repr__(v)
+        return read
+
+    def flag(field: str) -> Callable[[str], Pair]:
+        def read(cell: str) -> Pair:
+            v = _bool(cell, field)
+            return (None, "null") if v is None else (int(v), "true" if v else "false")
+        return read
+
+    def one_of(field: str, known: tuple[str, ...], norm: Callable[[str], str]) -> Callable[[str], Pair]:
+        def read(cell: str) -> Pair:
+            v = cell.strip() or None
+            if v is not None:
+                v = norm(v)
+                if v not in known:
+                    raise _NotHere
+            return v, _json(v)
+        return read
+
+    def system(cell: str) -> Pair:
+        v = cell.strip() or ctx.system
+        if not v:
+            raise _NotHere
+        _name(v, "system", required=True)
+        return v, _json(v)
+
+    def op(cell: str) -> Pair:
+        v = cell.strip().lower()
+        if v not in OPS:
+            raise _NotHere
+        return v, _json(v)
+
+    def unit(cell: str) -> Pair:
+        given = cell.strip()
+        if not given:
+            raise _NotHere
+        factor, unit = normalize(1.0, given)
+        return (unit, given, factor, MAX_VALUE[unit]), _json(unit)
+
+    def hints(cell: str) -> Pair:
+        h = parse_hints(cell)
+        for k, v in h.items():
+            if not _HINT_KEY.match(k):
+                raise _NotHere
+            _name(v, f"hint {k}", limit=1024)
+        if not h:
+            return None, "{}"
+        items = sorted(h.items())
+        return (json.dumps(dict(items)),
+                "{" + ",".join(f"{_JSON_STR(k)}:{_JSON_STR(x)}" for k, x in items) + "}")
+
+    def source(cell: str) -> Pair:
+        v = cell.strip() or ctx.source
+        _text(v, "source")
+        return v, None
+
+    def kind(cell: str) -> Pair:
+        v = cell.strip() or ctx.kind
+        if v not in KINDS:
+            raise _NotHere
+        return v, _json(v)
+
+    readers: dict[str, tuple[str, Callable[[str], Pair]]] = {
+        "system": ("system", system), "op": ("op", op), "unit": ("unit", unit), "hints": ("hints", hints),
+        "collective": ("collective", flag("collective")), "direct": ("direct", flag("direct")),
+        "source": ("source", source), "kind": ("kind", kind),
+        "api": ("api", one_of("api", APIS, lambda v: norm_api(v) or "")),
+        "layout": ("layout", one_of("layout", LAYOUTS, norm_layout)),
+        "access": ("access", one_of("access", ACCESS, lambda v: v)),
+        "notes": ("notes", text("notes")), "citation": ("citation", text("citation")),
+        "command": ("command", text("command")),
+    }
+    for col in ("filesystem", "fs_type", "tier"):
+        readers[col] = (_STR_COLS[col], name(col))
+    for col in ("tool", "tool_version", "date", "job_id"):
+        readers[col] = (col, name(col))
+    for col, field in _INT_COLS.items():
+        readers[col] = (field, whole(field))
+    return readers
+
+
+class RowReader:
+    """Rows of a canonical CSV with a given header: `reader(cells)` is (content key, stored values in VALUES
+    order) for one row, or the importer's ValueError / IOAdvisorError for a bad one."""
+
+    def __init__(self, header: list[str], ctx: ImportContext):
+        at = {name: i for i, name in enumerate(header)}
+        self._run = _Rows(header, ctx).run
+        self._keyed = keyed_row
+        readers = _column_readers(ctx)
+        self.cached: list[tuple[int, dict[str, Pair], Callable[[str], Pair]]] = []
+        fields: list[str] = []                       # the field of each cached column, in order
+        consts: dict[str, Pair] = {"importer": ("csv/1", _json("csv/1")), "flags": (None, None)}
+        self.slow_only = False
+        for col, (field, read) in readers.items():
+            if col in at:
+                self.cached.append((at[col], {}, read))
+                fields.append(field)
+            else:
+                try:                                 # a column the file lacks reads as an empty cell
+                    consts[field] = read("")
+                except (ValueError, IOAdvisorError, _NotHere):
+                    self.slow_only = True            # (a --kind the checks refuse, say): the importer decides
+        self.unit_at = fields.index("unit")
+        self.value_at = at["value"]
+        self.spread = tuple(at.get(c, -1) for c in _SPREAD)
+        self.any_spread = any(i >= 0 for i in self.spread)
+        # where each stored value and each key text comes from: the cached cells, then the values computed per
+        # row (EXTRA), then the constants
+        extra = ("value", "unit", "value_given", "unit_given") + _SPREAD
+        # (the unit's cell gives the unit, the unit as given, its factor and ceiling: picked from it per row)
+        names = [f if f != "unit" else "unit cell" for f in fields] + list(extra) + list(consts)
+        self.pick = itemgetter(*(names.index(c) for c in VALUES))
+        self.consts = tuple(v for v, _ in consts.values())
+        key_names = fields + ["value"] + list(consts)
+        self.key_pick = itemgetter(*(key_names.index(c) for c in KEY_ORDER))
+        self.const_keys = tuple(k for _, k in consts.values())
+
+    def __call__(self, row: list[str]) -> tuple[str, tuple]:
+        if self.slow_only:
+            return self._keyed(self._run(row))
+        try:
+            pairs = [cache[row[i]] for i, cache, _ in self.cached]
+        except KeyError:
+            pairs = self._fill(row)
+            if pairs is None:
+                return self._keyed(self._run(row))
+        values, keys = zip(*pairs)
+        unit, unit_given, factor, ceiling = values[self.unit_at]
+        t = row[self.value_at].strip()
+        try:
+            given = float(t)
+        except ValueError:
+            return self._keyed(self._run(row))
+        value = given * factor
+        if not (math.isfinite(given) and given >= 0 and value <= ceiling):
+            return self._keyed(self._run(row))
+        spread = self._spread(row, given, value, factor, ceiling) if self.any_spread else _NO_SPREAD
+        if spread is None:
+            return self._keyed(self._run(row))
+        key = KEY_TEMPLATE % self.key_pick(keys + (f'"{value:.10g}"',) + self.const_keys)
+        return key, self.pick(values + (value, unit, given, unit_given) + spread + self.consts)
+
+    def _fill(self, row: list[str]) -> list[Pair] | None:
+        """The cells of a row with some not in the caches, converted (and remembered); None if one of them is
+        not for this reading."""
+        pairs = []
+        for i, cache, read in self.cached:
+            cell = row[i]
+            p = cache.get(cell)
+            if p is None:
+                try:
+                    p = read(cell)
+                except (ValueError, IOAdvisorError, _NotHere):
+                    return None
+                if len(cell) <= CACHE_CELL_CHARS:
+                    if len(cache) >= CACHE_CELLS:
+                        cache.clear()
+                    cache[cell] = p
+            pairs.append(p)
+        return pairs
+
+    def _spread(self, row: list[str], given: float, value: float, factor: float,
+                ceiling: float) -> tuple | None:
+        """value_min ... ci95_high as make_run scales them and check_run accepts them; None to leave the row
+        to the importer."""
+        scale = value / given if given else factor
+        out = []
+        for i in self.spread:
+            v = None
+            if i >= 0 and row[i]:
+                try:
+                    v = _float(row[i], "spread")
+                except ValueError:
+                    return None
+                if v is not None:
+                    if not (math.isfinite(v) and v >= 0):
+                        return None
+                    v *= scale
+                    if not v <= ceiling:
+                        return None
+            out.append(v)
+        vmin, vmax, _sd, low, high = out
+        tol = 1e-9 * value
+        if ((vmin is not None and vmin > value + tol) or (vmax is not None and vmax < value - tol)
+                or (low is not None and high is not None and low > high)):
+            return None
+        return tuple(out)
+
+
+_NO_SPREAD = (None,) * len(_SPREAD)
