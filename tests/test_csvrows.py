@@ -199,3 +199,37 @@ def test_an_import_stores_what_the_run_path_stores_with_flags(tmp_path):
     flags = [s[col("flags")] for s in stored]
     # both flags occur, and clean runs too: the comparison covers each case
     assert {"cache-sized", "cache-sized,above-peak", None} <= set(flags), set(flags)
+
+
+def test_occurrences_across_batches_and_sources_give_the_ids_of_the_whole_source_count(tmp_path, monkeypatch):
+    """Ids count the n-th run of the same content over the whole source, across batches, whether its earlier
+    runs were stored by this source or were in the KB before; runs the KB has are not stored again. Batches of 7
+    runs put twins and triplets on both sides of batch boundaries."""
+    from ioadvisor.kb import store
+    from ioadvisor.kb.store import _content_ids
+    monkeypatch.setattr(store, "BATCH", 7)
+    head = "system,filesystem,op,api,layout,collective,nodes,ranks,transfer_size_bytes,block_size_bytes_per_rank," \
+           "stripe_count,stripe_size_bytes,ost_count,value,unit,notes,source"
+    contents = [f"sysO,fs,write,POSIX,fpp,,1,{i + 1},,,,,,{10 + i},MiB/s,n,s" for i in range(12)]
+    # b in batches of 7; a holds c0 once, c1 twice, c5 once. c5: known, then occurrences 1 and 2 in later
+    # batches (its count must survive a batch where it was only known); c3: stored once, then occurrence 1 in a
+    # later batch (counted from the KB's own row); c2 twice in one batch and again in two later ones
+    order = [0, 1, 2, 2, 3, 5, 6,   1, 2, 5, 7, 7, 8, 9,   1, 2, 3, 10, 5, 11, 11,   7, 0]
+    b_rows = [contents[i] for i in order]
+    a_rows = [contents[0], contents[1], contents[1], contents[5]]
+    fa, fb = tmp_path / "a.csv", tmp_path / "b.csv"
+    fa.write_text(head + "\n" + "\n".join(a_rows) + "\n")
+    fb.write_text(head + "\n" + "\n".join(b_rows) + "\n")
+    with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
+        ra = kb.import_file(fa)
+        rb = kb.import_file(fb)
+        stored = {r[0]: r[1] for r in kb.conn.execute("SELECT id, source FROM runs")}
+    ctx = ImportContext(source="x")
+    runs_a = csvimp.parse(fa.read_bytes(), ctx)
+    runs_b = csvimp.parse(fb.read_bytes(), ctx)
+    ids_a, ids_b = _content_ids(runs_a), _content_ids(runs_b)
+    assert len(set(ids_b)) == len(b_rows) == 23            # every run of b has its own id (occurrences 0..3)
+    new_b = [i for i in ids_b if i not in set(ids_a)]
+    # a's 4 runs are in b too (c0 occurrence 0, c1 occurrences 0 and 1, c5 occurrence 0): 19 new, 4 known
+    assert (ra.runs, rb.runs, rb.duplicates) == (4, 19, 4) and len(new_b) == 19
+    assert set(stored) == set(ids_a) | set(ids_b) and len(stored) == 23

@@ -328,32 +328,57 @@ def _flagged(items: Iterable[tuple[str, tuple]], center: Any) -> Iterator[tuple[
 
 
 class _Occurrences:
-    """Content ids for the runs of one source, read in batches: the n-th run with the same content gets
-    occurrence n, counted over the whole source in a temporary table (memory stays bounded by a batch). The
-    table is keyed by the first id's 48 bits as an integer (a rowid table: a third of the cost of a text key)."""
+    """Content ids for the runs of one source, read in batches, and which of them the KB has already. The n-th
+    run with the same content gets occurrence n over the whole source, counted per first id (`run_id(key)`)
+    with memory bounded by a batch.
 
-    def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
+    Most runs of a large file are the first of their content, and the KB's id index says so at once: a first id
+    the KB does not have cannot have come earlier in this source (that run would be in the KB, stored by this
+    source or known before it). Only first ids the KB has need a count: a temporary table (keyed by the id's 48
+    bits as an integer, a rowid table) holds the count of every first id of this source seen more than once or
+    found in the KB; a first id seen once, and so stored by this source, counts 1 without a row there."""
+
+    def __init__(self, conn: sqlite3.Connection, dbs: tuple[str, ...], source_hash: str,
+                 known: Callable[[list[str]], set[str]]):
+        self.conn, self.dbs, self.source_hash, self.known = conn, dbs, source_hash, known
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS import_occ (k INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
         conn.execute("DELETE FROM temp.import_occ")
 
-    def ids(self, keys: list[str]) -> list[str]:
+    def _lookup(self, sql: str, args: list) -> Iterator[tuple]:
+        for k in range(0, len(args), 500):
+            chunk = args[k:k + 500]
+            yield from self.conn.execute(sql.format(marks=",".join("?" * len(chunk))), chunk)
+
+    def ids(self, keys: list[str]) -> tuple[list[str], set[str]]:
+        """The ids of a batch of content keys, in order, and those of them the KB has (not to store again)."""
         firsts = [run_id(k) for k in keys]
-        nums = [int(f, 16) for f in firsts]
-        uniq = sorted(set(nums))
-        seen: dict[int, int] = {}
-        for k in range(0, len(uniq), 500):
-            chunk = uniq[k:k + 500]
-            seen.update(self.conn.execute(
-                f"SELECT k, n FROM temp.import_occ WHERE k IN ({','.join('?' * len(chunk))})", chunk))
-        out = []
-        for key, first, num in zip(keys, firsts, nums):
-            n = seen.get(num, 0)
-            seen[num] = n + 1
-            out.append(first if n == 0 else run_id(key, n))
-        self.conn.executemany("INSERT OR REPLACE INTO temp.import_occ VALUES (?, ?)",
-                              [(k, seen[k]) for k in uniq])
-        return out
+        uniq = sorted(set(firsts))
+        # the first ids the KB has, with the source that stored them (the reference's: "")
+        here = dict(self._lookup("SELECT id, source_hash FROM main.runs WHERE id IN ({marks})", uniq))
+        if "ref" in self.dbs:
+            for (rid,) in self._lookup("SELECT id FROM ref.runs WHERE id IN ({marks})", uniq):
+                here.setdefault(rid, "")
+        seen: dict[str, int] = {}
+        if here:
+            found = sorted(here)
+            counted = dict(self._lookup("SELECT k, n FROM temp.import_occ WHERE k IN ({marks})",
+                                        [int(f, 16) for f in found]))
+            for f in found:
+                seen[f] = counted.get(int(f, 16), 1 if here[f] == self.source_hash else 0)
+        out, again = [], []
+        for key, first in zip(keys, firsts):
+            n = seen.get(first, 0)
+            seen[first] = n + 1
+            if n == 0:
+                out.append(first)
+            else:
+                rid = run_id(key, n)
+                out.append(rid)
+                again.append(rid)
+        counts = [(int(f, 16), n) for f, n in seen.items() if n != 1 or f in here]
+        if counts:
+            self.conn.executemany("INSERT OR REPLACE INTO temp.import_occ VALUES (?, ?)", counts)
+        return out, set(here) | (self.known(again) if again else set())
 
 
 def _other_system_note(old: list[str], items: Iterable[tuple[str, tuple]]) -> str | None:
@@ -544,7 +569,7 @@ class KB:
 
     def _insert_batches(self, items: Iterable[tuple[str, tuple]], source_hash: str) -> tuple[int, int]:
         nullable = self._null_default_columns()
-        occ = _Occurrences(self.conn)
+        occ = _Occurrences(self.conn, self._dbs(), source_hash, self._known_ids)
         it = iter(items)
         n = seq = 0
         summary = _Summary()
@@ -552,8 +577,7 @@ class KB:
             batch = list(itertools.islice(it, BATCH))
             if not batch:
                 break
-            ids = occ.ids([key for key, _ in batch])
-            known = self._known_ids(ids)
+            ids, known = occ.ids([key for key, _ in batch])
             rows = [(rid, source_hash, seq + i) + values for i, ((_, values), rid) in enumerate(zip(batch, ids))
                     if rid not in known]
             self._insert_rows(rows, nullable)
