@@ -5,7 +5,6 @@ import json
 import math
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ def check_line_value(value: object, what: str) -> str:
 
 def atomic_write(path: str | Path, text: str | bytes, mode: int | None = None) -> None:
     """Write to a temporary file beside `path`, then rename: readers never see a half-written file."""
+    import tempfile
     p = Path(path)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)

@@ -130,3 +130,26 @@ def test_the_module_probe_sees_what_a_command_imports(small_kb):
     assert p.returncode == 0, p.stderr
     assert run_id in p.stdout
     assert {"rich", "rich.table"} <= modules
+
+
+@pytest.mark.parametrize("group", ["kb", "bench", "archive", "docs", "jobs", "center"])
+def test_a_group_builds_only_the_subcommand_asked_for_and_lists_what_typer_would(group):
+    import typer
+
+    from ioadvisor.cli import COMMANDS, app
+    root = typer.main.get_command(app)
+    lazy = root.get_command(None, group)
+    first = next(iter(lazy.commands))
+    assert lazy.get_command(None, first).name == first
+    assert set(lazy.commands._built) == {first}            # the others are not built yet
+    # the same subcommands, in the same order, with the same help and options as typer's eager build
+    import importlib
+    eager = typer.main.get_command(importlib.import_module(f"ioadvisor.cli.{COMMANDS[group]}").app)
+    eager = eager.commands[group] if group in getattr(eager, "commands", {}) else eager
+    assert lazy.list_commands(None) == eager.list_commands(None) and len(lazy.list_commands(None)) >= 1
+    assert lazy.help == " ".join(eager.help.split()) and lazy.no_args_is_help == eager.no_args_is_help
+    for name in eager.list_commands(None):
+        a, b = lazy.get_command(None, name), eager.get_command(None, name)
+        assert [p.name for p in a.params] == [p.name for p in b.params], name
+        assert a.help == "\n\n".join(" ".join(p.split()) for p in (b.help or "").split("\n\n")), name
+    assert set(lazy.commands._built) == set(eager.list_commands(None))

@@ -6,7 +6,10 @@ module of the command being run, so `ioadvise advise` or `ioadvise submit` does 
 """
 from __future__ import annotations
 
+import copy
 import importlib
+from collections.abc import MutableMapping
+from typing import Any, Callable, Iterator
 
 import typer
 from typer.core import TyperGroup
@@ -42,20 +45,79 @@ class _LazyGroup(TyperGroup):
         module = COMMANDS.get(name)
         if module is None:
             return None
-        built = typer.main.get_command(importlib.import_module(f"{__name__}.{module}").app)
+        sub = importlib.import_module(f"{__name__}.{module}").app
+        group = next((g for g in sub.registered_groups if g.name == name), None)
+        if group is not None:
+            return _lazy_group(sub, group)
+        built = typer.main.get_command(sub)
         cmd = built.commands.get(name) if isinstance(built, TyperGroup) else built
         if cmd is not None:
             _unwrap_help(cmd)
         return cmd
 
 
-def _unwrap_help(cmd: object) -> None:
+class _LazyCommands(MutableMapping):
+    """A group's subcommands by name, each built from its typer definition when it is first looked up: typer
+    builds every subcommand of a group at once (inspecting each function's signature), which for `kb`'s
+    eight costs more than `kb list`'s query. Listing them (`--help`) builds them all, in the same order."""
+
+    def __init__(self, infos: dict[str, Any], build: Callable[[Any], Any]) -> None:
+        self._infos, self._build, self._built = infos, build, {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            self._built[name] = self._build(self._infos[name])
+        return self._built[name]
+
+    def __setitem__(self, name: str, cmd: Any) -> None:
+        self._infos.setdefault(name, None)
+        self._built[name] = cmd
+
+    def __delitem__(self, name: str) -> None:
+        del self._infos[name]
+        self._built.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._infos)
+
+    def __len__(self) -> int:
+        return len(self._infos)
+
+
+def _lazy_group(sub: typer.Typer, info: Any) -> TyperGroup:
+    """The click group typer would build for `sub`'s sub-app `info` (its help, options and callback), with
+    subcommands built on demand."""
+    settings = dict(pretty_exceptions_short=sub.pretty_exceptions_short, rich_markup_mode=sub.rich_markup_mode)
+    inner = info.typer_instance
+    shell = copy.copy(inner)
+    shell.registered_commands = []              # the group alone; its commands are added below, unbuilt
+    shell_info = copy.copy(info)
+    shell_info.typer_instance = shell
+    group = typer.main.get_group_from_info(shell_info, suggest_commands=sub.suggest_commands, **settings)
+    infos = {(c.name or typer.main.get_command_name(c.callback.__name__)): c for c in inner.registered_commands}
+    built = dict(group.commands)                # nested groups, built by typer as before
+
+    def build(command_info: Any) -> Any:
+        cmd = typer.main.get_command_from_info(command_info, **settings)
+        _unwrap_help(cmd)
+        return cmd
+    lazy = _LazyCommands(infos, build)
+    for name, cmd in built.items():
+        _unwrap_help(cmd)
+        lazy[name] = cmd
+    group.commands = lazy
+    _unwrap_help(group, recurse=False)
+    return group
+
+
+def _unwrap_help(cmd: object, recurse: bool = True) -> None:
     """Join the source line breaks inside each paragraph of a command's help, so the terminal wraps it."""
     text = getattr(cmd, "help", None)
     if text:
         cmd.help = "\n\n".join(" ".join(p.split()) for p in text.split("\n\n"))  # type: ignore[attr-defined]
-    for sub in getattr(cmd, "commands", {}).values():
-        _unwrap_help(sub)
+    if recurse:
+        for sub in getattr(cmd, "commands", {}).values():
+            _unwrap_help(sub)
 
 
 app = typer.Typer(

@@ -2,11 +2,8 @@
 sqlite file keyed by the content of the data files, so it is rebuilt whenever the data change."""
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import os
-import tempfile
 from pathlib import Path
 
 from ..errors import ImportFormatError
@@ -52,6 +49,10 @@ def reference_kb_path() -> Path:
 
 
 def _build(files: list[Path], target: Path) -> None:
+    import csv
+    import io
+    import tempfile
+
     from .. import importers
     from .store import KB
     fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
