@@ -690,7 +690,30 @@ class KB:
         where, args = flt.where(origin=False)
         dbs = [db for db, origin in (("main", "user"), ("ref", "reference"))
                if db in self._dbs() and flt.origin in (None, origin)]
-        return sum(self.conn.execute(f"SELECT count(*) FROM {db}.runs{where}", args).fetchone()[0] for db in dbs)
+        # The index runs_system_op_fs is (system, op, api, layout, filesystem, kind). With a system, an
+        # operation and a layout but no API, the layout cannot be sought past the API column, and every run
+        # of the system's operation is read (twice the matching runs of a big system for --layout fpp).
+        # Counted per API instead (the system's APIs found by skipping through the index, NULL counted
+        # apart), each count seeks to its own matching runs: less than half the time on 1,000,000 runs.
+        per_api = flt.system is not None and flt.op is not None and flt.api is None and flt.layout is not None
+        total = 0
+        for db in dbs:
+            if not per_api:
+                total += self.conn.execute(f"SELECT count(*) FROM {db}.runs{where}", args).fetchone()[0]
+                continue
+            for api in [None, *self._apis(db, flt.system, flt.op.lower())]:
+                total += self.conn.execute(f"SELECT count(*) FROM {db}.runs{where} AND api IS ?",
+                                           [*args, api]).fetchone()[0]
+        return total
+
+    def _apis(self, db: str, system: str, op: str) -> list[str]:
+        """The APIs (not NULL) of a system's runs of one operation, each found by one seek in the index."""
+        first = (f"SELECT api FROM {db}.runs WHERE system = ?1 COLLATE NOCASE AND op = ?2 AND {{}} "
+                 "ORDER BY api LIMIT 1")
+        sql = (f"WITH RECURSIVE apis(a) AS (SELECT ({first.format('api IS NOT NULL')}) UNION ALL "
+               f"SELECT ({first.format('api > apis.a')}) FROM apis WHERE apis.a IS NOT NULL) "
+               "SELECT a FROM apis WHERE a IS NOT NULL")
+        return [r[0] for r in self.conn.execute(sql, (system, op))]
 
     def get(self, rid: str) -> Run:
         row = self.conn.execute("SELECT * FROM all_runs WHERE id = ?", (rid,)).fetchone()
