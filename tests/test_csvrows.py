@@ -233,3 +233,102 @@ def test_occurrences_across_batches_and_sources_give_the_ids_of_the_whole_source
     # a's 4 runs are in b too (c0 occurrence 0, c1 occurrences 0 and 1, c5 occurrence 0): 19 new, 4 known
     assert (ra.runs, rb.runs, rb.duplicates) == (4, 19, 4) and len(new_b) == 19
     assert set(stored) == set(ids_a) | set(ids_b) and len(stored) == 23
+
+
+# ---- a large file read by a second process (kb.csvrows.read_aside) ---------------------------------------------
+@pytest.fixture
+def aside(monkeypatch):
+    """Every CSV import reads in a second process, as files from ASIDE_BYTES do."""
+    if not csvrows.can_read_aside():
+        pytest.skip("no fork start method or a single CPU: imports read in one process")
+    monkeypatch.setattr(csvrows, "ASIDE_BYTES", 0)
+    calls = []
+    real = csvrows.read_aside
+    monkeypatch.setattr(csvrows, "read_aside", lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
+
+
+def _children() -> list[int]:
+    import os
+    try:
+        return [int(p) for p in open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()]
+    except OSError:
+        return []
+
+
+def test_a_file_read_aside_stores_what_one_process_stores(tmp_path, monkeypatch, aside):
+    """The same rows, ids, flags and summary whichever process reads; progress reaches the file's size."""
+    sys_path = ROOT / "benchmarks"
+    monkeypatch.syspath_prepend(str(sys_path))
+    import scale_data
+    f = tmp_path / "big.csv"
+    rows = list(scale_data.rows(12_000, 3))
+    f.write_text(scale_data.HEADER + "\n" + "\n".join(rows + rows[:500]) + "\n")    # 500 runs twice
+    center = tmp_path / "c.toml"
+    center.write_text('name = "x"\nnode_memory = "256GiB"\n[[filesystems]]\nname = "scratch"\ntype = "lustre"\n'
+                      'mount = "/s"\nrated_write_bandwidth = "12GB/s"\nrated_read_bandwidth = "14GB/s"\n')
+    stored, seen = {}, []
+    for label in ("aside", "one"):
+        if label == "one":
+            monkeypatch.setattr(csvrows, "ASIDE_BYTES", 1 << 60)
+        with KB.open(tmp_path / f"{label}.sqlite", reference=False) as kb:
+            progress = []
+            r = kb.import_file(f, center=str(center), progress=lambda done, total: progress.append((done, total)))
+            stored[label] = (r, [tuple(x) for x in kb.conn.execute("SELECT * FROM runs ORDER BY rowid")],
+                             [tuple(x) for x in kb.conn.execute("SELECT * FROM system_fs ORDER BY 1, 2")])
+            seen.append(progress)
+    assert len(aside) == 1                      # the first import read aside, the second did not
+    assert stored["aside"] == stored["one"]
+    r, runs, _ = stored["aside"]
+    assert (r.runs, len(runs)) == (12_500, 12_500)          # the 500 repeated rows are occurrences 1, not lost
+    assert any(x[-1] for x in runs) and not all(x[-1] for x in runs)     # some runs flagged, some not
+    size = f.stat().st_size
+    for progress in seen:
+        assert progress[-1] == (size, size) and all(0 <= d <= size for d, _ in progress)
+    assert _children() == []
+
+
+def test_an_error_read_aside_rolls_back_the_file_and_names_its_line(tmp_path, monkeypatch, aside):
+    from ioadvisor.errors import ImportFormatError
+    from ioadvisor.kb import RunFilter, store
+    monkeypatch.setattr(store, "BATCH", 100)        # twenty batches are stored before the bad row comes
+    head = "system,filesystem,op,api,layout,collective,nodes,ranks,transfer_size_bytes,block_size_bytes_per_rank," \
+           "stripe_count,stripe_size_bytes,ost_count,value,unit,notes,source"
+    good = [f"sysE,fs,write,POSIX,fpp,,1,{i + 1},,,,,,{i + 1},MiB/s,n,s" for i in range(2050)]
+    f = tmp_path / "late.csv"
+    f.write_text(head + "\n" + "\n".join(good) + "\nsysE,fs,write,POSIX,fpp,,1,1,,,,,,5,furlongs,n,s\n")
+    with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
+        with pytest.raises(ImportFormatError) as e:
+            kb.import_file(f)
+        assert str(e.value).startswith(f"{f}:2052: unknown unit 'furlongs'")
+        assert kb.count(RunFilter(origin="user")) == 0 and kb.stats()["sources"] == 0
+        assert kb.systems() == []
+        # the same file without the bad row imports whole; again, it adds nothing and the reader is stopped
+        f.write_text(head + "\n" + "\n".join(good) + "\n")
+        assert kb.import_file(f).runs == 2050
+        again = kb.import_file(f)
+        assert again.skipped and again.runs == 0
+    assert len(aside) == 3 and _children() == []
+
+
+def test_a_reader_that_dies_is_an_error_not_a_short_import(tmp_path, monkeypatch, aside):
+    """A reading process killed mid-file (out of memory, say) must not look like the end of the file."""
+    import os
+    import signal
+    from ioadvisor.kb import RunFilter
+
+    def die(*_a, **_k):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    head = "system,filesystem,op,api,layout,collective,nodes,ranks,transfer_size_bytes,block_size_bytes_per_rank," \
+           "stripe_count,stripe_size_bytes,ost_count,value,unit,notes,source"
+    f = tmp_path / "k.csv"
+    f.write_text(head + "\n" + "\n".join(f"sysK,fs,write,POSIX,fpp,,1,{i + 1},,,,,,5,MiB/s,n,s"
+                                          for i in range(10)) + "\n")
+    monkeypatch.setattr(csvrows.RowReader, "__call__", die)     # the child dies at its first row
+    with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
+        with pytest.raises(IOAdvisorError) as e:
+            kb.import_file(f)
+        assert "the process reading the file stopped" in str(e.value) and str(f) in str(e.value)
+        assert kb.count(RunFilter(origin="user")) == 0 and kb.stats()["sources"] == 0
+    assert _children() == []

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from operator import itemgetter
-from typing import Any, Callable
+from typing import Any, BinaryIO, Callable, Iterator
 
-from ..errors import IOAdvisorError
+from ..errors import ImportFormatError, IOAdvisorError
 from ..importers import ImportContext
 from ..importers.csv import _INT_COLS, _SPREAD, _STR_COLS, _Rows, _bool, _float, parse_hints
 from ..model.run import _JSON_STR, APIS, KEY_ORDER, KEY_TEMPLATE, KINDS, LAYOUTS, OPS, norm_api, norm_layout
@@ -261,3 +262,75 @@ class RowReader:
 
 
 _NO_SPREAD = (None,) * len(_SPREAD)
+
+
+# ---- reading in a second process ------------------------------------------------------------------------------
+ASIDE_BYTES = 8 << 20     # files from this size are read by a second process while the first stores
+
+
+def can_read_aside() -> bool:
+    """Whether a second process can read while this one stores (a fork start and a second CPU)."""
+    import multiprocessing as mp
+    return "fork" in mp.get_all_start_methods() and (os.cpu_count() or 1) > 1
+
+
+def read_aside(f: BinaryIO, ctx: ImportContext, prepare: Callable[[Iterator[tuple[str, tuple]]], Iterator[Any]],
+               size: int = 0, progress: Callable[[int, int], None] | None = None) -> Iterator[Any]:
+    """`prepare(importers.csv.stream(f, ctx, RowReader))` (the KB's batches of a canonical CSV) made by a child
+    process while the caller stores those already received: the two halves of an import of a large file on two
+    CPUs. The child reads `f` (inherited, not reopened: the bytes the caller hashed) and sends each batch
+    through a pipe, which holds little, so memory stays bounded on both sides; its error comes back as the same
+    ImportFormatError, naming the file and line, raised here (inside the caller's transaction). If the caller
+    stops early or fails, the child is stopped."""
+    import multiprocessing as mp
+    mpctx = mp.get_context("fork")
+    receive, send = mpctx.Pipe(duplex=False)
+    child = mpctx.Process(target=_read_into, args=(f, ctx, prepare, send), daemon=True,
+                          name="ioadvise-import-reader")
+    child.start()
+    send.close()
+    done = False
+    try:
+        while True:
+            try:
+                kind, *payload = receive.recv()
+            except EOFError:
+                child.join()
+                raise IOAdvisorError(f"{ctx.source}: the process reading the file stopped "
+                                     f"(exit code {child.exitcode})") from None
+            if kind == "batch":
+                batch, where = payload
+                yield batch
+                if progress is not None:
+                    progress(where, size)
+            elif kind == "end":
+                done = True
+                if progress is not None:
+                    progress(size, size)
+                return
+            elif kind == "format":
+                raise ImportFormatError(*payload)
+            else:
+                raise IOAdvisorError(f"{ctx.source}: reading the file failed: {payload[0]}")
+    finally:
+        receive.close()
+        if not done and child.is_alive():
+            child.terminate()
+        child.join()
+
+
+def _read_into(f: BinaryIO, ctx: ImportContext, prepare: Callable, send: Any) -> None:
+    """The child of read_aside: batches to the pipe, then ("end",) or the error."""
+    from ..importers.csv import stream
+    try:
+        for batch in prepare(stream(f, ctx, RowReader)):
+            send.send(("batch", batch, f.tell()))
+        send.send(("end",))
+    except ImportFormatError as e:
+        send.send(("format", e.reason, e.path, e.line))
+    except BrokenPipeError:
+        pass                                # the importing process stopped: nothing to tell
+    except Exception as e:                  # a fault, not bad input: said as such by the importing process
+        send.send(("fault", f"{type(e).__name__}: {e}"))
+    finally:
+        send.close()

@@ -11,6 +11,7 @@ import codecs
 import itertools
 import json
 import operator
+from operator import itemgetter
 import os
 import sqlite3
 from dataclasses import dataclass, replace
@@ -111,6 +112,32 @@ def _keyed(runs: Iterable[Run], source: str) -> Iterator[tuple[str, tuple]]:
         yield keyed_row(r)
 
 
+#: runs on their way into the KB, a few thousand at a time: (the VALUES columns the rows hold, the others being
+#: NULL in every row and NULL by default; each row's first id, run_id(key); each row's content key; the rows)
+Batch = tuple[tuple[str, ...], list[str], list[str], list[tuple]]
+
+
+def _batches(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
+             size: int | None = None) -> Iterator[Batch]:
+    """Keyed rows in batches of `size` (BATCH). A batch names only the columns some row of it fills: binding a
+    parameter costs about as much as storing it, and most runs leave half the columns empty. Columns in
+    `nullable` (NULL by default) are left out when every row has NULL there; the rows are stored as they would
+    be with every column named."""
+    it = iter(items)
+    size = size or BATCH
+    while True:
+        batch = list(itertools.islice(it, size))
+        if not batch:
+            return
+        keys, rows = [k for k, _ in batch], [v for _, v in batch]
+        n = len(rows)
+        keep = [i for i, (name, col) in enumerate(zip(VALUES, zip(*rows)))
+                if name not in nullable or col.count(None) != n]
+        if len(keep) < len(VALUES):
+            rows = list(map(itemgetter(*keep), rows)) if len(keep) > 1 else [(r[keep[0]],) for r in rows]
+        yield tuple(VALUES[i] for i in keep), [run_id(k) for k in keys], keys, rows
+
+
 def _values_run(values: tuple) -> Run:
     """The Run of stored VALUES (for the evidence flags)."""
     return row_to_run({**dict(zip(VALUES, values)), "id": None, "source_hash": ""})
@@ -147,7 +174,6 @@ def _record(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-_SYS, _FS, _FST, _OSTS = (RUN_COLUMNS.index(c) for c in ("system", "filesystem", "fs_type", "ost_count"))
 
 
 class _Summary:
@@ -157,17 +183,22 @@ class _Summary:
     def __init__(self) -> None:
         self.groups: dict[tuple[str, str], list] = {}
 
-    def add(self, rows: list[tuple], offset: int) -> None:
+    def add(self, rows: list[tuple], offset: int, columns: tuple[str, ...] = RUN_COLUMNS) -> None:
+        """Count `rows` (holding `columns`, the others NULL), the first of them at position `offset`."""
+        at = [columns.index(c) if c in columns else -1 for c in ("system", "filesystem", "fs_type", "ost_count")]
+        get = (itemgetter(*at) if -1 not in at
+               else lambda r: tuple(None if i < 0 else r[i] for i in at))
         groups = self.groups
         for i, r in enumerate(rows, offset):
-            key = (r[_SYS], r[_FS] or r[_FST] or UNKNOWN_FS)
+            system, fs, fs_type, osts = get(r)
+            key = (system, fs or fs_type or UNKNOWN_FS)
             g = groups.get(key)
             if g is None:
                 g = groups[key] = [None, None, 0, i]
-            if r[_FST]:
-                g[0] = r[_FST].lower()
-            if r[_OSTS] and (g[1] is None or r[_OSTS] > g[1]):
-                g[1] = r[_OSTS]
+            if fs_type:
+                g[0] = fs_type.lower()
+            if osts and (g[1] is None or osts > g[1]):
+                g[1] = osts
             g[2] += 1
 
     def store(self, conn: sqlite3.Connection) -> None:
@@ -349,9 +380,9 @@ class _Occurrences:
             chunk = args[k:k + 500]
             yield from self.conn.execute(sql.format(marks=",".join("?" * len(chunk))), chunk)
 
-    def ids(self, keys: list[str]) -> tuple[list[str], set[str]]:
-        """The ids of a batch of content keys, in order, and those of them the KB has (not to store again)."""
-        firsts = [run_id(k) for k in keys]
+    def ids(self, firsts: list[str], keys: list[str]) -> tuple[list[str], set[str]]:
+        """The ids of a batch of content keys (with their first ids), in order, and those of them the KB has
+        (not to store again)."""
         uniq = sorted(set(firsts))
         # the first ids the KB has, with the source that stored them (the reference's: "")
         here = dict(self._lookup("SELECT id, source_hash FROM main.runs WHERE id IN ({marks})", uniq))
@@ -381,10 +412,11 @@ class _Occurrences:
         return out, set(here) | (self.known(again) if again else set())
 
 
-def _other_system_note(old: list[str], items: Iterable[tuple[str, tuple]]) -> str | None:
+def _other_system_note(old: list[str], batches: Iterable[Batch]) -> str | None:
     """What to say when a file already imported comes again naming other systems (from its first runs)."""
     try:
-        new = sorted({values[_V_SYSTEM] for _, values in itertools.islice(items, 1000)})
+        names, _, _, rows = next(iter(batches), ((), [], [], []))
+        new = sorted({r[names.index("system")] for r in rows[:1000]})
     except IOAdvisorError:
         return None
     if old and new and old != new:
@@ -509,12 +541,13 @@ class KB:
         whole source back. With require_runs, a source that yields no run is an error (and adds nothing).
         Every run passes `check_run` first (whatever read it): one bad value rejects the whole source. A run
         already in the KB (the same content, see `content_key`) is not added again."""
-        return self._add(_keyed(runs, source), source=source, source_hash=source_hash, fmt=fmt,
-                         importer=importer, comparisons=comparisons, require_runs=require_runs)
+        return self._add(_batches(_keyed(runs, source), self._null_default_columns()), source=source,
+                         source_hash=source_hash, fmt=fmt, importer=importer, comparisons=comparisons,
+                         require_runs=require_runs)
 
-    def _add(self, items: Iterable[tuple[str, tuple]], *, source: str, source_hash: str, fmt: str, importer: str,
+    def _add(self, batches: Iterable[Batch], *, source: str, source_hash: str, fmt: str, importer: str,
              comparisons: Iterable[dict[str, Any]] = (), require_runs: bool = False) -> ImportResult:
-        """`add_runs` of keyed rows (content key, VALUES), checked already."""
+        """`add_runs` of batches of checked runs."""
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -522,10 +555,10 @@ class KB:
                 old = sorted({r[0] for r in self.conn.execute(
                     "SELECT DISTINCT system FROM main.runs WHERE source_hash = ?", (source_hash,))})
                 self.conn.execute("ROLLBACK")
-                return ImportResult(source, fmt, 0, True, 0, _other_system_note(old, items))
+                return ImportResult(source, fmt, 0, True, 0, _other_system_note(old, batches))
             self.conn.execute("INSERT INTO main.sources VALUES (?,?,?,?,?,?)",
                               (source_hash, source, fmt, importer, now, 0))
-            n, seq = self._insert_keyed(items, source_hash)
+            n, seq = self._insert_batches(batches, source_hash)
             if require_runs and not seq:
                 raise ImportFormatError(f"no measured results found ({fmt} format)", source)
             dups = seq - n
@@ -552,59 +585,43 @@ class KB:
         items = _keyed(runs, source)
         if center is not None:
             items = _flagged(items, center)
-        return self._insert_keyed(items, source_hash)
+        return self._insert_batches(_batches(items, self._null_default_columns()), source_hash)
 
-    def _insert_keyed(self, items: Iterable[tuple[str, tuple]], source_hash: str) -> tuple[int, int]:
-        """`insert_runs` of keyed rows (content key, VALUES)."""
+    def _insert_batches(self, batches: Iterable[Batch], source_hash: str) -> tuple[int, int]:
+        """`insert_runs` of batches of checked runs."""
         # a larger page cache while the runs go in (restored after): with the default 2 MiB, every insert into
         # the id index of a large KB missed the cache
         sizes = {db: self.conn.execute(f"PRAGMA {db}.cache_size").fetchone()[0] for db in ("main", "temp")}
         for db in sizes:
             self.conn.execute(f"PRAGMA {db}.cache_size = -{IMPORT_CACHE_KIB}")
         try:
-            return self._insert_batches(items, source_hash)
+            return self._store_batches(batches, source_hash)
         finally:
             for db, size in sizes.items():
                 self.conn.execute(f"PRAGMA {db}.cache_size = {int(size)}")
 
-    def _insert_batches(self, items: Iterable[tuple[str, tuple]], source_hash: str) -> tuple[int, int]:
-        nullable = self._null_default_columns()
+    def _store_batches(self, batches: Iterable[Batch], source_hash: str) -> tuple[int, int]:
         occ = _Occurrences(self.conn, self._dbs(), source_hash, self._known_ids)
-        it = iter(items)
         n = seq = 0
         summary = _Summary()
-        while True:
-            batch = list(itertools.islice(it, BATCH))
-            if not batch:
-                break
-            ids, known = occ.ids([key for key, _ in batch])
-            rows = [(rid, source_hash, seq + i) + values for i, ((_, values), rid) in enumerate(zip(batch, ids))
+        for names, firsts, keys, values in batches:
+            ids, known = occ.ids(firsts, keys)
+            rows = [(rid, source_hash, seq + i) + v for i, (v, rid) in enumerate(zip(values, ids))
                     if rid not in known]
-            self._insert_rows(rows, nullable)
-            summary.add(rows, n)
+            if rows:
+                columns = ("id", "source_hash", "seq") + names
+                self.conn.executemany(f"INSERT INTO main.runs ({','.join(columns)}) "
+                                      f"VALUES ({','.join('?' * len(columns))})", rows)
+                summary.add(rows, n, columns)
             n += len(rows)
-            seq += len(batch)
+            seq += len(values)
         summary.store(self.conn)
         return n, seq
 
-    def _null_default_columns(self) -> frozenset[int]:
-        """Positions in RUN_COLUMNS of the columns whose default is NULL (leaving them out stores NULL)."""
-        return frozenset(RUN_COLUMNS.index(r[1]) for r in self.conn.execute("PRAGMA main.table_info(runs)")
+    def _null_default_columns(self) -> frozenset[str]:
+        """The `runs` columns whose default is NULL (leaving them out stores NULL)."""
+        return frozenset(r[1] for r in self.conn.execute("PRAGMA main.table_info(runs)")
                          if r[1] in RUN_COLUMNS and r[4] is None)
-
-    def _insert_rows(self, rows: list[tuple], nullable: frozenset[int]) -> None:
-        """Insert `runs` rows (RUN_COLUMNS order), naming only the columns that hold a value in some row of the
-        batch: binding a parameter costs about as much as storing it, and most runs leave half the columns
-        empty. The rows are stored as they would be with every column named."""
-        if not rows:
-            return
-        cols = list(zip(*rows))
-        n = len(rows)
-        keep = [i for i, c in enumerate(cols) if i not in nullable or c.count(None) != n]
-        if len(keep) < len(RUN_COLUMNS):
-            rows = list(map(operator.itemgetter(*keep), rows)) if len(keep) > 1 else [(r[keep[0]],) for r in rows]
-        names = ",".join(RUN_COLUMNS[i] for i in keep)
-        self.conn.executemany(f"INSERT INTO main.runs ({names}) VALUES ({','.join('?' * len(keep))})", rows)
 
     def _known_ids(self, ids: list[str]) -> set[str]:
         """Those of `ids` that a run in the KB (user or reference) has already."""
@@ -638,17 +655,26 @@ class KB:
             imp = importers.detect(head, str(p)) if fmt == "auto" else importers.get(fmt)
             digest, size = src.scan(imp.text, None if imp.stream else importers.MAX_WHOLE_FILE)
             ctx = importers.ImportContext(source=str(p), system=system, filesystem=filesystem, kind=kind)
-            items: Iterable[tuple[str, tuple]]
+            nullable = self._null_default_columns()
+
+            def prepared(items: Iterable[tuple[str, tuple]]) -> Iterator[Batch]:
+                return _batches(_flagged(items, center), nullable)
+
+            batches: Iterable[Batch]
             if imp.stream is not None:
                 f = src.reopen()
                 if imp.name == "csv":
-                    # rows read straight into the stored form (kb.csvrows), no Run per row
-                    from .csvrows import RowReader
-                    items = imp.stream(f, ctx, RowReader)
+                    # rows read straight into the stored form (kb.csvrows), no Run per row; a large file by a
+                    # second process, which also sets flags and makes the batches, while this one stores
+                    from . import csvrows
+                    if size >= csvrows.ASIDE_BYTES and csvrows.can_read_aside():
+                        batches = csvrows.read_aside(f, ctx, prepared, size, progress)
+                    else:
+                        items = imp.stream(f, ctx, csvrows.RowReader)
+                        batches = prepared(items if progress is None else _progressed(items, f, size, progress))
                 else:
                     items = _keyed(imp.stream(f, ctx), str(p))
-                if progress is not None:
-                    items = _progressed(items, f, size, progress)
+                    batches = prepared(items if progress is None else _progressed(items, f, size, progress))
             else:
                 try:
                     runs = imp.parse(src.read_all(), ctx)
@@ -658,10 +684,9 @@ class KB:
                     raise ImportFormatError(f"no measured results found ({imp.name} format)", str(p))
                 if progress is not None:
                     progress(size, size)
-                items = _keyed(runs, str(p))
-            items = _flagged(items, center)
+                batches = prepared(_keyed(runs, str(p)))
             try:
-                return self._add(items, source=str(p), source_hash=digest, fmt=imp.name,
+                return self._add(batches, source=str(p), source_hash=digest, fmt=imp.name,
                                  importer=f"{imp.name}/{imp.version}", require_runs=True)
             except ImportFormatError as e:
                 raise e if e.path else e.at(str(p)) from None
