@@ -86,7 +86,7 @@ def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbe
         f = c.fit
         limiter = _limiter(c, w)
         out.append(f"Predicted {_fmt(c.value, f.unit)} (interval {_fmt(c.low, f.unit)}-{_fmt(c.high, f.unit)}) "
-                   f"from a model fitted to {center.name}'s {f.filesystem} {f.op} runs; it rests on {f.n_runs} "
+                   f"from a model fitted to {center.name}'s {f.filesystem + ' ' if f.filesystem else ''}{f.op} runs; it rests on {f.n_runs} "
                    f"run(s){'; few runs, so the interval is wide' if f.n_runs < 4 else ''}. {limiter}")
         if c is rec and base.value:
             gain = c.value / base.value
@@ -100,12 +100,13 @@ def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbe
     else:
         out.append(f"No measured runs on {cfg.tier or cfg.filesystem} for this operation: not predicted; its rank "
                    f"rests on the published comparisons and the center configuration.")
+    # the decision's own reason (a gain with its probability, or none measurable) comes from the engine, whatever
+    # it decided (stripes, collective mode, layout, place)
+    if c is rec and has_numbers and c.value is not None and not w.metadata_heavy and c.decision:
+        out.append(f"Decision: {c.decision}.")
     if cfg.stripe_count is not None:
         fs = center.filesystem(cfg.filesystem)
-        # the sentence comparing stripe counts is written by `finalize`, from the table's own numbers; the
-        # decision's own reason (a gain with its probability, or none measurable) comes from the engine
-        if c is rec and has_numbers and c.value is not None and not w.metadata_heavy and c.decision:
-            out.append(f"Decision: {c.decision}.")
+        # the sentence comparing stripe counts is written by `finalize`, from the table's own numbers
         if c is rec and not has_numbers and cfg.layout == "shared" and not w.metadata_heavy:
             out.append(f"Stripe count {cfg.stripe_count}: with no measured numbers, one stripe per writing node "
                        f"(capped at the {fs.ost_count if fs else '?'} OSTs) spreads the shared file without taking "
