@@ -212,3 +212,33 @@ def test_cache_sized_runs_are_explained_not_fitted_as_disk_speed():
     blind = fit_group("S", "fs", "read", [replace(r, block_size=None) for r in runs], ost_count=56)
     p = Point(clients=32, ranks=32, shared=False, stripes=56, osts=56)
     assert blind.predict(p) > 1.2 * fit.predict(p)
+
+
+def test_posterior_draws_do_not_depend_on_how_lapack_signs_eigenvectors(monkeypatch):
+    # Two LAPACK builds may return the covariance's eigenvectors with opposite signs (as they may an SVD's): the
+    # draws, and with them every gain probability the advice decides by, must be the same. Sampling through an
+    # SVD factor (x + z S^1/2 U^T) changed with the signs; the symmetric square root V diag(sqrt w) V^T does not.
+    import numpy as np
+    runs = _synthetic(40)
+    a = fit_group("S", "fs", "write", runs, ost_count=56).posterior
+    eigh = np.linalg.eigh
+
+    def flipped(m):
+        w, v = eigh(m)
+        return w, v * np.where(np.arange(v.shape[1]) % 2, -1.0, 1.0)
+
+    svd = np.linalg.svd
+
+    def flipped_svd(m, *args, **kw):
+        u, sv, vh = svd(m, *args, **kw)
+        f = np.where(np.arange(len(sv)) % 2, -1.0, 1.0)
+        return u * f, sv, vh * f[:, None]
+
+    monkeypatch.setattr(np.linalg, "eigh", flipped)
+    monkeypatch.setattr(np.linalg, "svd", flipped_svd)
+    b = fit_group("S", "fs", "write", runs, ost_count=56).posterior
+    assert a.theta == b.theta
+    assert len(a.draws) == ph.N_DRAWS
+    assert np.allclose(np.array(a.draws), np.array(b.draws), rtol=1e-9, atol=1e-9)
+    # the draws are not all the fit itself (a posterior with no spread would make every gain certain)
+    assert np.ptp(np.array(a.draws), axis=0).max() > 0

@@ -186,7 +186,7 @@ def test_cancelled_job_is_staged_out(jobs, slurm_cluster):
     # Slurm shows CANCELLED while the batch shell may still run its EXIT trap (stage-out, end record); on a
     # loaded machine that takes a moment, so wait for the end record (bounded) before looking
     rec = d / f"ioadvise-{jid}.json"
-    deadline = time.time() + 30
+    deadline = time.time() + 120
     while time.time() < deadline and not (rec.exists() and json.loads(rec.read_text())["end"] is not None):
         time.sleep(0.1)
     assert (d / "result.txt").read_text() == "r\n"
