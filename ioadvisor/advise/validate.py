@@ -354,6 +354,31 @@ def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int 
     return case
 
 
+def _stripe_medians(group: list, osts: int | None) -> dict[float, float]:
+    """Median value per stripe count of a stripe sweep (-1: every OST)."""
+    by: dict[float, list[float]] = {}
+    for r in group:
+        v = r.stripe_count
+        by.setdefault(float(osts or v) if v == -1 else float(v), []).append(r.value)
+    return {k: statistics.median(v) for k, v in by.items()}
+
+
+def _other_volumes(group: list, groups: list[list], osts: int | None) -> float | None:
+    """The regret of choosing a hidden stripe sweep's count from what the sweeps of exactly the same settings at
+    other volumes per rank measured (the count best on average over them, in log ratio to each one's best). It is
+    what the measurements themselves say about the same question, so its tail is a floor for any advice that
+    sees the settings but not the hidden sweep; None when no such sweep exists."""
+    def key(r: Any) -> tuple:
+        return tuple(v for k, v in _settings_key(r, "stripe_count") if k != "block")
+    k0 = key(group[0])
+    sibs = [_stripe_medians(g, osts) for g in groups if g is not group and key(g[0]) == k0]
+    m = _stripe_medians(group, osts)
+    if not sibs or any(c <= 0 for c in m) or any(c <= 0 for s in sibs for c in s):
+        return None
+    pick = max(sorted(m), key=lambda c: sum(math.log(_interp(s, c) / max(s.values())) for s in sibs))
+    return max(m.values()) / _interp(m, pick)
+
+
 def _sweeps_of_system(sysname: str, runs: list, osts_by_fs: dict, dflt_by_fs: dict,
                       factors: Sequence[str] = SWEEP_FACTORS, memo: dict | None = None,
                       limit: int | None = None) -> dict[str, Any]:
@@ -379,6 +404,10 @@ def _sweeps_of_system(sysname: str, runs: list, osts_by_fs: dict, dflt_by_fs: di
                 unscored += 1
                 continue
             case["system"] = sysname
+            if factor == "stripe_count":
+                other = _other_volumes(group, groups, osts)
+                if other is not None:
+                    case["regret"]["other_volumes"] = other
             cases.append(case)
     return {"cases": cases, "unscored": unscored}
 
@@ -388,6 +417,12 @@ def _summary(cases: list[dict]) -> dict[str, Any]:
     names = sorted({k for c in cases for k in c["regret"]})
     out["regret"] = {n: {"median": statistics.median(v) if v else None, "p90": _q(v, 0.9), "n": len(v)}
                      for n in names if (v := [c["regret"][n] for c in cases if n in c["regret"]])}
+    paired = [c for c in cases if "other_volumes" in c["regret"]]
+    if paired:
+        # the model and the baselines on the same sweeps as the other-volumes floor, so that the tails compare
+        out["with_other_volumes"] = {
+            n: {"median": statistics.median(v), "p90": _q(v, 0.9), "n": len(v)}
+            for n in names if len(v := [c["regret"][n] for c in paired if n in c["regret"]]) == len(paired)}
     errs = [e for c in cases for e in c["errors"]]
     cov = [x for c in cases for x in c["covered"]]
     out["hidden_points"] = {"n": len(errs), "median_abs_error": statistics.median(errs) if errs else None,
@@ -442,6 +477,12 @@ def format_sweep_table(res: dict[str, Any]) -> str:
         lines.append(f"  {'advice':<14}{'median regret':>15}{'p90 regret':>12}{'groups':>8}")
         for name, r in s["regret"].items():
             lines.append(f"  {name:<14}{num(r['median']):>15}{num(r['p90']):>12}{r['n']:>8}")
+        if s.get("with_other_volumes"):
+            w = s["with_other_volumes"]
+            lines.append(f"  on the {w['other_volumes']['n']} sweeps whose exact settings were also swept at other "
+                         f"volumes per rank (other_volumes: the count best there):")
+            for name, r in w.items():
+                lines.append(f"    {name:<14}{num(r['median']):>13}{num(r['p90']):>12}{r['n']:>8}")
     if "held_out" in res:
         h = res["held_out"]
         lines.append(f"held-out runs (leave-one-out, {FOLDS}-fold above {LOO_MAX} runs per system): {h['n']} runs, "
