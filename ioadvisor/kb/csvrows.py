@@ -269,9 +269,11 @@ ASIDE_BYTES = 8 << 20     # files from this size are read by a second process wh
 
 
 def can_read_aside() -> bool:
-    """Whether a second process can read while this one stores (a fork start and a second CPU)."""
+    """Whether a second process can read while this one stores (a fork start and a second CPU this process
+    may run on: a batch job's CPU set, not the machine's)."""
     import multiprocessing as mp
-    return "fork" in mp.get_all_start_methods() and (os.cpu_count() or 1) > 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return "fork" in mp.get_all_start_methods() and cpus > 1
 
 
 def read_aside(f: BinaryIO, ctx: ImportContext, prepare: Callable[[Iterator[tuple[str, tuple]]], Iterator[Any]],
@@ -321,7 +323,10 @@ def read_aside(f: BinaryIO, ctx: ImportContext, prepare: Callable[[Iterator[tupl
 
 def _read_into(f: BinaryIO, ctx: ImportContext, prepare: Callable, send: Any) -> None:
     """The child of read_aside: batches to the pipe, then ("end",) or the error."""
+    import signal
     from ..importers.csv import stream
+    # Ctrl-C reaches the whole process group: the importing process rolls back and stops this one
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         for batch in prepare(stream(f, ctx, RowReader)):
             send.send(("batch", batch, f.tell()))
