@@ -441,3 +441,26 @@ def test_plots_drawn_in_worker_processes_are_the_bytes_drawn_in_process(kb_path)
         drawn[workers] = r.results()
         assert (r.pool is None)                     # shut down once the results are in
     assert len(drawn[1]) == len(specs) >= 4 and drawn[1] == drawn[2]
+
+
+def test_a_plot_has_the_same_bytes_whatever_was_drawn_before_it(kb_path):
+    """Each process draws on one figure, cleared between plots: a plot's bytes must not depend on which plots
+    that figure showed before (a legend, a log axis, a CJK font or a bar plot left over would change them)."""
+    from ioadvisor.docs import plots
+    from ioadvisor.docs.build import _translator, catalogue
+    with KB.open(kb_path) as kb:
+        runs = kb.runs(RunFilter(system="HA8000"))
+    specs = (plots.section_plots("ha8000-lustre", "HA8000 lustre", runs)
+             + plots.section_plots("ha8000-lustre", "HA8000 lustre", runs, _translator(catalogue("ja")))
+             + plots.section_plots("many-lus", "Many lus", _curves(5, 10)) + plots.ci_plots("ha8000", "HA8000", runs))
+    assert {s.kind for s in specs} == {"line", "bar"} and len(specs) >= 6
+    plots._FIGURE.clear()                           # a new figure for each plot: the reference bytes
+    fresh = []
+    for spec in specs:
+        fresh.append(plots.render(spec))
+        plots._FIGURE.clear()
+    forward = [plots.render(spec) for spec in specs]
+    backward = [plots.render(spec) for spec in reversed(specs)][::-1]
+    assert forward == fresh and backward == fresh
+    # what must not happen: two different plots with the same bytes (the figure was not redrawn)
+    assert len({svg for svg, _ in fresh}) == len(specs) and len({png for _, png in fresh}) == len(specs)

@@ -146,28 +146,42 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
                     n_specs += 1
                     _plot_entry(s.plots, spec, lang)
             s.ci_runs = []
+        # everything that needs no plot's bytes (decision guides, which may fit the models; recipes; the pages)
+        # is made while the workers draw
+        guide = {}
+        for i, s in enumerate(systems):
+            report("decision guides", i, len(systems))
+            guide[s.name] = decisions.decision_guide(kb, s.center)
+        recs = {s.name: recipes.recipes(s.center, s.comparisons, guide[s.name]) for s in systems}
+
+        archive = None
+        from ..archive.report import center_report, has_jobs
+        if has_jobs(kb):
+            report("archive", 0, 1)
+            archive = center_report(kb, top=ARCHIVE_ROWS, systems=names if center is not None else None)
+            if not archive["totals"]["jobs"]:
+                archive = None
+        files = _write_pages(out, langs, formats, systems, recs, guide, archive, report)
+
         report("drawing plots", 0, n_specs)
         renderer.progress = lambda done: report("drawing plots", done, n_specs)
         drawn = renderer.results()
     finally:
         renderer.close()
-    rendered: dict[str, dict[str, tuple[bytes, bytes]]] = {lang: {} for lang in langs}
-    for (lang, name), pair in drawn.items():
-        rendered[lang][name] = pair
-    guide = {}
-    for i, s in enumerate(systems):
-        report("decision guides", i, len(systems))
-        guide[s.name] = decisions.decision_guide(kb, s.center)
-    recs = {s.name: recipes.recipes(s.center, s.comparisons, guide[s.name]) for s in systems}
+    n_plots = 0
+    for (lang, name), (svg, png) in sorted(drawn.items()):
+        atomic_write(out / lang / "plots" / f"{name}.svg", svg)
+        atomic_write(out / lang / "plots" / f"{name}.png", png)
+        files += 2
+        n_plots += lang == langs[0]
+    return BuildResult(str(out), tuple(langs), tuple(formats), tuple(s.name for s in systems), files, n_plots,
+                       sum(s.total_runs for s in systems))
 
-    archive = None
-    from ..archive.report import center_report, has_jobs
-    if has_jobs(kb):
-        report("archive", 0, 1)
-        archive = center_report(kb, top=ARCHIVE_ROWS, systems=names if center is not None else None)
-        if not archive["totals"]["jobs"]:
-            archive = None
 
+def _write_pages(out: Path, langs: tuple[str, ...], formats: tuple[str, ...], systems: list[Any],
+                 recs: dict[str, Any], guide: dict[str, Any], archive: dict[str, Any] | None,
+                 report: Callable[[str, int, int], None]) -> int:
+    """Every page, style sheet and MkDocs configuration of the site (not the plots); the number of files."""
     envs = {fmt: environment(fmt) for fmt in formats}
     files = 0
 
@@ -181,9 +195,6 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
     for lang in langs:
         cat = catalogue(lang)
         root = out / lang
-        for name, (svg, png) in sorted(rendered[lang].items()):
-            write(root / "plots" / f"{name}.svg", svg)
-            write(root / "plots" / f"{name}.png", png)
         for fmt in formats:
             ctx = {"t": _translator(cat), "lang": lang, "ext": fmt, "systems": systems, "recipes": recs,
                    "lang_names": {x: catalogue(x)["language_name"] for x in langs},
@@ -209,8 +220,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
             langs=langs, names={lang: catalogue(lang)["language_name"] for lang in langs},
             titles={lang: catalogue(lang)["site_title"] for lang in langs}, title=catalogue(langs[0])["site_title"]))
         write(out / "style.css", css)
-    return BuildResult(str(out), tuple(langs), tuple(formats), tuple(s.name for s in systems), files,
-                       len(rendered[langs[0]]), sum(s.total_runs for s in systems))
+    return files
 
 
 def _plot_entry(entries: list[dict[str, Any]], spec: plots.PlotSpec, lang: str) -> None:
