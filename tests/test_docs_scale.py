@@ -21,7 +21,8 @@ def _runs(n: int, seed: int = 3) -> list:
             op=op, api=None if meta else rnd.choice(("POSIX", None, "MPIIO")),
             layout=rnd.choice(("shared", "fpp", None)), collective=rnd.choice((None, True, False)),
             nodes=rnd.choice((1, 2, None)), ranks=rnd.choice((1, 4, 16)), stripe_count=rnd.choice((1, 4, None)),
-            ci95_low=5.0 if i % 7 == 0 else None, ci95_high=950.0 if i % 7 == 0 else None))
+            ci95_low=5.0 if i % 7 == 0 else None, ci95_high=950.0 if i % 7 == 0 else None,
+            flags=(("cache-sized",), ("above-peak", "cache-sized"), ("above-peak",))[i % 3] if i % 11 == 0 else ()))
     return out
 
 
@@ -40,6 +41,8 @@ def test_sqlite_summaries_equal_what_all_runs_give(tmp_path, monkeypatch):
         # the table: the same groups, medians, ranges and counts as grouping the runs in Python
         assert sec.rows == collect._group_rows(mine)
         assert sum(r.count for r in sec.rows) == len(mine)
+        # a group's flags are those of any of its runs: some groups have one flag, some both, most none
+        assert {r.flags for r in sec.rows} >= {(), ("cache-sized",), ("above-peak", "cache-sized")}
         # the plots: byte-for-byte the same specs (series, medians, ranges) from the stand-ins as from all runs
         from_all = plots.section_plots("p", sec.name, mine)
         from_sql = plots.section_plots("p", sec.name, [], points=sec.points)

@@ -6,13 +6,12 @@ import hashlib
 import operator
 import re
 import statistics
-from array import array
 from collections import namedtuple
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ..kb import KB
-from ..model.run import META_OPS, Run
+from ..model.run import META_OPS
 from ..model.units import format_size
 
 # Up to this many runs per file system the tables list every run; above it they list groups of runs with the
@@ -180,14 +179,19 @@ def _group_rows(runs: list[Lite]) -> list[Row]:
     return rows
 
 
-def _prov_entry(r: Run, origin: str) -> dict[str, Any]:
-    p = r.provenance
+# what a provenance entry shows of a run, read as plain tuples (no Run objects for a thousand runs per system)
+_PROV_COLUMNS = ("id", "origin", "system", "filesystem", "op", "value", "value_given", "unit", "unit_given", "source",
+                 "citation", "command", "tool", "tool_version", "importer", "date", "job_id", "kind", "notes")
+_Prov = namedtuple("_Prov", _PROV_COLUMNS)
+
+
+def _prov_entry(r: _Prov) -> dict[str, Any]:
     given = r.value_given if r.value_given is not None else r.value
     return {"id": r.id, "system": r.system, "filesystem": r.filesystem or "-", "op": r.op,
-            "value": f"{fmt_num(given)} {r.unit_given or r.unit}", "source": p.source, "citation": p.citation,
-            "command": p.command, "tool": " ".join(x for x in (p.tool, p.tool_version) if x) or None,
-            "importer": p.importer, "date": p.date, "job_id": p.job_id, "kind": p.kind, "notes": r.notes,
-            "origin": origin}
+            "value": f"{fmt_num(given)} {r.unit_given or r.unit}", "source": r.source, "citation": r.citation,
+            "command": r.command, "tool": " ".join(x for x in (r.tool, r.tool_version) if x) or None,
+            "importer": r.importer, "date": r.date, "job_id": r.job_id, "kind": r.kind, "notes": r.notes,
+            "origin": r.origin}
 
 
 def _lite(t: tuple) -> Lite:
@@ -214,15 +218,24 @@ _ORDER = "ORDER BY origin DESC, source_hash, seq"
 
 
 class _SystemRuns:
-    """One system's runs as the guide needs them, read through the system index into a temporary table once;
-    large file systems are then summarised by sqlite (groups, medians, plot points), never held as objects."""
+    """One system's runs as the guide needs them, copied into a temporary table once; large file systems are
+    then summarised by sqlite (groups, medians, plot points), never held as objects."""
+
+    # a system with more than this share of the KB's runs is copied by one sequential pass over the runs table:
+    # following the system index to each of its runs costs several times more per run than reading every run
+    SCAN_SHARE = 1 / 8
 
     def __init__(self, kb: KB, name: str):
         self.conn = kb.conn
         cols = ", ".join(LITE_COLUMNS)
+        sizes = [r[0] for r in self.conn.execute(
+            "SELECT sum(n_runs) FROM main.system_fs UNION ALL SELECT sum(n_runs) FROM main.system_fs "
+            "WHERE system = ? COLLATE NOCASE", (name,))]
+        scan = bool(sizes[0]) and (sizes[1] or 0) > sizes[0] * self.SCAN_SHARE
         self.conn.execute("DROP TABLE IF EXISTS temp.doc_runs")
+        # `+system` keeps sqlite off the system index (the same rows either way)
         self.conn.execute(f"CREATE TEMP TABLE doc_runs AS SELECT {_FS_LABEL} AS fs, {cols} FROM all_runs "
-                          "WHERE system = ? COLLATE NOCASE", (name,))
+                          f"WHERE {'+' if scan else ''}system = ? COLLATE NOCASE", (name,))
         self.counts = dict(self.conn.execute("SELECT fs, count(*) FROM temp.doc_runs GROUP BY fs"))
         self.total = sum(self.counts.values())
 
@@ -241,75 +254,92 @@ class _SystemRuns:
             f"AND ci95_high IS NOT NULL {_ORDER}")]
 
     def summarise(self, fs: str) -> tuple[list[Row], dict[str, list[Lite]]]:
-        """The grouped table and the plot points of one file system, from one pass over its runs sorted by
-        sqlite. Table: per group of equal settings its median run (the lower middle one by value and id, so
-        the link points at a real value), range and count. Plots: stand-ins for the runs that give every plot
-        the same points as all the runs would: per plotted point its single run, or its smallest, median and
-        largest value (plots draw the median with the range). Held in memory: one group's runs and one value
-        per run and plot (8 bytes)."""
-        n = len(_GROUP_COLS)
-        sel = ", ".join(_ROW_COLS)
-        cur = self._query(f"SELECT {sel} FROM temp.doc_runs WHERE fs = ? ORDER BY {', '.join(_GROUP_COLS)}, "
-                          "value, id", (fs,))
+        """The grouped table and the plot points of one file system. sqlite groups the runs by their settings
+        and hands each group's values to Python at once, with the group's median run; the rest is per group,
+        not per run. Table: per group of equal settings its median run (the lower middle one by value and id,
+        so the link points at a real value), range and count. Plots: stand-ins for the runs that give every
+        plot the same points as all the runs would: per plotted point its single run, or its smallest, median
+        and largest value (plots draw the median with the range). Held in memory: one value per run."""
+        groups: dict[int, tuple[list[float], tuple]] = {}   # median run's rowid -> sorted values, last run
+
+        class Values:
+            """One group's runs as (value, id, rowid): the result is the median run's rowid; the values and the
+            last run (the largest by value and id) are kept for the plots."""
+
+            def __init__(self) -> None:
+                self.runs: list[tuple] = []
+
+            def step(self, value: float, rid: str, rowid: int) -> None:
+                self.runs.append((value, rid, rowid))
+
+            def finalize(self) -> int:
+                g = self.runs
+                g.sort()
+                med = g[(len(g) - 1) // 2][2]
+                groups[med] = ([r[0] for r in g], g[-1])
+                return med
+
+        cols = ", ".join(_GROUP_COLS)
+        self.conn.create_aggregate("doc_group_values", 3, Values)
+        try:
+            medians = [(t[0], _lite(_TO_LITE(t[1:] + (None,)))) for t in self._query(
+                f"SELECT g.med, {', '.join('d.' + c for c in _ROW_COLS)} FROM (SELECT doc_group_values(value, id, "
+                f"rowid) AS med FROM temp.doc_runs WHERE fs = ? GROUP BY {cols}) AS g "
+                "JOIN temp.doc_runs AS d ON d.rowid = g.med", (fs,))]
+        finally:
+            self.conn.create_aggregate("doc_group_values", 3, None)
+        # evidence flags: of every run of a group (few runs have any)
+        flagged: dict[tuple, set[str]] = {}
+        for t in self._query(f"SELECT {cols}, flags FROM temp.doc_runs WHERE fs = ? AND flags IS NOT NULL", (fs,)):
+            flagged.setdefault(t[:-1], set()).update(t[-1].split(","))
         rows: list[tuple[tuple, Row]] = []
         curves: dict[str, dict[tuple, list]] = {"stripes": {}, "clients": {}, "metadata": {}, "iops": {}}
-        best: dict[tuple, Lite] = {}
-        group: list[Lite] = []
-
-        def close_group() -> None:
-            med = group[(len(group) - 1) // 2]
-            lo, hi = group[0].value, group[-1].value
-            rows.append((_key(_group_key(med)), Row(
+        best: dict[tuple, tuple] = {}
+        for rowid, med in medians:
+            values, last = groups[rowid]
+            key = _group_key(med)
+            lo, hi = values[0], values[-1]
+            rows.append((_key(key), Row(
                 **_settings(med), value=fmt_num(med.value), unit=med.unit,
                 normalised=f"{fmt_num(med.value)} {med.unit}",
                 spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if fmt_num(lo) != fmt_num(hi) else
-                (_spread(med) if len(group) == 1 else "-"),
-                count=len(group), run_id=med.id, citation=med.citation or "",
-                flags=tuple(sorted({f for r in group for f in _flags(r)})))))
-            group.clear()
-
-        def add(kind: str, key: tuple, r: Lite) -> None:
-            point = curves[kind].get(key)
-            if point is None:
-                curves[kind][key] = [r, array("d", (r.value,))]
-            else:
-                point[1].append(r.value)
-
-        last = None
-        for t in cur:
-            r = _lite(_TO_LITE(t + (None,)))
-            if t[:n] != last and group:
-                close_group()
-            last = t[:n]
-            group.append(r)
+                (_spread(med) if len(values) == 1 else "-"),
+                count=len(values), run_id=med.id, citation=med.citation or "",
+                flags=tuple(sorted(flagged.get(key, ()))))))
+            r = med
             api = r.api if r.api != "POSIX" else None
             if r.unit == "MiB/s":
                 if r.stripe_count is not None:
-                    add("stripes", (r.op, r.layout, api, r.nodes, r.stripe_count), r)
+                    curves["stripes"].setdefault((r.op, r.layout, api, r.nodes, r.stripe_count), []).append((r, values))
                 if r.ranks is not None:
-                    add("clients", (r.op, r.layout, api, r.stripe_count, r.ranks), r)
+                    curves["clients"].setdefault((r.op, r.layout, api, r.stripe_count, r.ranks), []).append((r, values))
                 if r.layout in ("fpp", "shared"):
                     b = best.get((r.layout, r.op))
-                    if b is None or (r.value, r.id) > (b.value, b.id):
-                        best[(r.layout, r.op)] = r
+                    if b is None or last[:2] > b[:2]:
+                        best[(r.layout, r.op)] = last
             elif r.unit == "ops/s" and r.ranks is not None:      # as plots.quantity_of classifies rates
                 if r.op in META_OPS:
-                    add("metadata", (r.op, r.ranks), r)
+                    curves["metadata"].setdefault((r.op, r.ranks), []).append((r, values))
                 else:
-                    add("iops", (r.op, r.layout, api, r.ranks), r)
-        if group:
-            close_group()
-        points: dict[str, list[Lite]] = {"layout": list(best.values())}
+                    curves["iops"].setdefault((r.op, r.layout, api, r.ranks), []).append((r, values))
+        # the best run of each layout and operation, read whole (a bar of one run shows its published spread)
+        points: dict[str, list[Lite]] = {"layout": [self._run(b[2]) for b in best.values()]}
         for kind, pts in curves.items():
             out = points[kind] = []
-            for first, values in pts.values():
-                if len(values) == 1:
-                    out.append(first)
+            for members in pts.values():
+                first, v = members[0]
+                if len(members) > 1:
+                    v = sorted(x for _, values in members for x in values)
+                elif len(v) == 1:
+                    out.append(first)                   # one run: itself, with its published spread
                     continue
-                v = sorted(values)
                 out += [first._replace(value=x) for x in (v[0], statistics.median(v), v[-1])]
         # sqlite sorts NULL first, the tables put "-" last: the groups' order is Python's
         return [row for _, row in sorted(rows, key=lambda kr: kr[0])], points
+
+    def _run(self, rowid: int) -> Lite:
+        t = next(iter(self._query(f"SELECT {', '.join(_ROW_COLS)} FROM temp.doc_runs WHERE rowid = ?", (rowid,))))
+        return _lite(_TO_LITE(t + (None,)))
 
     def close(self) -> None:
         self.conn.execute("DROP TABLE IF EXISTS temp.doc_runs")
@@ -322,14 +352,15 @@ _ROW_COLS = _GROUP_COLS + ("value", "value_min", "value_max", "ci95_low", "ci95_
 _TO_LITE = operator.itemgetter(*(_ROW_COLS.index(c) if c in _ROW_COLS else len(_ROW_COLS) for c in LITE_COLUMNS))
 
 
-def _full_runs(kb: KB, ids: list[str]) -> dict[str, tuple[Run, str]]:
-    from ..kb.store import row_to_run
-    out: dict[str, tuple[Run, str]] = {}
+def _prov_runs(kb: KB, ids: list[str]) -> dict[str, _Prov]:
+    out: dict[str, _Prov] = {}
+    cur = kb.conn.cursor()
+    cur.row_factory = None
     for i in range(0, len(ids), 500):
         chunk = ids[i:i + 500]
-        q = f"SELECT * FROM all_runs WHERE id IN ({','.join('?' * len(chunk))})"
-        for row in kb.conn.execute(q, chunk):
-            out[row["id"]] = (row_to_run(row), row["origin"])
+        q = f"SELECT {', '.join(_PROV_COLUMNS)} FROM all_runs WHERE id IN ({','.join('?' * len(chunk))})"
+        for t in cur.execute(q, chunk):
+            out[t[0]] = _Prov._make(t)
     return out
 
 
@@ -367,9 +398,9 @@ def collect_system(kb: KB, name: str, center: dict[str, Any] | None) -> SystemDa
         ci = src.ci_runs()
     finally:
         src.close()
-    full = _full_runs(kb, list(chosen))
+    full = _prov_runs(kb, list(chosen))
     order = {rid: i for i, rid in enumerate(chosen)}
-    prov = [_prov_entry(*full[rid]) for rid in sorted(full, key=order.__getitem__)]
+    prov = [_prov_entry(full[rid]) for rid in sorted(full, key=order.__getitem__)]
     comps = sorted(kb.comparisons(name), key=lambda c: (c.get("filesystem") or "", c.get("op") or "",
                                                         c.get("factor") or "", str(c.get("better")),
                                                         str(c.get("worse")), c.get("citation") or ""))
