@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 from array import array
 import sqlite3
 from typing import Any
@@ -17,10 +18,12 @@ MODEL_VERSION = "physical/4"   # stored fits of another version are refitted
 
 
 def _signature(kb: KB, system: str) -> tuple:
-    """Changes whenever runs are added to the user KB (rowids only grow) or the reference data change."""
+    """Changes whenever runs are added to the user KB (rowids only grow) or the reference data change: the
+    reference KB's file name is a hash of its data and schema. Its directory (the user's cache) is left out, so
+    the users of one KB, each with a cache of their own, share the fits it stores instead of refitting in turn."""
     row = kb.conn.execute("SELECT max(rowid) FROM main.runs").fetchone()
     src = kb.conn.execute("SELECT count(*) FROM main.sources").fetchone()
-    return (MODEL_VERSION, row[0], src[0], kb.reference)
+    return (MODEL_VERSION, row[0], src[0], os.path.basename(kb.reference) if kb.reference else None)
 
 
 def load_system_runs(kb: KB, system: str, max_per_group: int = 400) -> list:
