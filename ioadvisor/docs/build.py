@@ -116,21 +116,22 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
     # one system at a time: its runs (or, for a large file system, their summaries) are freed once its tables
     # and plot data are made; plots are drawn per language (titles, axis labels and legends are translated),
     # cached across builds
-    systems: list[collect.SystemData] = []
     # page and plot names: unique among the systems, and among each system's file systems
     pages = collect.unique_slugs(list(names))
     # each system's plots go to worker processes as soon as it is read, and are drawn while the next is read
     renderer = plots.Renderer(cache=plot_cache)
     n_specs = 0
+    read: dict[str, collect.SystemData] = {}
     try:
-        for i, n in enumerate(names):
+        # the smallest systems first: each hands the workers a few plots, so they have plenty to draw while the
+        # largest is read (the pages list the systems by name)
+        for i, n in enumerate(collect.smallest_first(kb, names)):
             report(f"reading {n}", i, len(names))
-            s = collect.collect_system(kb, n, by_name.get(n.lower()))
+            s = read[n] = collect.collect_system(kb, n, by_name.get(n.lower()))
             s.slug = pages[n]
             sec_pages = collect.unique_slugs([sec.name for sec in s.sections])
             for sec in s.sections:
                 sec.slug = sec_pages[sec.name]
-            systems.append(s)
             for sec in s.sections:
                 for lang in langs:
                     t = _translator(catalogue(lang))
@@ -146,6 +147,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
                     n_specs += 1
                     _plot_entry(s.plots, spec, lang)
             s.ci_runs = []
+        systems = [read[n] for n in names]
         # everything that needs no plot's bytes (decision guides, which may fit the models; recipes; the pages)
         # is made while the workers draw
         guide = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import operator
 import re
+import sqlite3
 import statistics
 from collections import namedtuple
 from dataclasses import dataclass, field
@@ -405,6 +406,19 @@ def collect_system(kb: KB, name: str, center: dict[str, Any] | None) -> SystemDa
                                                         c.get("factor") or "", str(c.get("better")),
                                                         str(c.get("worse")), c.get("citation") or ""))
     return SystemData(name, slug(name), center, sections, comps, prov, src.total, src.total, ci)
+
+
+def smallest_first(kb: KB, names: list[str]) -> list[str]:
+    """`names` by their number of runs (from the per-system summary, not the runs), then by name."""
+    size: dict[str, int] = {}
+    for db in ("main", "ref") if kb.reference else ("main",):
+        try:
+            for system, n in kb.conn.execute(f"SELECT lower(system), sum(n_runs) FROM {db}.system_fs "
+                                             "GROUP BY lower(system)"):
+                size[system] = size.get(system, 0) + (n or 0)
+        except sqlite3.Error:
+            pass                  # no summary: the order only matters for speed
+    return sorted(names, key=lambda n: (size.get(n.lower(), 0), n.lower(), n))
 
 
 def system_names(kb: KB, centers: list[dict[str, Any]], only: bool) -> list[str]:
