@@ -351,6 +351,9 @@ class Renderer:
         if self.workers > 1:
             if self.pool is None:
                 from concurrent.futures import ProcessPoolExecutor
+                # matplotlib imported once here rather than in each worker: forked workers inherit it
+                import matplotlib.backends.backend_agg  # noqa: F401
+                import matplotlib.backends.backend_svg  # noqa: F401
                 self.pool = ProcessPoolExecutor(max_workers=self.workers)
             future = self.pool.submit(render, spec)
         self.todo.append((key, spec, base, future))
