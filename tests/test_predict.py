@@ -242,3 +242,31 @@ def test_posterior_draws_do_not_depend_on_how_lapack_signs_eigenvectors(monkeypa
     assert np.allclose(np.array(a.draws), np.array(b.draws), rtol=1e-9, atol=1e-9)
     # the draws are not all the fit itself (a posterior with no spread would make every gain certain)
     assert np.ptp(np.array(a.draws), axis=0).max() > 0
+
+
+def test_no_cache_holds_every_run():
+    # Reads at 16 and 64 GiB, both inside a 200 GiB cache: no run measured the disks. A cache larger than every
+    # run's volume would explain all of them as cached and leave the advice's cold prediction resting on no run
+    # (ARCHER's fs3 writes were fitted a 5.6 TB cache, 2.6x faster than the disks, and a 3.8 GB/s disk ceiling
+    # under their own 27 GB/s runs). The cache is bounded by the largest volume moved, and the cold prediction is
+    # what the largest runs measured, not an invented lower disk speed.
+    rnd = random.Random(5)
+    runs = []
+    for nodes in (4, 8, 16, 32, 64):
+        for stripes in (4, 16, 56):
+            for shared in (True, False):
+                for total in (16 * GIB, 64 * GIB):
+                    p = ph.PPoint(nodes=nodes, ranks=nodes, stripes=stripes, osts=56.0, shared=shared,
+                                  transfer=None, klass="POSIX/-", bytes=total)
+                    runs.append(make_run(system="S", filesystem="fs", fs_type="lustre", ost_count=56, op="read",
+                                         layout="shared" if shared else "fpp", nodes=nodes, ranks=nodes,
+                                         stripe_count=stripes, block_size=int(total // nodes), unit="MiB/s",
+                                         value=ph.predict_bw(CACHE_TRUTH, p) * math.exp(rnd.gauss(0, 0.08))))
+    fit = fit_group("S", "fs", "read", runs, ost_count=56)
+    assert math.exp(fit.posterior.params()["log_cache"]) <= 64 * GIB * 1.001
+    for nodes, stripes, shared in [(8, 16, True), (32, 56, False)]:
+        largest = ph.predict_bw(CACHE_TRUTH, ph.PPoint(nodes=nodes, ranks=nodes, stripes=stripes, osts=56.0,
+                                                       shared=shared, transfer=None, klass="POSIX/-",
+                                                       bytes=64 * GIB))
+        cold = fit.predict(Point(clients=nodes, ranks=nodes, shared=shared, stripes=stripes, osts=56))
+        assert abs(cold / largest - 1) < 0.1

@@ -342,6 +342,11 @@ def _priors(kind: str, klasses: Sequence[str], center_priors: Mapping[str, float
             base[k] = (v, min(sd, 0.7), lo, hi)
     if kind == "bandwidth" and len({b for b in volumes if b}) >= 2:
         base.update(_CACHE_PRIORS)
+        # the cache is no larger than the largest volume the runs moved: a cache that held every run would leave
+        # no run measuring the disks, and the advice (which predicts data that is not in cache) nothing to go on
+        top_log = math.log(max(b for b in volumes if b))
+        mu, sd, lo, hi = base["log_cache"]
+        base["log_cache"] = (min(mu, top_log), sd, lo, max(min(hi, top_log), lo + 1.0))
     if kind == "bandwidth":
         for kl in klasses:
             if kl.startswith(("HDF5", "NETCDF", "PNETCDF")) or kl.startswith("MPIIO"):
