@@ -168,14 +168,15 @@ GIB = float(1 << 30)
 CACHE_TRUTH = dict(TRUTH, log_cache=math.log(200 * GIB), log_boost=math.log(6.0))
 
 
-def _volume_runs(seed: int = 5, noise: float = 0.08) -> list:
-    """Reads of the same settings at 64 GiB (in the servers' 200 GiB cache) and 1 TiB (far beyond it)."""
+def _volume_runs(seed: int = 5, noise: float = 0.08, totals: tuple = (64 * GIB, 1024 * GIB)) -> list:
+    """Reads of the same settings at each volume of `totals`: by default 64 GiB (in the servers' 200 GiB cache)
+    and 1 TiB (far beyond it)."""
     rnd = random.Random(seed)
     runs = []
     for nodes in (4, 8, 16, 32, 64):
         for stripes in (4, 16, 56):
             for shared in (True, False):
-                for total in (64 * GIB, 1024 * GIB):
+                for total in totals:
                     p = ph.PPoint(nodes=nodes, ranks=nodes, stripes=stripes, osts=56.0, shared=shared,
                                   transfer=None, klass="POSIX/-", bytes=total)
                     v = ph.predict_bw(CACHE_TRUTH, p) * math.exp(rnd.gauss(0, noise))
@@ -250,18 +251,7 @@ def test_no_cache_holds_every_run():
     # (ARCHER's fs3 writes were fitted a 5.6 TB cache, 2.6x faster than the disks, and a 3.8 GB/s disk ceiling
     # under their own 27 GB/s runs). The cache is bounded by the largest volume moved, and the cold prediction is
     # what the largest runs measured, not an invented lower disk speed.
-    rnd = random.Random(5)
-    runs = []
-    for nodes in (4, 8, 16, 32, 64):
-        for stripes in (4, 16, 56):
-            for shared in (True, False):
-                for total in (16 * GIB, 64 * GIB):
-                    p = ph.PPoint(nodes=nodes, ranks=nodes, stripes=stripes, osts=56.0, shared=shared,
-                                  transfer=None, klass="POSIX/-", bytes=total)
-                    runs.append(make_run(system="S", filesystem="fs", fs_type="lustre", ost_count=56, op="read",
-                                         layout="shared" if shared else "fpp", nodes=nodes, ranks=nodes,
-                                         stripe_count=stripes, block_size=int(total // nodes), unit="MiB/s",
-                                         value=ph.predict_bw(CACHE_TRUTH, p) * math.exp(rnd.gauss(0, 0.08))))
+    runs = _volume_runs(totals=(16 * GIB, 64 * GIB))
     fit = fit_group("S", "fs", "read", runs, ost_count=56)
     assert math.exp(fit.posterior.params()["log_cache"]) <= 64 * GIB * 1.001
     for nodes, stripes, shared in [(8, 16, True), (32, 56, False)]:
