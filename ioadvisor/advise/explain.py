@@ -85,8 +85,9 @@ def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbe
     if c.value is not None and c.fit is not None:
         f = c.fit
         limiter = _limiter(c, w)
+        group = f"{f.filesystem} {f.op}" if f.filesystem else f.op
         out.append(f"Predicted {_fmt(c.value, f.unit)} (interval {_fmt(c.low, f.unit)}-{_fmt(c.high, f.unit)}) "
-                   f"from a model fitted to {center.name}'s {f.filesystem + ' ' if f.filesystem else ''}{f.op} runs; it rests on {f.n_runs} "
+                   f"from a model fitted to {center.name}'s {group} runs; it rests on {f.n_runs} "
                    f"run(s){'; few runs, so the interval is wide' if f.n_runs < 4 else ''}. {limiter}")
         if c is rec and base.value:
             gain = c.value / base.value

@@ -292,16 +292,21 @@ def _stripe_candidates(osts: int | None, measured: Sequence[float]) -> list[int]
     return sorted({s for s in STRIPE_STEPS if s <= top} | {top} | {int(m) for m in measured if m <= top})
 
 
-def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int | None) -> dict[str, Any] | None:
-    from . import choose
-    rep = group[0]
+def _medians(group: list, factor: str, osts: int | None) -> dict[Any, float]:
+    """Median value per setting of `factor` in a sweep (a stripe count of -1: every OST)."""
     by_val: dict[Any, list[float]] = {}
     for r in group:
         v = getattr(r, factor)
         if factor == "stripe_count" and v == -1:
             v = osts or v
         by_val.setdefault(v, []).append(r.value)
-    measured = {k: statistics.median(v) for k, v in by_val.items()}
+    return {k: statistics.median(v) for k, v in by_val.items()}
+
+
+def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int | None) -> dict[str, Any] | None:
+    from . import choose
+    rep = group[0]
+    measured = _medians(group, factor, osts)
     best = max(measured.values())
     hidden = []
     for r in group:
@@ -354,15 +359,6 @@ def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int 
     return case
 
 
-def _stripe_medians(group: list, osts: int | None) -> dict[float, float]:
-    """Median value per stripe count of a stripe sweep (-1: every OST)."""
-    by: dict[float, list[float]] = {}
-    for r in group:
-        v = r.stripe_count
-        by.setdefault(float(osts or v) if v == -1 else float(v), []).append(r.value)
-    return {k: statistics.median(v) for k, v in by.items()}
-
-
 def _other_volumes(group: list, groups: list[list], osts: int | None) -> float | None:
     """The regret of choosing a hidden stripe sweep's count from what the sweeps of exactly the same settings at
     other volumes per rank measured (the count best on average over them, in log ratio to each one's best). It is
@@ -371,8 +367,8 @@ def _other_volumes(group: list, groups: list[list], osts: int | None) -> float |
     def key(r: Any) -> tuple:
         return tuple(v for k, v in _settings_key(r, "stripe_count") if k != "block")
     k0 = key(group[0])
-    sibs = [_stripe_medians(g, osts) for g in groups if g is not group and key(g[0]) == k0]
-    m = _stripe_medians(group, osts)
+    sibs = [_medians(g, "stripe_count", osts) for g in groups if g is not group and key(g[0]) == k0]
+    m = _medians(group, "stripe_count", osts)
     if not sibs or any(c <= 0 for c in m) or any(c <= 0 for s in sibs for c in s):
         return None
     pick = max(sorted(m), key=lambda c: sum(math.log(_interp(s, c) / max(s.values())) for s in sibs))
