@@ -296,6 +296,10 @@ class _SystemRuns:
         rows: list[tuple[tuple, Row]] = []
         curves: dict[str, dict[tuple, list]] = {"stripes": {}, "clients": {}, "metadata": {}, "iops": {}}
         best: dict[tuple, tuple] = {}
+
+        def add(kind: str, point: tuple, med: Lite, values: list[float]) -> None:
+            curves[kind].setdefault(point, []).append((med, values))
+
         for rowid, med in medians:
             values, last = groups[rowid]
             key = _group_key(med)
@@ -311,18 +315,18 @@ class _SystemRuns:
             api = r.api if r.api != "POSIX" else None
             if r.unit == "MiB/s":
                 if r.stripe_count is not None:
-                    curves["stripes"].setdefault((r.op, r.layout, api, r.nodes, r.stripe_count), []).append((r, values))
+                    add("stripes", (r.op, r.layout, api, r.nodes, r.stripe_count), r, values)
                 if r.ranks is not None:
-                    curves["clients"].setdefault((r.op, r.layout, api, r.stripe_count, r.ranks), []).append((r, values))
+                    add("clients", (r.op, r.layout, api, r.stripe_count, r.ranks), r, values)
                 if r.layout in ("fpp", "shared"):
                     b = best.get((r.layout, r.op))
                     if b is None or last[:2] > b[:2]:
                         best[(r.layout, r.op)] = last
             elif r.unit == "ops/s" and r.ranks is not None:      # as plots.quantity_of classifies rates
                 if r.op in META_OPS:
-                    curves["metadata"].setdefault((r.op, r.ranks), []).append((r, values))
+                    add("metadata", (r.op, r.ranks), r, values)
                 else:
-                    curves["iops"].setdefault((r.op, r.layout, api, r.ranks), []).append((r, values))
+                    add("iops", (r.op, r.layout, api, r.ranks), r, values)
         # the best run of each layout and operation, read whole (a bar of one run shows its published spread)
         points: dict[str, list[Lite]] = {"layout": [self._run(b[2]) for b in best.values()]}
         for kind, pts in curves.items():
