@@ -260,3 +260,85 @@ def test_no_cache_holds_every_run():
                                                        bytes=64 * GIB))
         cold = fit.predict(Point(clients=nodes, ranks=nodes, shared=shared, stripes=stripes, osts=56))
         assert abs(cold / largest - 1) < 0.1
+
+
+# ---- extent locks of shared-file writes ---------------------------------------------------------------------
+
+LOCK_TRUTH = dict(TRUTH, log_sync=math.log(0.3), log_lock=math.log(65536.0))
+
+
+def wpt(nodes, ranks, stripes, transfer=1 << 20, klass="POSIX/-", writes=True, **kw):
+    return ph.PPoint(nodes=nodes, ranks=ranks, stripes=stripes, osts=56.0, shared=True, transfer=transfer,
+                     klass=klass, writes=writes, **kw)
+
+
+def test_extent_locks_cut_a_shared_files_writes_once_nodes_outnumber_stripes():
+    # 4 stripes: up to 4 nodes each OST object has one writer; 12 nodes put ceil(12/4) = 3 on each, and every
+    # hand-over of the object's lock costs: the OSTs' share is sync x t / (t + knee x (3 - 1))
+    # = 0.3 x 1 MiB / (1 MiB + 2 x 64 KiB) = 0.2667
+    assert ph.lock_writers(wpt(4, 4, 4)) == 1 and ph.lock_writers(wpt(12, 12, 4)) == 3
+    plain = ph.limits(TRUTH, wpt(12, 12, 4))["osts"]
+    locked = ph.limits(LOCK_TRUTH, wpt(12, 12, 4))["osts"]
+    assert locked / plain == pytest.approx(0.3 * (1 << 20) / ((1 << 20) + 2 * 65536), rel=1e-9)
+    assert ph.binding(LOCK_TRUTH, wpt(12, 12, 4)) == "extent locks"
+    # more nodes then write less than fewer did, and more stripes (one writer per object again) win it back
+    assert ph.predict_bw(LOCK_TRUTH, wpt(12, 12, 4)) < ph.predict_bw(LOCK_TRUTH, wpt(4, 4, 4))
+    assert ph.predict_bw(LOCK_TRUTH, wpt(12, 12, 12)) > 3 * ph.predict_bw(LOCK_TRUTH, wpt(12, 12, 4))
+    # small requests pay more per byte for each lock round trip: 64 KiB transfers lose more than 8 MiB ones
+    small = ph.predict_bw(LOCK_TRUTH, wpt(12, 12, 4, transfer=65536)) / ph.predict_bw(TRUTH, wpt(12, 12, 4, 65536))
+    large = ph.predict_bw(LOCK_TRUTH, wpt(12, 12, 4, transfer=8 << 20)) / ph.predict_bw(TRUTH, wpt(12, 12, 4, 8 << 20))
+    assert small < large
+
+
+def test_no_lock_conflict_where_no_two_clients_write_one_object():
+    # must NOT be penalised (the model without the lock term predicts exactly the same): reads, collective writes
+    # (one aggregator per stripe), many ranks on one node (one client holds the lock), file per process,
+    # transfers that tile the stripes with no more nodes than stripes, and a run whose stripe count is unknown
+    free = [wpt(12, 12, 4, writes=False), wpt(12, 192, 4, klass="MPIIO/coll"), wpt(1, 64, 1),
+            replace(wpt(12, 12, 4), shared=False), wpt(4, 4, 4, transfer=65536), wpt(4, 4, 4, transfer=4 << 20),
+            wpt(12, 12, 1, stripes_known=False)]
+    for p in free:
+        assert ph.lock_writers(p) == 1, p
+        assert ph.predict_bw(LOCK_TRUTH, p) == ph.predict_bw(TRUTH, p), p
+    # transfers that straddle stripes (IO500's ior-hard: 47,008 bytes in 1 MiB stripes) put two clients on a
+    # stripe's boundary even with a stripe per node, and so does an unknown stripe count
+    for p in (wpt(4, 4, 4, transfer=47008), wpt(12, 12, 1, transfer=47008, stripes_known=False)):
+        assert ph.lock_writers(p) == 2
+        assert ph.predict_bw(LOCK_TRUTH, p) < 0.5 * ph.predict_bw(TRUTH, p)
+
+
+def test_fit_finds_the_lock_cliff_and_advises_a_stripe_per_writer_node():
+    # shared-file POSIX writes, one rank per node, 4 and 16 stripes, 1-48 nodes, three transfer sizes (the shape
+    # of a public stripe sweep where writes fall 5x once nodes exceed stripes)
+    rnd = random.Random(4)
+    runs = []
+    for stripes in (4, 16):
+        for nodes in (1, 2, 4, 8, 16, 24, 32, 48):
+            for t in (65536, 1 << 20, 8 << 20):
+                v = ph.predict_bw(LOCK_TRUTH, wpt(nodes, nodes, stripes, transfer=t)) * math.exp(rnd.gauss(0, 0.08))
+                runs.append(make_run(system="S", filesystem="fs", fs_type="lustre", ost_count=56, op="write",
+                                     api="POSIX", layout="shared", nodes=nodes, ranks=nodes, stripe_count=stripes,
+                                     transfer_size=t, stripe_size=1 << 20, value=v, unit="MiB/s"))
+    fit = fit_group("S", "fs", "write", runs, ost_count=56)
+    at = lambda n, s: Point(clients=n, ranks=n, shared=True, stripes=s, osts=56, transfer=1 << 20, klass="POSIX/-",
+                            writes=True)   # noqa: E731
+    for n, s in ((12, 4), (6, 16), (40, 16), (32, 32)):           # not measured
+        truth = ph.predict_bw(LOCK_TRUTH, wpt(n, n, s))
+        assert abs(fit.predict(at(n, s)) / truth - 1) < 0.25, (n, s)
+    # 32 writer nodes: 32 stripes (one writer per object) over 16 (two per object) by more than the lock's cost
+    assert fit.predict(at(32, 32)) > 2 * fit.predict(at(32, 16))
+    assert fit.binding(at(32, 16)) == "extent locks"
+
+
+def test_candidate_settings_carry_the_op_and_stripe_size_the_lock_term_needs():
+    from ioadvisor.advise import candidate_point
+    from ioadvisor.model.types import Config, FileSystem, Workload
+    fs = FileSystem(name="fs", type="lustre", ost_count=56, default_stripe_count=1, default_stripe_size=4 << 20)
+    cfg = Config(filesystem="fs", layout="shared", api="POSIX", collective=None, stripe_count=4)
+    job = dict(nodes=12, ranks_per_node=1, bytes_per_rank=1 << 30, api="POSIX", layout="shared",
+               access_size=1 << 20)
+    write = candidate_point(cfg, fs, Workload(op="write", **job)).physical()
+    read = candidate_point(cfg, fs, Workload(op="read", **job)).physical()
+    assert write.writes and not read.writes
+    assert write.stripe_size == 4 << 20          # the file system's default where the setting names none
+    assert ph.lock_writers(write) == 3 and ph.lock_writers(read) == 1

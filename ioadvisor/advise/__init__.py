@@ -42,7 +42,7 @@ class _Cand:
     notes: list[str] = field(default_factory=list)
     extrapolated: bool = False       # predicted for a client count outside the measured ones
     draws: list[float] = field(default_factory=list)   # predicted values under the posterior's parameter draws
-    binding: str | None = None       # the limit that binds: clients, aggregators, osts, peak, api, request size
+    binding: str | None = None       # the limit that binds: clients, aggregators, osts, extent locks, peak, api, request size
     decision: str | None = None      # how the choice between close options was made, for the reasons
     point: Point | None = None       # the model's input for this candidate
 
@@ -294,7 +294,8 @@ def candidate_point(cfg: Config, place: FileSystem, w: Workload) -> Point:
     return Point(clients=float(w.nodes), ranks=float(ranks), targets=targets, shared=cfg.layout == "shared",
                  transfer=float(w.access_size) if w.access_size else None, klass=io_class(cfg.api, cfg.collective),
                  stripes=float(stripes), osts=float(place.ost_count) if place.ost_count else None, striped=striped,
-                 layout=cfg.layout)
+                 layout=cfg.layout, writes=w.op == "write",
+                 stripe_size=float(cfg.stripe_size or place.default_stripe_size or 0) or None)
 
 
 def _predict(c: _Cand, w: Workload, fits: Mapping, system: str) -> None:

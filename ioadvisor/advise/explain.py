@@ -143,6 +143,8 @@ _LIMIT_WORDS = {"clients": "the clients (streams per node x per-stream rate, or 
                 "aggregators": "the collective-buffering aggregators (about one per stripe, capped by the nodes)",
                 "streams": "what one stream can move to one OST (too few streams x stripes)",
                 "osts": "the storage targets the data spans (OSTs, and the contention on them)",
+                "extent locks": "the shared file's extent locks (more writer nodes than stripes, or requests that "
+                                "straddle stripes: each OST object's lock moves between clients)",
                 "peak": "the peak of the file system", "api": "the I/O library's own ceiling",
                 "request size": "the request size (small requests)", "metadata server": "the metadata server",
                 "per-rank rate": "the per-rank rate"}

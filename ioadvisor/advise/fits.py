@@ -14,7 +14,7 @@ from ..predict import Fit, fit_all
 _CACHE: dict[tuple[str, str | None, str], tuple[tuple, dict]] = {}
 _TABLE = ("CREATE TABLE IF NOT EXISTS main.advise_fits (system TEXT PRIMARY KEY, signature TEXT, fits TEXT)")
 MAX_EVIDENCE_IDS = 40
-MODEL_VERSION = "physical/5"   # stored fits of another version are refitted
+MODEL_VERSION = "physical/6"   # stored fits of another version are refitted
 
 
 def _signature(kb: KB, system: str) -> tuple:

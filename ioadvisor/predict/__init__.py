@@ -35,6 +35,10 @@ class Point:
     striped: bool = True            # False: no user striping (the file system spreads data itself)
     layout: str | None = None       # shared / fpp, for metadata rates (one directory vs one per rank)
     bytes: float | None = None      # bytes the job moves (None: unknown; the advice predicts a cold cache)
+    writes: bool = False            # the op writes
+    stripe_size: float | None = None   # bytes per stripe (None: the file system's default)
+    stripes_known: bool = True      # False: a run that did not say its stripe count, on a file system whose
+                                    # default is not known either
 
     def physical(self) -> ph.PPoint:
         stripes = self.stripes
@@ -45,7 +49,8 @@ class Point:
                          osts=float(self.osts) if self.osts else INF, shared=self.shared, transfer=self.transfer,
                          klass=self.klass or "?/-", layout=self.layout or ("shared" if self.shared else None),
                          striped=self.striped and math.isfinite(self.targets) if self.stripes is None
-                         else self.striped, bytes=self.bytes)
+                         else self.striped, bytes=self.bytes, writes=self.writes, stripe_size=self.stripe_size,
+                         stripes_known=self.stripes_known)
 
 
 def io_class(api: str | None, collective: bool | None) -> str:
@@ -152,7 +157,9 @@ def run_point(r: Run, ost_count: int | None = None, default_stripes: int | None 
     return Point(clients=float(clients) if clients else INF, ranks=n, targets=targets, shared=shared,
                  transfer=float(r.transfer_size) if r.transfer_size else None, klass=io_class(r.api, r.collective),
                  stripes=stripes, osts=float(osts) if osts else None, striped=striped, layout=r.layout,
-                 bytes=bytes_moved(r))
+                 bytes=bytes_moved(r), writes=r.op in ("write", "randwrite", "rewrite"),
+                 stripe_size=float(r.stripe_size) if r.stripe_size else None,
+                 stripes_known=r.stripe_count not in (None, 0) or bool(default_stripes))
 
 
 def center_priors(disk: str | None = None, ost_rate: float | None = None, nic: float | None = None) -> dict:

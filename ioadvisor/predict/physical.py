@@ -10,6 +10,12 @@ Bandwidth is the smooth minimum (softmin) of the limits that bind a job:
   (extent-lock and seek contention, `gamma_shared`); file per process spans the OSTs its files land on, and the
   busiest OST decides: N files of s stripes on M OSTs leave the busiest with between ceil(N s / M) (round-robin
   placement) and the expected maximum of a binomial load (random placement), mixed by `placement`;
+- extent locks: client nodes writing one shared file independently conflict on an OST object's lock when more
+  of them write it than there are stripes (or their transfers straddle stripes); each hand-over flushes the
+  holder's dirty pages and costs a lock round trip per transfer, so the OST's share falls to
+  `sync` x t / (t + lock knee x (writers per object - 1)); collective writes (one aggregator per stripe) do not;
+- the servers' cache, where the runs moved different volumes: the share of the data it holds is served faster,
+  to the disks' limits and to each stream's (whose rate, a few requests in flight, is set by the latency);
 - the file system's peak, and a ceiling per API class (HDF5, NetCDF, MPI-IO collective/independent) measured only
   where runs of that class exist;
 - small requests pay a knee: value x t / (t + knee).
@@ -67,6 +73,14 @@ _RATE_PRIORS: dict[str, tuple[float, float, float, float]] = {
     "log_shared": (math.log(0.6), 1.0, math.log(1e-4), 0.0),     # shared directory / file vs one per rank
 }
 API_CAP_SD = 2.5
+# extent locks (see the module docstring): the share of an OST's write rate left once its object's lock moves
+# between client nodes (`log_sync`, the holder's dirty pages flushed first), and the knee in bytes per transfer
+# and extra writer (`log_lock`: a lock round trip of about 0.3 ms at 200 MB/s per OST is 64 KiB; wide)
+_LOCK_PRIORS: dict[str, tuple[float, float, float, float]] = {
+    "log_sync": (math.log(0.5), 1.0, math.log(0.01), 0.0),
+    "log_lock": (math.log(65536.0), 1.5, math.log(1024.0), math.log(float(1 << 30))),
+}
+DEFAULT_STRIPE_SIZE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -83,6 +97,9 @@ class PPoint:
     layout: str | None = None    # for rates: shared (one directory / file) or fpp
     striped: bool = True         # False: the file system spreads data itself (no user striping)
     bytes: float | None = None   # bytes the job moves in all (None: unknown, or the advice's cold-cache case)
+    writes: bool = False         # the op writes (lock conflicts between clients writing one file)
+    stripe_size: float | None = None   # bytes per stripe (None: Lustre's default, 1 MiB)
+    stripes_known: bool = True   # False: the run did not say its stripe count (`stripes` is a guess)
 
 
 class _PyOps:
@@ -144,6 +161,20 @@ def expected_max_load(files: float, stripes: float, osts: float, placement: floa
 def _bw_limits(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> dict[str, Any]:
     """The bandwidth each part of the system allows (MiB/s), by name, for one point (floats) or many (arrays)."""
     stream, node, ost = o.exp(th["log_stream"]), o.exp(th["log_node"]), o.exp(th["log_ost"])
+    # the share of the data the servers' cache holds: it is served `boost` times faster, without seeks
+    if "log_cache" in th:
+        b = X["bytes"]
+        # no volume (0: unknown, or the advice's cold case) finds nothing in cache
+        hit = o.where(b > 0, 1.0 / (1.0 + (b / o.exp(th["log_cache"])) ** CACHE_SHARPNESS), 0.0)
+        boost = o.exp(th["log_boost"])
+    else:
+        hit, boost = 0.0, 1.0
+
+    def cached(disk: Any, from_cache: Any) -> Any:
+        return 1.0 / ((1.0 - hit) / disk + hit / from_cache)
+
+    # one stream has a few requests in flight: its rate is set by the servers' latency, which the cache cuts
+    stream = cached(stream, stream * boost)
     # an aggregate over unstated clients and ranks measured the file system's ceiling: only peak and API bind
     agg = ~o.isfinite(X["ranks"]) if o is not PY else not math.isfinite(X["ranks"])
     n = X["nodes"]
@@ -161,19 +192,9 @@ def _bw_limits(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> dict[st
     client = o.where(coll, aggs * per_agg / exch, o.where(fin_n, n1 * _softmin([rpn * stream, node], o), INF))
     streams = o.where(coll, aggs, ranks)
     k = o.maximum(1.0, streams / s_eff)
-    # the share of the data the servers' cache holds: it is served `boost` times faster, without seeks
-    if "log_cache" in th:
-        b = X["bytes"]
-        # no volume (0: unknown, or the advice's cold case) finds nothing in cache
-        hit = o.where(b > 0, 1.0 / (1.0 + (b / o.exp(th["log_cache"])) ** CACHE_SHARPNESS), 0.0)
-        boost = o.exp(th["log_boost"])
-    else:
-        hit, boost = 0.0, 1.0
-
-    def cached(disk: Any, from_cache: Any) -> Any:
-        return 1.0 / ((1.0 - hit) / disk + hit / from_cache)
-
     osts_shared = cached(s_eff * ost * k ** (-th["gamma_shared"]), s_eff * ost * boost)
+    if "log_lock" in th:
+        osts_shared = osts_shared * _lock_factor(th, X, o)
     load = _max_load(ranks, s, m, th["placement"], o)
     used = o.minimum(ranks * s_eff, m)
     # every file waits for the busiest OST: it serves `load` streams at its (contended) throughput
@@ -181,7 +202,8 @@ def _bw_limits(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> dict[st
     osts_fpp = cached(spread * load ** (-th["gamma_fpp"]), spread * boost)
     osts_lim = o.where(X["striped"], o.where(X["one_file"], osts_shared, osts_fpp), INF)
     # one stream to one OST is limited too (RPCs in flight per OST connection): streams x stripes each touches
-    pairs = o.where(X["striped"], streams * s_eff * o.exp(th["log_pair"]), INF)
+    pair = o.exp(th["log_pair"])
+    pairs = o.where(X["striped"], streams * s_eff * cached(pair, pair * boost), INF)
     shared_cost = o.where(X["one_file"] & ~X["striped"] if o is not PY else (X["one_file"] and not X["striped"]),
                           o.exp(th.get("log_shared_file", 0.0)), 1.0)
     shared_cost = o.where(X["shared_many"], shared_cost, 1.0)
@@ -195,6 +217,12 @@ def _bw_limits(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> dict[st
             import numpy as np
             out["api"] = np.asarray(vals + [INF])[X["cap_idx"]]
     return out
+
+
+def _lock_factor(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> Any:
+    """The share of a shared file's OST throughput left when its objects' extent locks move between writers."""
+    w, t = X["writers"], X["lock_bytes"]
+    return o.where(w >= 2.0, o.exp(th["log_sync"]) * t / (t + o.exp(th["log_lock"]) * (w - 1.0)), 1.0)
 
 
 def _bw(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> Any:
@@ -222,7 +250,8 @@ def point_inputs(p: PPoint, caps: Sequence[str] = ()) -> dict[str, Any]:
          "coll": p.shared and _collective(p.klass) and p.ranks > 1, "one_file": p.shared or p.ranks <= 1,
          "shared_many": p.shared and p.ranks > 1,
          "striped": p.striped, "transfer": p.transfer or 0.0, "shared_dir": p.layout == "shared",
-         "bytes": p.bytes or 0.0, "caps": [c for c in caps], "cap_idx": cap_idx}
+         "bytes": p.bytes or 0.0, "caps": [c for c in caps], "cap_idx": cap_idx,
+         "writers": lock_writers(p), "lock_bytes": p.transfer or _stripe_size(p)}
     if cap_idx is None:
         X["caps"] = []
     return X
@@ -239,6 +268,7 @@ def array_inputs(points: Sequence[PPoint], caps: Sequence[str] = ()) -> dict[str
          "striped": np.array([p.striped for p in points]), "transfer": col(lambda p: p.transfer or 0.0),
          "bytes": col(lambda p: p.bytes or 0.0),
          "shared_dir": np.array([p.layout == "shared" for p in points]), "caps": list(caps),
+         "writers": col(lock_writers), "lock_bytes": col(lambda p: p.transfer or _stripe_size(p)),
          "cap_idx": np.array([caps.index("cap:" + p.klass) if ("cap:" + p.klass) in caps else len(caps)
                               for p in points], dtype=int)}
     return X
@@ -246,6 +276,27 @@ def array_inputs(points: Sequence[PPoint], caps: Sequence[str] = ()) -> dict[str
 
 def _collective(klass: str) -> bool:
     return klass.endswith("/coll")
+
+
+def _stripe_size(p: PPoint) -> float:
+    return float(p.stripe_size) if p.stripe_size and p.stripe_size > 0 else float(DEFAULT_STRIPE_SIZE)
+
+
+def lock_writers(p: PPoint) -> float:
+    """Client nodes writing the busiest OST object of a shared file independently: nodes over stripes (round
+    robin), at least two where transfers do not tile the stripes (neighbours then share a stripe); 1 where no lock
+    can conflict: reads, one node, file per process, collective writes (ROMIO's Lustre driver gives each
+    aggregator whole stripes), a file system without user striping."""
+    if not (p.writes and p.shared and p.striped and p.ranks > 1 and math.isfinite(p.nodes) and p.nodes > 1
+            and not _collective(p.klass)):
+        return 1.0
+    # a run that did not say its stripe count: its stripes are a guess, and so would be the writers per object
+    osts = p.osts if p.osts and p.osts > 0 else INF
+    w = math.ceil(p.nodes / min(max(p.stripes, 1.0), osts) - 1e-9) if p.stripes_known else 1.0
+    t, size = p.transfer, int(_stripe_size(p))
+    if t and t > 0 and size % int(t) != 0 and int(t) % size != 0:
+        w = max(w, 2.0)
+    return float(w)
 
 
 def _caps(th: Mapping[str, float]) -> list[str]:
@@ -271,6 +322,10 @@ def binding(theta: Mapping[str, float], p: PPoint) -> str:
     name = min(lim, key=lambda k: lim[k])
     if name == "clients" and p.shared and _collective(p.klass) and p.ranks > 1:
         name = "aggregators"
+    if name == "osts" and "log_lock" in theta:
+        X = point_inputs(p)
+        if float(_lock_factor(theta, X, PY)) < 0.5:
+            name = "extent locks"
     if p.transfer and p.transfer > 0:
         knee = math.exp(theta["log_knee"])
         if p.transfer / (p.transfer + knee) < 0.5:
@@ -325,7 +380,8 @@ class Posterior:
 
 
 def _priors(kind: str, klasses: Sequence[str], center_priors: Mapping[str, float] | None,
-            values: Sequence[float], osts: float | None = None, volumes: Sequence[float | None] = ()) -> dict[str, tuple[float, float, float, float]]:
+            values: Sequence[float], osts: float | None = None, volumes: Sequence[float | None] = (),
+            writes: bool = False) -> dict[str, tuple[float, float, float, float]]:
     base = dict(_BW_PRIORS if kind == "bandwidth" else _RATE_PRIORS)
     top = max(values) if values else 1.0
     if "log_peak" in base:
@@ -340,6 +396,8 @@ def _priors(kind: str, klasses: Sequence[str], center_priors: Mapping[str, float
         if k in base:
             mu, sd, lo, hi = base[k]
             base[k] = (v, min(sd, 0.7), lo, hi)
+    if kind == "bandwidth" and writes:
+        base.update(_LOCK_PRIORS)
     if kind == "bandwidth" and len({b for b in volumes if b}) >= 2:
         base.update(_CACHE_PRIORS)
         # the cache is no larger than the largest volume the runs moved: a cache that held every run would leave
@@ -368,7 +426,7 @@ def fit(kind: str, points: Sequence[PPoint], values: Sequence[float], *,
         klasses = []
     known = [p.osts for p in points if p.osts and math.isfinite(p.osts)]
     pri = _priors(kind, klasses, center_priors, list(values), max(known) if known else None,
-                  [p.bytes for p in points])
+                  [p.bytes for p in points], writes=any(p.writes for p in points))
     names = list(pri)
     mu = np.array([pri[k][0] for k in names])
     sd = np.array([pri[k][1] for k in names])
@@ -415,6 +473,9 @@ def fit(kind: str, points: Sequence[PPoint], values: Sequence[float], *,
             alt = x0.copy()
             alt[names.index("log_pair")] = np.clip(float(np.min(y)), lo[names.index("log_pair")] + 1e-9,
                                                    hi[names.index("log_pair")] - 1e-9)
+            if "log_boost" in names:
+                # ... with a cache that does nothing: a cached stream would otherwise hide that limit
+                alt[names.index("log_boost")] = 0.0
             starts.append(alt)
     for start in starts:
         try:
