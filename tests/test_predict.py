@@ -342,3 +342,11 @@ def test_candidate_settings_carry_the_op_and_stripe_size_the_lock_term_needs():
     assert write.writes and not read.writes
     assert write.stripe_size == 4 << 20          # the file system's default where the setting names none
     assert ph.lock_writers(write) == 3 and ph.lock_writers(read) == 1
+
+
+def test_lock_writers_take_odd_sizes_without_an_exception():
+    # a fractional transfer (0.5 bytes) or stripe size would make int() zero: no modulo by zero, no conflict
+    # invented from it
+    for t, size in ((0.5, None), (0, None), (None, None), (47008, 0.3), (1e30, None)):
+        p = wpt(4, 4, 4, transfer=t, stripe_size=size)
+        assert ph.lock_writers(p) == 1.0, (t, size)

@@ -293,8 +293,8 @@ def lock_writers(p: PPoint) -> float:
     # a run that did not say its stripe count: its stripes are a guess, and so would be the writers per object
     osts = p.osts if p.osts and p.osts > 0 else INF
     w = math.ceil(p.nodes / min(max(p.stripes, 1.0), osts) - 1e-9) if p.stripes_known else 1.0
-    t, size = p.transfer, int(_stripe_size(p))
-    if t and t > 0 and size % int(t) != 0 and int(t) % size != 0:
+    t, size = int(p.transfer or 0), int(_stripe_size(p))
+    if t > 0 and size > 0 and size % t != 0 and t % size != 0:
         w = max(w, 2.0)
     return float(w)
 
