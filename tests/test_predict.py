@@ -350,3 +350,13 @@ def test_lock_writers_take_odd_sizes_without_an_exception():
     for t, size in ((0.5, None), (0, None), (None, None), (47008, 0.3), (1e30, None)):
         p = wpt(4, 4, 4, transfer=t, stripe_size=size)
         assert ph.lock_writers(p) == 1.0, (t, size)
+
+
+def test_every_limit_that_can_bind_is_named_in_words():
+    # must NOT happen: "The bottleneck is extent locks." with the internal name where the reasons explain a limit
+    from ioadvisor.advise.explain import _LIMIT_WORDS
+    th = dict(LOCK_TRUTH, **{"cap:MPIIO/coll": math.log(1500.0)})
+    names = set(ph.limits(th, wpt(12, 12, 4, klass="MPIIO/coll")))
+    names |= {"aggregators", "extent locks", "request size", "metadata server", "per-rank rate"}
+    assert ph.binding(th, wpt(12, 12, 4)) == "extent locks"
+    assert names <= set(_LIMIT_WORDS), names - set(_LIMIT_WORDS)
