@@ -38,3 +38,49 @@ def test_stored_fits_serve_every_cache_directory_of_the_same_reference_data(kb_p
         kb.add_runs([_run(200.0)], source="b", source_hash="b", fmt="csv", importer="test/1")
         fits.system_fits(kb, "HA8000")
     assert fitted == ["fit"]
+
+
+def _sweep(system: str = "Mine") -> list:
+    """Shared-file writes at 1-8 nodes and 1, 4, 8 stripes, the OST count left to the center: in insertion
+    order, so that a run of the middle is neither the first nor the last row."""
+    return [make_run(value=float(min(900 * n, 400 * s)), unit="MiB/s", system=system, filesystem="lus",
+                     fs_type="lustre", op="write", api="POSIX", layout="shared", nodes=n, ranks=n,
+                     stripe_count=s) for n in (1, 2, 4, 8) for s in (1, 4, 8)]
+
+
+def test_deleting_a_run_refits_even_when_the_largest_rowid_stays(kb_path):
+    # must NOT happen: advice resting on a deleted run. The run deleted is one of the middle: the KB's largest
+    # rowid (the old signature) does not change, its count of the system's runs does
+    fits._CACHE.clear()
+    with KB.open(kb_path) as kb:
+        kb.add_runs(_sweep(), source="a", source_hash="a", fmt="csv", importer="test/1")
+        before = fits.system_fits(kb, "Mine")[("Mine", "lus", "write")]
+        assert before.n_runs == 12
+        top = kb.conn.execute("SELECT max(rowid) FROM main.runs").fetchone()[0]
+        gone = [r for r in kb.select(flt=None, ids=[before.run_ids[4]])]
+        kb.delete(gone)
+        assert kb.conn.execute("SELECT max(rowid) FROM main.runs").fetchone()[0] == top
+    for cache in ({}, None):                      # this process, and another one reading the stored fits
+        if cache is None:
+            fits._CACHE.clear()
+        with KB.open(kb_path) as kb:
+            after = fits.system_fits(kb, "Mine")[("Mine", "lus", "write")]
+        assert after.n_runs == 11 and gone[0]["id"] not in after.run_ids
+
+
+def test_a_changed_center_refits(kb_path):
+    # the OST count and default stripe count enter the fit (more stripes than OSTs are capped, the default is
+    # what a run without a stripe count had): fits made for 8 OSTs must NOT serve a center that says 4
+    from ioadvisor.model.types import Center, FileSystem
+    fits._CACHE.clear()
+    with KB.open(kb_path) as kb:
+        kb.add_runs(_sweep("Site"), source="a", source_hash="a", fmt="csv", importer="test/1")
+        eight = Center(name="Site", filesystems=[FileSystem(name="lus", type="lustre", ost_count=8)])
+        four = Center(name="Site", filesystems=[FileSystem(name="lus", type="lustre", ost_count=4)])
+        a = fits.system_fits(kb, "Site", eight)
+        b = fits.system_fits(kb, "Site", four)
+        assert fits.system_fits(kb, "Site", eight) == a
+    fits._CACHE.clear()
+    with KB.open(kb_path) as kb:
+        c = fits.system_fits(kb, "Site", eight)
+    assert a != b and c == a

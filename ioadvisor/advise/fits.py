@@ -17,13 +17,20 @@ MAX_EVIDENCE_IDS = 40
 MODEL_VERSION = "physical/6"   # stored fits of another version are refitted
 
 
-def _signature(kb: KB, system: str) -> tuple:
-    """Changes whenever runs are added to the user KB (rowids only grow) or the reference data change: the
-    reference KB's file name is a hash of its data and schema. Its directory (the user's cache) is left out, so
-    the users of one KB, each with a cache of their own, share the fits it stores instead of refitting in turn."""
+def _signature(kb: KB, system: str, osts: dict, dflt: dict) -> tuple:
+    """Everything a system's fits depend on: the model's version; the user KB's runs, which change when runs
+    are added (rowids only grow) or when runs of this system are deleted (its per-file-system run counts, kept
+    current by the KB, fall; a delete need not lower the largest rowid); the reference data (the reference KB's
+    file name is a hash of its data and schema; its directory, the user's cache, is left out, so the users of
+    one KB, each with a cache of their own, share the fits it stores instead of refitting in turn); and what
+    the center says of the file systems (OST counts and default stripe counts enter the fit)."""
     row = kb.conn.execute("SELECT max(rowid) FROM main.runs").fetchone()
     src = kb.conn.execute("SELECT count(*) FROM main.sources").fetchone()
-    return (MODEL_VERSION, row[0], src[0], os.path.basename(kb.reference) if kb.reference else None)
+    counts = kb.conn.execute("SELECT fsname, n_runs FROM main.system_fs WHERE system = ? COLLATE NOCASE "
+                             "ORDER BY fsname, system", (system,)).fetchall()
+    return (MODEL_VERSION, row[0], src[0], [list(c) for c in counts],
+            os.path.basename(kb.reference) if kb.reference else None,
+            sorted([str(k), v, dflt.get(k)] for k, v in osts.items()))
 
 
 def load_system_runs(kb: KB, system: str, max_per_group: int = 400) -> list:
@@ -102,15 +109,15 @@ def _store_table(kb: KB, system: str, sig: tuple, fits: dict) -> None:
 
 def system_fits(kb: KB, system: str, center: Center | None = None) -> dict[tuple[str, str | None, str], Fit]:
     """Fits for every (system, file system, op) of `system`, refitted only when the system's runs change."""
-    sig = _signature(kb, system)
+    osts = {f.name: f.ost_count for f in center.filesystems} if center else {}
+    dflt = {f.name: f.default_stripe_count for f in center.filesystems} if center else {}
+    sig = _signature(kb, system, osts, dflt)
     key = (kb.path, kb.reference, system.lower())
     hit = _CACHE.get(key)
     if hit and hit[0] == sig:
         return hit[1]
     fits = _load_table(kb, system, sig)
     if fits is None:
-        osts = {f.name: f.ost_count for f in center.filesystems} if center else {}
-        dflt = {f.name: f.default_stripe_count for f in center.filesystems} if center else {}
         fits = fit_all(load_system_runs(kb, system), osts, dflt)
         _store_table(kb, system, sig, fits)
     _CACHE[key] = (sig, fits)
