@@ -18,15 +18,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterable
 
-from ..model.run import Run, bytes_moved
+from ..model.run import READ_OPS, WRITE_OPS, Run, bytes_moved
 from ..model.types import Center
 
 CACHE_SIZED = "cache-sized"
 ABOVE_PEAK = "above-peak"
 ONE_FILE = "one-file"
 FLAGS = (CACHE_SIZED, ABOVE_PEAK, ONE_FILE)
-WRITE_OPS = ("write", "rewrite", "randwrite")
-READ_OPS = ("read", "reread", "randread")
 
 
 def bytes_per_node(run: Run) -> float | None:

@@ -13,6 +13,8 @@ from .units import normalize
 
 APIS = ("POSIX", "MPIIO", "HDF5", "STDIO", "NETCDF", "PNETCDF", "NFS", "OTHER")
 DATA_OPS = ("write", "read", "randwrite", "randread", "rewrite", "reread")
+WRITE_OPS = ("write", "rewrite", "randwrite")
+READ_OPS = ("read", "reread", "randread")
 META_OPS = (
     "file_create", "file_stat", "file_read", "file_remove",
     "dir_create", "dir_stat", "dir_rename", "dir_remove",

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from ..model.run import DATA_OPS, Run, bytes_moved
+from ..model.run import DATA_OPS, WRITE_OPS, Run, bytes_moved
 from . import physical as ph
 from .physical import INF, MIN_LOG_SIGMA, Z90, Posterior
 
@@ -157,7 +157,7 @@ def run_point(r: Run, ost_count: int | None = None, default_stripes: int | None 
     return Point(clients=float(clients) if clients else INF, ranks=n, targets=targets, shared=shared,
                  transfer=float(r.transfer_size) if r.transfer_size else None, klass=io_class(r.api, r.collective),
                  stripes=stripes, osts=float(osts) if osts else None, striped=striped, layout=r.layout,
-                 bytes=bytes_moved(r), writes=r.op in ("write", "randwrite", "rewrite"),
+                 bytes=bytes_moved(r), writes=r.op in WRITE_OPS,
                  stripe_size=float(r.stripe_size) if r.stripe_size else None,
                  stripes_known=r.stripe_count not in (None, 0) or bool(default_stripes))
 

@@ -244,14 +244,14 @@ def _rate(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> Any:
 
 def point_inputs(p: PPoint, caps: Sequence[str] = ()) -> dict[str, Any]:
     """A point as the model's inputs (floats)."""
-    m = p.osts if p.osts and p.osts > 0 else INF
+    m = _ost_count(p)
     cap_idx = caps.index("cap:" + p.klass) if ("cap:" + p.klass) in caps else None
     X = {"nodes": p.nodes, "ranks": p.ranks, "stripes": p.stripes, "osts": m,
          "coll": p.shared and _collective(p.klass) and p.ranks > 1, "one_file": p.shared or p.ranks <= 1,
          "shared_many": p.shared and p.ranks > 1,
          "striped": p.striped, "transfer": p.transfer or 0.0, "shared_dir": p.layout == "shared",
          "bytes": p.bytes or 0.0, "caps": [c for c in caps], "cap_idx": cap_idx,
-         "writers": lock_writers(p), "lock_bytes": p.transfer or _stripe_size(p)}
+         "writers": lock_writers(p), "lock_bytes": _lock_bytes(p)}
     if cap_idx is None:
         X["caps"] = []
     return X
@@ -261,14 +261,14 @@ def array_inputs(points: Sequence[PPoint], caps: Sequence[str] = ()) -> dict[str
     import numpy as np
     col = lambda f: np.array([f(p) for p in points], dtype=float)   # noqa: E731
     X = {"nodes": col(lambda p: p.nodes), "ranks": col(lambda p: p.ranks), "stripes": col(lambda p: p.stripes),
-         "osts": col(lambda p: p.osts if p.osts and p.osts > 0 else INF),
+         "osts": col(_ost_count),
          "coll": np.array([p.shared and _collective(p.klass) and p.ranks > 1 for p in points]),
          "one_file": np.array([p.shared or p.ranks <= 1 for p in points]),
          "shared_many": np.array([p.shared and p.ranks > 1 for p in points]),
          "striped": np.array([p.striped for p in points]), "transfer": col(lambda p: p.transfer or 0.0),
          "bytes": col(lambda p: p.bytes or 0.0),
          "shared_dir": np.array([p.layout == "shared" for p in points]), "caps": list(caps),
-         "writers": col(lock_writers), "lock_bytes": col(lambda p: p.transfer or _stripe_size(p)),
+         "writers": col(lock_writers), "lock_bytes": col(_lock_bytes),
          "cap_idx": np.array([caps.index("cap:" + p.klass) if ("cap:" + p.klass) in caps else len(caps)
                               for p in points], dtype=int)}
     return X
@@ -278,8 +278,17 @@ def _collective(klass: str) -> bool:
     return klass.endswith("/coll")
 
 
+def _ost_count(p: PPoint) -> float:
+    return p.osts if p.osts and p.osts > 0 else INF
+
+
 def _stripe_size(p: PPoint) -> float:
     return float(p.stripe_size) if p.stripe_size and p.stripe_size > 0 else float(DEFAULT_STRIPE_SIZE)
+
+
+def _lock_bytes(p: PPoint) -> float:
+    """The bytes each lock round trip carries: one transfer, or a stripe where the transfer size is unknown."""
+    return p.transfer or _stripe_size(p)
 
 
 def lock_writers(p: PPoint) -> float:
@@ -291,8 +300,7 @@ def lock_writers(p: PPoint) -> float:
             and not _collective(p.klass)):
         return 1.0
     # a run that did not say its stripe count: its stripes are a guess, and so would be the writers per object
-    osts = p.osts if p.osts and p.osts > 0 else INF
-    w = math.ceil(p.nodes / min(max(p.stripes, 1.0), osts) - 1e-9) if p.stripes_known else 1.0
+    w = math.ceil(p.nodes / min(max(p.stripes, 1.0), _ost_count(p)) - 1e-9) if p.stripes_known else 1.0
     t, size = int(p.transfer or 0), int(_stripe_size(p))
     if t > 0 and size > 0 and size % t != 0 and t % size != 0:
         w = max(w, 2.0)
@@ -317,15 +325,15 @@ def predict_rate(theta: Mapping[str, float], p: PPoint) -> float:
 
 
 def binding(theta: Mapping[str, float], p: PPoint) -> str:
-    """The limit that binds a bandwidth prediction: clients (or aggregators), osts, peak, api or request size."""
-    lim = limits(theta, p)
+    """The limit that binds a bandwidth prediction: clients (or aggregators), osts (or extent locks), peak, api
+    or request size."""
+    X = point_inputs(p, _caps(theta))
+    lim = {k: float(v) for k, v in _bw_limits(theta, X, PY).items()}
     name = min(lim, key=lambda k: lim[k])
     if name == "clients" and p.shared and _collective(p.klass) and p.ranks > 1:
         name = "aggregators"
-    if name == "osts" and "log_lock" in theta:
-        X = point_inputs(p)
-        if float(_lock_factor(theta, X, PY)) < 0.5:
-            name = "extent locks"
+    if name == "osts" and "log_lock" in theta and float(_lock_factor(theta, X, PY)) < 0.5:
+        name = "extent locks"
     if p.transfer and p.transfer > 0:
         knee = math.exp(theta["log_knee"])
         if p.transfer / (p.transfer + knee) < 0.5:
