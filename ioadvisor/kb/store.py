@@ -51,6 +51,24 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
+def _check_published(path: Path) -> None:
+    """A clear error for a center KB named by IOADVISE_CENTER_KB that is not a readable file."""
+    from .reference import CENTER_KB_ENV
+    if not path.is_file():
+        what = "is a directory" if path.is_dir() else "does not exist"
+        raise KBError(f"{path}: {what}; {CENTER_KB_ENV} names the center's published knowledge base "
+                      "(a file written by `ioadvise kb publish`)")
+
+
+def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """The published KB is read as it is (never migrated): its schema must be this ioadvisor's."""
+    from .schema import SCHEMA_VERSION
+    version = conn.execute("PRAGMA ref.user_version").fetchone()[0]
+    if version != SCHEMA_VERSION:
+        raise KBError(f"{path}: published with knowledge base schema v{version}, this ioadvisor reads "
+                      f"v{SCHEMA_VERSION}; publish it again with this version (`ioadvise kb publish`)")
+
+
 def _content_ids(runs: Iterable[Run]) -> list[str]:
     """Content-derived ids: the n-th run with the same content key gets occurrence n."""
     seen: dict[str, int] = {}
@@ -480,6 +498,15 @@ class KB:
     def __init__(self, conn: sqlite3.Connection, path: str, reference: str | None):
         self.conn, self.path, self.reference = conn, path, reference
 
+    @property
+    def reference_id(self) -> str | None:
+        """What identifies the reference layer's content: a published snapshot's id (its file name stays the
+        same from one publication to the next), else the cached build's file name (a hash of its data)."""
+        if not self.reference:
+            return None
+        from .publish import snapshot_id
+        return snapshot_id(self.conn, "ref") or os.path.basename(self.reference)
+
     @classmethod
     def open(cls, path: str | Path | None = None, *, create: bool = True, reference: bool = True) -> "KB":
         """Open (and migrate) the KB at `path` (default: `default_kb_path()`).
@@ -505,16 +532,29 @@ class KB:
             raise KBError(f"{p}: not a usable knowledge base ({e})") from None
         ref_path = None
         if reference:
-            from .reference import reference_kb_path
-            ref_path = str(reference_kb_path())
-            # read-only: a write transaction on the user's KB (BEGIN IMMEDIATE) would otherwise also lock the
-            # reference file every process of the user shares, and block them all while it lasts
+            from .reference import published_kb_path, reference_kb_path
+            published = published_kb_path()
+            ref_path = str(published or reference_kb_path())
+            # read-only and immutable: the reference layer (the cached build, or the center's published snapshot
+            # on a shared, possibly read-only file system) is only ever replaced whole by a rename, never changed
+            # in place, so no process locks it or creates a journal, -wal or -shm file beside it, and a write
+            # transaction on the user's KB does not lock it for the other processes
             from urllib.parse import quote
-            conn.execute("ATTACH DATABASE ? AS ref", (f"file:{quote(ref_path)}?mode=ro",))
-            if not conn.execute("SELECT count(*) FROM ref.sqlite_master").fetchone()[0]:
-                # this SQLite does not read URI names: the plain path (and a file named like the URI) instead
-                conn.execute("DETACH DATABASE ref")
-                conn.execute("ATTACH DATABASE ? AS ref", (ref_path,))
+            try:
+                if published is not None:
+                    _check_published(published)
+                conn.execute("ATTACH DATABASE ? AS ref", (f"file:{quote(ref_path)}?mode=ro&immutable=1",))
+                if not conn.execute("SELECT count(*) FROM ref.sqlite_master").fetchone()[0]:
+                    # this SQLite does not read URI names: the plain path (and a file named like the URI) instead
+                    conn.execute("DETACH DATABASE ref")
+                    conn.execute("ATTACH DATABASE ? AS ref", (ref_path,))
+                if published is not None:
+                    _check_schema(conn, published)
+            except (sqlite3.DatabaseError, KBError) as e:
+                conn.close()
+                if isinstance(e, KBError):
+                    raise
+                raise KBError(f"{ref_path}: not a usable knowledge base ({e})") from None
         union = "SELECT 'user' AS origin, * FROM main.{t}"
         if ref_path:
             union += " UNION ALL SELECT 'reference' AS origin, * FROM ref.{t}"
@@ -828,12 +868,14 @@ class KB:
 
     def stats(self) -> dict[str, Any]:
         """Counts per origin, system, op and kind, and the number of sources."""
+        from .publish import snapshot_info
         q = self.conn.execute
         by = lambda col: {str(k): n for k, n in q(  # noqa: E731
             f"SELECT {col}, count(*) FROM all_runs GROUP BY {col} ORDER BY {col}")}
         return {
             "path": self.path,
             "reference": self.reference,
+            "published": snapshot_info(self.conn, "ref") if self.reference else None,
             "runs": q("SELECT count(*) FROM all_runs").fetchone()[0],
             "sources": q("SELECT count(*) FROM main.sources").fetchone()[0],
             "by_origin": by("origin"),
