@@ -136,6 +136,8 @@ def test_a_published_kb_serves_the_guide_and_users_keep_their_own_runs_on_top(tm
     shared.mkdir()
     res = json.loads(_ok(_ioadvise(staff, "kb", "publish", str(shared / "center.sqlite"), "--json")).stdout)
     assert res["center_runs"] == 2 and res["runs"] == res["center_runs"] + res["reference_runs"]
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "json.md").read_text().split("## `kb publish --json`")[1]
+    assert all(f"`{k}`" in doc.split("\n## ")[0] for k in res), "docs/json.md names every field kb publish prints"
     shared.chmod(0o555)
     try:
         user = {**os.environ, "IOADVISE_CENTER_KB": res["path"], "IOADVISE_KB": str(tmp_path / "me.sqlite"),
