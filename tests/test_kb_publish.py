@@ -154,6 +154,14 @@ def test_a_published_kb_serves_the_guide_and_users_keep_their_own_runs_on_top(tm
     finally:
         shared.chmod(0o755)
     assert sorted(os.listdir(shared)) == ["center.sqlite"]
+    # what must NOT happen: a snapshot opened as a working KB (switched to WAL in place under its readers), or the
+    # working KB replaced by its own snapshot
+    size = (shared / "center.sqlite").stat().st_size
+    for kb, target in ((shared / "center.sqlite", tmp_path / "again.sqlite"), (tmp_path / "staff.sqlite",) * 2):
+        p = _ioadvise(staff, "kb", "publish", str(target), "--kb", str(kb))
+        assert p.returncode == 2 and "Traceback" not in p.stderr and str(kb) in p.stderr, p.stderr
+    assert sorted(os.listdir(shared)) == ["center.sqlite"] and (shared / "center.sqlite").stat().st_size == size
+    assert not (tmp_path / "again.sqlite").exists()
 
 
 def test_stored_fits_are_refitted_after_a_new_publication(tmp_path, monkeypatch):

@@ -45,6 +45,18 @@ def snapshot_id(conn: sqlite3.Connection, db: str) -> str | None:
     return info["snapshot"] if info else None
 
 
+def _is_snapshot(path: Path) -> bool:
+    """Whether `path` is a published KB (read without changing it: no journal mode switch, no migration)."""
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        return snapshot_id(conn, "main") is not None
+    finally:
+        conn.close()
+
+
 def target_path(target: Path) -> Path:
     """The file to write: `target`, or `kb.sqlite` in it when it is a directory."""
     return target / DEFAULT_NAME if target.is_dir() else target
@@ -82,6 +94,10 @@ def publish(kb_path: Path, target: Path) -> dict[str, Any]:
         raise UsageError(f"{kb_path}: no knowledge base to publish (import runs into it first)")
     if not out.parent.is_dir():
         raise UsageError(f"{out.parent}: no such directory to publish into")
+    if out.exists() and out.resolve() == kb_path.resolve():
+        raise UsageError(f"{out}: is the KB being published; publish into another file")
+    if _is_snapshot(kb_path):
+        raise UsageError(f"{kb_path}: is a published snapshot, which is never changed; publish from the working KB")
     KB.open(kb_path, reference=False).close()          # migrated to this version's schema first
     ref = reference_kb_path()                           # the shipped data, never a published layer
     try:
