@@ -13,11 +13,8 @@ published: the staff KB's Darshan archive tables (users' job names and ids), its
 """
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import sqlite3
-import tempfile
-import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -86,6 +83,9 @@ def _summarise(conn: sqlite3.Connection) -> None:
 
 def publish(kb_path: Path, target: Path) -> dict[str, Any]:
     """Write the snapshot of the KB at `kb_path` (with the shipped reference data) to `target` atomically."""
+    import datetime as _dt
+    import tempfile
+    import uuid
     from .reference import reference_kb_path
     from .schema import migrate
     from .store import KB
