@@ -101,15 +101,20 @@ def test_readers_see_one_whole_snapshot_while_staff_publish_again(tmp_path):
         threads = [threading.Thread(target=reader, args=(i,)) for i in range(1, 4)]
         for t in threads:
             t.start()
+        def readers_saw(snapshot: frozenset[str]) -> None:
+            """Wait (5 minutes at most) until a reader has listed exactly these runs."""
+            deadline = time.monotonic() + 300
+            while snapshot not in seen and not failures and time.monotonic() < deadline:
+                time.sleep(0.1)
         try:
-            time.sleep(1)
+            readers_saw(snapshots[0])
             for sample, system in (("posix_shared_2ranks.txt", "Mine"), ("mpiio_indep_2ranks.json", "HA8000")):
                 _ok(_ioadvise(staff, "kb", "import", str(SAMPLES / sample), "--system", system,
                               "--filesystem", "lustre" if system == "HA8000" else "lus"))
                 _ok(_ioadvise(staff, "kb", "publish", str(shared)))
                 snapshots.append(_ids(_ok(_ioadvise(user(0), "kb", "list", "--json"))))
                 answers.add(json.dumps(json.loads(_ok(_ioadvise(user(0), *ADVISE)).stdout), sort_keys=True))
-                time.sleep(1)
+                readers_saw(snapshots[-1])
         finally:
             stop.set()
             for t in threads:
