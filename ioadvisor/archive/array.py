@@ -97,7 +97,7 @@ def submit(work: Path) -> str:
     """Submit the work directory's array script; returns the job id."""
     from ..slurm.submit import sbatch
     script = work / SCRIPT
-    return sbatch(script.read_text(), name=SCRIPT, cwd=work)
+    return sbatch(script.read_bytes().decode("utf-8", "surrogateescape"), name=SCRIPT, cwd=work)
 
 
 def run_task(work: Path, k: int) -> Path:

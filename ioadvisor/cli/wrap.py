@@ -53,9 +53,12 @@ def _center(spec: str | None):
 
 
 def _diff(old: str, new: str, name: str, width: int = 300) -> str:
-    """Unified diff for display; very long lines are shortened (the files themselves are not)."""
+    """Unified diff for display, lines split as bash splits them; very long lines are shortened (the files
+    themselves are not)."""
+    from ..slurm.jobscript import script_lines
+
     def short(text: str) -> list[str]:
-        return [line if len(line) <= width else line[:width] + " [...]\n" for line in text.splitlines(keepends=True)]
+        return [line if len(line) <= width else line[:width] + " [...]\n" for line in script_lines(text)]
     return "".join(difflib.unified_diff(short(old), short(new), fromfile=name, tofile=f"{name} (wrapped)"))
 
 
