@@ -25,6 +25,28 @@ def check_line_value(value: object, what: str) -> str:
     return text
 
 
+# what would act on a terminal instead of showing: C0 and C1 controls (newline, CR, ESC ...), DEL, the Unicode
+# line and paragraph separators, the bidirectional controls (which reorder the text shown) and lone surrogates
+# (the bytes of a file name that are not UTF-8, as Python decodes them)
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """`text` as it may reach a terminal: each character of _UNPRINTABLE written as an escape (\\n, \\x1b,
+    \\u2028; a file name's byte that is not UTF-8 as \\xNN), so a name with a newline or an escape sequence
+    prints as one visible line."""
+    def shown(m: re.Match[str]) -> str:
+        c = m.group()
+        o = ord(c)
+        if c in _NAMED:
+            return _NAMED[c]
+        if 0xDC80 <= o <= 0xDCFF:
+            return f"\\x{o - 0xDC00:02x}"
+        return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+    return _UNPRINTABLE.sub(shown, text)
+
+
 def atomic_write(path: str | Path, text: str | bytes, mode: int | None = None) -> None:
     """Write to a temporary file beside `path`, then rename: readers never see a half-written file."""
     import tempfile

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Iterator, Optional
 import typer
 
 from ..errors import IOAdvisorError
+from ..util import printable
 
 
 class _LazyConsole:
@@ -37,9 +38,22 @@ err_console = _LazyConsole(stderr=True, markup=False, emoji=False)
 
 
 def escape(text: str) -> str:
-    """rich markup in `text` made literal (rich.markup.escape, imported when an error is printed)."""
+    """`text` made printable (see printable) and its rich markup literal (rich.markup.escape, imported when an
+    error is printed)."""
     from rich.markup import escape as rich_escape
-    return rich_escape(text)
+    return rich_escape(printable(text))
+
+
+def print_error(message: str) -> None:
+    """`Error: MESSAGE` on stderr, one line whatever the message holds."""
+    err_console.print(f"[bold red]Error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
+
+
+def warn(message: str) -> None:
+    """`warning: MESSAGE` on stderr, one line whatever the message holds."""
+    err_console.print("warning: " + printable(message), style="yellow", highlight=False, markup=False,
+                      soft_wrap=True)
+
 
 KBOption = Annotated[Optional[Path], typer.Option(
     "--kb", help="Knowledge base file (default: $IOADVISE_KB, else ~/.local/share/ioadvisor/kb.sqlite).",
@@ -53,7 +67,7 @@ def cli_errors() -> Iterator[None]:
     try:
         yield
     except IOAdvisorError as e:
-        err_console.print(f"[bold red]Error:[/] {escape(str(e))}", highlight=False, markup=True, soft_wrap=True)
+        print_error(str(e))
         raise typer.Exit(e.exit_code) from None
     except KeyboardInterrupt:
         err_console.print("Interrupted")

@@ -9,7 +9,7 @@ import typer
 from ..kb import KB, RunFilter
 from ..model.units import format_size
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json, progress_bar
+from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json, printable, progress_bar
 
 app = command_app()
 
@@ -67,7 +67,7 @@ def import_(
             return
         for r in results:
             state = "already in the KB" if r.skipped and not r.note else f"{r.runs} run(s) added"
-            console.print(f"{r.path}: {r.format}, {state}" + (f"; {r.note}" if r.note else ""),
+            console.print(printable(f"{r.path}: {r.format}, {state}" + (f"; {r.note}" if r.note else "")),
                           highlight=False, markup=False)
 
 
@@ -173,7 +173,7 @@ def stats(kb: KBOption = None, json_out: JsonOption = False) -> None:
             return
         pub = s["published"]
         ref = s["reference"] + (f" (published snapshot {pub['snapshot']}, {pub['published_at']})" if pub else "")
-        console.print(f"KB: {s['path']}\nreference: {ref}\n"
+        console.print(f"KB: {printable(str(s['path']))}\nreference: {printable(str(ref))}\n"
                       f"runs: {s['runs']} from {s['sources']} imported source(s); comparisons: {s['comparisons']}",
                       highlight=False)
         for key in ("by_origin", "by_system", "by_op", "by_kind"):

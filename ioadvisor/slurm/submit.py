@@ -64,7 +64,8 @@ def read_script(path: Path) -> str:
     try:
         if path.stat().st_size > MAX_SCRIPT:
             raise ImportFormatError("job script larger than 16 MiB", str(path))
-        return path.read_text(encoding="utf-8", errors="surrogateescape")
+        # bytes, decoded: a text-mode read would turn a CR (part of a line to bash) into a newline
+        return path.read_bytes().decode("utf-8", errors="surrogateescape")
     except FileNotFoundError:
         raise ImportFormatError("no such file", str(path)) from None
     except (IsADirectoryError, PermissionError, OSError) as e:
@@ -186,7 +187,7 @@ def sbatch(text: str, options: list[str] | tuple[str, ...] = (), *, name: str = 
     tmpdir = tempfile.mkdtemp(prefix="ioadvise-")
     try:
         script = Path(tmpdir) / (Path(name).name or "job.sh")
-        script.write_text(text, encoding="utf-8", errors="surrogateescape")
+        script.write_bytes(text.encode("utf-8", errors="surrogateescape"))   # every byte as given
         script.chmod(0o700)
         args = [exe, "--parsable", *options, str(script)]
         for attempt in range(retries + 1):
