@@ -490,16 +490,23 @@ def _spread(prefix: str, group: list[dict], nprocs: int, total_bytes: int) -> Ra
 def _requests(c: dict, op: str, t: float) -> Requests:
     """One POSIX record's requests in one direction (see `Requests`)."""
     d, o = ("READ", "WRITE") if op == "read" else ("WRITE", "READ")
+    ops = int(c[f"POSIX_{d}S"])
+    moved = int(c[f"POSIX_BYTES_{'READ' if op == 'read' else 'WRITTEN'}"])
     bins = [int(c[f"POSIX_SIZE_{d}_{b}"]) for b in SIZE_BINS]
     other = [int(c[f"POSIX_SIZE_{o}_{b}"]) for b in SIZE_BINS]
     common = [(int(c[f"POSIX_ACCESS{i}_ACCESS"]), int(c[f"POSIX_ACCESS{i}_COUNT"])) for i in range(1, 5)]
     n0 = sum(n for s, n in common if s == 0 and n > 0)
     n1 = sum(n for s, n in common if s == MIB and n > 0)
-    zero_max, zero_min = min(n0, bins[0]), max(0, min(bins[0], n0 - other[0]))
+    # every request that moved data moved at least one byte, so at most `moved` of them did: the other
+    # ops - moved returned 0 bytes (all of them when nothing moved), whatever the common sizes list
+    empty = max(0, min(bins[0], ops - moved))
+    zero_max = max(min(n0, bins[0]), empty)
+    zero_min = max(0, min(bins[0], n0 - other[0]), empty)
     one_max, one_min = min(n1, bins[4]), max(0, min(bins[4], n1 - other[4]))
     below = sum(bins[:5])
-    return Requests(ops=int(c[f"POSIX_{d}S"]), small=max(0, below - zero_max - one_max), zero=zero_min,
-                    exactly_1mib=one_min, time=t, in_bins_below_1mib=below, refined_out=min(below, zero_max + one_max))
+    small = min(max(0, below - zero_max - one_max), moved)
+    return Requests(ops=ops, small=small, zero=zero_min, exactly_1mib=one_min, time=t, in_bins_below_1mib=below,
+                    refined_out=below - small)
 
 
 def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None, fstype: str | None,

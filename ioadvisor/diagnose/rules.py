@@ -355,9 +355,12 @@ class SIZE001(Rule):
             below = sum(r.in_bins_below_1mib for _, r in reqs)
             refined = sum(r.refined_out for _, r in reqs)
             counters[f"POSIX_SIZE_{op.upper()}_0_100..100K_1M"] = below
+            moved = sum(f.bytes_read if op == "read" else f.bytes_written for f, _ in reqs)
+            counters[f"POSIX_BYTES_{'READ' if op == 'read' else 'WRITTEN'}"] = moved
             left_out = len(s.files) - len(fs)
-            arith.append(f"{op}s: {below} in the bins up to 1 MiB - {refined} the common access sizes allow to be "
-                         f"zero-byte or exactly 1 MiB = {small} small; {small} / {nonzero} non-empty = "
+            arith.append(f"{op}s: {below} in the bins up to 1 MiB - {refined} the common access sizes or the bytes "
+                         f"moved allow to be zero-byte or exactly 1 MiB (a {op} that moved data moved at least 1 byte: "
+                         f"at most {moved} did) = {small} small; {small} / {nonzero} non-empty = "
                          f"{small / nonzero:.3f} > {t['share']}"
                          + (f" ({left_out} FIFO or collectively written file(s) left out)" if left_out else ""))
             arith.append(f"{op} time in them: {secs:.2f} rank-s (each file's {op} time x small/ops) / "

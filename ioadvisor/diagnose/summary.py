@@ -52,10 +52,12 @@ class Requests:
     """POSIX requests of one file (or the job) in one direction, from the size histogram and the common sizes.
 
     Darshan keeps the four most common access sizes of a record with their counts, for reads and writes together.
-    `zero` and `exactly_1mib` are what those common sizes prove about this direction; `small` (1 byte to 1 MiB - 1)
-    is the histogram's count below 1 MiB minus every zero-byte and exactly-1-MiB request the common sizes could
-    place in this direction, so it is never more than the true count unless a size was too rare to be among the
-    four common ones.
+    `zero` and `exactly_1mib` are what those common sizes prove about this direction, and the bytes moved: a request
+    that moved data moved at least one byte, so of `ops` requests that moved `B` bytes at least `ops - B` returned
+    nothing (all of them when `B` is 0). `small` (1 byte to 1 MiB - 1) is the histogram's count below 1 MiB minus
+    every zero-byte and exactly-1-MiB request the common sizes or the bytes could place in this direction, and never
+    more than `B`; so it is never more than the true count unless a size was too rare to be among the four common
+    ones.
     """
 
     ops: int = 0
@@ -64,7 +66,7 @@ class Requests:
     exactly_1mib: int = 0              # exactly-1-MiB requests this direction certainly made (a lower bound)
     time: float = 0.0                  # rank-seconds in these requests
     in_bins_below_1mib: int = 0        # the histogram's bins 0_100 .. 100K_1M
-    refined_out: int = 0               # of those, what the common sizes allow to be zero-byte or exactly 1 MiB
+    refined_out: int = 0               # of those, what the common sizes or the bytes allow to be empty or 1 MiB
 
     def __add__(self, o: "Requests") -> "Requests":
         return Requests(ops=self.ops + o.ops, small=self.small + o.small, zero=self.zero + o.zero,

@@ -1,0 +1,97 @@
+"""Rules held to the counter arithmetic that forbids (or demands) a finding, on real logs where one shows the
+pattern, and otherwise on a `LogSummary` derived from records written out counter by counter (the record layout
+and counter names are PyDarshan's own, so the summary is built by the same code that reads a real log)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+darshan = pytest.importorskip("darshan")
+from darshan.backend import cffi_backend as raw  # noqa: E402
+
+from ioadvisor.diagnose import analyze  # noqa: E402
+from ioadvisor.diagnose.derive import _derive  # noqa: E402
+from ioadvisor.diagnose.rules import Context, load_thresholds, run_rules  # noqa: E402
+
+WHEEL = Path(darshan.__file__).parent
+EXAMPLES = WHEEL / "examples" / "example_logs"
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "darshan"
+GB = 10 ** 9
+
+
+def record(mod: str, fid: int, rank: int, **values) -> dict:
+    """One record of module `mod` ("POSIX", "MPI-IO", "STDIO") with every counter 0 but `values`; a value's key
+    may leave out the module prefix (BYTES_READ for POSIX_BYTES_READ)."""
+    prefix = {"POSIX": "POSIX_", "MPI-IO": "MPIIO_", "STDIO": "STDIO_"}[mod]
+    c = dict.fromkeys(raw.counter_names(mod), 0)
+    fc = dict.fromkeys(raw.fcounter_names(mod), 0.0)
+    for k, v in values.items():
+        name = k if k.startswith(prefix) else prefix + k
+        if name in c:
+            c[name] = v
+        elif name in fc:
+            fc[name] = float(v)
+        else:
+            raise KeyError(name)
+    return {"id": fid, "rank": rank, "counters": c, "fcounters": fc}
+
+
+def lustre(fid: int, stripes: int, osts: list[int]) -> dict:
+    return {"id": fid, "rank": -1, "components": [{"counters": {
+        "LUSTRE_COMP_STRIPE_SIZE": 1 << 20, "LUSTRE_COMP_STRIPE_COUNT": stripes, "LUSTRE_COMP_FLAGS": 0x10},
+        "pool_name": "", "ost_ids": osts}]}
+
+
+def summary(recs: dict[str, list[dict]], names: dict[int, str], *, nprocs: int, run_time: float,
+            modules: tuple[str, ...] | None = None, partial: bool = False):
+    job = {"nprocs": nprocs, "run_time": run_time, "metadata": {}}
+    mods = modules or tuple(recs)
+    return _derive("counters.darshan", job, "app", [("/lus", "lustre")], names, mods, recs, partial)
+
+
+def ids(findings) -> set[str]:
+    return {f.id for f in findings}
+
+
+# ----------------------------------------------------------------------------------------------------
+# SIZE001: reads that returned nothing are not small requests
+
+def test_a_read_of_zero_bytes_is_empty_not_small_on_a_real_log():
+    """dxt.darshan, rank 0's worker_localhost.err: POSIX_READS = 1, POSIX_BYTES_READ = 0, POSIX_SIZE_READ_0_100 = 1,
+    and no common access size of 0 (the four are empty). A read that moved data moved at least 1 byte, so
+    1 read - 0 bytes = 1 read returned nothing: zero = 1, small = min(1 in the bins - 1 empty, 0 bytes) = 0."""
+    s = analyze(EXAMPLES / "dxt.darshan", use_kb=False).summary
+    (f,) = [f for f in s.files if f.path.endswith("worker_localhost.err") and f.reads]
+    assert f.reads == 1 and f.bytes_read == 0
+    assert f.read_req.zero == 1 and f.small_reads == 0
+
+
+def _empty_reads(nbytes: int, bin_: str):
+    """The pattern of a real job: 306,537 POSIX reads on one file by each of 4 ranks, 120 s of read time per rank
+    in a 600 s run; the common access sizes are the writes' (4 MiB), none of them 0."""
+    recs = [record("POSIX", 1, r, READS=306_537, BYTES_READ=nbytes, **{f"SIZE_READ_{bin_}": 306_537},
+                   WRITES=100, BYTES_WRITTEN=100 * (4 << 20), SIZE_WRITE_1M_4M=100,
+                   ACCESS1_ACCESS=4 << 20, ACCESS1_COUNT=100, F_READ_TIME=120.0) for r in range(4)]
+    return summary({"POSIX": recs}, {1: "/lus/run/input.dat"}, nprocs=4, run_time=600.0)
+
+
+def test_reads_that_moved_no_bytes_are_never_small_requests():
+    """POSIX_BYTES_READ = 0 on every record: 306,537 - 0 = 306,537 reads per rank returned nothing, so the reads
+    below 1 MiB that moved data are at most 0 (the bytes) and SIZE001 has nothing to count: it must not fire.
+    The same counters with 4 KiB moved per read (306,537 x 4,096 bytes, bin 1K_10K) must fire it: 4 x 306,537
+    = 1,226,148 small reads of 1,226,148 non-empty (share 1.0 > 0.10), 4 x 120 s / 4 ranks = 120 s at stake."""
+    s = _empty_reads(0, "0_100")
+    assert s.reads.zero == 4 * 306_537 and s.reads.small == 0
+    assert "SIZE001" not in ids(run_rules(s))
+    moved = _empty_reads(306_537 * 4096, "1K_10K")
+    (size,) = [f for f in run_rules(moved) if f.id == "SIZE001"]
+    assert size.evidence["small_reads"] == 4 * 306_537 and size.time_at_stake_s == pytest.approx(120.0)
+
+
+def test_some_empty_reads_are_taken_out_by_the_bytes():
+    """1,000 reads moved 300 bytes in all (bin 0_100): at most 300 of them moved data, so at least 700 were empty
+    and at most 300 are small; the histogram's 1,000 never reach the count."""
+    rec = record("POSIX", 1, 0, READS=1000, BYTES_READ=300, SIZE_READ_0_100=1000, F_READ_TIME=5.0)
+    s = summary({"POSIX": [rec]}, {1: "/lus/f"}, nprocs=1, run_time=50.0)
+    assert s.reads.zero == 700 and s.reads.small == 300 and s.reads.refined_out == 700
