@@ -95,3 +95,35 @@ def test_some_empty_reads_are_taken_out_by_the_bytes():
     rec = record("POSIX", 1, 0, READS=1000, BYTES_READ=300, SIZE_READ_0_100=1000, F_READ_TIME=5.0)
     s = summary({"POSIX": [rec]}, {1: "/lus/f"}, nprocs=1, run_time=50.0)
     assert s.reads.zero == 700 and s.reads.small == 300 and s.reads.refined_out == 700
+
+
+# ----------------------------------------------------------------------------------------------------
+# LOG001: only modules that carry I/O no read module sees are named, and only read modules are called read
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} is absent: no Darshan 3.41 logs")
+def test_daos_log_names_dfs_and_daos_unread_and_lists_only_read_modules():
+    """ior over DFS (3.41): modules POSIX, STDIO, HEATMAP, DFS, DAOS. DFS and DAOS moved IOR's data without POSIX
+    (POSIX_BYTES_WRITTEN is 0 here); HEATMAP repeats POSIX and is neither read nor a gap."""
+    (log,) = SHARED.glob("ior_daos_*.darshan")
+    d = analyze(log, use_kb=False)
+    (lg,) = [f for f in d.findings if f.id == "LOG001"]
+    assert lg.evidence["unread"] == ["DFS", "DAOS"] and lg.evidence["read"] == ["POSIX", "STDIO"]
+    read_part = lg.message.split("cover only what was read:")[1]
+    assert "DFS" not in read_part and "DAOS" not in read_part and "HEATMAP" not in lg.message
+
+
+def test_machine_data_and_pnetcdf_modules_are_no_gap():
+    """A log with POSIX, MPI-IO, PNETCDF_FILE and BG/Q: PnetCDF's 8 GB reached the file through MPI-IO and POSIX
+    (both read, both 8 GB), BG/Q holds the machine's torus and node counts: nothing is unseen, the log is not
+    partial and has POSIX, so LOG001 has no cause and must not fire."""
+    recs = {"POSIX": [record("POSIX", 1, -1, WRITES=8000, BYTES_WRITTEN=8 * GB, SIZE_WRITE_1M_4M=8000,
+                             F_WRITE_TIME=80.0)],
+            "MPI-IO": [record("MPI-IO", 1, -1, COLL_WRITES=8000, BYTES_WRITTEN=8 * GB, F_WRITE_TIME=90.0)]}
+    s = summary(recs, {1: "/lus/out.nc"}, nprocs=8, run_time=100.0,
+                modules=("POSIX", "MPI-IO", "PNETCDF_FILE", "BG/Q"))
+    assert s.unread_modules == () and s.read_modules == ("POSIX", "MPI-IO")
+    assert "LOG001" not in ids(run_rules(s))
+    # the same log with its data through DAOS instead does name DAOS
+    daos = summary(recs, {1: "/lus/out.nc"}, nprocs=8, run_time=100.0, modules=("POSIX", "MPI-IO", "DAOS", "BG/Q"))
+    (lg,) = [f for f in run_rules(daos) if f.id == "LOG001"]
+    assert lg.evidence["unread"] == ["DAOS"] and "BG/Q" not in lg.message

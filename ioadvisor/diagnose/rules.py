@@ -658,8 +658,9 @@ class LOG001(Rule):
             return None
         text = "; ".join(gaps)
         msg = (text[0].upper() + text[1:] + ". Findings (and the absence of findings) cover only what was read: "
-               + ", ".join(m for m in s.modules) + ".")
-        return self.finding(s, t, msg, {"modules": list(s.modules), "unread": list(s.unread_modules),
+               + (", ".join(s.read_modules) or "no module") + ".")
+        return self.finding(s, t, msg, {"modules": list(s.modules), "read": list(s.read_modules),
+                                     "unread": list(s.unread_modules),
                                      "partial_modules": list(s.partial_modules)},
                             at_stake=None, severity="info", counters={"modules": list(s.modules)},
                             arithmetic=[])

@@ -19,7 +19,10 @@ MIB = 1 << 20
 
 # Modules whose records hold the job's data traffic and are read here; DXT traces and the heatmap only repeat it.
 READ_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "LUSTRE")
-UNREAD_IO_MODULES = ("DFS", "DAOS", "PNETCDF_FILE", "PNETCDF_VAR", "MDHIM", "BG/Q")
+# Modules whose I/O reaches storage without passing through a module read here: DAOS and its file API DFS bypass
+# POSIX. Not among them: PnetCDF (its bytes go through MPI-IO and POSIX, both read), MDHIM (its store writes
+# files through POSIX), BG/Q, APXC and APMPI (machine and MPI data, no I/O), DXT and HEATMAP (repeat POSIX/MPI-IO).
+UNREAD_IO_MODULES = ("DFS", "DAOS")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -247,6 +250,11 @@ class LogSummary:
     @property
     def has_posix(self) -> bool:
         return "POSIX" in self.modules
+
+    @property
+    def read_modules(self) -> tuple[str, ...]:
+        """The log's modules the analysis reads."""
+        return tuple(m for m in self.modules if m in READ_MODULES)
 
     @property
     def unread_modules(self) -> tuple[str, ...]:
