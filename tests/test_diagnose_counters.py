@@ -127,3 +127,63 @@ def test_machine_data_and_pnetcdf_modules_are_no_gap():
     daos = summary(recs, {1: "/lus/out.nc"}, nprocs=8, run_time=100.0, modules=("POSIX", "MPI-IO", "DAOS", "BG/Q"))
     (lg,) = [f for f in run_rules(daos) if f.id == "LOG001"]
     assert lg.evidence["unread"] == ["DAOS"] and "BG/Q" not in lg.message
+
+
+# ----------------------------------------------------------------------------------------------------
+# LUS001: the bytes of the layer that carried them; gains only from the job's own system and scale
+
+def _partial_mpiio_file(stripes: int, posix_bytes: int = 78_000):
+    """A partial log of 512 processes: MPI-IO wrote 25.1 GB collectively to /lus/proj/out.dat (one shared record,
+    555 s of write time per rank), while POSIX records survive for rank 3 only (78 KB); the file has `stripes`
+    stripes. A second file, 1.49 GB through MPI-IO, has no POSIX record at all."""
+    recs = {"MPI-IO": [record("MPI-IO", 1, -1, COLL_WRITES=512 * 100, BYTES_WRITTEN=25_100_000_000,
+                              SIZE_WRITE_AGG_100M_1G=512 * 100, F_WRITE_TIME=555.0 * 512),
+                       record("MPI-IO", 2, -1, COLL_WRITES=512, BYTES_WRITTEN=1_490_000_000,
+                              SIZE_WRITE_AGG_1M_4M=512, F_WRITE_TIME=30.0 * 512)],
+            "POSIX": [record("POSIX", 1, 3, WRITES=10, BYTES_WRITTEN=posix_bytes, SIZE_WRITE_1K_10K=10,
+                             F_WRITE_TIME=0.5)],
+            "LUSTRE": [lustre(1, stripes, list(range(stripes))), lustre(2, 1, [7])]}
+    return summary(recs, {1: "/lus/proj/out.dat", 2: "/lus/proj/ckpt.dat"}, nprocs=512, run_time=1200.0,
+                   modules=("POSIX", "MPI-IO", "LUSTRE"), partial=True)
+
+
+def test_a_one_stripe_file_written_through_mpiio_counts_with_mpiio_bytes():
+    """POSIX saw 78,000 bytes of out.dat (< 1 GiB: the old rule stayed silent), MPI-IO 25,100,000,000 (>= 1 GiB):
+    max(78,000, 25.1e9) = 25.1e9 bytes on 1 stripe must fire LUS001 at the MPI-IO layer, with 555 s per rank
+    (MPIIO_F_WRITE_TIME 555 x 512 rank-s / 512 ranks). ckpt.dat, with no POSIX record, is a file of the summary."""
+    s = _partial_mpiio_file(1)
+    assert {f.path for f in s.files} == {"/lus/proj/out.dat", "/lus/proj/ckpt.dat"}
+    (lus,) = [f for f in run_rules(s, ctx=Context(use_kb=False)) if f.id == "LUS001"]
+    assert lus.evidence["file"] == "/lus/proj/out.dat" and lus.evidence["layer"] == "MPI-IO"
+    assert lus.evidence["bytes"] == 25_100_000_000 and lus.time_at_stake_s == pytest.approx(555.0)
+    assert lus.evidence["files_affected"] == 2 and "through MPI-IO" in lus.message
+    # striped over 8 OSTs, the same file must not fire it (8 > max_stripe_count 1), and ckpt.dat does (1.49 GB)
+    (lus8,) = [f for f in run_rules(_partial_mpiio_file(8), ctx=Context(use_kb=False)) if f.id == "LUS001"]
+    assert lus8.evidence["file"] == "/lus/proj/ckpt.dat" and lus8.evidence["files_affected"] == 1
+
+
+def _example_one_stripe():
+    import dataclasses
+    s = analyze(EXAMPLES / "example.darshan", use_kb=False).summary
+    (f,) = s.shared_files
+    lay = dataclasses.replace(f.lustre, stripe_count=1, osts=(f.lustre.osts[0],))
+    return dataclasses.replace(s, files=(dataclasses.replace(f, lustre=lay),))
+
+
+def test_a_gain_is_quoted_only_from_the_jobs_own_system_at_its_scale(tmp_path):
+    """example.darshan with its shared file put on one stripe (2,048 ranks). The KB's 1 vs 4 stripe write runs
+    are HA8000's at 1 client (95.4 vs 309.9 MiB/s). A job of another system, or of none named, gets no gain
+    (expected_gain None, "no measurement for this system"); an HA8000 job of 2,048 ranks is 2,048x the 1 client
+    measured (> 2x): no gain at its scale either. Only an HA8000 job of 1-2 ranks would get the 3.2x."""
+    s = _example_one_stripe()
+    kb = tmp_path / "none.sqlite"            # absent: the shipped reference runs stand alone
+    for ctx in (Context(kb_path=str(kb)), Context(kb_path=str(kb), center_name="theta")):
+        (lus,) = [f for f in run_rules(s, ctx=ctx) if f.id == "LUS001"]
+        assert lus.evidence["expected_gain"] is None and lus.evidence["gain_basis"] is None
+        assert "no measurement for this system" in lus.message and "HA8000" not in lus.message
+    (lus,) = [f for f in run_rules(s, ctx=Context(kb_path=str(kb), center_name="HA8000")) if f.id == "LUS001"]
+    assert lus.evidence["expected_gain"] is None and lus.evidence["gain_basis"]["clients"] == 1
+    assert "at this job's scale" in lus.message and "2048 ranks" in lus.message
+    from ioadvisor.diagnose.rules import measured_stripe_gain
+    one = measured_stripe_gain(str(kb), 4, "HA8000", 2)
+    assert one["at_job_scale"] and one["gain"] == pytest.approx(309.9 / 95.4, rel=0.01)

@@ -305,6 +305,9 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
 
     files: list[FileSummary] = []
     mount_cache: dict[str, tuple[str | None, str | None]] = {}
+    # a file MPI-IO moved data to is a file even where its POSIX records are missing (a partial log drops them)
+    for fid in mpiio:
+        by_file.setdefault(fid, [])
     for fid, group in by_file.items():
         fname = names.get(fid, f"<record {fid}>")
         mnt, fstype = _mount_of(fname, mounts, mount_cache)
@@ -450,7 +453,7 @@ def _mpiio_files(records: list[dict], nprocs: int) -> dict[int, tuple]:
         wr = sum((_mpiio_direction(r["counters"], r["fcounters"]["MPIIO_F_WRITE_TIME"], "write") for r in group),
                  MpiioDirection())
         spread = _spread("MPIIO", group, nprocs, rd.bytes + wr.bytes) if nprocs > 1 else None
-        out[fid] = (rd, wr, spread)
+        out[fid] = (rd, wr, spread, {r["rank"] for r in group})
     return out
 
 
@@ -511,7 +514,7 @@ def _requests(c: dict, op: str, t: float) -> Requests:
 
 def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None, fstype: str | None,
           mpiio: tuple | None, lustre: LustreLayout | None) -> FileSummary:
-    ranks = {r["rank"] for r in group}
+    ranks = {r["rank"] for r in group} | (mpiio[3] if mpiio else set())
     reduced = -1 in ranks
     shared = nprocs > 1 and (reduced or len(ranks) > 1)
     cs = [r["counters"] for r in group]

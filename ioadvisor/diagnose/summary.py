@@ -161,6 +161,20 @@ class FileSummary:
         return self.bytes_read + self.bytes_written
 
     @property
+    def mpiio_bytes(self) -> int:
+        return sum(d.bytes for d in (self.mpiio_read, self.mpiio_write) if d)
+
+    @property
+    def layer(self) -> str:
+        """The layer that carried the file's bytes as the log shows them: MPI-IO where its records hold more bytes
+        than POSIX's (a partial log may have lost the POSIX records), POSIX otherwise."""
+        return "MPI-IO" if self.mpiio_bytes > self.bytes else "POSIX"
+
+    @property
+    def layer_bytes(self) -> int:
+        return max(self.bytes, self.mpiio_bytes)
+
+    @property
     def small_reads(self) -> int:
         return self.read_req.small
 
