@@ -187,3 +187,63 @@ def test_a_gain_is_quoted_only_from_the_jobs_own_system_at_its_scale(tmp_path):
     from ioadvisor.diagnose.rules import measured_stripe_gain
     one = measured_stripe_gain(str(kb), 4, "HA8000", 2)
     assert one["at_job_scale"] and one["gain"] == pytest.approx(309.9 / 95.4, rel=0.01)
+
+
+# ----------------------------------------------------------------------------------------------------
+# SER001 (one rank moved nearly all of a shared file) and STDIO001 by time at stake
+
+TOTAL = 105_877_820_080
+ONE = 105_876_790_000
+
+
+def _single_writer(rank_bytes: int, stdio_time: float = 113.0):
+    """495 processes write /lus/sim/field.h5 collectively through MPI-IO (every rank ~TOTAL / 495 bytes), and at
+    the POSIX layer rank 0 wrote ONE of the TOTAL bytes (900 s); rank 0 also made 956 STDIO writes of 44,784 bytes
+    to a log file taking `stdio_time` s, in a 1,467 s run."""
+    per = TOTAL // 495
+    recs = {"POSIX": [record("POSIX", 1, -1, WRITES=100_000, BYTES_WRITTEN=TOTAL, SIZE_WRITE_1M_4M=100_000,
+                             SLOWEST_RANK=0, SLOWEST_RANK_BYTES=rank_bytes, F_SLOWEST_RANK_TIME=900.0,
+                             FASTEST_RANK=7, FASTEST_RANK_BYTES=0, F_FASTEST_RANK_TIME=0.01,
+                             F_WRITE_TIME=905.0)],
+            "MPI-IO": [record("MPI-IO", 1, -1, COLL_WRITES=495, BYTES_WRITTEN=TOTAL, SIZE_WRITE_AGG_100M_1G=495,
+                              SLOWEST_RANK=3, SLOWEST_RANK_BYTES=per, F_SLOWEST_RANK_TIME=910.0,
+                              FASTEST_RANK=0, FASTEST_RANK_BYTES=per, F_FASTEST_RANK_TIME=905.0,
+                              F_WRITE_TIME=907.0 * 495)],
+            "STDIO": [record("STDIO", 2, 0, WRITES=956, BYTES_WRITTEN=956 * 44_784, F_WRITE_TIME=stdio_time)],
+            "LUSTRE": [lustre(1, 1, [4])]}
+    return summary(recs, {1: "/lus/sim/field.h5", 2: "/lus/sim/run.log"}, nprocs=495, run_time=1467.0)
+
+
+def test_one_posix_writer_under_collective_mpiio_is_a_single_writer_finding():
+    """POSIX: rank 0 moved 105,876,790,000 / 105,877,820,080 = 0.99999 >= 0.99 of the file's bytes, 900 s: SER001
+    at the POSIX layer, naming one aggregator since MPI-IO spread the bytes (each rank TOTAL / 495 < 0.99 TOTAL).
+    IMB001 must not fire: a rank with everything is a serial pattern, not imbalance. With rank 0 at half the
+    bytes (0.5 < 0.99) SER001 must not fire."""
+    found = {f.id: f for f in run_rules(_single_writer(ONE), ctx=Context(use_kb=False))}
+    ser = found["SER001"]
+    assert ser.evidence["layer"] == "POSIX" and ser.evidence["rank"] == 0 and ser.evidence["rank_bytes"] == ONE
+    assert ser.time_at_stake_s == pytest.approx(900.0) and "aggregator" in ser.message
+    assert "IMB001" not in found
+    assert "SER001" not in ids(run_rules(_single_writer(TOTAL // 2), ctx=Context(use_kb=False)))
+
+
+def test_stdio_small_writes_count_by_the_time_they_cost():
+    """956 STDIO writes of 44,784 bytes = 42,813,504 bytes, 0.0004 of the job's 105.9 GB (<= 0.10: the byte share
+    alone says nothing), but 113 s on rank 0 of a 1,467 s run = 0.077 >= 0.05: STDIO001 must fire with 113 s at
+    stake. At 10 s (0.0068 < 0.05) it must not."""
+    (st,) = [f for f in run_rules(_single_writer(ONE), ctx=Context(use_kb=False)) if f.id == "STDIO001"]
+    assert st.time_at_stake_s == pytest.approx(113.0) and st.evidence["stdio_ops"] == 956
+    assert "STDIO001" not in ids(run_rules(_single_writer(ONE, stdio_time=10.0), ctx=Context(use_kb=False)))
+
+
+@pytest.mark.parametrize("name", ["example.darshan", "sample-badost.darshan", "shane_macsio"])
+def test_no_single_writer_where_the_ranks_share_the_bytes(name):
+    """The wheel's multi-rank logs: on every shared file of >= 100 MiB the rank with most bytes (slowest or
+    fastest, per layer) moved < 99% of them, so SER001 must not fire."""
+    (log,) = [p for p in EXAMPLES.glob("*.darshan") if p.name.startswith(name)]
+    d = analyze(log, use_kb=False)
+    for f in d.summary.shared_files:
+        for sp, moved in ((f.spread, f.bytes), (f.mpiio_spread, f.mpiio_bytes)):
+            if sp and moved >= 100 << 20:
+                assert max(sp.slowest_bytes, sp.fastest_bytes) < 0.99 * moved
+    assert "SER001" not in ids(d.findings)

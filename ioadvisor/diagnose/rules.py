@@ -661,10 +661,14 @@ class STDIO001(Rule):
         total = s.bytes_read + s.bytes_written
         hits = [a for a in s.stdio_streams if a["calls"] and a["bytes"] / a["calls"] < t["max_bytes_per_call"]]
         sb = sum(a["bytes"] for a in hits)
-        if sb < t["min_bytes"] or not total or sb / total <= t["share"]:
+        if sb < t["min_bytes"] or not total:
             return None
         calls = sum(a["calls"] for a in hits)
         at_stake = sum(a["per_rank_max_s"] for a in hits)
+        # a small share of a large job's bytes can still cost a large share of its run
+        by_time = bool(s.run_time) and at_stake >= t["time_share"] * s.run_time
+        if sb / total <= t["share"] and not by_time:
+            return None
         lib = "HDF5 or MPI-IO" if s.has_mpiio else "a binary format library such as HDF5"
         msg = (f"{format_size(sb)} ({_pct(sb / total)} of the bytes) went through STDIO in {calls} calls of "
                f"{sb / calls:.0f} bytes on average, {_s(at_stake)} per rank. Calls that small pay the library's "
@@ -674,7 +678,52 @@ class STDIO001(Rule):
                                      "share": round(sb / total, 3), "files": [a["file"] for a in hits[:3]]},
                             at_stake=at_stake, counters={"STDIO_BYTES_READ+WRITTEN": sb, "STDIO_READS+WRITES": calls},
                             arithmetic=[f"{sb} / {calls} = {sb / calls:.0f} bytes per call < {t['max_bytes_per_call']}",
-                                        f"{sb} / {total} = {sb / total:.3f} of the bytes > {t['share']}"])
+                                        f"{sb} / {total} = {sb / total:.3f} of the bytes "
+                                        f"{'>' if sb / total > t['share'] else '<='} {t['share']}",
+                                        f"{at_stake:.2f} s per rank (the slowest rank's STDIO read + write time) "
+                                        f"/ {s.run_time:.0f} s run = {at_stake / s.run_time if s.run_time else 0:.3f} "
+                                        f"{'>=' if by_time else '<'} {t['time_share']}"])
+
+
+class SER001(Rule):
+    """One rank moved nearly all of a shared file's bytes"""
+
+    def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
+        hits = []
+        for f in s.shared_files:
+            # POSIX first: the layer that reaches the file system; MPI-IO where POSIX's records are not there
+            for sp, moved in ((f.spread, f.bytes), (f.mpiio_spread, f.mpiio_bytes)):
+                if sp is None or moved < t["min_bytes"] or f.ranks < 2:
+                    continue
+                top, rank, secs = max((sp.slowest_bytes, sp.slowest_rank, sp.slowest_time),
+                                      (sp.fastest_bytes, sp.fastest_rank, sp.fastest_time), key=lambda x: x[0])
+                if top >= t["share"] * moved:
+                    hits.append((f, sp, moved, top, rank, secs))
+                    break
+        if not hits:
+            return None
+        f, sp, moved, top, rank, secs = max(hits, key=lambda h: h[5])
+        mpi_spread_out = (sp.layer == "POSIX" and f.mpiio_spread is not None
+                          and max(f.mpiio_spread.slowest_bytes, f.mpiio_spread.fastest_bytes) < t["share"] * f.mpiio_bytes)
+        if mpi_spread_out:
+            fix = (f"The {f.ranks} ranks spread the data over MPI-IO, so ROMIO funnelled it through one aggregator: "
+                   f"raise the aggregator count (MPI-IO hint cb_nodes, or stripe the file: on Lustre ROMIO uses one "
+                   f"aggregator per stripe by default) so several ranks write at once.")
+        else:
+            fix = ("Have every rank move its own part (MPI-IO collective calls, or each rank at its own offset), "
+                   "or write one file per rank and gather them after.")
+        msg = (f"{_short(f.path)}: at the {sp.layer} layer rank {rank} moved {format_size(top)} of the file's "
+               f"{format_size(moved)} ({_pct1(top / moved)}) while {f.ranks} ranks share it, and spent {_s(secs)} on "
+               f"it: the file's I/O is serial. {fix}")
+        B = "POSIX" if sp.layer == "POSIX" else "MPIIO"
+        return self.finding(s, t, msg, {"file": f.path, "layer": sp.layer, "rank": rank, "rank_bytes": top,
+                                     "file_bytes": moved, "ranks": f.ranks, "rank_seconds": round(secs, 3),
+                                     "files_affected": len(hits)},
+                            at_stake=secs, counters={f"{B}_SLOWEST_RANK_BYTES": sp.slowest_bytes,
+                                                     f"{B}_FASTEST_RANK_BYTES": sp.fastest_bytes,
+                                                     f"{B}_BYTES_READ+WRITTEN": moved},
+                            arithmetic=[f"{top} / {moved} = {top / moved:.4f} >= {t['share']}",
+                                        f"rank {rank}'s time on the file: {secs:.2f} s"])
 
 
 class LOG001(Rule):
@@ -704,7 +753,7 @@ class LOG001(Rule):
 
 
 RULES: tuple[Rule, ...] = (LUS001(), LUS002(), LUS003(), SIZE001(), MPI001(), RMW001(), META001(), IMB001(),
-                           STRAG001(), STDIO001(), LOG001())
+                           STRAG001(), STDIO001(), SER001(), LOG001())
 _ORDER = {"high": 0, "warn": 1, "info": 2}
 
 
@@ -726,6 +775,6 @@ def run_rules(s: LogSummary, thresholds: Mapping[str, Mapping[str, Any]] | None 
     return out
 
 
-for _cls in (LUS001, LUS002, LUS003, SIZE001, MPI001, RMW001, META001, IMB001, STRAG001, STDIO001, LOG001):
+for _cls in (LUS001, LUS002, LUS003, SIZE001, MPI001, RMW001, META001, IMB001, STRAG001, STDIO001, SER001, LOG001):
     _cls.id = _cls.__name__
 del _cls
