@@ -247,3 +247,22 @@ def test_no_single_writer_where_the_ranks_share_the_bytes(name):
             if sp and moved >= 100 << 20:
                 assert max(sp.slowest_bytes, sp.fastest_bytes) < 0.99 * moved
     assert "SER001" not in ids(d.findings)
+
+
+def test_html_plots_the_layer_that_carried_the_bytes_on_a_log_axis_where_counts_span_decades():
+    """The single-writer job: POSIX carried the file's bytes (TOTAL >= MPI-IO's TOTAL), so the per-rank plots are
+    POSIX's, where rank 0's 105.9 GB shows; the MPI-IO layer (every rank TOTAL / 495) would hide it. Its request
+    example.darshan's non-empty bins span 4,096x (> 100x): a log axis, and
+    ior_hdf5_example's span under 100x: linear."""
+    from ioadvisor.diagnose import document
+    from ioadvisor.diagnose.derive import to_workload
+    from ioadvisor.diagnose.report import render_html
+    s = _single_writer(ONE)
+    page = render_html(document(s, run_rules(s, ctx=Context(use_kb=False)), to_workload(s), None))
+    assert "carried its bytes (POSIX)" in page and "MPI-IO)" not in page
+    for name, spans in (("example.darshan", True), ("ior_hdf5_example.darshan", False)):
+        d = analyze(EXAMPLES / name, use_kb=False)
+        counts = [v for v in list(d.summary.read_sizes.values()) + list(d.summary.write_sizes.values()) if v]
+        assert (max(counts) / min(counts) > 100) == spans
+        page = render_html(document(d.summary, list(d.findings), to_workload(d.summary), None))
+        assert ("log scale" in page) == spans, name
