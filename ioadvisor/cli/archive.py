@@ -90,7 +90,10 @@ def _settings(system: str | None, center: str | None, thresholds: Path | None) -
     load_thresholds(thresholds)               # a bad thresholds file fails here, before any log is read
     where = center_for(center, system or os.environ.get("SLURM_CLUSTER_NAME"))
     name = default_system_name(where, system) or "unknown"
-    return Settings(system=name, center=center, thresholds=str(thresholds.resolve()) if thresholds else None), where
+    # the workers load the center the scan files runs under (a file by its absolute path: array tasks run
+    # elsewhere; a shipped center found by the system's name by that name)
+    spec = str(Path(center).resolve()) if center and Path(center).is_file() else (where.name if where else None)
+    return Settings(system=name, center=spec, thresholds=str(thresholds.resolve()) if thresholds else None), where
 
 
 def _scan(roots: list[Path], kb: Path | None, workers: int | None, system: str | None, center: str | None,
@@ -164,8 +167,9 @@ def _render_array(out: dict[str, Any]) -> None:
     a = out["added"]
     head = f"Array job {out['job_id']}: " if out.get("job_id") else ""
     console.print(f"{head}{out['to_read']} new logs in {out['tasks']} task(s) (work directory {out['work']}); "
-                  f"{len(out['merged'])} task(s) merged: {a['jobs']} jobs, {a['findings']} findings, {a['runs']} "
-                  f"production runs added.", highlight=False)
+                  f"{len(out['merged'])} task(s) merged: {a['jobs']} jobs ({a['measured']} with their files under "
+                  f"the center's mounts), {a['findings']} findings, {a['runs']} production runs added.",
+                  highlight=False)
     for f in out["failed"]:
         console.print(f"Not read (skipped): {f['path']}: {f['error']}", highlight=False)
     for m in out["missing"]:
@@ -179,7 +183,9 @@ def _render_scan(out: dict[str, Any]) -> None:
     console.print(f"{out['files']} log files: {out['diagnosed']} read ({out['workers']} workers, "
                   f"{out['seconds']:.1f} s{rate}), {out['unchanged']} unchanged since an earlier scan, "
                   f"{out['duplicates']} copies of logs already scanned.")
-    console.print(f"Added {a['jobs']} jobs, {a['findings']} findings and {a['runs']} production runs to the KB.")
+    console.print(f"Added {a['jobs']} jobs, {a['findings']} findings and {a['runs']} production runs to the KB; "
+                  f"{a['measured']} of the jobs had their files under the center's mounts (measurements of its file "
+                  f"systems), the other {a['jobs'] - a['measured']} are kept as diagnoses only.", highlight=False)
     if out["failed"]:
         t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title="Not read (skipped)")
         t.add_column("log")
