@@ -299,3 +299,57 @@ def test_every_empty_file_is_one_failure_however_it_is_met(tmp_path, kb_path):
     # paths unchanged since: not looked at again, as for any log that failed
     assert third.failed == [] and third.unchanged == len(LOGS) + 3
     assert _count(kb_path, "archive_paths") == len(LOGS) + 3
+
+
+def _bench_runs(system: str, fs: str) -> list:
+    from ioadvisor.model.run import Provenance, make_run
+    return [make_run(system=system, filesystem=fs, op="write", value=v, unit="MiB/s", api="POSIX", layout="fpp",
+                     nodes=n, ranks=n * 4, stripe_count=1, provenance=Provenance(kind="benchmark"))
+            for n, v in ((1, 900.0), (2, 1700.0), (4, 3100.0))]
+
+
+@pytest.mark.parametrize("mount", ["/lus/x", "/"])
+def test_the_guide_shows_no_archived_job_as_a_measurement(tmp_path, mount):
+    """Three benchmark runs of xsys on fs0, then `archive scan --center xsys` of the wheel's logs: with fs0 at
+    /lus/x no log's files lie under it (foreign jobs: no run at all); with fs0 at / every file does (the jobs
+    become production runs of fs0). Either way the guide's page for xsys still says 3 measured runs, has only
+    the section of fs0, and its table lists the 3 benchmark values and nothing of the jobs."""
+    from ioadvisor.docs.build import build_site
+    c = tmp_path / "xsys.toml"
+    c.write_text(f'name = "xsys"\n[[filesystems]]\nname = "fs0"\ntype = "lustre"\nmount = "{mount}"\n'
+                 'ost_count = 8\n')
+    kb_path = tmp_path / "kb.sqlite"
+    with KB.open(kb_path) as kb:
+        kb.add_runs(_bench_runs("xsys", "fs0"), source="bench", source_hash="bench-1", fmt="csv", importer="test")
+    _archive(tmp_path / "arch")
+    r = runner.invoke(app, ["archive", "scan", str(tmp_path / "arch"), "--center", str(c), "--kb", str(kb_path),
+                            "--json"])
+    assert r.exit_code == 0, r.output
+    added = json.loads(r.stdout)["added"]
+    assert added["jobs"] == len(LOGS) and (added["runs"] > 0) == (mount == "/")
+    with KB.open(kb_path, create=False) as kb:
+        build_site(tmp_path / "site", kb=kb, center=str(c), formats=("html", "md"), plot_cache=False)
+    page = (tmp_path / "site" / "en" / "systems" / "xsys.md").read_text()
+    assert "3 measured runs." in page
+    assert "## File system -" not in page and page.count("## File system ") == 1
+    assert "B/s" not in page.replace("MiB/s", "")       # no job's bytes / run time, in any unit but MiB/s
+    assert (tmp_path / "site" / "en" / "archive.md").exists()     # the jobs are diagnoses on the archive page
+
+
+def test_bench_plan_takes_no_target_from_archived_jobs(tmp_path):
+    """Every wheel log's files lie under / (xsys's mount): the archive adds production runs, which must not
+    become the plan's targets: the plan is the one made without them (default targets)."""
+    from ioadvisor.bench.plan import plan_for
+    from ioadvisor.center import load_center
+    c = tmp_path / "xsys.toml"
+    c.write_text('name = "xsys"\n[[filesystems]]\nname = "fs0"\ntype = "lustre"\nmount = "/"\nost_count = 8\n')
+    center = load_center(c)
+    kb_path = tmp_path / "kb.sqlite"
+    with KB.open(kb_path) as kb:
+        kb.add_runs(_bench_runs("xsys", "fs0"), source="bench", source_hash="bench-1", fmt="csv", importer="test")
+        before = plan_for(kb, "xsys", center, budget=2)
+        out = scan([Path(p) for p in LOGS], kb, Settings(system="xsys", center=str(c)), workers=2, center=center)
+        assert out.added["runs"] > 0
+        after = plan_for(kb, "xsys", center, budget=2)
+    assert before.target_source == after.target_source == "default"
+    assert after.targets == before.targets

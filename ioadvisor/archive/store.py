@@ -13,12 +13,15 @@ from typing import Any, Iterable, Mapping
 
 from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run
 
-__all__ = ["EMPTY_SHA256", "EMPTY_TEXT", "PathSeen", "add_results", "run_from_dict", "path_is_current", "hash_status"]
+__all__ = ["ARCHIVE_RUN_SQL", "EMPTY_SHA256", "EMPTY_TEXT", "PathSeen", "add_results", "run_from_dict", "path_is_current", "hash_status"]
 
 JOB_COLUMNS = ("jobid", "uid", "exe", "app", "nprocs", "run_time_s", "start_time", "io_time_per_rank_s",
                "bytes_read", "bytes_written", "layout", "files", "partial", "darshan_version", "nodes", "filesystem")
 
 PathSeen = tuple[str, int, int, str]      # path, size, mtime_ns, sha256
+# A run of `all_runs` that an archive scan made of a log (a production job, never a measurement): the guide's
+# measurement tables and plots and the targets of `bench plan` leave these out.
+ARCHIVE_RUN_SQL = "(kind = 'production' AND source_hash IN (SELECT hash FROM main.archive_logs))"
 # Every empty file is this failure, under whatever name and in whatever order it is met: never read by a worker,
 # never a copy of another (all empty files share one sha256), each path listed as failed by the scan that meets it.
 EMPTY_TEXT = "empty file (0 bytes): not a Darshan log"
