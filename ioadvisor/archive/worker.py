@@ -51,10 +51,14 @@ def measured_on(s: Any, center: Any) -> str | None:
     if center is None:
         return None
     moved: dict[str, int] = {}
+    by_dir: dict[str, Any] = {}          # a file per process: thousands of files, a few directories
     for f in s.files:
         if f.bytes <= 0 or f.special:
             continue
-        place = place_of_path(center, f.path)
+        d = os.path.dirname(f.path)
+        if d not in by_dir:
+            by_dir[d] = place_of_path(center, os.path.join(d, "x"))
+        place = by_dir[d]
         if place is None:
             return None
         moved[place[0]] = moved.get(place[0], 0) + f.bytes
