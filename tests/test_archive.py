@@ -72,15 +72,56 @@ def test_findings_and_facts_are_those_of_diagnose_on_every_wheel_log(tmp_path, k
             assert job["io_time_per_rank_s"] == pytest.approx(d.io_time_per_rank)
             assert (job["bytes_read"], job["bytes_written"]) == (s.bytes_read, s.bytes_written)
             assert job["app"] == app_name(s.exe)
-        # production runs: what the darshan importer makes of each log, kind 'production' (kept out of fits)
-        want = sum(len(summary_runs(analyze(p, use_kb=False).summary,
-                                    ImportContext(source=str(p), system="wheelbox", kind="production"), str(p)))
-                   for p in logs.values())
-        kinds = dict(kb.conn.execute("SELECT kind, count(*) FROM main.runs GROUP BY kind").fetchall())
-    assert want > 0 and kinds == {"production": out.added["runs"]}
-    assert out.added["runs"] <= want          # a run whose content is in the KB already is not added twice
+        # no center: no mount holds any file, so every job is a diagnosis, not a measurement (no production run)
+        assert kb.conn.execute("SELECT count(*) FROM main.runs").fetchone()[0] == 0
+        assert {r[0] for r in kb.conn.execute("SELECT filesystem FROM archive_jobs")} == {None}
+    assert out.added["runs"] == out.added["measured"] == 0
     # three of the wheel's logs have findings (example, noposix, sample-badost): the scan is not vacuous
     assert out.added["findings"] >= 3
+
+
+EDISON = ('name = "edison"\nnode_memory = "64GiB"\n[[filesystems]]\nname = "scratch1"\ntype = "lustre"\n'
+          'mount = "/scratch1"\nost_count = 96\n')
+
+
+def test_a_log_is_a_measurement_only_when_its_files_lie_under_the_centers_mounts(tmp_path, kb_path):
+    """sample-badost (2048 files) and sample-goodost (48 files) wrote only below /scratch1, edison's one mount:
+    they become production runs on file system scratch1. example.darshan wrote to /scratch2, the others to
+    /home, /tmp, /global/cscratch1, ... (or to no file at all): under no mount of edison, they stay diagnoses."""
+    from ioadvisor.center import load_center
+    c = tmp_path / "edison.toml"
+    c.write_text(EDISON)
+    logs = _archive(tmp_path / "arch")
+    with KB.open(kb_path) as kb:
+        out = scan([tmp_path / "arch"], kb, Settings(system="edison", center=str(c)), workers=2,
+                   center=load_center(c))
+        fs = dict(kb.conn.execute("SELECT l.path, j.filesystem FROM archive_jobs j JOIN archive_logs l "
+                                  "ON l.hash = j.hash").fetchall())
+        measured = {"sample-badost.darshan", "sample-goodost.darshan"}
+        assert {Path(p).name for p, f in fs.items() if f is not None} == measured
+        assert {f for f in fs.values() if f is not None} == {"scratch1"}
+        assert out.added["jobs"] == len(LOGS) and out.added["measured"] == 2
+        stored = sorted(tuple(r) for r in kb.conn.execute("SELECT op, value, filesystem, kind FROM main.runs"))
+        want = sorted((r.op, r.value, "scratch1", "production") for name in measured
+                      for r in summary_runs(analyze(logs[name], use_kb=False).summary,
+                                            ImportContext(source="x", system="edison", filesystem="scratch1",
+                                                          kind="production"), "x"))
+    # each job wrote (one of them also read a little): a run per direction, bytes / run time
+    assert len(want) == 3 and stored == want
+
+
+def test_foreign_logs_add_no_runs_and_the_scan_says_so(tmp_path, kb_path):
+    """A center whose only mount is /lus/x holds none of the wheel logs' files: every log is kept as a diagnosis
+    (its findings and job facts), no run of the center is added."""
+    c = tmp_path / "x.toml"
+    c.write_text('name = "xsys"\n[[filesystems]]\nname = "fs0"\ntype = "lustre"\nmount = "/lus/x"\n')
+    _archive(tmp_path / "arch")
+    r = runner.invoke(app, ["archive", "scan", str(tmp_path / "arch"), "--center", str(c), "--kb", str(kb_path)])
+    assert r.exit_code == 0, r.output
+    assert f"0 of the jobs had their files under the center's mounts" in r.output
+    assert f"the other {len(LOGS)} are kept as diagnoses only" in r.output
+    assert _count(kb_path, "runs") == 0 and _count(kb_path, "archive_jobs") == len(LOGS)
+    assert _count(kb_path, "archive_findings") >= 3
 
 
 def test_app_name_is_the_executable_base_name():
@@ -209,7 +250,8 @@ def test_scan_progress_with_eta_on_a_terminal_only(tmp_path):
 
 
 def test_production_runs_are_those_kb_import_makes_with_the_same_center(tmp_path):
-    """The runs a scan stores, evidence flags included, are the runs `kb import --center` makes of each log."""
+    """The runs a scan stores, evidence flags included, are the runs `kb import --center --filesystem` makes of
+    each log: the center's one mount is / and holds every file, so every log that moved data is a measurement."""
     c = tmp_path / "c.toml"
     c.write_text('name = "laptop"\nnode_memory = "1TiB"\n[[filesystems]]\nname = "disk"\ntype = "ext4"\n'
                  'mount = "/"\nrated_write_bandwidth = "1MB/s"\nrated_read_bandwidth = "1MB/s"\n')
@@ -217,14 +259,97 @@ def test_production_runs_are_those_kb_import_makes_with_the_same_center(tmp_path
     r = runner.invoke(app, ["archive", "scan", str(tmp_path / "arch"), "--center", str(c), "--kb",
                             str(tmp_path / "a.sqlite"), "--json"])
     assert r.exit_code == 0, r.output
-    for p in sorted((tmp_path / "arch").rglob("*.darshan")):
-        r = runner.invoke(app, ["kb", "import", str(p), "--system", "laptop", "--center", str(c), "--kb",
-                                str(tmp_path / "b.sqlite"), "--json"])
+    measured = {r[0] for r in sqlite3.connect(tmp_path / "a.sqlite").execute(
+        "SELECT l.path FROM archive_jobs j JOIN archive_logs l ON l.hash = j.hash WHERE j.filesystem = 'disk'")}
+    # the logs left out moved data through no file (STDIO streams only: noposix, noposixopens)
+    assert {Path(p).name for p in set(map(str, (tmp_path / "arch").rglob("*.darshan"))) - measured} == {
+        "noposix.darshan", "noposixopens.darshan"}
+    for p in sorted(measured):
+        r = runner.invoke(app, ["kb", "import", str(p), "--system", "laptop", "--center", str(c), "--filesystem",
+                                "disk", "--kb", str(tmp_path / "b.sqlite"), "--json"])
         assert r.exit_code == 0 or "no measured results" in r.output, r.output
 
     def runs(kb):
-        return sorted(sqlite3.connect(kb).execute("SELECT id, system, op, value, flags, kind FROM runs"))
+        return sorted(sqlite3.connect(kb).execute("SELECT id, system, filesystem, op, value, flags, kind FROM runs"))
     a, b = runs(tmp_path / "a.sqlite"), runs(tmp_path / "b.sqlite")
     assert a == b and a
     # 1 TiB of node memory holds every wheel job's data and 1 MB/s is below what they moved: flags are set
-    assert any(r[4] and "cache-sized" in r[4] for r in a) and all(r[5] == "production" for r in a)
+    assert any(r[5] and "cache-sized" in r[5] for r in a) and all(r[6] == "production" for r in a)
+
+
+def test_every_empty_file_is_one_failure_however_it_is_met(tmp_path, kb_path):
+    """All empty files share one sha256, so the second one met used to count as a copy of the first and vanish
+    from the report. Each is now the same failure, named by its path, in the first scan or a later one."""
+    arch = tmp_path / "arch"
+    _archive(arch)
+    for d in ("a", "b"):
+        (arch / d).mkdir()
+        (arch / d / "empty.darshan").write_bytes(b"")
+    with KB.open(kb_path) as kb:
+        first = scan([arch], kb, Settings(), workers=2)
+        (arch / "c").mkdir()
+        (arch / "c" / "later.darshan").write_bytes(b"")
+        second = scan([arch], kb, Settings(), workers=1)
+        third = scan([arch], kb, Settings(), workers=1)
+    reason = "empty file (0 bytes): not a Darshan log"
+    assert first.failed == [(str(arch / d / "empty.darshan"), reason) for d in ("a", "b")]
+    assert first.duplicates == 0 and first.diagnosed == len(LOGS)
+    # the third empty file, met after the KB knows the empty content: the same failure, not a copy
+    assert second.failed == [(str(arch / "c" / "later.darshan"), reason)] and second.duplicates == 0
+    # paths unchanged since: not looked at again, as for any log that failed
+    assert third.failed == [] and third.unchanged == len(LOGS) + 3
+    assert _count(kb_path, "archive_paths") == len(LOGS) + 3
+
+
+def _bench_runs(system: str, fs: str) -> list:
+    from ioadvisor.model.run import Provenance, make_run
+    return [make_run(system=system, filesystem=fs, op="write", value=v, unit="MiB/s", api="POSIX", layout="fpp",
+                     nodes=n, ranks=n * 4, stripe_count=1, provenance=Provenance(kind="benchmark"))
+            for n, v in ((1, 900.0), (2, 1700.0), (4, 3100.0))]
+
+
+@pytest.mark.parametrize("mount", ["/lus/x", "/"])
+def test_the_guide_shows_no_archived_job_as_a_measurement(tmp_path, mount):
+    """Three benchmark runs of xsys on fs0, then `archive scan --center xsys` of the wheel's logs: with fs0 at
+    /lus/x no log's files lie under it (foreign jobs: no run at all); with fs0 at / every file does (the jobs
+    become production runs of fs0). Either way the guide's page for xsys still says 3 measured runs, has only
+    the section of fs0, and its table lists the 3 benchmark values and nothing of the jobs."""
+    from ioadvisor.docs.build import build_site
+    c = tmp_path / "xsys.toml"
+    c.write_text(f'name = "xsys"\n[[filesystems]]\nname = "fs0"\ntype = "lustre"\nmount = "{mount}"\n'
+                 'ost_count = 8\n')
+    kb_path = tmp_path / "kb.sqlite"
+    with KB.open(kb_path) as kb:
+        kb.add_runs(_bench_runs("xsys", "fs0"), source="bench", source_hash="bench-1", fmt="csv", importer="test")
+    _archive(tmp_path / "arch")
+    r = runner.invoke(app, ["archive", "scan", str(tmp_path / "arch"), "--center", str(c), "--kb", str(kb_path),
+                            "--json"])
+    assert r.exit_code == 0, r.output
+    added = json.loads(r.stdout)["added"]
+    assert added["jobs"] == len(LOGS) and (added["runs"] > 0) == (mount == "/")
+    with KB.open(kb_path, create=False) as kb:
+        build_site(tmp_path / "site", kb=kb, center=str(c), formats=("html", "md"), plot_cache=False)
+    page = (tmp_path / "site" / "en" / "systems" / "xsys.md").read_text()
+    assert "3 measured runs." in page
+    assert "## File system -" not in page and page.count("## File system ") == 1
+    assert "B/s" not in page.replace("MiB/s", "")       # no job's bytes / run time, in any unit but MiB/s
+    assert (tmp_path / "site" / "en" / "archive.md").exists()     # the jobs are diagnoses on the archive page
+
+
+def test_bench_plan_takes_no_target_from_archived_jobs(tmp_path):
+    """Every wheel log's files lie under / (xsys's mount): the archive adds production runs, which must not
+    become the plan's targets: the plan is the one made without them (default targets)."""
+    from ioadvisor.bench.plan import plan_for
+    from ioadvisor.center import load_center
+    c = tmp_path / "xsys.toml"
+    c.write_text('name = "xsys"\n[[filesystems]]\nname = "fs0"\ntype = "lustre"\nmount = "/"\nost_count = 8\n')
+    center = load_center(c)
+    kb_path = tmp_path / "kb.sqlite"
+    with KB.open(kb_path) as kb:
+        kb.add_runs(_bench_runs("xsys", "fs0"), source="bench", source_hash="bench-1", fmt="csv", importer="test")
+        before = plan_for(kb, "xsys", center, budget=2)
+        out = scan([Path(p) for p in LOGS], kb, Settings(system="xsys", center=str(c)), workers=2, center=center)
+        assert out.added["runs"] > 0
+        after = plan_for(kb, "xsys", center, budget=2)
+    assert before.target_source == after.target_source == "default"
+    assert after.targets == before.targets

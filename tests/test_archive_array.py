@@ -80,8 +80,11 @@ def test_array_mode_gives_the_kb_of_a_one_node_scan(slurm_cluster, tmp_path):
     env = {**slurm_cluster.env, "PYTHONPATH": str(ROOT)}
     kb_array, kb_local = tmp_path / "array.sqlite", tmp_path / "local.sqlite"
     work = tmp_path / "work"
+    # a center whose one mount, /, holds every file: the jobs that moved data through files become runs too
+    center = tmp_path / "wheelbox.toml"
+    center.write_text('name = "wheelbox"\n[[filesystems]]\nname = "disk"\ntype = "ext4"\nmount = "/"\n')
     p = _cli(env, "archive", "scan", str(arch), "--mode", "array", "--tasks", "3", "--work", str(work),
-             "--system", "wheelbox", "--kb", str(kb_array), "--json")
+             "--center", str(center), "--kb", str(kb_array), "--json")
     assert p.returncode == 0, p.stderr + p.stdout
     out = json.loads(p.stdout)
     n = len(wheel_logs())
@@ -95,7 +98,8 @@ def test_array_mode_gives_the_kb_of_a_one_node_scan(slurm_cluster, tmp_path):
     plan = json.loads((work / "plan.json").read_text())
     assert [len(s) for s in plan["slices"]] == [(n + 3) * (k + 1) // 3 - (n + 3) * k // 3 for k in range(3)]
     with KB.open(kb_local) as kb:
-        scan([arch], kb, Settings(system="wheelbox"), workers=2)
+        from ioadvisor.center import load_center
+        scan([arch], kb, Settings(system="wheelbox", center=str(center)), workers=2, center=load_center(center))
     a, b = _content(kb_array), _content(kb_local)
     assert a == b
     assert len(a["jobs"]) == n + 2 and len(a["logs"]) == n + 3 and len(a["paths"]) == n + 4 and a["runs"]
@@ -126,7 +130,8 @@ def test_array_mode_gives_the_kb_of_a_one_node_scan(slurm_cluster, tmp_path):
     assert _content(again) == a
     # merging everything once more adds nothing
     p = _cli(env, "archive", "merge", str(work), "--kb", str(again), "--json")
-    assert json.loads(p.stdout)["added"] == {"logs": 0, "failed": 0, "jobs": 0, "findings": 0, "runs": 0}
+    assert json.loads(p.stdout)["added"] == {"logs": 0, "failed": 0, "jobs": 0, "measured": 0, "findings": 0,
+                                             "runs": 0}
     assert _content(again) == a
 
 

@@ -40,51 +40,78 @@ def wheel_kb(tmp_path_factory) -> Path:
     return kb
 
 
-def _expected(rpn: int) -> list[tuple[str, float]]:
-    """(log name, node-hours at stake) per wheel log, from `diagnose`'s findings: the largest finding's seconds
-    per rank times the job's nodes (ceil(ranks / rpn)) / 3600, largest first."""
+def _expected() -> list[tuple[str, float]]:
+    """(log name, process-hours at stake) per wheel log, from `diagnose`'s findings: the largest finding's seconds
+    per rank times the job's processes / 3600, largest first."""
     out = []
     for name, p in LOGS.items():
         d = analyze(p, use_kb=False)
         at = max((f.time_at_stake_s or 0.0 for f in d.findings), default=0.0)
-        out.append((name, at * math.ceil(d.summary.nprocs / rpn) / 3600))
+        out.append((name, at * d.summary.nprocs / 3600))
     return sorted(out, key=lambda x: -x[1])
 
 
-def test_jobs_are_ranked_by_node_hours_at_stake(wheel_kb):
+def test_jobs_are_ranked_by_process_hours_at_stake_and_no_node_count_is_assumed(wheel_kb):
     with KB.open(wheel_kb) as kb:
         rep = center_report(kb, top=20)
     jobs = rep["jobs"]
-    want = _expected(1)
-    # sample-badost: LUS002, 535.389 s per rank x 2048 ranks (1 rank per node: 2048 nodes) / 3600 = 304.5768
-    # example:       STRAG001, 65.038 s per rank x 2048 nodes / 3600 = 37.0 node-hours
+    want = _expected()
+    # sample-badost: LUS002, 535.389 s per rank x 2048 processes / 3600 = 304.5768 process-hours
+    # example:       STRAG001, 65.038 s per rank x 2048 processes / 3600 = 37.0 process-hours
     assert want[0] == ("sample-badost.darshan", pytest.approx(304.5768, abs=1e-4))
     assert want[1] == ("example.darshan", pytest.approx(37.0, abs=1e-3))
     assert [Path(j["log"]).name for j in jobs[:2]] == ["sample-badost.darshan", "example.darshan"]
-    assert [j["at_stake_node_hours"] for j in jobs[:2]] == [pytest.approx(v, abs=1e-4) for _, v in want[:2]]
+    assert [j["at_stake_process_hours"] for j in jobs[:2]] == [pytest.approx(v, abs=1e-4) for _, v in want[:2]]
+    # neither log states its node count and no ranks per node is known: no nodes, no node-hours (one rank per
+    # node would have made 2048 "nodes" and 304.58 "node-hours")
+    assert all(j["nodes"] is None and j["at_stake_node_hours"] is None for j in jobs[:2])
     # every other job has nothing at stake, so none of them may rank above these two
-    assert all(j["at_stake_node_hours"] == 0 for j in jobs[2:]) and len(jobs) == len(LOGS)
+    assert all(j["at_stake_process_hours"] == 0 for j in jobs[2:]) and len(jobs) == len(LOGS)
     assert rep["logs"] == {"scanned": len(LOGS) + 1, "readable": len(LOGS), "failed": 1}
-    assert rep["totals"]["at_stake_node_hours"] == pytest.approx(304.5768 + 37.0, abs=1e-3)
+    assert rep["totals"]["at_stake_process_hours"] == pytest.approx(304.5768 + 37.0, abs=1e-3)
+    # the node counts the logs state: dxt.darshan and ior_hdf5_example.darshan trace every rank (1 and 4) in DXT,
+    # each from one host name: 1 node each; no other wheel log states one
+    stated = {Path(j["log"]).name: (j["nodes"], j["nodes_from"]) for j in jobs if j["nodes"] is not None}
+    assert stated == {"dxt.darshan": (1, "log"), "ior_hdf5_example.darshan": (1, "log")}
+    assert rep["totals"]["jobs_with_nodes"] == 2
     # LUS002 states its saving (535.4 s, the slow OST's excess over the median; capped at the 535.389 s at
-    # stake); STRAG001 states none, so its saving is the time at stake and says it is only that bound
+    # stake); STRAG001 states none and no measured gain backs one: its saving is unknown, not its time at stake
     rules = {g["rule"]: g for g in rep["rules"]}
-    assert rules["LUS002"]["saving_is_bound"] is False
-    assert rules["LUS002"]["saving_node_hours"] == pytest.approx(535.389 * 2048 / 3600, abs=1e-3)
-    assert rules["STRAG001"]["saving_is_bound"] is True
+    assert rules["LUS002"]["jobs_with_saving"] == 1
+    assert rules["LUS002"]["saving_process_hours"] == pytest.approx(535.389 * 2048 / 3600, abs=1e-3)
+    assert rules["STRAG001"]["jobs_with_saving"] == 0 and rules["STRAG001"]["saving_process_hours"] is None
+    ex = next(j for j in jobs if Path(j["log"]).name == "example.darshan")
+    assert ex["saving_s"] is None and ex["saving_process_hours"] is None and ex["at_stake_s"] > 65
+    assert rep["totals"]["saving_process_hours"] == pytest.approx(535.389 * 2048 / 3600, abs=1e-3)
     assert [g["rule"] for g in rep["rules"]][:2] == ["LUS002", "STRAG001"]
     # the fix shown for a rule is the message of its costliest job's finding, as diagnose words it
     lus002 = next(f for f in analyze(BADOST, use_kb=False).findings if f.id == "LUS002")
     assert rules["LUS002"]["example"]["message"] == lus002.message
 
 
-def test_nodes_follow_ranks_per_node(wheel_kb):
+def test_nodes_from_the_log_else_the_option_else_the_center_file(wheel_kb):
     with KB.open(wheel_kb) as kb:
-        rep = center_report(kb, ranks_per_node=32)
-    top = rep["jobs"][0]
-    # 2048 ranks / 32 per node = 64 nodes; 535.389 s x 64 / 3600 = 9.518 node-hours (not the 304.58 of 1 per node)
-    assert top["nodes"] == 64 and top["at_stake_node_hours"] == pytest.approx(9.518, abs=1e-3)
-    assert rep["ranks_per_node"] == 32
+        by_center = center_report(kb, top=20, center_rpn={"WHEEL": 32})
+        by_option = center_report(kb, top=20, ranks_per_node=64, center_rpn={"wheel": 32})
+
+    def job(rep, name):
+        return next(j for j in rep["jobs"] if Path(j["log"]).name == name)
+    # the center file's 32 ranks per node: 2048 / 32 = 64 nodes; 535.389 s x 64 / 3600 = 9.518 node-hours
+    top = job(by_center, "sample-badost.darshan")
+    assert (top["nodes"], top["nodes_from"]) == (64, "center")
+    assert top["at_stake_node_hours"] == pytest.approx(9.518, abs=1e-3)
+    assert top["at_stake_process_hours"] == pytest.approx(535.389 * 2048 / 3600, abs=1e-3)   # processes: unchanged
+    # the option overrides the center file: 2048 / 64 = 32 nodes
+    assert (job(by_option, "sample-badost.darshan")["nodes"], by_option["ranks_per_node"]) == (32, 64)
+    # a node count the log states wins: ior_hdf5_example's 4 ranks all traced on one host are 1 node, not the
+    # ceil(4 / 2) = 2 that 2 ranks per node would give; noposix (512 processes, no DXT) gets ceil(512 / 64) = 8
+    with KB.open(wheel_kb) as kb:
+        by_two = center_report(kb, top=20, ranks_per_node=2)
+    assert (job(by_two, "ior_hdf5_example.darshan")["nodes"], job(by_two, "ior_hdf5_example.darshan")["nodes_from"]) \
+        == (1, "log")
+    assert job(by_two, "sample-badost.darshan")["nodes"] == 1024
+    assert job(by_option, "noposix.darshan")["nodes"] == 8
+    assert by_center["totals"]["jobs_with_nodes"] == len(LOGS)
 
 
 def test_users_and_applications_add_up_their_jobs_and_a_job_counts_its_largest_finding(tmp_path):
@@ -101,7 +128,7 @@ def test_users_and_applications_add_up_their_jobs_and_a_job_counts_its_largest_f
         out = scan([d], store, Settings(), workers=2)
         assert out.added["jobs"] == 9, out.as_dict()
         rep = center_report(store)
-    users = [(g["uid"], g["jobs"], g["at_stake_node_hours"]) for g in rep["users"]]
+    users = [(g["uid"], g["jobs"], g["at_stake_process_hours"]) for g in rep["users"]]
     # 3 x 304.5768 = 913.73 > 5 x 37.0 = 185.0 > 1 x 37.0
     assert [u[0] for u in users] == [1, 3, 2]
     assert [u[1] for u in users] == [3, 5, 1]
@@ -113,10 +140,14 @@ def test_users_and_applications_add_up_their_jobs_and_a_job_counts_its_largest_f
 
 
 def test_saving_rule():
-    assert saving_s({"time_at_stake_s": 10.0, "evidence": {"expected_saving_s": 4.0}}) == (4.0, False)
-    assert saving_s({"time_at_stake_s": 10.0, "evidence": {}}) == (10.0, True)
-    # a stated saving above the time at stake (rounding) never exceeds it
-    assert saving_s({"time_at_stake_s": 535.389, "evidence": {"expected_saving_s": 535.4}}) == (535.389, False)
+    # a stated saving, capped at the time at stake (rounding)
+    assert saving_s({"time_at_stake_s": 10.0, "evidence": {"expected_saving_s": 4.0}}) == (4.0, "expected_saving_s")
+    assert saving_s({"time_at_stake_s": 535.389, "evidence": {"expected_saving_s": 535.4}})[0] == 535.389
+    # a measured 4x speed-up of 10 s saves 10 x (1 - 1/4) = 7.5 s
+    assert saving_s({"time_at_stake_s": 10.0, "evidence": {"expected_gain": 4.0}}) == (7.5, "expected_gain")
+    # nothing backs a gain: unknown, never the 10 s at stake
+    assert saving_s({"time_at_stake_s": 10.0, "evidence": {}}) == (None, None)
+    assert saving_s({"time_at_stake_s": 10.0, "evidence": {"expected_gain": None}}) == (None, None)
 
 
 def test_cli_report_json_terminal_and_empty_kb(wheel_kb, tmp_path):
@@ -125,7 +156,7 @@ def test_cli_report_json_terminal_and_empty_kb(wheel_kb, tmp_path):
     doc = json.loads(r.stdout)
     with KB.open(wheel_kb) as kb:
         assert doc == json.loads(json.dumps(center_report(kb, top=3)))
-    assert len(doc["jobs"]) == 3 and doc["schema"] == "ioadvisor.archive-report/1"
+    assert len(doc["jobs"]) == 3 and doc["schema"] == "ioadvisor.archive-report/2"
     r = runner.invoke(app, ["archive", "report", "--kb", str(wheel_kb)])
     assert r.exit_code == 0
     assert "6265799" in r.stdout and "LUS002" in r.stdout and "Top fixes" in r.stdout
@@ -180,3 +211,36 @@ def test_docs_name_every_field_the_json_documents_print(wheel_kb, tmp_path):
     keys |= set(scan_doc) | set(scan_doc["added"])
     missing = sorted(k for k in keys if f"`{k}`" not in doc_text)
     assert missing == []
+
+
+def test_lus001_names_a_directory_of_the_users_never_a_file_system_root():
+    """example.darshan's shared file (2 TiB, /scratch2/scratchdirs/glock/tokioabc-s.4478544/vpicio/vpicio.hdf5 on
+    mount /scratch2, 24 stripes) made a one-stripe file: where it lies below the mount, LUS001 stripes a
+    directory beside it; moved into the mount's root, the fix must not be `mkdir -p /scratch2/striped` but a
+    directory the job wrote to below the mount, else `$USER`'s directory there."""
+    import dataclasses
+
+    from ioadvisor.diagnose import judge
+    from ioadvisor.diagnose.rules import load_thresholds
+    s = analyze(EXAMPLE, use_kb=False).summary
+    big = max(s.shared_files, key=lambda f: f.bytes)
+    assert big.mount == "/scratch2" and big.lustre.stripe_count == 24
+
+    def lus001(files):
+        d = judge(dataclasses.replace(s, files=tuple(files)), load_thresholds(None), None, use_kb=False)
+        f = next(f for f in d.findings if f.id == "LUS001")
+        # the message's `mkdir -p` names the same directory as the command
+        assert f"`mkdir -p {f.evidence['command'].split(' ', 6)[-1]}`" in f.message
+        return f.evidence["command"]
+    one = dataclasses.replace(big, lustre=dataclasses.replace(big.lustre, stripe_count=1))
+    others = [f for f in s.files if f is not big]
+    home = "/scratch2/scratchdirs/glock/tokioabc-s.4478544/vpicio"
+    assert lus001([one] + others).endswith(f" {home}/striped")
+    # in the root of /scratch2: the job wrote nothing else below the mount, so $USER's directory there
+    at_root = dataclasses.replace(one, path="/scratch2/vpicio.hdf5")
+    assert not any(f.bytes_written and f.mount == "/scratch2" for f in others)
+    cmd = lus001([at_root] + others)
+    assert cmd.endswith(' "/scratch2/$USER/striped"') and "/scratch2/striped" not in cmd
+    # ... and with an output directory of the job below the mount (a copy of the file written there), that one
+    out = dataclasses.replace(big, id=big.id + 1, path=f"{home}/out.h5", shared=False, lustre=None)
+    assert lus001([at_root, out] + others).endswith(f" {home}/striped")

@@ -42,8 +42,8 @@ class ArrayOutcome:
     job_id: str | None = None
     merged: list[int] = field(default_factory=list)
     missing: list[dict[str, Any]] = field(default_factory=list)
-    added: dict[str, int] = field(default_factory=lambda: {"logs": 0, "failed": 0, "jobs": 0, "findings": 0,
-                                                           "runs": 0})
+    added: dict[str, int] = field(default_factory=lambda: {"logs": 0, "failed": 0, "jobs": 0, "measured": 0,
+                                                           "findings": 0, "runs": 0})
     failed: list[dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import UsageError
-from .store import PathSeen, add_results, hash_status, path_is_current
+from .store import EMPTY_SHA256, EMPTY_TEXT, PathSeen, add_results, hash_status, path_is_current
 from .worker import Settings
 
 __all__ = ["ScanOutcome", "list_logs", "scan", "sha256_of", "pending_logs", "diagnose_logs"]
@@ -29,8 +29,8 @@ class ScanOutcome:
     unchanged: int = 0             # paths scanned before with the same size and mtime: not read
     duplicates: int = 0            # new paths whose content was scanned before (or twice in this scan)
     diagnosed: int = 0             # logs read and judged (ok or failed)
-    added: dict[str, int] = field(default_factory=lambda: {"logs": 0, "failed": 0, "jobs": 0, "findings": 0,
-                                                           "runs": 0})
+    added: dict[str, int] = field(default_factory=lambda: {"logs": 0, "failed": 0, "jobs": 0, "measured": 0,
+                                                           "findings": 0, "runs": 0})
     failed: list[tuple[str, str]] = field(default_factory=list)
     workers: int = 0
     restarts: int = 0
@@ -83,6 +83,10 @@ def pending_logs(conn: Any, files: Iterable[Path], out: ScanOutcome, seen: list[
             continue
         if path_is_current(conn, str(p), st.st_size, st.st_mtime_ns, retry_failed):
             out.unchanged += 1
+            continue
+        if st.st_size == 0:
+            out.failed.append((str(p), EMPTY_TEXT))
+            seen.append((str(p), 0, st.st_mtime_ns, EMPTY_SHA256))
             continue
         try:
             digest = sha256_of(p)

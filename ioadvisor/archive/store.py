@@ -7,17 +7,25 @@ so merging the same results twice, or results of two scans that overlap, is harm
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 from typing import Any, Iterable, Mapping
 
 from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run
 
-__all__ = ["PathSeen", "add_results", "run_from_dict", "path_is_current", "hash_status"]
+__all__ = ["ARCHIVE_RUN_SQL", "EMPTY_SHA256", "EMPTY_TEXT", "PathSeen", "add_results", "run_from_dict", "path_is_current", "hash_status"]
 
 JOB_COLUMNS = ("jobid", "uid", "exe", "app", "nprocs", "run_time_s", "start_time", "io_time_per_rank_s",
-               "bytes_read", "bytes_written", "layout", "files", "partial", "darshan_version")
+               "bytes_read", "bytes_written", "layout", "files", "partial", "darshan_version", "nodes", "filesystem")
 
 PathSeen = tuple[str, int, int, str]      # path, size, mtime_ns, sha256
+# A run of `all_runs` that an archive scan made of a log (a production job, never a measurement): the guide's
+# measurement tables and plots and the targets of `bench plan` leave these out.
+ARCHIVE_RUN_SQL = "(kind = 'production' AND source_hash IN (SELECT hash FROM main.archive_logs))"
+# Every empty file is this failure, under whatever name and in whatever order it is met: never read by a worker,
+# never a copy of another (all empty files share one sha256), each path listed as failed by the scan that meets it.
+EMPTY_TEXT = "empty file (0 bytes): not a Darshan log"
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
 
 def run_from_dict(d: Mapping[str, Any]) -> Run:
@@ -57,7 +65,7 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
     # of the scanning process's time
     center = center if center is not None else center_for(None, system)
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    added = {"logs": 0, "failed": 0, "jobs": 0, "findings": 0, "runs": 0}
+    added = {"logs": 0, "failed": 0, "jobs": 0, "measured": 0, "findings": 0, "runs": 0}
     conn = kb.conn
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -77,8 +85,9 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
             job = r["job"]
             conn.execute(f"INSERT INTO archive_jobs (hash, {', '.join(JOB_COLUMNS)}) "
                          f"VALUES ({', '.join('?' * (len(JOB_COLUMNS) + 1))})",
-                         (digest, *(job[c] for c in JOB_COLUMNS)))
+                         (digest, *(job.get(c) for c in JOB_COLUMNS)))
             added["jobs"] += 1
+            added["measured"] += job.get("filesystem") is not None
             conn.executemany("INSERT INTO archive_findings VALUES (?,?,?,?,?)",
                              [(digest, f["id"], f["severity"], f["time_at_stake_s"],
                                json.dumps(f, sort_keys=True)) for f in r["findings"]])
@@ -95,6 +104,11 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
                 added["runs"] += n
         later = []
         for p in paths:
+            if p[3] == EMPTY_SHA256 and hash_status(conn, p[3]) is None:
+                conn.execute("INSERT INTO archive_logs VALUES (?,?,?,?,?,?,?)",
+                             (EMPTY_SHA256, p[0], 0, "failed", EMPTY_TEXT, system, now))
+                added["logs"] += 1
+                added["failed"] += 1
             if hash_status(conn, p[3]) is None:
                 later.append(p)
             else:

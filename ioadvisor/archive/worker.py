@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ..errors import IOAdvisorError, UsageError
 
-__all__ = ["Settings", "setup", "app_name", "job_facts"]
+__all__ = ["Settings", "setup", "app_name", "job_facts", "measured_on", "nodes_stated"]
 
 
 @dataclass(frozen=True)
@@ -22,8 +22,8 @@ class Settings:
     """What every log of one scan is judged and filed with."""
 
     system: str = "unknown"
-    filesystem: str | None = None
-    center: str | None = None        # center file or shipped name (OST count for the striping rules)
+    center: str | None = None        # center file or shipped name: OST count for the striping rules, and the
+                                     # mounts a log's files must lie under for it to become production runs
     thresholds: str | None = None    # user thresholds file laid over the shipped ones
 
 
@@ -40,6 +40,54 @@ def job_facts(d: Any) -> dict[str, Any]:
             "run_time_s": s.run_time, "start_time": s.start_time, "io_time_per_rank_s": d.io_time_per_rank,
             "bytes_read": s.bytes_read, "bytes_written": s.bytes_written, "layout": s.layout, "files": len(s.files),
             "partial": int(s.partial), "darshan_version": s.darshan_version}
+
+
+def measured_on(s: Any, center: Any) -> str | None:
+    """The center file system a job's production runs are filed under, or None when the log is kept as a
+    diagnosis only: every file that moved data must lie under a mount of `center` (the file system holding most
+    of the bytes is the one named). A log of a job that ran elsewhere, or a scan without a center, measures
+    nothing of the center."""
+    from ..center import place_of_path
+    if center is None:
+        return None
+    moved: dict[str, int] = {}
+    by_dir: dict[str, Any] = {}          # a file per process: thousands of files, a few directories
+    for f in s.files:
+        if f.bytes <= 0 or f.special:
+            continue
+        d = os.path.dirname(f.path)
+        if d not in by_dir:
+            by_dir[d] = place_of_path(center, os.path.join(d, "x"))
+        place = by_dir[d]
+        if place is None:
+            return None
+        moved[place[0]] = moved.get(place[0], 0) + f.bytes
+    return max(moved, key=lambda fs: (moved[fs], fs)) if moved else None
+
+
+def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any) -> int | None:
+    """The job's node count where the log states it, else None: the BG/Q module's BGQ_NNODES, or the distinct
+    host names of DXT trace records when they cover every rank (a trace of some ranks says nothing of the
+    others). Darshan's other modules record no node count."""
+    wanted = [m for m in ("BG/Q", "DXT_POSIX", "DXT_MPIIO") if m in modules]
+    if not wanted:
+        return None
+    log = backend.log_open(path)
+    try:
+        if "BG/Q" in wanted:
+            rec = backend.log_get_record(log, "BG/Q", dtype="dict")
+            n = int(rec["counters"][backend.counter_names("BGQ").index("BGQ_NNODES")]) if rec else 0
+            if n > 0:
+                return n
+        hosts: dict[int, str] = {}
+        for mod in wanted:
+            if mod == "BG/Q":
+                continue
+            while len(hosts) < nprocs and (rec := backend.log_get_record(log, mod, dtype="dict")) is not None:
+                hosts.setdefault(int(rec["rank"]), rec["hostname"])
+        return len(set(hosts.values())) if nprocs > 0 and len(hosts) == nprocs else None
+    finally:
+        backend.log_close(log)
 
 
 def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
@@ -77,12 +125,20 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
             d = judge(s, thresholds, center, use_kb=False)
         except IOAdvisorError as e:
             return {**out, "status": "failed", "error": getattr(e, "reason", None) or str(e)}
-        ctx = ImportContext(source=p, system=settings.system, filesystem=settings.filesystem, kind="production")
+        job = job_facts(d)
+        job["filesystem"] = measured_on(s, center)
         try:
-            runs = [r.to_dict() for r in summary_runs(s, ctx, p)]
-        except IOAdvisorError:           # counters no run can be made of: the job's facts and findings stand
-            runs = []
-        return {**out, "status": "ok", "error": None, "job": job_facts(d),
-                "findings": [to_plain(f) for f in d.findings], "runs": runs}
+            job["nodes"] = nodes_stated(p, s.modules, s.nprocs, backend)
+        except Exception:                # the node count is a detail: the log itself was read
+            job["nodes"] = None
+        runs: list[dict[str, Any]] = []
+        if job["filesystem"] is not None:
+            ctx = ImportContext(source=p, system=settings.system, filesystem=job["filesystem"], kind="production")
+            try:
+                runs = [r.to_dict() for r in summary_runs(s, ctx, p)]
+            except IOAdvisorError:       # counters no run can be made of: the job's facts and findings stand
+                pass
+        return {**out, "status": "ok", "error": None, "job": job, "findings": [to_plain(f) for f in d.findings],
+                "runs": runs}
 
     return handle

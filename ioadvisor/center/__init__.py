@@ -149,7 +149,15 @@ def center_from_dict(data: dict[str, Any], path: str = "<center>", text: str | N
                       f"tier names must be unique, got {dup!r} twice")
     return Center(name=name, title=rd.value(data, "", "title", ""), source=rd.value(data, "", "source", ""),
                   mpi=rd.value(data, "", "mpi", "") or "mpich", mpi_version=rd.value(data, "", "mpi_version", ""),
-                  node_memory=rd.value(data, "", "node_memory", ""), filesystems=tuple(fss), tiers=tuple(tiers))
+                  node_memory=rd.value(data, "", "node_memory", ""), filesystems=tuple(fss), tiers=tuple(tiers),
+                  ranks_per_node=_ranks_per_node(rd, data))
+
+
+def _ranks_per_node(rd: _Reader, data: dict[str, Any]) -> int | None:
+    v = rd.value(data, "", "ranks_per_node", "")
+    if v is not None and v < 1:
+        raise rd.fail("ranks_per_node", f"ranks_per_node must be at least 1, got {v}")
+    return v
 
 
 def _filesystem(rd: _Reader, where: str, fs: dict[str, Any]) -> FileSystem:

@@ -43,6 +43,8 @@ KEYS: tuple[Key, ...] = (
     Key("", "mpi_version", "version", "none", "version of that MPI, e.g. `4.1.4`"),
     Key("", "node_memory", "size", "none", "memory of one client (compute) node; runs that move less data "
         "per node than this can be served from the page cache and are flagged `cache-sized`", unit="bytes"),
+    Key("", "ranks_per_node", "integer", "none", "MPI processes a job usually runs on one compute node (its "
+        "cores); `archive report` counts nodes with it where a Darshan log does not state its node count"),
     Key("filesystems", "name", "string", "required", "unique name of the file system (a `--filesystem` value)"),
     Key("filesystems", "type", "string", "required", "lustre, gpfs, beegfs, nfs, ... (lower case)"),
     Key("filesystems", "mount", "string", "none", "mount point; `$USER`-style variables match any one path "

@@ -90,7 +90,10 @@ def _settings(system: str | None, center: str | None, thresholds: Path | None) -
     load_thresholds(thresholds)               # a bad thresholds file fails here, before any log is read
     where = center_for(center, system or os.environ.get("SLURM_CLUSTER_NAME"))
     name = default_system_name(where, system) or "unknown"
-    return Settings(system=name, center=center, thresholds=str(thresholds.resolve()) if thresholds else None), where
+    # the workers load the center the scan files runs under (a file by its absolute path: array tasks run
+    # elsewhere; a shipped center found by the system's name by that name)
+    spec = str(Path(center).resolve()) if center and Path(center).is_file() else (where.name if where else None)
+    return Settings(system=name, center=spec, thresholds=str(thresholds.resolve()) if thresholds else None), where
 
 
 def _scan(roots: list[Path], kb: Path | None, workers: int | None, system: str | None, center: str | None,
@@ -164,8 +167,9 @@ def _render_array(out: dict[str, Any]) -> None:
     a = out["added"]
     head = f"Array job {out['job_id']}: " if out.get("job_id") else ""
     console.print(f"{head}{out['to_read']} new logs in {out['tasks']} task(s) (work directory {printable(str(out['work']))}); "
-                  f"{len(out['merged'])} task(s) merged: {a['jobs']} jobs, {a['findings']} findings, {a['runs']} "
-                  f"production runs added.", highlight=False)
+                  f"{len(out['merged'])} task(s) merged: {a['jobs']} jobs ({a['measured']} with their files under "
+                  f"the center's mounts), {a['findings']} findings, {a['runs']} production runs added.",
+                  highlight=False)
     for f in out["failed"]:
         console.print(printable(f"Not read (skipped): {f['path']}: {f['error']}"), highlight=False)
     for m in out["missing"]:
@@ -179,7 +183,9 @@ def _render_scan(out: dict[str, Any]) -> None:
     console.print(f"{out['files']} log files: {out['diagnosed']} read ({out['workers']} workers, "
                   f"{out['seconds']:.1f} s{rate}), {out['unchanged']} unchanged since an earlier scan, "
                   f"{out['duplicates']} copies of logs already scanned.")
-    console.print(f"Added {a['jobs']} jobs, {a['findings']} findings and {a['runs']} production runs to the KB.")
+    console.print(f"Added {a['jobs']} jobs, {a['findings']} findings and {a['runs']} production runs to the KB; "
+                  f"{a['measured']} of the jobs had their files under the center's mounts (measurements of its file "
+                  f"systems), the other {a['jobs'] - a['measured']} are kept as diagnoses only.", highlight=False)
     if out["failed"]:
         t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title="Not read (skipped)")
         t.add_column("log")
@@ -195,68 +201,100 @@ def _render_scan(out: dict[str, Any]) -> None:
 def report_cmd(
     kb: KBOption = None,
     top: Annotated[int, typer.Option(min=1, help="Rows per ranking.")] = 10,
-    ranks_per_node: Annotated[int, typer.Option(min=1, help="Ranks per node, to turn ranks into nodes (Darshan "
-                                                            "records no node count).")] = 1,
+    ranks_per_node: Annotated[Optional[int], typer.Option(
+        min=1, help="Ranks per node, to count the nodes of jobs whose log states no node count (default: the "
+                    "center file's ranks_per_node; else such jobs are counted in processes only).",
+        show_default=False)] = None,
+    center: Annotated[Optional[str], typer.Option(help="Center file or shipped name whose ranks_per_node counts "
+                                                       "nodes (default: the shipped center of each log's "
+                                                       "system).")] = None,
     system: Annotated[Optional[str], typer.Option(help="Only the logs scanned for this system.")] = None,
     json_out: JsonOption = False,
 ) -> None:
-    """Rank the scanned jobs, users, applications and rules by the I/O time at stake, in node-hours, with the
-    expected saving and the fix for each rule (docs/archive.md defines every figure)."""
+    """Rank the scanned jobs, users, applications and rules by the I/O time at stake, in process-hours (and
+    node-hours where the node count is known), with the saving a measurement backs and the fix for each rule
+    (docs/archive.md defines every figure)."""
     with cli_errors():
         from ..archive.report import center_report
         from ..kb import KB
         with KB.open(kb, create=False) as store:
-            doc = center_report(store, top=top, ranks_per_node=ranks_per_node, system=system)
+            doc = center_report(store, top=top, ranks_per_node=ranks_per_node, system=system,
+                                center_rpn=_center_rpn(store, center))
     if json_out:
         print_json(doc)
         return
     _render_report(doc)
 
 
-def _nh(x: float) -> str:
+def _center_rpn(store: Any, center: str | None) -> dict[str, int]:
+    """Ranks per node by system: of the shipped center named like each scanned system, and of `center`."""
+    from ..center import find_center, load_center
+    out = {}
+    for (name,) in store.conn.execute("SELECT DISTINCT system FROM main.archive_logs WHERE system IS NOT NULL"):
+        c = find_center(name)
+        if c is not None and c.ranks_per_node:
+            out[name.lower()] = c.ranks_per_node
+    if center:
+        c = load_center(center)
+        if c.ranks_per_node:
+            out[c.name.lower()] = c.ranks_per_node
+    return out
+
+
+def _h(x: float | None) -> str:
+    if x is None:
+        return "-"
     return f"{x:,.2f}" if x < 100 else f"{x:,.0f}"
+
+
+def _nodes_text(j: dict[str, Any]) -> str:
+    return f"{j['nodes']:,}" if j["nodes"] is not None else f"({j['nprocs']:,} processes)"
 
 
 def _render_report(doc: dict[str, Any]) -> None:
     tot, logs = doc["totals"], doc["logs"]
+    saving = (f"the savings backed by the evidence (a saving the rule derives from the counters, or a measured "
+              f"gain; on {tot['jobs_with_saving']} job(s)) come to about {_h(tot['saving_process_hours'])}"
+              if tot["jobs_with_saving"] else "no measurement backs a saving for any of them")
     console.print(f"{logs['scanned']} logs scanned ({logs['failed']} unreadable), {tot['jobs']} jobs using "
-                  f"{_nh(tot['node_hours'])} node-hours; {tot['jobs_with_findings']} jobs with findings put "
-                  f"{_nh(tot['at_stake_node_hours'])} node-hours of I/O time at stake, of which fixes would save "
-                  f"about {_nh(tot['saving_node_hours'])} (at {doc['ranks_per_node']} rank(s) per node).",
-                  highlight=False)
+                  f"{_h(tot['process_hours'])} process-hours; {tot['jobs_with_findings']} jobs with findings put "
+                  f"{_h(tot['at_stake_process_hours'])} process-hours of I/O time at stake; {saving}. Node counts: "
+                  f"{tot['jobs_with_nodes']} of {tot['jobs']} jobs ({_h(tot['at_stake_node_hours'])} node-hours "
+                  f"at stake among them); the others are counted in processes only.", highlight=False)
     if not tot["jobs"]:
         console.print("No jobs in the KB's archive tables: run `ioadvise archive scan` first.")
         return
     t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title="Jobs by I/O time at stake")
-    for col in ("#", "job", "user", "application", "nodes", "run s", "at stake node-h", "saving node-h", "rules"):
-        t.add_column(col, justify="right" if col in ("#", "nodes", "run s", "at stake node-h", "saving node-h")
-                     else "left")
+    right = ("#", "nodes", "run s", "at stake proc-h", "saving proc-h", "at stake node-h")
+    for col in ("#", "job", "user", "application", "nodes", "run s", "at stake proc-h", "saving proc-h",
+                "at stake node-h", "rules"):
+        t.add_column(col, justify="right" if col in right else "left")
     for i, j in enumerate(doc["jobs"], 1):
-        t.add_row(str(i), str(j["jobid"]), str(j["uid"]), j["app"], str(j["nodes"]), f"{j['run_time_s']:.0f}",
-                  _nh(j["at_stake_node_hours"]), _nh(j["saving_node_hours"]),
+        t.add_row(str(i), str(j["jobid"]), str(j["uid"]), j["app"], _nodes_text(j), f"{j['run_time_s']:.0f}",
+                  _h(j["at_stake_process_hours"]), _h(j["saving_process_hours"]), _h(j["at_stake_node_hours"]),
                   ", ".join(f["rule"] for f in j["findings"]) or "-")
     console.print(t)
     for key, title in (("users", "Users"), ("applications", "Applications")):
         col = "uid" if key == "users" else "app"
         t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title=f"{title} by I/O time at stake")
-        for c in (title[:-1].lower(), "jobs", "with findings", "node-h", "at stake node-h", "saving node-h",
+        for c in (title[:-1].lower(), "jobs", "with findings", "proc-h", "at stake proc-h", "saving proc-h",
                   "top rule"):
             t.add_column(c, justify="left" if c in (title[:-1].lower(), "top rule") else "right")
         for g in doc[key]:
-            t.add_row(str(g[col]), str(g["jobs"]), str(g["jobs_with_findings"]), _nh(g["node_hours"]),
-                      _nh(g["at_stake_node_hours"]), _nh(g["saving_node_hours"]), g["top_rule"] or "-")
+            t.add_row(str(g[col]), str(g["jobs"]), str(g["jobs_with_findings"]), _h(g["process_hours"]),
+                      _h(g["at_stake_process_hours"]), _h(g["saving_process_hours"] or None), g["top_rule"] or "-")
         console.print(t)
     if doc["rules"]:
         from rich.text import Text
         console.print(Text("Top fixes", style="bold"))
         for i, g in enumerate(doc["rules"], 1):
-            ex = g.get("example") or {}
-            save = ("up to " if g["saving_is_bound"] else "") + _nh(g["saving_node_hours"])
+            ex = g["example"]
+            save = (f"saving {_h(g['saving_process_hours'])} (backed on {g['jobs_with_saving']} job(s))"
+                    if g["jobs_with_saving"] else "no measurement backs a saving")
             console.print(Text.assemble((f"{i}. {g['rule']} ", "bold"), g["title"],
-                                        f": {g['jobs']} job(s), {_nh(g['at_stake_node_hours'])} node-hours at stake, "
-                                        f"saving {save}"))
-            if ex:
-                console.print(f"   Costliest: job {ex['jobid']} (user {ex['uid']}, {ex['app']}): {ex['message']}",
-                              highlight=False)
+                                        f": {g['jobs']} job(s), {_h(g['at_stake_process_hours'])} process-hours "
+                                        f"at stake, {save}"))
+            console.print(f"   Costliest: job {ex['jobid']} (user {ex['uid']}, {ex['app']}): {ex['message']}",
+                          highlight=False)
             if ex.get("command"):
                 console.print(f"   Command: {ex['command']}", highlight=False)

@@ -361,7 +361,7 @@ def plan(
 
 def _render_plan(result: Any, path: Path) -> None:
     src = ("the KB's production records" if result.target_source == "production"
-           else "the default workloads (no production records in the KB)")
+           else "the default workloads (no production records in the KB; archived jobs are never targets)")
     console.print(f"{result.system} ({result.filesystem}): {len(result.proposals)} of {result.candidates} "
                   f"candidate point(s), for {len(result.targets)} workload(s) from {src}", highlight=False)
     decision = result.objective == "decision"

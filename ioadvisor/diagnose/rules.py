@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -150,6 +149,21 @@ def _may_be_collective(f: FileSummary, op: str) -> bool:
 # ----------------------------------------------------------------------------------------------------
 # Lustre
 
+def striped_dir(s: LogSummary, f: FileSummary) -> str:
+    """The new directory LUS001 has the user stripe: `striped` beside the file, never in a file system's root
+    (no directory of the user's, and one whose layout every later file there would inherit). For a file in the
+    root of its mount: beside the file the job wrote most to below that mount, else under `$USER` there."""
+    mnt = (f.mount or "").rstrip("/")
+
+    def below(path: str) -> str | None:
+        d = os.path.dirname(path).rstrip("/")
+        return d if d and d != mnt and d.startswith(mnt + "/") else None
+
+    home = below(f.path) or max(((g.bytes_written, d) for g in s.files if g.mount == f.mount and g.bytes_written
+                                 and (d := below(g.path))), default=(0, f"{mnt}/$USER"))[1]
+    return os.path.join(home, "striped")
+
+
 def stripe_count_for(size: int, t: Mapping[str, Any]) -> int:
     """Stripe count the size table gives for a shared file of `size` bytes."""
     count = 1
@@ -241,9 +255,10 @@ class LUS001(Rule):
         ssize = f.lustre.stripe_size if f.lustre.stripe_size and f.lustre.stripe_size % 65536 == 0 else (1 << 20)
         at_stake, how_t = _file_rank_time(f)
         from ..mpiio import lfs_setstripe
+        from ..mpiio.render import shell_word
         # a new directory beside the file, never the file's own directory (that may be a top-level $USER
         # directory whose layout every later file would inherit)
-        sdir = os.path.join(os.path.dirname(f.path) or ".", "striped")
+        sdir = striped_dir(s, f)
         cmd = lfs_setstripe(sdir, want, ssize)
         evidence: dict[str, Any] = {
             "file": f.path, "bytes": size, "layer": f.layer, "ranks": f.ranks, "stripe_count": f.lustre.stripe_count,
@@ -276,7 +291,7 @@ class LUS001(Rule):
         msg = (f"{_short(f.path)} ({format_size(size)} through {f.layer}, {f.ranks} ranks) lives on "
                f"{f.lustre.stripe_count} OST, so every rank's data goes through one server; {_s(at_stake)} per rank "
                f"went to it. Stripe it over "
-               f"{want} OSTs ({'; '.join(how)}): `mkdir -p {shlex.quote(sdir)}`, `{cmd}`, then create the file in "
+               f"{want} OSTs ({'; '.join(how)}): `mkdir -p {shell_word(sdir)}`, `{cmd}`, then create the file in "
                f"that new directory, or the MPI-IO hints "
                f"striping_factor={want} striping_unit={ssize}. {gtext}")
         if len(hits) > 1:

@@ -160,7 +160,8 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
         from ..archive.report import center_report, has_jobs
         if has_jobs(kb):
             report("archive", 0, 1)
-            archive = center_report(kb, top=ARCHIVE_ROWS, systems=names if center is not None else None)
+            archive = center_report(kb, top=ARCHIVE_ROWS, systems=names if center is not None else None,
+                                    center_rpn={c["name"]: c.get("ranks_per_node") for c in centers})
             if not archive["totals"]["jobs"]:
                 archive = None
         files = _write_pages(out, langs, formats, systems, recs, guide, archive, report)

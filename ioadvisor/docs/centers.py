@@ -32,6 +32,7 @@ def _normalise(raw: Any, path: Path | None) -> dict[str, Any]:
         "title": get("title"),
         "source": get("source"),
         "mpi": get("mpi"),
+        "ranks_per_node": get("ranks_per_node"),
         "path": str(path) if path else None,
         "filesystems": [_plain(f, FS_KEYS) for f in (get("filesystems") or ())],
         "tiers": [_plain(t, TIER_KEYS) for t in (get("tiers") or ())],

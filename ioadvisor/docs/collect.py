@@ -11,6 +11,7 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from ..archive.store import ARCHIVE_RUN_SQL
 from ..kb import KB
 from ..model.run import META_OPS
 from ..model.units import format_size
@@ -234,9 +235,10 @@ class _SystemRuns:
             "WHERE system = ? COLLATE NOCASE", (name,))]
         scan = bool(sizes[0]) and (sizes[1] or 0) > sizes[0] * self.SCAN_SHARE
         self.conn.execute("DROP TABLE IF EXISTS temp.doc_runs")
-        # `+system` keeps sqlite off the system index (the same rows either way)
+        # `+system` keeps sqlite off the system index (the same rows either way); the production runs an archive
+        # scan made of jobs' logs are no measurements of the file systems: left out of every table and plot
         self.conn.execute(f"CREATE TEMP TABLE doc_runs AS SELECT {_FS_LABEL} AS fs, {cols} FROM all_runs "
-                          f"WHERE {'+' if scan else ''}system = ? COLLATE NOCASE", (name,))
+                          f"WHERE {'+' if scan else ''}system = ? COLLATE NOCASE AND NOT {ARCHIVE_RUN_SQL}", (name,))
         self.counts = dict(self.conn.execute("SELECT fs, count(*) FROM temp.doc_runs GROUP BY fs"))
         self.total = sum(self.counts.values())
 
@@ -430,7 +432,9 @@ def system_names(kb: KB, centers: list[dict[str, Any]], only: bool) -> list[str]
     center description."""
     names = {c["name"] for c in centers}
     if not only:
-        names |= set(kb.systems())
+        names |= {n for n in kb.systems() if kb.conn.execute(
+            f"SELECT 1 FROM all_runs WHERE system = ? COLLATE NOCASE AND NOT {ARCHIVE_RUN_SQL} LIMIT 1",
+            (n,)).fetchone()}          # a system whose only runs came from an archive scan has no measurement
         names |= {c["system"] for c in kb.comparisons()}
     # the KB matches system names without regard to case: "HA8000" and "ha8000" are one system, one page
     one: dict[str, str] = {}

@@ -185,9 +185,21 @@ MIGRATIONS: list = [
     );
     CREATE INDEX IF NOT EXISTS archive_findings_rule ON archive_findings(rule);
     """,
+    # 8: per archived job, the node count its log states (NULL: the log does not say) and the center file system
+    # its files lie under (NULL: under none of the scan's center's mounts; the job is a diagnosis, not a
+    # measurement, and has no production runs)
+    lambda conn: _add_columns(conn, "archive_jobs", {"nodes": "INTEGER", "filesystem": "TEXT"}),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _add_columns(conn: sqlite3.Connection, table: str, columns: dict[str, str]) -> None:
+    """Add the columns `table` lacks (a KB whose version was set back runs a migration again safely)."""
+    have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+    for name, kind in columns.items():
+        if name not in have:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
 
 
 def _statements(script: str) -> list[str]:

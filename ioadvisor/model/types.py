@@ -55,6 +55,7 @@ class Center:
     tiers: tuple[Tier, ...] = ()
     mpi_version: str | None = None
     node_memory: int | None = None          # bytes of memory on one client node
+    ranks_per_node: int | None = None       # MPI processes a job usually runs per node (archive report)
 
     def filesystem(self, name: str) -> FileSystem | None:
         return next((f for f in self.filesystems if f.name == name), None)
