@@ -6,10 +6,6 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
-from rich.panel import Panel
-from rich.table import Table
-from rich.text import Text
 
 from ..model.units import format_size
 from . import command_app
@@ -31,7 +27,12 @@ def _value(x: Any) -> str:
     return f"{x:.0f}" if isinstance(x, (int, float)) else "no measured value"
 
 
-def _render(doc: dict[str, Any], con: Console) -> None:
+def _render(doc: dict[str, Any], con: Any) -> None:
+    # rich is imported here, not at the top: `diagnose --json` does without it (start-up time is a target)
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
     job = doc["job"]
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")

@@ -56,12 +56,29 @@ def analyze(log: str | Path, *, center: str | None = None, thresholds: str | Pat
     findings quote measured gains from the KB at `kb` (else the default KB). Raises ImportFormatError, UsageError or
     ConfigError (exit 2 in the CLI) for bad input.
     """
-    from .derive import summarize
-    from .rules import load_thresholds
+    from ..errors import IOAdvisorError
+    from .derive import start_read
 
-    t = load_thresholds(thresholds)          # bad thresholds fail before the log is read
-    c_obj = _center(center)
-    return judge(summarize(log), t, c_obj, kb=kb, use_kb=use_kb)
+    # the child starts reading (and importing PyDarshan) first, while this process loads the rules, thresholds
+    # and center; errors come in the same order as if each step waited for the one before: bad thresholds or a
+    # bad center before a log refused by its header, and either before what the child finds
+    reading, refused = None, None
+    try:
+        reading = start_read(log)
+    except IOAdvisorError as e:
+        refused = e
+    try:
+        from .rules import load_thresholds
+        t = load_thresholds(thresholds)
+        c_obj = _center(center)
+    except BaseException:
+        if reading is not None:
+            reading.cancel()
+        raise
+    if refused is not None:
+        raise refused
+    assert reading is not None
+    return judge(reading.result(), t, c_obj, kb=kb, use_kb=use_kb)
 
 
 def judge(s: LogSummary, thresholds: dict[str, Any], center: Any = None, *, kb: str | Path | None = None,

@@ -23,7 +23,7 @@ from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES
                       LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests)
 
 __all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "check_header", "import_backend", "read_checked", "sniff",
-           "summarize", "to_workload"]
+           "start_read", "summarize", "to_workload"]
 
 DARSHAN_MAGIC = 6567223          # DARSHAN_MAGIC_NR, stored as int64 right after the 8-byte version string
 CHILD_TIMEOUT = 120.0
@@ -74,6 +74,13 @@ def summarize(path: str | Path, *, timeout: float = CHILD_TIMEOUT) -> LogSummary
 
     Raises ImportFormatError (exit 2) for foreign, truncated or corrupt logs, UsageError if PyDarshan is missing.
     """
+    return start_read(path, timeout=timeout).result()
+
+
+def start_read(path: str | Path, *, timeout: float = CHILD_TIMEOUT) -> "LogRead":
+    """Check the header, then start reading the log in a child process and return at once: the caller can do
+    other work (load thresholds, import the rules) while the child imports PyDarshan and reads. Raises what
+    `check_header` raises."""
     import multiprocessing as mp
 
     p = str(Path(path))
@@ -84,33 +91,52 @@ def summarize(path: str | Path, *, timeout: float = CHILD_TIMEOUT) -> LogSummary
     child = ctx.Process(target=_child, args=(p, send), daemon=True)
     child.start()
     send.close()
-    try:
-        if not recv.poll(timeout):
-            child.kill()
+    return LogRead(p, child, recv, timeout)
+
+
+class LogRead:
+    """A log being read in a child process (`start_read`); `result()` waits for its LogSummary, `cancel()` stops
+    the child when the caller gives up first."""
+
+    def __init__(self, path: str, child: Any, recv: Any, timeout: float):
+        self.path, self.child, self.recv, self.timeout = path, child, recv, timeout
+
+    def cancel(self) -> None:
+        self.child.kill()
+        self.child.join()
+        self.recv.close()
+
+    def result(self) -> LogSummary:
+        """The LogSummary; ImportFormatError naming the file if the child refused the log, crashed or timed out,
+        UsageError if PyDarshan is missing."""
+        p, child, recv, timeout = self.path, self.child, self.recv, self.timeout
+        try:
+            if not recv.poll(timeout):
+                child.kill()
+                child.join()
+                raise ImportFormatError(f"reading the log took more than {timeout:.0f} s; gave up", p)
+            status, payload = recv.recv()
+        except EOFError:
             child.join()
-            raise ImportFormatError(f"reading the log took more than {timeout:.0f} s; gave up", p)
-        status, payload = recv.recv()
-    except EOFError:
+            code = child.exitcode
+            if code is not None and code < 0:
+                import signal
+                try:
+                    name = signal.Signals(-code).name
+                except ValueError:
+                    name = f"signal {-code}"
+                raise ImportFormatError(
+                    f"the Darshan library crashed reading this log ({name}): the log is truncated or corrupt", p
+                ) from None
+            raise ImportFormatError(f"the log reader stopped without an answer (exit code {code})", p) from None
+        finally:
+            recv.close()
         child.join()
-        code = child.exitcode
-        if code is not None and code < 0:
-            import signal
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            raise ImportFormatError(
-                f"the Darshan library crashed reading this log ({name}): the log is truncated or corrupt", p
-            ) from None
-        raise ImportFormatError(f"the log reader stopped without an answer (exit code {code})", p) from None
-    finally:
-        recv.close()
-    child.join()
-    if status == "ok":
-        return payload
-    if status == "usage":
-        raise UsageError(payload)
-    raise ImportFormatError(payload, p)
+        if status == "ok":
+            return payload
+        if status == "usage":
+            raise UsageError(payload)
+        raise ImportFormatError(payload, p)
 
 
 def _child(path: str, conn: Any) -> None:
@@ -119,7 +145,7 @@ def _child(path: str, conn: Any) -> None:
     saved = os.dup(2)
     os.dup2(errfile.fileno(), 2)
     try:
-        backend = import_backend()
+        backend = import_backend(without_numpy=True)
         if backend is None:
             conn.send(("usage", "diagnosing Darshan logs needs PyDarshan: pip install 'ioadvisor[darshan]'"))
             return
@@ -157,20 +183,26 @@ def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:
         raise ImportFormatError(f"cannot read the log: {type(e).__name__}: {e}", path) from None
 
 
-class _NoPandas(types.ModuleType):
-    """Placeholder for pandas in the child: PyDarshan imports it at module level but only uses it for DataFrame
-    output, which the child never asks for. Importing pandas is most of PyDarshan's start-up time."""
+class _NotLoaded(types.ModuleType):
+    """Placeholder for a module PyDarshan imports at module level but the log reader never uses: pandas (for
+    DataFrame output) and, in the one-log child, numpy (its record arrays; `_records` reads the C structs through
+    PyDarshan's own cffi definitions instead). Importing them is most of PyDarshan's start-up time."""
 
     def __getattr__(self, name: str) -> Any:
-        raise AttributeError(f"pandas is not loaded in the log reader ({name})")
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(f"{self.__name__} is not loaded in the log reader ({name})")
 
 
-def import_backend() -> Any:
-    """PyDarshan's C backend, imported without pandas where that works, with it otherwise; None if missing."""
-    stubbed = False
-    if "pandas" not in sys.modules:
-        sys.modules["pandas"] = _NoPandas("pandas")
-        stubbed = True
+def import_backend(*, without_numpy: bool = False) -> Any:
+    """PyDarshan's C backend, None if missing. pandas (and with `without_numpy`, numpy) is kept out of the import
+    where that works; the placeholders leave `sys.modules` again afterwards, so a later import of either gets the
+    real module. `without_numpy` is for processes that read records only through `_records`: the backend's own
+    record functions (`log_get_record`) need numpy."""
+    names = ("pandas", "numpy") if without_numpy else ("pandas",)
+    stubbed = [n for n in names if n not in sys.modules]
+    for n in stubbed:
+        sys.modules[n] = _NotLoaded(n)
     try:
         from darshan.backend import cffi_backend
         return cffi_backend
@@ -180,9 +212,12 @@ def import_backend() -> Any:
     except Exception:
         if not stubbed:
             raise
-    if stubbed:
-        for name in [m for m in sys.modules if m == "pandas" or m.startswith("darshan")]:
-            del sys.modules[name]
+    finally:
+        for n in stubbed:
+            if isinstance(sys.modules.get(n), _NotLoaded):
+                del sys.modules[n]
+    for name in [m for m in sys.modules if m.startswith("darshan")]:
+        del sys.modules[name]
     try:
         from darshan.backend import cffi_backend
         return cffi_backend
@@ -195,19 +230,43 @@ class _LogError(Exception):
 
 
 def _records(backend: Any, log: Any, mod: str) -> list[dict]:
-    """All records of a module; counters as dicts of plain Python numbers (much faster to sum than numpy's)."""
+    """All records of a module, read through PyDarshan's cffi definitions of the module's C struct: counters as
+    dicts of plain Python numbers (much faster to sum than numpy's, and no numpy needed). A Lustre record holds
+    components (stripe counters, pool, OST list) instead of counters."""
+    ffi, lib = backend.ffi, backend.libdutil
+    idx = backend.log_get_modules(log)[mod]["idx"]
+    ctype = backend._structdefs[mod]
+    lustre = mod == "LUSTRE"
+    cnames = backend.counter_names("LUSTRE_COMP" if lustre else mod)
+    fnames = () if lustre else backend.fcounter_names(mod)
+    buf = ffi.new("void **")         # NULL: the library allocates each record (it would write into a non-NULL one)
     out = []
-    if mod == "LUSTRE":
-        while (rec := backend.log_get_record(log, mod, dtype="dict")) is not None:
-            out.append(rec)
-        return out
-    cnames = backend.counter_names(mod)
-    fnames = backend.fcounter_names(mod)
-    while (rec := backend.log_get_record(log, mod, dtype="numpy")) is not None:
-        out.append({"id": rec["id"], "rank": rec["rank"],
-                    "counters": dict(zip(cnames, rec["counters"].tolist())),
-                    "fcounters": dict(zip(fnames, rec["fcounters"].tolist()))})
+    while lib.darshan_log_get_record(log["handle"], idx, buf) >= 1:
+        rec = ffi.cast(ctype, buf)[0]
+        if lustre:
+            out.append({"id": rec.base_rec.id, "rank": rec.base_rec.rank, "components": _components(ffi, rec, cnames)})
+        else:
+            out.append({"id": rec.base_rec.id, "rank": rec.base_rec.rank,
+                        "counters": dict(zip(cnames, ffi.unpack(rec.counters, len(rec.counters)))),
+                        "fcounters": dict(zip(fnames, ffi.unpack(rec.fcounters, len(rec.fcounters))))})
+        lib.darshan_free(buf[0])
+        buf[0] = ffi.NULL
     return out
+
+
+def _components(ffi: Any, rec: Any, cnames: list[str]) -> list[dict]:
+    """A Lustre record's components: counters, pool name and the OST ids of each (the record's OST list holds
+    every component's ids in turn, as many as its stripe count)."""
+    ost_ids = ffi.cast("int64_t *", rec.ost_ids)
+    comps, at = [], 0
+    for i in range(rec.num_comps):
+        comp = rec.comps[i]
+        c = dict(zip(cnames, ffi.unpack(comp.counters, len(comp.counters))))
+        n = int(c["LUSTRE_COMP_STRIPE_COUNT"])
+        comps.append({"counters": c, "pool_name": ffi.string(comp.pool_name).decode("utf-8"),
+                      "ost_ids": ffi.unpack(ost_ids + at, n)})
+        at += n
+    return comps
 
 
 def _mount_of(path: str, mounts: list[tuple[str, str]], cache: dict | None = None) -> tuple[str | None, str | None]:
