@@ -193,13 +193,17 @@ def document(s: LogSummary, findings: list[Any], workload: Any, ranks_per_node: 
         "lustre": {"osts_used": len(used), "osts_seen": s.osts_seen,
                    "fs_ost_count_at_least": s.fs_ost_count_at_least,
                    "osts": [{"ost": o.ost, "files": o.files, "write_time_s": round(o.write_time, 3),
-                             "mean_write_time_s": round(o.mean_write_time, 3), "bytes_written": o.bytes_written}
+                             "mean_write_time_s": round(o.mean_write_time, 3),
+                             "slowest_rank_write_time_s": round(o.slowest_write_time, 3),
+                             "mean_slowest_rank_write_time_s": round(o.mean_slowest_write_time, 3),
+                             "bytes_written": o.bytes_written}
                             for o in s.osts]},
         "files": [{"path": f.path, "shared": f.shared, "ranks": f.ranks, "fs_type": f.fs_type,
                    "special": f.special or None, "bytes_read": f.bytes_read, "bytes_written": f.bytes_written,
                    "reads": f.reads, "writes": f.writes, "small_reads": f.small_reads, "small_writes": f.small_writes,
                    "zero_byte_reads": f.read_req.zero, "zero_byte_writes": f.write_req.zero,
                    "read_time_s": round(f.read_time, 4), "write_time_s": round(f.write_time, 4),
+                   "slowest_rank_write_time_s": round(f.slowest_write_time, 4),
                    "meta_time_s": round(f.meta_time, 4),
                    "rank_spread": _rank_spread(f.spread), "mpiio_read": _mpiio_dir(f.mpiio_read),
                    "mpiio_write": _mpiio_dir(f.mpiio_write), "mpiio_rank_spread": _rank_spread(f.mpiio_spread),

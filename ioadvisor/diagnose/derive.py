@@ -580,12 +580,13 @@ def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None,
     fcs = [r["fcounters"] for r in group]
     br = sum(int(c["POSIX_BYTES_READ"]) for c in cs)
     bw = sum(int(c["POSIX_BYTES_WRITTEN"]) for c in cs)
+    write_time = sum(f["POSIX_F_WRITE_TIME"] for f in fcs)
     return FileSummary(
         id=fid, path=fname, shared=shared, ranks=nprocs if reduced else len(ranks), fs_type=fstype, mount=mnt,
         special=special_kind(fname, fstype), bytes_read=br, bytes_written=bw,
         reads=sum(int(c["POSIX_READS"]) for c in cs), writes=sum(int(c["POSIX_WRITES"]) for c in cs),
-        read_time=sum(f["POSIX_F_READ_TIME"] for f in fcs), write_time=sum(f["POSIX_F_WRITE_TIME"] for f in fcs),
-        meta_time=sum(f["POSIX_F_META_TIME"] for f in fcs),
+        read_time=sum(f["POSIX_F_READ_TIME"] for f in fcs), write_time=write_time,
+        slowest_write_time=_slowest_write_time(group), meta_time=sum(f["POSIX_F_META_TIME"] for f in fcs),
         read_req=sum((_requests(r["counters"], "read", r["fcounters"]["POSIX_F_READ_TIME"]) for r in group),
                      Requests()),
         write_req=sum((_requests(r["counters"], "write", r["fcounters"]["POSIX_F_WRITE_TIME"]) for r in group),
@@ -593,6 +594,20 @@ def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None,
         spread=_spread("POSIX", group, nprocs, br + bw) if shared else None,
         mpiio_read=mpiio[0] if mpiio else None, mpiio_write=mpiio[1] if mpiio else None,
         mpiio_spread=mpiio[2] if mpiio and shared else None, lustre=lustre)
+
+
+def _slowest_write_time(group: list[dict]) -> float:
+    """The POSIX write time of a file's slowest rank: the largest of its ranks' write times; a record shared by
+    all ranks holds their sum and the slowest rank's read + write + metadata time, the smaller of which bounds
+    that rank's write time."""
+    per: dict[int, float] = {}
+    for r in group:
+        fc = r["fcounters"]
+        t = fc["POSIX_F_WRITE_TIME"]
+        if r["rank"] == -1:
+            t = min(t, fc["POSIX_F_SLOWEST_RANK_TIME"])
+        per[r["rank"]] = per.get(r["rank"], 0.0) + t
+    return max(0.0, max(per.values(), default=0.0))
 
 
 def _is_stream(name: str) -> bool:
@@ -684,19 +699,20 @@ def _ost_loads(files: list[FileSummary]) -> tuple[OstLoad, ...]:
         if f.lustre and f.lustre.osts:
             share = 1.0 / len(f.lustre.osts)
             for o in f.lustre.osts:
-                a = ost_acc.setdefault(o, [0, 0.0, 0.0])
+                a = ost_acc.setdefault(o, [0, 0.0, 0.0, 0.0])
                 a[0] += 1
                 a[1] += f.write_time * share
                 a[2] += f.bytes_written * share
-    return tuple(OstLoad(ost=o, files=int(a[0]), write_time=a[1], bytes_written=int(a[2]))
+                a[3] += f.slowest_write_time * share
+    return tuple(OstLoad(ost=o, files=int(a[0]), write_time=a[1], bytes_written=int(a[2]), slowest_write_time=a[3])
                  for o, a in sorted(ost_acc.items()))
 
 # ----------------------------------------------------------------------------------------------------
 # from the summary to a Workload
 
 def median_ost_time(summary: LogSummary) -> float | None:
-    """Median over OSTs of the mean write time per file on that OST."""
-    vals = [o.mean_write_time for o in summary.osts if o.files]
+    """Median over OSTs of the mean write time per file on that OST (each file's slowest rank's)."""
+    vals = [o.mean_slowest_write_time for o in summary.osts if o.files]
     return statistics.median(vals) if vals else None
 
 

@@ -148,6 +148,9 @@ class FileSummary:
     read_time: float = 0.0             # rank-seconds
     write_time: float = 0.0
     meta_time: float = 0.0
+    # the write time of the rank that wrote longest: its own record's, or for a record shared by all ranks
+    # (Darshan keeps sums there) the slowest rank's read + write + metadata time, at most `write_time`
+    slowest_write_time: float = 0.0
     read_req: Requests = field(default_factory=Requests)
     write_req: Requests = field(default_factory=Requests)
     spread: RankSpread | None = None   # POSIX, shared files only
@@ -192,16 +195,23 @@ class FileSummary:
 
 @dataclass(frozen=True, kw_only=True)
 class OstLoad:
-    """Write time attributed to one OST: each file's POSIX write time is shared equally among its OSTs."""
+    """Write time attributed to one OST: each file's POSIX write time is shared equally among its OSTs.
+    `write_time` shares the rank-seconds (summed over a shared file's ranks, who write at once),
+    `slowest_write_time` the slowest rank's (FileSummary.slowest_write_time): time on that OST, not a sum."""
 
     ost: int
     files: int
     write_time: float
     bytes_written: int
+    slowest_write_time: float = 0.0
 
     @property
     def mean_write_time(self) -> float:
         return self.write_time / self.files if self.files else 0.0
+
+    @property
+    def mean_slowest_write_time(self) -> float:
+        return self.slowest_write_time / self.files if self.files else 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
