@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import IOAdvisorError
 
-__all__ = ["WorkerPool", "Outcome", "default_workers"]
+__all__ = ["WorkerPool", "Outcome", "Retire", "default_workers"]
 
 
 def default_workers() -> int:
@@ -41,6 +41,15 @@ class Outcome:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class Retire:
+    """A handler's result after which its worker is replaced: for a handler that knows its process was left in a
+    bad state (a C library's handle that cannot be closed, holding a file descriptor and memory), so that a long
+    run of such items does not pile it up. The item's result is `value`."""
+
+    value: Any
+
+
 def _serve(conn: Connection, setup: Callable[..., Callable[[Any], Any]], args: tuple) -> None:
     try:
         handle = setup(*args)
@@ -56,9 +65,14 @@ def _serve(conn: Connection, setup: Callable[..., Callable[[Any], Any]], args: t
         if item is None:
             return
         try:
-            conn.send(("ok", handle(item)))
+            out = handle(item)
         except Exception as e:  # the handler's own failure: reported for this item, the worker stays
             conn.send(("error", f"{type(e).__name__}: {e}"))
+            continue
+        if isinstance(out, Retire):
+            conn.send(("retire", out.value))
+            return
+        conn.send(("ok", out))
 
 
 class _Worker:
@@ -98,7 +112,8 @@ def _death(code: int | None) -> str:
 class WorkerPool:
     """`workers` processes, each built by `setup(*args)` (run once in the worker; it returns the per-item
     handler). `imap_unordered(items)` yields an `Outcome` per item as items finish. An item whose handler runs
-    longer than `timeout` seconds, or whose worker dies, gets an error and a fresh worker takes its place."""
+    longer than `timeout` seconds, or whose worker dies, gets an error and a fresh worker takes its place
+    (`restarts` counts them); a handler that returns `Retire(value)` has its worker replaced too (`recycled`)."""
 
     def __init__(self, setup: Callable[..., Callable[[Any], Any]], args: tuple = (), *, workers: int = 1,
                  timeout: float = 120.0):
@@ -111,6 +126,7 @@ class WorkerPool:
         self.ctx = mp.get_context(method)
         self.workers: list[_Worker] = []
         self.restarts = 0
+        self.recycled = 0
 
     def __enter__(self) -> "WorkerPool":
         for _ in range(self.n):
@@ -142,9 +158,12 @@ class WorkerPool:
                 f"a worker could not start: {type(value).__name__}: {value}")
         return w
 
-    def _replace(self, w: _Worker, kill: bool) -> _Worker:
+    def _replace(self, w: _Worker, kill: bool, count: bool = True) -> _Worker:
         w.stop(kill=kill)
-        self.restarts += 1
+        if count:
+            self.restarts += 1
+        else:
+            self.recycled += 1
         nw = self._start()
         self.workers[self.workers.index(w)] = nw
         return nw
@@ -186,9 +205,10 @@ class WorkerPool:
                         got = None
                     if got is not None:
                         busy.remove(w)
-                        idle.append(w)
                         status, value = got
-                        yield Outcome(w.item, value, None) if status == "ok" else Outcome(w.item, None, value)
+                        item = w.item
+                        idle.append(self._replace(w, kill=False, count=False) if status == "retire" else w)
+                        yield Outcome(item, None, value) if status == "error" else Outcome(item, value, None)
                         continue
                     w.proc.join(1)
                     if w.proc.is_alive():       # readable but nothing to read yet: look again next round

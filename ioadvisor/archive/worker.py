@@ -96,6 +96,7 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
     handler of one `(path, sha256)` item."""
     from ..diagnose import judge
     from ..diagnose.derive import check_header, import_backend, read_checked
+    from .pool import Retire
     from ..diagnose.rules import load_thresholds
     from ..importers import ImportContext
     from ..importers.darshan import summary_runs
@@ -121,7 +122,15 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
         out: dict[str, Any] = {"hash": digest, "path": path}
         try:
             check_header(p)
+        except IOAdvisorError as e:
+            return {**out, "status": "failed", "error": getattr(e, "reason", None) or str(e)}
+        try:
             s = read_checked(p, backend, errfile)
+        except IOAdvisorError as e:
+            # the library failed with the log open, and closing it then aborts: this worker keeps the handle (a
+            # file descriptor, memory) until it exits, so it is replaced after this log
+            return Retire({**out, "status": "failed", "error": getattr(e, "reason", None) or str(e)})
+        try:
             d = judge(s, thresholds, center, use_kb=False)
         except IOAdvisorError as e:
             return {**out, "status": "failed", "error": getattr(e, "reason", None) or str(e)}
