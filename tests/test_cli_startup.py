@@ -153,3 +153,17 @@ def test_a_group_builds_only_the_subcommand_asked_for_and_lists_what_typer_would
         assert [p.name for p in a.params] == [p.name for p in b.params], name
         assert a.help == "\n\n".join(" ".join(p.split()) for p in (b.help or "").split("\n\n")), name
     assert set(lazy.commands._built) == set(eager.list_commands(None))
+
+
+def test_diagnose_json_process_imports_neither_pydarshan_numpy_nor_rich():
+    """`diagnose --json` reads the log in a child process (PyDarshan is imported there, without numpy or
+    pandas) and prints JSON: the command's own process loads none of darshan, numpy, pandas or rich."""
+    pytest.importorskip("darshan")
+    from pathlib import Path
+
+    import darshan
+    log = Path(darshan.__file__).parent / "examples" / "example_logs" / "example.darshan"
+    p, modules = _process("diagnose", str(log), "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["job"]["nprocs"] == 2048
+    assert not {m.split(".")[0] for m in modules} & {"darshan", "numpy", "pandas", "rich"}

@@ -133,3 +133,52 @@ def test_the_header_check_is_only_magic_and_size(tmp_path):
     with pytest.raises(ImportFormatError, match="truncated"):
         check_header(short)
     assert raw is not None
+
+
+# ----------------------------------------------------------------------------------------------------
+# the reader's own record access: the same numbers as PyDarshan's, without numpy
+
+def _as_plain(x):
+    """PyDarshan's record dicts hold numpy scalars and arrays; the reader's hold Python numbers and lists."""
+    if isinstance(x, dict):
+        return {k: _as_plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_as_plain(v) for v in x]
+    return x.tolist() if hasattr(x, "tolist") else x
+
+
+@pytest.mark.parametrize("log", SHARED_LOGS + WHEEL_LOGS, ids=lambda p: p.name)
+def test_records_read_through_the_c_structs_equal_pydarshans_own(log):
+    """Every record of every module the analysis reads, read through the module's C struct (`_records`), holds
+    the same id, rank and counter values, name for name, as PyDarshan's `log_get_record(dtype="dict")` of the
+    same log: not one counter differs, is renamed or is missing."""
+    from ioadvisor.diagnose.derive import _records
+    from ioadvisor.diagnose.summary import READ_MODULES
+    h1, h2 = raw.log_open(str(log)), raw.log_open(str(log))
+    try:
+        mods = [m for m in raw.log_get_modules(h1) if m in READ_MODULES]
+        for mod in mods:
+            ours = _records(raw, h1, mod)
+            theirs = []
+            while (r := raw.log_get_record(h2, mod, dtype="dict")) is not None:
+                theirs.append(_as_plain(r))
+            if mod == "LUSTRE":
+                theirs = [{"id": r["id"], "rank": r["rank"],
+                           "components": [{"counters": c["counters"], "pool_name": c["pool_name"],
+                                           "ost_ids": c["ost_ids"]} for c in r["components"]]} for r in theirs]
+            else:
+                theirs = [{k: r[k] for k in ("id", "rank", "counters", "fcounters")} for r in theirs]
+            assert ours == theirs, (log.name, mod)
+    finally:
+        raw.log_close(h1)
+        raw.log_close(h2)
+
+
+def test_the_log_reader_imports_pydarshan_without_numpy_or_pandas():
+    """The one-log child imports PyDarshan's C backend with numpy and pandas left out (they are most of its
+    start-up time, and the reader never uses them); afterwards both are still importable for real."""
+    probe = ("import sys; from ioadvisor.diagnose.derive import import_backend; b = import_backend(without_numpy=True); "
+             "print(b is not None, 'numpy' in sys.modules, 'pandas' in sys.modules); "
+             "import numpy; print(hasattr(numpy, 'ndarray'))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False", "False", "True"]

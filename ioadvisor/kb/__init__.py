@@ -1,4 +1,19 @@
-"""Knowledge base: sqlite store, migrations, reference data."""
-from .store import KB, ImportResult, RunFilter, default_kb_path
+"""Knowledge base: sqlite store, migrations, reference data.
+
+The store (and sqlite3 with it) is imported on first use of its names, not with the package: `ioadvise diagnose`
+reads only reference data (`kb.reference`) unless a rule needs measured runs."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .store import KB, ImportResult, RunFilter, default_kb_path
 
 __all__ = ["KB", "ImportResult", "RunFilter", "default_kb_path"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import store
+        return getattr(store, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
