@@ -45,7 +45,7 @@ def _wheel_logs() -> list[Path]:
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("the darshan package is not installed")
     out, seen = [], set()
-    for p in sorted(Path(list(spec.submodule_search_locations)[0]).rglob("*.darshan")):
+    for p in sorted(Path(next(iter(spec.submodule_search_locations))).rglob("*.darshan")):
         h = hashlib.sha256(p.read_bytes()).hexdigest()
         if h not in seen:
             seen.add(h)
