@@ -52,6 +52,33 @@ def atomic_write(path: str | Path, text: str | bytes, mode: int | None = None) -
         raise
 
 
+def die_with_parent() -> None:
+    """In a child process: end when the process that started it ends, however that ends (a SIGKILL too), so
+    no worker or reader outlives the command. Linux: the kernel's parent-death signal (prctl
+    PR_SET_PDEATHSIG, SIGKILL; it fires when the thread that forked the child ends, and every fork here is
+    made by the command's main thread); elsewhere a thread that watches the parent's process id."""
+    import multiprocessing as mp
+    parent = mp.parent_process()
+    ppid = parent.pid if parent is not None else os.getppid()
+    try:
+        import ctypes
+        import signal
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, signal.SIGKILL, 0, 0, 0) != 0:         # 1: PR_SET_PDEATHSIG
+            raise OSError(ctypes.get_errno(), "prctl")
+    except (OSError, AttributeError):
+        import threading
+        import time
+
+        def watch() -> None:
+            while os.getppid() == ppid:
+                time.sleep(0.5)
+            os._exit(1)
+        threading.Thread(target=watch, daemon=True, name="watch-parent").start()
+    if os.getppid() != ppid:            # the parent ended before the signal was asked for
+        os._exit(1)
+
+
 def json_safe(obj: Any) -> Any:
     """`obj` with every NaN or infinity replaced by None: JSON has no such tokens, and a reader that meets a
     bare `Infinity` fails."""

@@ -137,6 +137,8 @@ def summarize(path: str | Path, *, timeout: float = CHILD_TIMEOUT) -> LogSummary
 
 def _child(path: str, conn: Any) -> None:
     """Child body: capture the C library's stderr, parse, send ("ok", LogSummary) or ("error", message)."""
+    from ..util import die_with_parent
+    die_with_parent()
     errfile = tempfile.TemporaryFile()
     saved = os.dup(2)
     os.dup2(errfile.fileno(), 2)
