@@ -101,18 +101,15 @@ def to_json(obj: Any, **kw: Any) -> str:
         return json.dumps(json_safe(obj), allow_nan=False, default=str, **kw)
 
 
-def read_text(path: str | Path, error: type[Exception] = UsageError, what: str = "text") -> str:
-    """A user's text file, decoded; `error` (one line naming the file, and the line where known) for a missing,
-    unreadable, binary (`binary file, not <what>`) or non-UTF-8 file."""
+def read_text(path: str | Path, kind: Any, error: type[Exception] = UsageError) -> str:
+    """A user's text file of an `inputs.Kind`, decoded; `error` (one line naming the file, and the line where
+    known) for a missing, unreadable, binary (`binary file, not a <kind>`) or non-UTF-8 file, or one the kind
+    does not read (a pipe, a device, more bytes than its cap)."""
+    from .inputs import read_input
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise error(f"{p}: no such file") from None
-    except OSError as e:
-        raise error(f"{p}: cannot read: {e.strerror or e}") from None
+    data = read_input(p, kind, error)
     if b"\x00" in data:
-        raise error(f"{p}: binary file, not {what}")
+        raise error(f"{p}: binary file, not a {kind.what}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -124,8 +121,10 @@ def read_toml(path: str | Path, error: type[Exception] = UsageError) -> dict[str
     """A TOML file as a dict; `error` (one line naming the file, and the line where known) for a missing,
     unreadable, binary, non-UTF-8 or invalid file."""
     import tomllib
+
+    from .inputs import TOML
     p = Path(path)
-    text = read_text(p, error, "TOML")
+    text = read_text(p, TOML, error)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -98,7 +98,9 @@ def summarize(path: str | Path, *, timeout: float = CHILD_TIMEOUT) -> LogSummary
     """
     import multiprocessing as mp
 
+    from ..inputs import LOG, check_input
     p = str(Path(path))
+    check_input(p, LOG, ImportFormatError)     # a pipe or device is not opened; a log larger than the cap not read
     check_header(p)
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
     ctx = mp.get_context(method)
