@@ -238,11 +238,13 @@ def load_center_file(path: str | Path) -> Center:
 
 
 def _load_center_file(p: Path) -> Center:
+    from ..inputs import TOML, read_input
+    if not p.exists() and not p.is_symlink():
+        raise UsageError(f"{p}: no such center file")
+    data = read_input(p, TOML, ConfigError)
     try:
-        text = p.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{p}: no such center file") from None
-    except (OSError, UnicodeDecodeError) as e:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
         raise ConfigError(f"{p}: cannot read: {e}") from None
     try:
         data = tomllib.loads(text)

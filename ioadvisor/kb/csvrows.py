@@ -325,6 +325,10 @@ def _read_into(f: BinaryIO, ctx: ImportContext, prepare: Callable, send: Any) ->
     """The child of read_aside: batches to the pipe, then ("end",) or the error."""
     import signal
     from ..importers.csv import stream
+    from ..util import die_with_parent
+    # the child holds both ends of the pipe (forked after it was made): were the importing process killed,
+    # a full pipe would block this one in a write for good
+    die_with_parent()
     # Ctrl-C reaches the whole process group: the importing process rolls back and stops this one
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:

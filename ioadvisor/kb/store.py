@@ -257,15 +257,9 @@ class _ImportSource:
         self.path, self.spool, self.f = path, None, None
 
     def __enter__(self) -> "_ImportSource":
+        from ..inputs import RESULT, open_input
         p = self.path
-        try:
-            self.f = open(p, "rb")
-        except FileNotFoundError:
-            raise UsageError(f"{p}: no such file") from None
-        except IsADirectoryError:
-            raise UsageError(f"{p}: is a directory") from None
-        except OSError as e:
-            raise UsageError(f"{p}: cannot read: {e.strerror}") from None
+        self.f = open_input(p, RESULT)          # a regular file or a pipe; a device or socket is refused
         import stat
         if not stat.S_ISREG(os.fstat(self.f.fileno()).st_mode):
             # a pipe or device: keep what the first pass reads, so the parser reads the same bytes
@@ -682,7 +676,8 @@ class KB:
         The file is read twice in bounded memory: once to hash it (and, for text formats, to refuse a line
         longer than MAX_LINE, such as /dev/zero's), once to parse it as it goes when the importer can stream
         (the canonical CSV), else whole (formats whose files are small; larger than MAX_WHOLE_FILE is refused).
-        Something that is not a regular file (a pipe) is copied to a temporary file on the first read.
+        A pipe is copied to a temporary file on the first read; a device or socket is refused unopened
+        (ioadvisor.inputs).
         `progress(bytes_done, bytes_total)` is called as the file is parsed. Runs get their evidence flags
         (ioadvisor.center.evidence) from `center` (a `Center`, a center file or a shipped name) or else from
         the shipped center named like the runs' system."""
@@ -693,6 +688,8 @@ class KB:
             if not head:
                 raise ImportFormatError("empty file", str(p))
             imp = importers.detect(head, str(p)) if fmt == "auto" else importers.get(fmt)
+            if imp.check is not None and src.spool is None:
+                imp.check(str(p))                # e.g. a Darshan header that does not fit the file: not read
             digest, size = src.scan(imp.text, None if imp.stream else importers.MAX_WHOLE_FILE)
             ctx = importers.ImportContext(source=str(p), system=system, filesystem=filesystem, kind=kind)
             nullable = self._null_default_columns()
