@@ -14,7 +14,7 @@ import pytest
 from darshan_copies import wheel_logs
 from measured import run_measured
 
-from ioadvisor.diagnose.derive import HEADER_BYTES
+from ioadvisor.diagnose.derive import MIN_HEADER_BYTES
 from ioadvisor.inputs import LOG
 
 PEAK_MB = 300          # what a refusal may cost: the interpreter and its imports, not the file
@@ -58,10 +58,9 @@ def test_a_named_pipe_without_a_writer_and_dev_zero_are_refused(tmp_path, cmd):
 
 
 def _sparse_log(path: Path) -> Path:
-    """A real log's header, then nothing up to 20 GiB (no disk used): the header names regions that end long
-    before the file does."""
+    """A real log's header, then nothing up to 20 GiB (no disk used)."""
     with open(path, "wb") as f:
-        f.write(EXAMPLE.read_bytes()[:HEADER_BYTES])
+        f.write(EXAMPLE.read_bytes()[:MIN_HEADER_BYTES])
         f.truncate(20 << 30)
     return path
 
@@ -71,7 +70,7 @@ def test_a_20_gib_sparse_log_is_refused_without_reading_it(tmp_path):
     # hashing 20 GiB took 60 s; the refusal reads the header at most
     _refused_quickly(["diagnose", str(log)], str(log), f"larger than {LOG.limit >> 30} GiB")
     _refused_quickly(["kb", "import", str(log), "--kb", str(tmp_path / "kb.sqlite")], str(log),
-                     "corrupt Darshan header: its regions end at byte")
+                     "larger than 256 MiB, more than the importer of this format reads")
 
 
 def test_archive_scan_skips_pipes_devices_and_a_sparse_log_with_their_reasons(tmp_path):
@@ -91,6 +90,6 @@ def test_archive_scan_skips_pipes_devices_and_a_sparse_log_with_their_reasons(tm
     assert "named pipe" in failed["pipe.darshan"]
     assert "is a device" in failed["zero.darshan"] and "is a device" in failed["null.darshan"]
     # over the cap, the header is looked at instead of 20 GiB being hashed
-    assert failed["sparse.darshan"].startswith("corrupt Darshan header: its regions end at byte")
+    assert failed["sparse.darshan"].startswith("larger than 2 GiB"), failed["sparse.darshan"]
     assert doc["added"]["jobs"] == 1
     assert secs < 60 and peak < PEAK_MB, (secs, peak)
