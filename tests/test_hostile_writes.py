@@ -1,0 +1,116 @@
+"""Nothing lost or misread silently: a CSV that is not what it seems is refused (both readings: the importer's
+and the KB's fast one), values the model's arithmetic cannot carry are refused at import and harmless when an
+older version stored them, and a write that cannot be completed is an error, never exit 0."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ioadvisor.errors import ImportFormatError
+from ioadvisor.importers import ImportContext
+from ioadvisor.importers import csv as csvimp
+
+from tests.test_hostile_input import COLS, GOOD, GOOD_ROW, HEADER, digest, ioadvise, one_error_line, seeded_kb  # noqa: F401
+
+
+def row(**changes: str) -> str:
+    r = {**GOOD, **changes}
+    return ",".join(r[c] for c in COLS)
+
+
+def both_readings_refuse(tmp_path: Path, kb: Path, text: str, *needles: str) -> None:
+    """The importer's reading (importers.csv.parse) and `kb import`'s (the KB's fast row reader) refuse `text`
+    with the same line, and the KB is unchanged."""
+    bad = tmp_path / "bad.csv"
+    bad.write_text(text)
+    with pytest.raises(ImportFormatError) as e:
+        csvimp.parse(text.encode(), ImportContext(source=str(bad)))
+    for n in needles:
+        assert n in str(e.value), str(e.value)
+    before = digest(kb)
+    one_error_line(ioadvise("kb", "import", bad, "--kb", kb), *needles)
+    assert digest(kb) == before
+
+
+def test_an_unterminated_quote_is_refused_not_read_as_one_cell(tmp_path, seeded_kb):
+    # before: exit 0, and the 3rd row's notes held the 4th and 5th rows (three runs stored as one)
+    text = (HEADER + "\n" + GOOD_ROW + "\n" + row(notes='"note that never closes', nodes="2") + "\n"
+            + row(nodes="3") + "\n" + row(nodes="4") + "\n")
+    both_readings_refuse(tmp_path, seeded_kb, text, "bad.csv:3:", "closing quote")
+
+
+def test_text_after_a_closing_quote_is_refused(tmp_path, seeded_kb):
+    text = HEADER + "\n" + GOOD_ROW + "\n" + row(notes='"a"b') + "\n"
+    both_readings_refuse(tmp_path, seeded_kb, text, "bad.csv:3:")
+
+
+@pytest.mark.parametrize("col", ["value", "system", "notes"])
+def test_a_column_named_twice_is_refused(col, tmp_path, seeded_kb):
+    # before: the last of the two cells was stored, whatever the first said
+    header = HEADER + "," + col
+    text = header + "\n" + GOOD_ROW + ",7\n"
+    both_readings_refuse(tmp_path, seeded_kb, text, "bad.csv:1:", col)
+
+
+@pytest.mark.parametrize("date", ["2026-13-45", "2026-02-30", "2025-02-29", "0000-01-01", "2026-1-5", "yesterday",
+                                  "2026-06-01T25:00"])
+def test_an_impossible_date_is_refused(date, tmp_path, seeded_kb):
+    text = HEADER + ",date\n" + GOOD_ROW + ",\n" + GOOD_ROW + f",{date}\n"
+    both_readings_refuse(tmp_path, seeded_kb, text, "bad.csv:3:", "date")
+
+
+@pytest.mark.parametrize("date", ["2024-02-29", "2019", "2019-05", "2026-06-01T12:30:00+02:00"])
+def test_real_dates_are_kept_as_given(date, tmp_path):
+    kb = tmp_path / "kb.sqlite"
+    good = tmp_path / "good.csv"
+    good.write_text(HEADER + ",date\n" + GOOD_ROW + f",{date}\n")
+    assert ioadvise("kb", "import", good, "--kb", kb).exit_code == 0
+    listed = json.loads(ioadvise("kb", "list", "--kb", kb, "--system", "sysA", "--json").stdout)
+    assert [r["provenance"]["date"] for r in listed] == [date]
+    (run,) = csvimp.parse(good.read_bytes(), ImportContext(source="good.csv"))
+    assert run.provenance.date == date
+
+
+@pytest.mark.parametrize("value,unit", [("5e-324", "MiB/s"), ("1e-300", "MiB/s"), ("1e-7", "MiB/s"),
+                                        ("1e-12", "GiB/s"), ("1e-5", "ops/s")])
+def test_values_below_any_measurement_are_refused(value, unit, tmp_path, seeded_kb):
+    # 1e-7 MiB/s is a tenth of a byte per second; 1e-5 ops/s one operation in 28 hours
+    op = "file_create" if unit == "ops/s" else "write"
+    text = HEADER + "\n" + GOOD_ROW + "\n" + row(value=value, unit=unit, op=op) + "\n"
+    both_readings_refuse(tmp_path, seeded_kb, text, "bad.csv:3:", "below any real measurement")
+
+
+@pytest.mark.parametrize("value,unit", [("0", "MiB/s"), ("1e-6", "MiB/s"), ("0.001", "ops/s")])
+def test_small_real_values_are_accepted(value, unit, tmp_path):
+    kb = tmp_path / "kb.sqlite"
+    good = tmp_path / "good.csv"
+    op = "file_create" if unit == "ops/s" else "write"
+    good.write_text(HEADER + "\n" + row(value=value, unit=unit, op=op) + "\n")
+    assert ioadvise("kb", "import", good, "--kb", kb).exit_code == 0
+
+
+@pytest.mark.parametrize("stored", [5e-324, 1e-300])
+def test_a_stored_tiny_value_does_not_break_the_model(stored, tmp_path):
+    """A value an older version let in: `advise` and `kb validate` still answer (before: OverflowError)."""
+    kb = tmp_path / "kb.sqlite"
+    good = tmp_path / "runs.csv"
+    rows = [row(op="read", layout="shared", nodes=str(n), ranks=str(4 * n), stripe_count=str(1 + i % 4),
+                value=str(100 * n)) for i, n in enumerate((1, 2, 4, 8, 16, 32))]
+    rows += [row(op="read", layout=lay, nodes=str(n), ranks=str(4 * n), stripe_count="2", value="1")
+             for lay, n in (("shared", 3), ("fpp", 5))]
+    good.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
+    assert ioadvise("kb", "import", good, "--kb", kb).exit_code == 0
+    with sqlite3.connect(kb) as conn:     # what an older version stored
+        assert conn.execute("UPDATE runs SET value = ?, value_given = ? WHERE value = 1",
+                            (stored, stored)).rowcount == 2
+    conn.close()
+    res = ioadvise("advise", "--kb", kb, "--system", "sysA", "--nodes", 2, "--ranks-per-node", 4,
+                   "--bytes-per-rank", "1GiB", "--op", "read", "--json")
+    assert res.exit_code == 0, res.output
+    json.loads(res.stdout)
+    res = ioadvise("kb", "validate", "--kb", kb, "--json")
+    assert res.exit_code == 0, res.output
+    json.loads(res.stdout)
