@@ -4,8 +4,12 @@ older version stored them, and a write that cannot be completed is an error, nev
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,7 +17,7 @@ from ioadvisor.errors import ImportFormatError
 from ioadvisor.importers import ImportContext
 from ioadvisor.importers import csv as csvimp
 
-from tests.test_hostile_input import COLS, GOOD, GOOD_ROW, HEADER, digest, ioadvise, one_error_line, seeded_kb  # noqa: F401
+from tests.test_hostile_input import DARSHAN, COLS, GOOD, GOOD_ROW, HEADER, digest, ioadvise, one_error_line, seeded_kb  # noqa: F401
 
 
 def row(**changes: str) -> str:
@@ -114,3 +118,81 @@ def test_a_stored_tiny_value_does_not_break_the_model(stored, tmp_path):
     res = ioadvise("kb", "validate", "--kb", kb, "--json")
     assert res.exit_code == 0, res.output
     json.loads(res.stdout)
+
+
+# ---- writes that cannot complete ------------------------------------------------------------------------------
+EXE = Path(sys.executable).parent / "ioadvise"
+TSUBAME = Path(__file__).resolve().parent.parent / "data" / "centers" / "tsubame3.toml"
+
+
+def run_cli(*args: object, stdout: Any = subprocess.PIPE, unbuffered: bool = False) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    return subprocess.run([str(EXE), *map(str, args)], stdout=stdout, stderr=subprocess.PIPE, text=True,
+                          timeout=120, env=env)
+
+
+def failed_in_one_line(p: subprocess.CompletedProcess, *needles: str, code: int = 1) -> None:
+    assert p.returncode == code, (p.returncode, p.stderr)
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+@pytest.fixture
+def full_dir(tmp_path: Path):
+    """A 64 KiB file system already holding 32 KiB: the next 32 KiB fit, nothing beyond."""
+    d = tmp_path / "full"
+    d.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(d)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (needs root)")
+    try:
+        (d / "pad").write_bytes(b"\0" * (32 << 10))
+        yield d
+    finally:
+        subprocess.run(["umount", "-l", str(d)], capture_output=True)
+
+
+REPORTS = [("kb", "list", "--json", "--kb"), ("kb", "list", "--kb"), ("kb", "stats", "--json", "--kb"),
+           ("kb", "stats", "--kb"), ("kb", "export", "--format", "csv", "--kb"),
+           ("kb", "export", "--format", "json", "--kb"),
+           ("advise", "--system", "tsubame3", "--nodes", "2", "--ranks-per-node", "4", "--bytes-per-rank", "1GiB",
+            "--json", "--kb"),
+           ("center", "check", str(TSUBAME), "--json"), ("diagnose", str(DARSHAN), "--json")]
+
+
+@pytest.mark.parametrize("args", REPORTS, ids=lambda a: "-".join(Path(x).name for x in a[:3]))
+def test_stdout_on_dev_full_is_one_line_and_exit_1(args, seeded_kb):
+    # before: a 40-line traceback (OSError: No space left on device)
+    args = args + ((seeded_kb,) if args[-1] == "--kb" else ())
+    with open("/dev/full", "w") as full:
+        p = run_cli(*args, stdout=full)
+    failed_in_one_line(p, "cannot write the output", "No space left on device")
+
+
+@pytest.mark.parametrize("unbuffered", [False, True])
+@pytest.mark.parametrize("args", [("kb", "export", "--format", "csv"), ("kb", "list", "--json")])
+def test_stdout_to_a_full_disk_is_an_error_not_a_short_file(args, unbuffered, full_dir, tmp_path):
+    kb = tmp_path / "kb.sqlite"
+    src = tmp_path / "runs.csv"   # 400 runs: about 80 KiB exported, more than the 32 KiB left
+    src.write_text(HEADER + "\n" + "\n".join(row(nodes=str(n), ranks=str(4 * n)) for n in range(1, 401)) + "\n")
+    assert run_cli("kb", "import", src, "--kb", kb).returncode == 0
+    whole = run_cli(*args, "--kb", kb).stdout
+    assert len(whole) > 40 << 10
+    with open(full_dir / "out", "w") as out:
+        p = run_cli(*args, "--kb", kb, stdout=out, unbuffered=unbuffered)
+    # before (with PYTHONUNBUFFERED=1): exit 0 and a file cut at 32 KiB
+    failed_in_one_line(p, "cannot write the output")
+    assert (full_dir / "out").stat().st_size < len(whole)
+
+
+def test_export_to_a_full_disk_keeps_the_previous_file(full_dir, seeded_kb):
+    target = full_dir / "runs.csv"
+    target.write_text("the previous export\n")
+    (full_dir / "pad2").write_bytes(b"\0" * ((32 << 10) - 4096))   # what is left cannot hold the export
+    p = run_cli("kb", "export", "--kb", seeded_kb, "-o", target)
+    failed_in_one_line(p, "runs.csv", "No space left on device")
+    assert target.read_text() == "the previous export\n"
+    assert sorted(x.name for x in full_dir.iterdir()) == ["pad", "pad2", "runs.csv"]   # no temporary file left
