@@ -3,8 +3,10 @@ and the KB's fast one), values the model's arithmetic cannot carry are refused a
 older version stored them, and a write that cannot be completed is an error, never exit 0."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -141,18 +143,25 @@ def failed_in_one_line(p: subprocess.CompletedProcess, *needles: str, code: int 
         assert n in lines[0], lines[0]
 
 
-@pytest.fixture
-def full_dir(tmp_path: Path):
-    """A 64 KiB file system already holding 32 KiB: the next 32 KiB fit, nothing beyond."""
-    d = tmp_path / "full"
+@contextlib.contextmanager
+def small_fs(d: Path, size: str):
+    """A tmpfs of `size` mounted at `d` (skips where it cannot be mounted), unmounted afterwards."""
     d.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(d)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(d)],
+                      capture_output=True).returncode:
         pytest.skip("cannot mount a small tmpfs here (needs root)")
     try:
-        (d / "pad").write_bytes(b"\0" * (32 << 10))
         yield d
     finally:
         subprocess.run(["umount", "-l", str(d)], capture_output=True)
+
+
+@pytest.fixture
+def full_dir(tmp_path: Path):
+    """A 64 KiB file system already holding 32 KiB: the next 32 KiB fit, nothing beyond."""
+    with small_fs(tmp_path / "full", "64k") as d:
+        (d / "pad").write_bytes(b"\0" * (32 << 10))
+        yield d
 
 
 REPORTS = [("kb", "list", "--json", "--kb"), ("kb", "list", "--kb"), ("kb", "stats", "--json", "--kb"),
@@ -196,3 +205,78 @@ def test_export_to_a_full_disk_keeps_the_previous_file(full_dir, seeded_kb):
     failed_in_one_line(p, "runs.csv", "No space left on device")
     assert target.read_text() == "the previous export\n"
     assert sorted(x.name for x in full_dir.iterdir()) == ["pad", "pad2", "runs.csv"]   # no temporary file left
+
+
+# ---- the knowledge base failing under a command -----------------------------------------------------------------
+def many_runs(path: Path, n: int, first: int = 1) -> Path:
+    path.write_text(HEADER + "\n" + "\n".join(row(nodes=str(i), ranks=str(4 * i)) for i in range(first, first + n))
+                    + "\n")
+    return path
+
+
+def test_a_full_disk_during_import_is_one_line_and_the_kb_unchanged(tmp_path):
+    with small_fs(tmp_path / "fs", "1m") as d:
+        kb = d / "kb.sqlite"
+        assert run_cli("kb", "import", many_runs(tmp_path / "a.csv", 3), "--kb", kb).returncode == 0
+        before = json.loads(run_cli("kb", "list", "--kb", kb, "--system", "sysA", "--json").stdout)
+        free = os.statvfs(d).f_bavail * os.statvfs(d).f_frsize
+        (d / "pad").write_bytes(b"\0" * (free - (16 << 10)))        # 16 KiB left
+        p = run_cli("kb", "import", many_runs(tmp_path / "b.csv", 3000, first=10), "--kb", kb)
+        # before: a traceback ending "cannot rollback - no transaction is active"
+        failed_in_one_line(p)
+        assert "rollback" not in p.stderr and ("full" in p.stderr or "disk" in p.stderr), p.stderr
+        (d / "pad").unlink()
+        assert json.loads(run_cli("kb", "list", "--kb", kb, "--system", "sysA", "--json").stdout) == before
+
+
+@pytest.fixture
+def read_only_kb(tmp_path: Path, seeded_kb: Path):
+    """The seeded KB in a directory bind-mounted read-only."""
+    d = tmp_path / "ro"
+    d.mkdir()
+    shutil.copy(seeded_kb, d / "kb.sqlite")
+    if subprocess.run(["mount", "--bind", str(d), str(d)], capture_output=True).returncode:
+        pytest.skip("cannot bind-mount here (needs root)")
+    try:
+        if subprocess.run(["mount", "-o", "remount,ro,bind", str(d)], capture_output=True).returncode:
+            pytest.skip("cannot remount read-only here")
+        yield d / "kb.sqlite"
+    finally:
+        subprocess.run(["umount", "-l", str(d)], capture_output=True)
+
+
+def test_a_kb_on_a_read_only_mount_is_read_and_a_write_is_one_line(read_only_kb, tmp_path):
+    # before: "unable to open database file" for every command, reading ones too
+    for args in (("kb", "list", "--json"), ("kb", "stats", "--json"), ("kb", "export")):
+        p = run_cli(*args, "--kb", read_only_kb)
+        assert p.returncode == 0 and p.stdout, p.stderr
+    assert len(json.loads(run_cli("kb", "list", "--json", "--kb", read_only_kb, "--system", "sysA").stdout)) == 1
+    failed_in_one_line(run_cli("kb", "import", many_runs(tmp_path / "b.csv", 2, first=5), "--kb", read_only_kb),
+                       "kb.sqlite")
+
+
+def test_an_immutable_kb_is_read_and_a_write_is_one_line(seeded_kb, tmp_path):
+    if subprocess.run(["chattr", "+i", str(seeded_kb)], capture_output=True).returncode:
+        pytest.skip("cannot make a file immutable here")
+    try:
+        for args in (("kb", "list", "--json"), ("kb", "stats", "--json")):
+            p = run_cli(*args, "--kb", seeded_kb)
+            assert p.returncode == 0 and p.stdout, p.stderr
+        failed_in_one_line(run_cli("kb", "import", many_runs(tmp_path / "b.csv", 2, first=5), "--kb", seeded_kb),
+                           "readonly")
+    finally:
+        subprocess.run(["chattr", "-i", str(seeded_kb)], capture_output=True)
+
+
+def test_a_kb_with_corrupt_pages_is_one_line(seeded_kb):
+    with sqlite3.connect(seeded_kb) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'runs'").fetchone()[0]
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    data = bytearray(seeded_kb.read_bytes())
+    data[(root - 1) * page:(root - 1) * page + 100] = b"\xee" * 100   # the runs table's root page
+    seeded_kb.write_bytes(bytes(data))
+    for args in (("kb", "stats", "--json"), ("kb", "list", "--json"), ("kb", "list")):
+        # before: a traceback ending "sqlite3.DatabaseError: database disk image is malformed"
+        failed_in_one_line(run_cli(*args, "--kb", seeded_kb), "malformed")

@@ -58,6 +58,13 @@ def cli_errors() -> Iterator[None]:
     except KeyboardInterrupt:
         err_console.print("Interrupted")
         raise typer.Exit(130) from None
+    except Exception as e:
+        # the knowledge base failing under a command (a full disk, a read-only or corrupt file): one line
+        sqlite3 = sys.modules.get("sqlite3")
+        if sqlite3 is None or not isinstance(e, sqlite3.Error):
+            raise
+        err_console.print(f"Error: knowledge base: {e}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
 
 
 class OutputError(IOAdvisorError):
