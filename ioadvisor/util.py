@@ -1,6 +1,7 @@
 """Small I/O helpers shared by the thin layers."""
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -8,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from .errors import IOAdvisorError, UsageError
 
 # newline, carriage return, NUL, escape ... and the Unicode line separators: nothing a value written into a
 # script or an #SBATCH line may hold (a newline there starts a new shell command)
@@ -47,6 +48,10 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(shown, text)
 
 
+#: errors of the device rather than of the path: full disk, quota, file too large, I/O error
+_DEVICE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
+
+
 def atomic_write(path: str | Path, text: str | bytes, mode: int | None = None) -> None:
     """Write to a temporary file beside `path`, then rename: readers never see a half-written file."""
     import tempfile
@@ -70,7 +75,9 @@ def atomic_write(path: str | Path, text: str | bytes, mode: int | None = None) -
         if os.path.exists(tmp):
             os.unlink(tmp)
         if isinstance(e, OSError):
-            raise UsageError(f"{p}: cannot write: {e.strerror or e}") from None
+            # the disk refusing the content is a failure of the machine (exit 1), not of the path given
+            error = IOAdvisorError if e.errno in _DEVICE_ERRORS else UsageError
+            raise error(f"{p}: cannot write: {e.strerror or e}") from None
         raise
 
 

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from ..errors import ImportFormatError, IOAdvisorError, KBError, UsageError
 from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run, content_key, run_id
-from .schema import COMPARISON_COLUMNS, FSNAME, RUN_COLUMNS, UNKNOWN_FS, migrate
+from .schema import COMPARISON_COLUMNS, FSNAME, RUN_COLUMNS, UNKNOWN_FS, migrate, rollback
 
 BUSY_TIMEOUT_MS = 60_000
 BATCH = 5000          # runs per executemany inside an import's transaction
@@ -41,10 +41,17 @@ def default_kb_path() -> Path:
     return Path(base) / "ioadvisor" / "kb.sqlite"
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+def _connect(path: str, mode: str = "rw") -> sqlite3.Connection:
+    """A connection to the KB at `path`: to write ("rw"), or only to read ("ro"; "immutable" where not even
+    the read lock can be taken, as on a read-only mount, where nothing can change the file either)."""
+    if mode == "rw":
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    else:
+        from urllib.parse import quote
+        conn = sqlite3.connect(f"file:{quote(path)}?{'mode=ro' if mode == 'ro' else 'immutable=1'}",
+                               timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, uri=True)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    if path != ":memory:":
+    if path != ":memory:" and mode == "rw":
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
     conn.row_factory = sqlite3.Row
@@ -67,6 +74,12 @@ def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
     if version != SCHEMA_VERSION:
         raise KBError(f"{path}: published with knowledge base schema v{version}, this ioadvisor reads "
                       f"v{SCHEMA_VERSION}; publish it again with this version (`ioadvise kb publish`)")
+
+
+def _cannot_write(e: sqlite3.Error) -> bool:
+    """Whether SQLite refused to open or write a file it may still read."""
+    text = str(e)
+    return any(t in text for t in ("readonly", "read-only", "unable to open", "disk I/O error"))
 
 
 def _content_ids(runs: Iterable[Run]) -> list[str]:
@@ -523,11 +536,25 @@ class KB:
                 target = ":memory:"
         elif p.is_dir():
             raise KBError(f"{p}: is a directory, not a knowledge base")
-        try:
-            conn = _connect(target)
-            migrate(conn, target)
-        except sqlite3.DatabaseError as e:
-            raise KBError(f"{p}: not a usable knowledge base ({e})") from None
+        # a KB opened only to read (create=False) that cannot be written (a read-only file or mount, an
+        # immutable file) is read as it is
+        modes = ("rw",) if create or target == ":memory:" else ("rw", "ro", "immutable")
+        for mode in modes:
+            conn = None
+            try:
+                conn = _connect(target, mode)
+                migrate(conn, target)
+                conn.execute("SELECT count(*) FROM main.sqlite_master").fetchone()
+                break
+            except sqlite3.OperationalError as e:
+                if conn is not None:
+                    conn.close()
+                if mode == modes[-1] or not _cannot_write(e):
+                    raise KBError(f"{p}: not a usable knowledge base ({e})") from None
+            except sqlite3.DatabaseError as e:
+                if conn is not None:
+                    conn.close()
+                raise KBError(f"{p}: not a usable knowledge base ({e})") from None
         ref_path = None
         if reference:
             from .reference import published_kb_path, reference_kb_path
@@ -610,7 +637,7 @@ class KB:
                 ((source_hash,) + tuple(c.get(k) or None for k in COMPARISON_COLUMNS) for c in comparisons))
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            rollback(self.conn)
             raise
         note = f"{dups} run(s) are in the KB already" if dups else None
         return ImportResult(source, fmt, n, False, dups, note)
@@ -859,7 +886,7 @@ class KB:
                                   "first_rowid, stale) VALUES (?,?,?,?,?,?,?)", rows)
             self.conn.execute("COMMIT")
         except sqlite3.Error:
-            self.conn.execute("ROLLBACK")
+            rollback(self.conn)
 
     def comparisons(self, system: str | None = None) -> list[dict[str, Any]]:
         sql, args = "SELECT * FROM all_comparisons", []
@@ -921,7 +948,7 @@ class KB:
             gone = self._drop_empty_sources({r["source_hash"] for r in rows})
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            rollback(self.conn)
             raise
         return {"deleted": len(rows), "sources_removed": gone}
 
@@ -954,7 +981,7 @@ class KB:
             gone = self._drop_empty_sources({r["source_hash"] for r in rows})
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            rollback(self.conn)
             raise
         return {"relabelled": len(keep), "merged": len(rows) - len(keep), "sources_removed": gone,
                 "ids": {r["id"]: rid for r, rid in zip(rows, new_ids)}}
@@ -973,7 +1000,7 @@ class KB:
             self._drop_empty_sources(hashes)
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            rollback(self.conn)
             raise
         return n
 
