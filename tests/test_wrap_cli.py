@@ -134,6 +134,8 @@ def test_workload_flags_beat_ioadvise_lines_and_match_advise(tmp_path):
     assert adv["layout"] == "shared" and adv["stripe_count"] and adv["stripe_count"] > 1
     assert rep["settings"]["stripe_count"] == adv["stripe_count"]
     assert rep["settings"]["hints"] == {k: str(v) for k, v in adv["hints"].items()}
+    for k, v in rep["settings"]["hints"].items():          # every hint the summary prints is explained
+        assert any(x.startswith(f"hint {k}={v}: ") for x in rep["summary"]["settings"]), k
     # the same script without the flags is advised as its #IOADVISE line says: not the same job
     plain = _advise_json("--center", "HA8000", "--script", str(src))["recommendation"]
     assert (plain["layout"], plain["api"]) != (adv["layout"], adv["api"])

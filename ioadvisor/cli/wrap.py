@@ -123,7 +123,7 @@ def uncovered(script: str) -> list[str]:
 def summary(w) -> dict:
     """What was decided, for people: the job, the settings, the prediction, why, and what was left alone."""
     from ..mpiio import render
-    from ..model.units import format_size
+    from ..mpiio.render import explain_hint
     spec, st = w.spec, w.settings
     out: dict = {"job": None, "settings": [], "prediction": None, "why": [], "not_changed": []}
     if spec is not None and spec.nodes:
@@ -141,6 +141,7 @@ def summary(w) -> dict:
         how = ", ".join(line[len("export "):] for line in cmds.env)
         out["settings"].append(f"MPI-IO hints: {','.join(f'{k}={v}' for k, v in cmds.hints.items())} "
                                f"for {cmds.mpi_label} ({how})")
+        out["settings"] += [f"hint {k}={v}: {explain_hint(k, v)}" for k, v in cmds.hints.items()]
     if st.tier is not None:
         staged = (f"stage-in {', '.join(st.stage_in)}; " if st.stage_in else "") + (
             "new files staged out at the end" if st.tier.stage else "not staged")
