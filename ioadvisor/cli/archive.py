@@ -30,7 +30,9 @@ def scan_cmd(
     system: Annotated[Optional[str], typer.Option(help="System the jobs ran on (default: the center's name, "
                                                        "else $SLURM_CLUSTER_NAME, else unknown).")] = None,
     center: Annotated[Optional[str], typer.Option(help="Center file or shipped name: the OST count the striping "
-                                                       "rules use, as in `ioadvise diagnose --center`.")] = None,
+                                                       "rules use, as in `ioadvise diagnose --center`, and the "
+                                                       "mounts a job's files must lie under for it to become "
+                                                       "production runs (else it is kept as a diagnosis).")] = None,
     thresholds: Annotated[Optional[Path], typer.Option(help="TOML file of [RULE_ID] thresholds laid over the "
                                                             "shipped ones.")] = None,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Read again the logs an earlier scan "
