@@ -85,8 +85,10 @@ EDISON = ('name = "edison"\nnode_memory = "64GiB"\n[[filesystems]]\nname = "scra
 
 
 def test_a_log_is_a_measurement_only_when_its_files_lie_under_the_centers_mounts(tmp_path, kb_path):
-    """sample-badost (2048 files) and sample-goodost (48 files) wrote only below /scratch1, edison's one mount:
-    they become production runs on file system scratch1. example.darshan wrote to /scratch2, the others to
+    """sample-badost (2048 files) and sample-goodost (48 files) wrote below /scratch1, edison's one mount:
+    they become production runs on file system scratch1 (badost also read 1,654,784 bytes of input through STDIO
+    from /global/project, which edison's file does not describe: 0.0003% of the 549,757,468,672 bytes it moved through files, well
+    within the 1% a measured job may move elsewhere). example.darshan wrote to /scratch2, the others to
     /home, /tmp, /global/cscratch1, ... (or to no file at all): under no mount of edison, they stay diagnoses."""
     from ioadvisor.center import load_center
     c = tmp_path / "edison.toml"
@@ -261,9 +263,12 @@ def test_production_runs_are_those_kb_import_makes_with_the_same_center(tmp_path
     assert r.exit_code == 0, r.output
     measured = {r[0] for r in sqlite3.connect(tmp_path / "a.sqlite").execute(
         "SELECT l.path FROM archive_jobs j JOIN archive_logs l ON l.hash = j.hash WHERE j.filesystem = 'disk'")}
-    # the logs left out moved data through no file (STDIO streams only: noposix, noposixopens)
+    # the one log left out: noposix moved 1,812,408,359 bytes through /global/cscratch1/4028781608 and 29,562,779
+    # through a file recorded without a directory ('3710437467': under no mount); 29,562,779 / 1,841,971,138 =
+    # 1.6% of its bytes lie outside, more than the 1% allowed. noposixopens' nameless file holds 779,748 of its
+    # 608,096,825 bytes (0.13%): measured
     assert {Path(p).name for p in set(map(str, (tmp_path / "arch").rglob("*.darshan"))) - measured} == {
-        "noposix.darshan", "noposixopens.darshan"}
+        "noposix.darshan"}
     for p in sorted(measured):
         r = runner.invoke(app, ["kb", "import", str(p), "--system", "laptop", "--center", str(c), "--filesystem",
                                 "disk", "--kb", str(tmp_path / "b.sqlite"), "--json"])
