@@ -87,8 +87,9 @@ EDISON = ('name = "edison"\nnode_memory = "64GiB"\n[[filesystems]]\nname = "scra
 def test_a_log_is_a_measurement_only_when_its_files_lie_under_the_centers_mounts(tmp_path, kb_path):
     """sample-badost (2048 files) and sample-goodost (48 files) wrote below /scratch1, edison's one mount:
     they become production runs on file system scratch1 (badost also read 1,654,784 bytes of input through STDIO
-    from /global/project, which edison's file does not describe: 0.0003% of the 549,757,468,672 bytes it moved through files, well
-    within the 1% a measured job may move elsewhere). example.darshan wrote to /scratch2, the others to
+    from /global/project, which edison's file does not describe: 0.0003% of the 549,757,468,672 bytes it moved
+    through files, well within the 1% a measured job may move elsewhere). example.darshan wrote to /scratch2, the
+    others to
     /home, /tmp, /global/cscratch1, ... (or to no file at all): under no mount of edison, they stay diagnoses."""
     from ioadvisor.center import load_center
     c = tmp_path / "edison.toml"
