@@ -202,7 +202,7 @@ def _hints(hints: Mapping[str, Any], where: tuple[str | None, int | None]) -> di
 
 
 def _toml_line(text: str, key: str) -> int | None:
-    for n, line in enumerate(text.splitlines(), 1):
+    for n, line in enumerate(text.split("\n"), 1):   # TOML lines end at LF (or CRLF) only
         if re.match(rf"^\s*{re.escape(key)}\s*=", line):
             return n
     return None

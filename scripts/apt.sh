@@ -1,4 +1,23 @@
-# Sourced by the set-up scripts. apt_ensure PKG...: install the Debian packages that are missing (with sudo
+# Sourced by the set-up scripts.
+
+# quietly WHAT CMD...: run CMD with its output kept in a log; say WHAT was done, or on failure print the log and
+# return CMD's exit status, so that set-up shows a line per step unless something goes wrong.
+quietly() {
+  local what=$1 log rc=0
+  shift
+  log=$(mktemp "${TMPDIR:-/tmp}/ioadvisor-setup.XXXXXX")
+  "$@" >"$log" 2>&1 || rc=$?
+  if [ "$rc" = 0 ]; then
+    echo "$what"
+  else
+    cat "$log" >&2
+    echo "failed ($rc): $*" >&2
+  fi
+  rm -f "$log"
+  return "$rc"
+}
+
+# apt_ensure PKG...: install the Debian packages that are missing (with sudo
 # when not root); nothing when all are there or when IOADVISE_SKIP_APT=1.
 apt_ensure() {
   [ "${IOADVISE_SKIP_APT:-0}" != 1 ] || return 0
@@ -9,8 +28,9 @@ apt_ensure() {
   [ ${#missing[@]} -gt 0 ] || return 0
   local sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  quietly "apt: package lists updated" $sudo apt-get update
+  quietly "apt: installed ${missing[*]}" \
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 }
 
 # apt_enable_nonfree: add bookworm's non-free component (IOzone lives there) on the Debian mirror the machine
@@ -27,5 +47,5 @@ apt_enable_nonfree() {
   mirror=${mirror:-http://deb.debian.org/debian}
   printf 'Types: deb\nURIs: %s\nSuites: bookworm\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
     "$mirror" | $sudo tee /etc/apt/sources.list.d/ioadvisor-nonfree.sources >/dev/null
-  $sudo apt-get update -qq
+  quietly "apt: non-free component of $mirror added" $sudo apt-get update
 }

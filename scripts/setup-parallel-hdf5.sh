@@ -14,10 +14,12 @@ fi
 . scripts/apt.sh
 apt_ensure libhdf5-mpich-dev mpich pkg-config
 PY=${PYTHON:-python3}
-[ -x "$V/bin/python" ] || "$PY" -m venv "$V"
-"$V/bin/python" -m pip install -q --upgrade pip setuptools wheel Cython numpy pkgconfig
-CC=mpicc.mpich MPICC=mpicc.mpich "$V/bin/python" -m pip install -q --no-binary=mpi4py mpi4py
-CC=mpicc.mpich HDF5_MPI=ON HDF5_PKGCONFIG_NAME=hdf5-mpich \
-  "$V/bin/python" -m pip install -q --no-binary=h5py --no-build-isolation h5py
-"$V/bin/python" -m pip install -q -e .
+[ -x "$V/bin/python" ] || quietly "python: $V created" "$PY" -m venv "$V"
+quietly "pip: build tools installed in $V" "$V/bin/python" -m pip install --upgrade pip setuptools wheel Cython numpy pkgconfig
+quietly "pip: mpi4py built against MPICH" \
+  env CC=mpicc.mpich MPICC=mpicc.mpich "$V/bin/python" -m pip install --no-binary=mpi4py mpi4py
+quietly "pip: parallel h5py built against MPICH's HDF5" \
+  env CC=mpicc.mpich HDF5_MPI=ON HDF5_PKGCONFIG_NAME=hdf5-mpich \
+  "$V/bin/python" -m pip install --no-binary=h5py --no-build-isolation h5py
+quietly "pip: ioadvisor installed in $V" "$V/bin/python" -m pip install -e .
 "$V/bin/python" -c "import h5py, sys; sys.exit(not h5py.get_config().mpi)"

@@ -14,6 +14,6 @@ apt_enable_nonfree
 apt_ensure iozone3
 
 PY=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[all,test]"
+[ -x .venv/bin/python ] || quietly "python: .venv created" "$PY" -m venv .venv
+quietly "pip: up to date" .venv/bin/python -m pip install --upgrade pip
+quietly "pip: ioadvisor and its dependencies installed in .venv" .venv/bin/python -m pip install -e ".[all,test]"

@@ -9,4 +9,5 @@ bash scripts/setup.sh
 if [ "${IOADVISE_PARALLEL_HDF5:-0}" = 1 ]; then
   bash scripts/setup-parallel-hdf5.sh
 fi
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# -rs: the reason of every skipped test is printed at the end (a missing tool or environment, never silent)
+exec .venv/bin/python -m pytest -q -rs -p no:cacheprovider "$@"

@@ -40,10 +40,10 @@ def _archive(root: Path) -> dict[str, Path]:
 
 
 def _crashing_log(path: Path) -> Path:
-    """example.darshan with one byte of its compressed records inverted: the header is intact, and the Darshan
-    library aborts the process reading it (an assertion in darshan_log_close, or a segmentation fault)."""
+    """example.darshan (log format 3.21) with the low byte of its name table's length (header bytes 32-39)
+    inverted, 7103 -> 7232 bytes: the Darshan library aborts the process reading it (SIGABRT)."""
     data = bytearray(next(p for p in LOGS if p.name == "example.darshan").read_bytes())
-    data[len(data) // 2] ^= 0xFF
+    data[32] ^= 0xFF
     path.write_bytes(bytes(data))
     return path
 
@@ -176,7 +176,7 @@ def test_corrupt_logs_are_reported_and_skipped_and_a_crash_costs_one_restart(tmp
     bad = arch / "bad"
     bad.mkdir()
     example = next(p for p in LOGS if p.name == "example.darshan").read_bytes()
-    (bad / "truncated.darshan").write_bytes(example[:3000])           # the header check refuses it
+    (bad / "truncated.darshan").write_bytes(example[:3000])           # the library finds it cut short
     _crashing_log(bad / "crashes.darshan")
     v = bytearray(example)
     v[300] ^= 0xFF                                                     # POSIX module version: the library complains

@@ -39,7 +39,7 @@ def _archive(root: Path) -> Path:
         (root / "2026" / "11" / "01" / f"ex{jid}.darshan").write_bytes(with_job(ex, jobid=jid))
     shutil.copy(logs[0], root / "2026" / "11" / "02" / "copy-of-first.darshan")
     bad = bytearray(ex)
-    bad[len(bad) // 2] ^= 0xFF
+    bad[32] ^= 0xFF              # the name table's length (format 3.21 header): 7103 -> 7232, the library aborts
     (root / "2026" / "11" / "03" / "crashes.darshan").write_bytes(bytes(bad))
     return root
 

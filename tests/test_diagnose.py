@@ -292,7 +292,7 @@ def test_a_crash_in_the_reader_becomes_a_clear_error(monkeypatch):
     if "fork" not in __import__("multiprocessing").get_all_start_methods():
         pytest.skip("needs fork to carry the patched reader into the child")
 
-    def crash(path, backend):
+    def crash(path, backend, complaints):
         import faulthandler
         faulthandler.disable()      # keep pytest's crash dump of the child out of the output
         os.kill(os.getpid(), signal.SIGSEGV)

@@ -132,3 +132,20 @@ def test_hints_file_is_created_exclusively_not_at_a_predictable_path(tmp_path):
     assert stat.S_IMODE(hints.stat().st_mode) == 0o600
     assert hints.read_text() == "cb_buffer_size 8388608\nromio_cb_write enable\nromio_ds_write disable\n"
     assert victim.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("ch", ["\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"],
+                         ids=["CR", "VT", "FF", "FS", "GS", "RS", "NEL", "LS", "PS"])
+def test_lines_end_at_newline_only(tmp_path, ch):
+    """A separator other than "\\n" is inside its line, as bash reads it: the block goes after the whole
+    comment (never between the comment and the text after the separator), and running the result with bash
+    creates no marker from that text."""
+    header = HEAD + f"# c{ch}touch {tmp_path}/marker\n#SBATCH -t 1\n"
+    script = header + f"echo a{ch}b > /dev/null\n"
+    result, _ = hook(tmp_path, script)
+    before, block, after = split(result)
+    assert (before, after) == (header, script[len(header):])
+    run = tmp_path / "run.sh"
+    run.write_bytes(result.encode())
+    subprocess.run(["bash", str(run)], cwd=tmp_path, capture_output=True, timeout=60, env={"PATH": os.environ["PATH"]})
+    assert not (tmp_path / "marker").exists()

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 from array import array
 import sqlite3
 from typing import Any
@@ -22,14 +21,14 @@ def _signature(kb: KB, system: str, osts: dict, dflt: dict) -> tuple:
     are added (rowids only grow) or when runs of this system are deleted (its per-file-system run counts, kept
     current by the KB, fall; a delete need not lower the largest rowid); the reference data (the reference KB's
     file name is a hash of its data and schema; its directory, the user's cache, is left out, so the users of
-    one KB, each with a cache of their own, share the fits it stores instead of refitting in turn); and what
-    the center says of the file systems (OST counts and default stripe counts enter the fit)."""
+    one KB, each with a cache of their own, share the fits it stores instead of refitting in turn; a center's
+    published KB by the id of its snapshot); and what the center says of the file systems (OST counts and
+    default stripe counts enter the fit)."""
     row = kb.conn.execute("SELECT max(rowid) FROM main.runs").fetchone()
     src = kb.conn.execute("SELECT count(*) FROM main.sources").fetchone()
     counts = kb.conn.execute("SELECT fsname, n_runs FROM main.system_fs WHERE system = ? COLLATE NOCASE "
                              "ORDER BY fsname, system", (system,)).fetchall()
-    return (MODEL_VERSION, row[0], src[0], [list(c) for c in counts],
-            os.path.basename(kb.reference) if kb.reference else None,
+    return (MODEL_VERSION, row[0], src[0], [list(c) for c in counts], kb.reference_id,
             sorted([str(k), v, dflt.get(k)] for k, v in osts.items()))
 
 

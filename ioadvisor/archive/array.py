@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..errors import SlurmError, UsageError
-from ..util import atomic_write
+from ..util import atomic_write, printable
 from .scan import ScanOutcome, list_logs, pending_logs
 from .store import add_results
 from .worker import Settings
@@ -97,7 +97,7 @@ def submit(work: Path) -> str:
     """Submit the work directory's array script; returns the job id."""
     from ..slurm.submit import sbatch
     script = work / SCRIPT
-    return sbatch(script.read_text(), name=SCRIPT, cwd=work)
+    return sbatch(script.read_bytes().decode("utf-8", "surrogateescape"), name=SCRIPT, cwd=work)
 
 
 def run_task(work: Path, k: int) -> Path:
@@ -179,9 +179,9 @@ def _main(argv: list[str]) -> int:
     try:
         target = run_task(Path(argv[0]), int(argv[1]))
     except UsageError as e:
-        print(f"Error: {e}", file=sys.stderr)
+        print(f"Error: {printable(str(e))}", file=sys.stderr)
         return 2
-    print(f"wrote {target}")
+    print(f"wrote {printable(str(target))}")
     return 0
 
 

@@ -235,8 +235,10 @@ def _group_points(runs: Sequence[Any], fs: FileSystem, op: str) -> list:
 
 
 def _width(var: Any) -> Any:
+    """The ratio of a 90 % interval's ends for a log-variance (infinite, not a RuntimeWarning, past a float)."""
     import numpy as np
-    return np.exp(2 * Z90 * np.sqrt(np.maximum(var, 0.0)))
+    with np.errstate(over="ignore"):
+        return np.exp(2 * Z90 * np.sqrt(np.maximum(var, 0.0)))
 
 
 def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Sequence[Any],

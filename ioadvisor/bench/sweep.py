@@ -96,9 +96,10 @@ class Plan:
 
 def load_plan(path: str | Path) -> Plan:
     """A plan JSON written by `Plan.to_json`."""
+    from ..inputs import PLAN, read_input
     try:
-        d = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
+        d = json.loads(read_input(path, PLAN))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise UsageError(f"{path}: not a readable sweep plan ({e})") from None
     if not isinstance(d, dict) or d.pop(PLAN_MARKER, None) != 1:
         raise UsageError(f"{path}: not a sweep plan")
@@ -124,11 +125,11 @@ def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_r
 
     Every config is validated before the plan is returned, so nothing runs when any config is impossible.
     """
+    from ..inputs import TOML
+    from ..util import read_text
     src = str(path)
     try:
-        doc = tomllib.loads(text if text is not None else Path(path).read_text())
-    except FileNotFoundError:
-        raise UsageError(f"{src}: no such file") from None
+        doc = tomllib.loads(text if text is not None else read_text(path, TOML))
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{src}: {e}") from None
     unknown = sorted(set(doc) - set(TOP_KEYS))

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from ..errors import IOAdvisorError
+from ..util import printable
 
 
 def _run(plan_path: str, index: int) -> int:
@@ -42,14 +43,14 @@ def main(argv: list[str]) -> int:
     try:
         return (_run if argv[0] == "run" else _launch)(argv[1], int(argv[2]))
     except IOAdvisorError as e:
-        print(f"Error: {e}", file=sys.stderr)
+        print(f"Error: {printable(str(e))}", file=sys.stderr)
         mpi = sys.modules.get("mpi4py.MPI")
         if mpi is not None and mpi.Is_initialized() and mpi.COMM_WORLD.Get_size() > 1:
             sys.stderr.flush()
             mpi.COMM_WORLD.Abort(e.exit_code)
         return e.exit_code
     except IndexError:
-        print(f"Error: {argv[1]}: no config {argv[2]}", file=sys.stderr)
+        print(f"Error: {printable(argv[1])}: no config {printable(argv[2])}", file=sys.stderr)
         return 2
 
 

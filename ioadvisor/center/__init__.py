@@ -9,6 +9,7 @@ from typing import Any, Iterable
 from ..errors import ConfigError, UsageError
 from ..model.types import Center, FileSystem, Tier
 from ..model.units import parse_size
+from ..model.validate import INT_RANGES, MAX_NAME, _name, _text
 
 from .schema import FS_STRIPING, KEYS, MPI_FLAVOURS, STRIPE_UNIT, TIER_KINDS, keys_of
 
@@ -16,6 +17,7 @@ UNKNOWN_FS = "unknown"         # the file system of runs that do not name one
 _STRIPING = FS_STRIPING
 _MPIS = MPI_FLAVOURS
 _FEATURES = re.compile(r"^[A-Za-z0-9_-]+(?:[&|,][A-Za-z0-9_-]+)*$")
+MAX_PATH = 4096                # characters of a mount path
 _VERSION = re.compile(r"^[0-9]+(?:\.[0-9]+){0,3}[A-Za-z0-9._-]*$")
 
 
@@ -74,8 +76,18 @@ class _Reader:
         if v is None:
             return None
         at = f"{where}{key}"
-        if spec.kind in ("string", "choice", "version", "bandwidth") and not isinstance(v, str):
-            raise self.fail(at, f"{at} must be str, got {v!r}")
+        if spec.kind in ("string", "text", "choice", "version", "bandwidth"):
+            if not isinstance(v, str):
+                raise self.fail(at, f"{at} must be str, got {v!r}")
+            # what a job script, an #SBATCH line, the KB or a terminal would refuse later is refused here: a
+            # value of one line has no control character at all, free text no escape, NUL ...
+            try:
+                if spec.kind == "text":
+                    _text(v, at)
+                else:
+                    _name(v, at, limit=MAX_PATH if key == "mount" else MAX_NAME)
+            except UsageError as e:
+                raise self.fail(at, str(e)) from None
         if spec.kind == "integer" and (not isinstance(v, int) or isinstance(v, bool)):
             raise self.fail(at, f"{at} must be int, got {v!r}")
         if spec.kind == "boolean" and not isinstance(v, bool):
@@ -165,9 +177,15 @@ def _filesystem(rd: _Reader, where: str, fs: dict[str, Any]) -> FileSystem:
     osts, count, size = v.get("ost_count"), v.get("default_stripe_count"), v.get("default_stripe_size")
     if osts is not None and osts < 1:
         raise rd.fail(f"{where}ost_count", f"{where}ost_count must be positive, got {osts}")
+    if osts is not None and osts > INT_RANGES["ost_count"][1]:
+        raise rd.fail(f"{where}ost_count", f"{where}ost_count must be between 1 and {INT_RANGES['ost_count'][1]}, "
+                                           f"got {osts}")
     if count is not None and (count < -1 or count == 0):
         raise rd.fail(f"{where}default_stripe_count", f"{where}default_stripe_count must be -1 (all OSTs) or "
                                                       f"positive, got {count}")
+    if count is not None and count > INT_RANGES["stripe_count"][1]:
+        raise rd.fail(f"{where}default_stripe_count", f"{where}default_stripe_count must be -1 (all OSTs) or "
+                                                      f"at most {INT_RANGES['stripe_count'][1]}, got {count}")
     if count is not None and osts is not None and count > osts:
         raise rd.fail(f"{where}default_stripe_count", f"{where}default_stripe_count {count} is more than "
                                                       f"ost_count {osts}")
@@ -238,14 +256,18 @@ def load_center_file(path: str | Path) -> Center:
 
 
 def _load_center_file(p: Path) -> Center:
+    from ..inputs import TOML, read_input
+    if not p.exists() and not p.is_symlink():
+        raise UsageError(f"{p}: no such center file")
+    data = read_input(p, TOML, ConfigError)
     try:
-        text = p.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{p}: no such center file") from None
-    except (OSError, UnicodeDecodeError) as e:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
         raise ConfigError(f"{p}: cannot read: {e}") from None
     try:
         data = tomllib.loads(text)
+    except RecursionError:
+        raise ConfigError(f"{p}: not a center file: arrays or tables nested too deep") from None
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"at line (\d+)", str(e))
         line = int(m.group(1)) if m else None

@@ -6,8 +6,10 @@ module of the command being run, so `ioadvise advise` or `ioadvise submit` does 
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
+import sys
 from collections.abc import MutableMapping
 from typing import Any, Callable, Iterator
 
@@ -35,8 +37,39 @@ def command_app() -> typer.Typer:
     return typer.Typer(rich_markup_mode="rich", no_args_is_help=True, add_completion=False)
 
 
+try:  # typer 0.26 and later carry their own copy of click
+    from typer._click import exceptions as _click_errors
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click import exceptions as _click_errors
+
+
+@contextlib.contextmanager
+def _one_line_usage_errors() -> Iterator[None]:
+    """A usage error found while parsing (a bad option value, a missing argument, an unknown option) as one
+    `Error:` line naming the help to read, instead of click's usage, hint and boxed message."""
+    try:
+        yield
+    except _click_errors.ClickException as e:
+        if type(e).__name__ == "NoArgsIsHelpError":   # no arguments at all: the help is the answer
+            raise
+        from .common import print_error
+        ctx = getattr(e, "ctx", None)
+        hint = f" (see '{ctx.command_path} -h')" if ctx is not None else ""
+        print_error(e.format_message() + hint)
+        raise typer.Exit(e.exit_code) from None
+
+
 class _LazyGroup(TyperGroup):
-    """Root group that imports a command's module only when that command is asked for."""
+    """Root group that imports a command's module only when that command is asked for. Usage errors found
+    while parsing the command line, at any depth, are one line (_one_line_usage_errors)."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        with _one_line_usage_errors():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: Any) -> Any:
+        with _one_line_usage_errors():
+            return super().invoke(ctx)
 
     def list_commands(self, ctx: object) -> list[str]:
         return list(COMMANDS)
@@ -151,5 +184,21 @@ def _root(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: the command, then its output flushed; a failed write to stdout (a full disk,
+    a closed pipe) is one line and exit 1, never a silent truncation, a traceback or exit 0."""
+    from .common import OutputError, checked_stdout, err_console
+    out = checked_stdout()
+    code: Any = 0
+    try:
+        app()
+    except SystemExit as e:
+        code = e.code
+    except OutputError as e:                     # raised outside a command's own error handling
+        err_console.print(f"Error: {e}", highlight=False, soft_wrap=True)
+        code = e.exit_code
+    try:
+        out.flush()
+    except OutputError as e:
+        err_console.print(f"Error: {e}", highlight=False, soft_wrap=True)
+        code = e.exit_code
+    sys.exit(code)

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..errors import UsageError
+from ..inputs import SCRIPT, TOML
 from ..util import read_text
 from . import command_app
 from .common import JsonOption, KBOption, cli_errors, console, print_json
@@ -173,8 +174,8 @@ def advise_cmd(
         nodes_given = given.pop("nodes")
         if nodes_given is not None:
             sb["nodes"] = nodes_given          # -N/--nodes: the sbatch-style option
-        spec = describe(script=read_text(script) if script else None, script_path=str(script),
-                        toml=read_text(workload) if workload else None, toml_path=str(workload),
+        spec = describe(script=read_text(script, SCRIPT) if script else None, script_path=str(script),
+                        toml=read_text(workload, TOML) if workload else None, toml_path=str(workload),
                         sbatch=sb, explicit=given, strict=True)
         flavour, version = parse_mpi(spec.mpi) if spec.mpi else (None, None)
         w, pins = spec.workload(), spec.pins()

@@ -9,7 +9,7 @@ from rich import box
 from rich.table import Table
 
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, progress_bar, print_json
+from .common import JsonOption, KBOption, cli_errors, console, printable, progress_bar, print_json
 
 app = command_app()
 archive_app = typer.Typer(help="A center's Darshan archive: scan it into the KB, rank what wastes I/O time.",
@@ -168,12 +168,12 @@ def merge_cmd(
 def _render_array(out: dict[str, Any]) -> None:
     a = out["added"]
     head = f"Array job {out['job_id']}: " if out.get("job_id") else ""
-    console.print(f"{head}{out['to_read']} new logs in {out['tasks']} task(s) (work directory {out['work']}); "
+    console.print(f"{head}{out['to_read']} new logs in {out['tasks']} task(s) (work directory {printable(str(out['work']))}); "
                   f"{len(out['merged'])} task(s) merged: {a['jobs']} jobs ({a['measured']} with their files under "
                   f"the center's mounts), {a['findings']} findings, {a['runs']} production runs added.",
                   highlight=False)
     for f in out["failed"]:
-        console.print(f"Not read (skipped): {f['path']}: {f['error']}", highlight=False)
+        console.print(printable(f"Not read (skipped): {f['path']}: {f['error']}"), highlight=False)
     for m in out["missing"]:
         console.print(f"Task {m['task']} has no results: re-run it alone with `{m['rerun']}`, then "
                       f"`ioadvise archive merge {out['work']}`", highlight=False)

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Annotated, Any, Iterator, Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from ..errors import IOAdvisorError, UsageError
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json, progress_bar
+from .common import (JsonOption, KBOption, cli_errors, console, err_console, escape, print_error, print_json,
+                     printable, progress_bar)
 
 app = command_app()
 
@@ -60,14 +60,13 @@ def _rank_errors() -> Iterator[None]:
     except IOAdvisorError as e:
         mpi = sys.modules.get("mpi4py.MPI")
         if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized() and mpi.COMM_WORLD.Get_size() > 1:
-            err_console.print(f"[bold red]Error:[/] rank {mpi.COMM_WORLD.Get_rank()}: {escape(str(e))}", markup=True,
-                              highlight=False, soft_wrap=True)
+            print_error(f"rank {mpi.COMM_WORLD.Get_rank()}: {e}")
             sys.stderr.flush()
             mpi.COMM_WORLD.Abort(e.exit_code)
             raise typer.Exit(e.exit_code) from None   # MPI_Abort may return before the job is torn down
         if launcher_rank() == 0:
             # messages name TOML tables such as [base]: print them literally, not as rich markup
-            err_console.print(f"[bold red]Error:[/] {escape(str(e))}", highlight=False, soft_wrap=True, markup=True)
+            print_error(str(e))
         raise typer.Exit(e.exit_code) from None
 
 
@@ -102,8 +101,8 @@ def _finish(doc: dict[str, Any], result_dir: Optional[Path], kb: Optional[Path],
     if eff.get("hints"):
         keys = sorted(eff["hints"])
         console.print("hints in effect: " + ", ".join(f"{k}={eff['hints'][k]}" for k in keys), highlight=False)
-    console.print(f"result: {path}" + (f"; {imported.runs} run(s) added to {kb}" if imported and not
-                                       imported.skipped else ""), highlight=False)
+    console.print(printable(f"result: {path}" + (f"; {imported.runs} run(s) added to {kb}" if imported and not
+                                                 imported.skipped else "")), highlight=False)
 
 
 @bench_app.command("run")
@@ -261,7 +260,7 @@ def sweep(
                 out = sw.run_allocation(plan, kb=target_kb, progress=progress, timeout=timeout)
             else:
                 job_id, script = sw.submit_array(plan)
-                err_console.print(f"submitted job array {job_id} ({script})", highlight=False)
+                err_console.print(f"submitted job array {job_id} ({printable(str(script))})", highlight=False)
                 if no_wait:
                     out = sw.SweepOutcome(plan, job_id=job_id)
                 else:
@@ -392,4 +391,4 @@ def _render_plan(result: Any, path: Path) -> None:
                      f"{result.width_random:.2f}x"), highlight=False)
     for n in result.notes:
         console.print(f"Note: {n}", highlight=False)
-    console.print(f"sweep file: {path} (run it with: ioadvise bench sweep {path} --mode array)", highlight=False)
+    console.print(printable(f"sweep file: {path} (run it with: ioadvise bench sweep {path} --mode array)"), highlight=False)

@@ -5,11 +5,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
 from ..errors import IOAdvisorError
 from . import command_app
-from .common import JsonOption, console, err_console, print_json
+from .common import JsonOption, console, escape, print_error, print_json, printable
 
 app = command_app()
 center_app = typer.Typer(help="Center files (docs/center.md).", no_args_is_help=True, rich_markup_mode="rich")
@@ -36,14 +35,14 @@ def check(
         except IOAdvisorError as e:
             failed = True
             reports.append({"file": str(f), "ok": False, "error": str(e)})
-            err_console.print(f"[bold red]Error:[/] {escape(str(e))}", highlight=False, soft_wrap=True, markup=True)
+            print_error(str(e))
     if json_out:
         print_json(reports)
     else:
         for r in reports:
             if not r["ok"]:
                 continue
-            console.print(f"{r['file']}: ok, {r['name']}: {len(r['filesystems'])} file system(s), "
+            console.print(f"{printable(r['file'])}: ok, {printable(r['name'])}: {len(r['filesystems'])} file system(s), "
                           f"{len(r['tiers'])} tier(s), {len(r['warnings'])} warning(s)", highlight=False)
             for w in r["warnings"]:
                 console.print(f"  [yellow]warning:[/] {escape(w)}", highlight=False, soft_wrap=True, markup=True)

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from ..model.units import format_size
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, print_json
+from .common import JsonOption, KBOption, cli_errors, console, print_json, printable
 
 app = command_app()
 
@@ -53,7 +53,7 @@ def _render(doc: dict[str, Any], con: Console) -> None:
     for note in job["notes"]:
         rows.append(("Note", note))
     for k, v in rows:
-        grid.add_row(k, v)
+        grid.add_row(k, printable(str(v)))   # the log's path and the names it records
     n = {s: sum(1 for f in doc["findings"] if f["severity"] == s) for s in ("high", "warn", "info")}
     con.print(Panel(grid, title=Text("Darshan diagnosis", style="bold"),
                     subtitle=f"{n['high']} high, {n['warn']} warnings, {n['info']} notes", expand=False))
@@ -116,8 +116,8 @@ def diagnose_cmd(
                 res = store.import_file(log, "darshan", kind="production", system=system)
             doc["recorded"] = {"system": system or "unknown", "runs": res.runs, "already_known": res.skipped}
             if not json_out:
-                console.print(f"Recorded {res.runs} production run(s) for system {system or 'unknown'}"
-                              + (" (already in the KB)" if res.skipped else "") + ".")
+                console.print(printable(f"Recorded {res.runs} production run(s) for system {system or 'unknown'}"
+                                        + (" (already in the KB)" if res.skipped else "") + "."))
         if html is not None:
             from ..diagnose.report import render_html
             from ..util import atomic_write
@@ -127,4 +127,4 @@ def diagnose_cmd(
         else:
             _render(doc, console.get())
             if html is not None:
-                console.print(f"HTML report written to {html}")
+                console.print(f"HTML report written to {printable(str(html))}")

@@ -9,7 +9,7 @@ import typer
 
 from ..kb import KB
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, print_json, progress_bar
+from .common import JsonOption, KBOption, cli_errors, console, print_json, printable, progress_bar
 
 app = command_app()
 
@@ -45,7 +45,7 @@ def build(
             print_json(asdict(result))
             return
         console.print(f"Wrote {result.files} files ({len(result.systems)} systems, {result.plots} plots, "
-                      f"{result.runs:,} runs) to {result.out}", highlight=False)
+                      f"{result.runs:,} runs) to {printable(str(result.out))}", highlight=False)
         for lg in result.langs:
             for f in result.formats:
-                console.print(f"  {Path(result.out) / lg / ('index.' + f)}", highlight=False)
+                console.print(printable(f"  {Path(result.out) / lg / ('index.' + f)}"), highlight=False)

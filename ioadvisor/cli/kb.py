@@ -1,4 +1,4 @@
-"""`ioadvise kb ...`: import, list, show, stats, export, delete, relabel."""
+"""`ioadvise kb ...`: import, list, show, stats, export, publish, delete, relabel."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +9,7 @@ import typer
 from ..kb import KB, RunFilter
 from ..model.units import format_size
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json, progress_bar
+from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json, printable, progress_bar
 
 app = command_app()
 
@@ -67,7 +67,7 @@ def import_(
             return
         for r in results:
             state = "already in the KB" if r.skipped and not r.note else f"{r.runs} run(s) added"
-            console.print(f"{r.path}: {r.format}, {state}" + (f"; {r.note}" if r.note else ""),
+            console.print(printable(f"{r.path}: {r.format}, {state}" + (f"; {r.note}" if r.note else "")),
                           highlight=False, markup=False)
 
 
@@ -171,7 +171,9 @@ def stats(kb: KBOption = None, json_out: JsonOption = False) -> None:
         if json_out:
             print_json(s)
             return
-        console.print(f"KB: {s['path']}\nreference: {s['reference']}\n"
+        pub = s["published"]
+        ref = s["reference"] + (f" (published snapshot {pub['snapshot']}, {pub['published_at']})" if pub else "")
+        console.print(f"KB: {printable(str(s['path']))}\nreference: {printable(str(ref))}\n"
                       f"runs: {s['runs']} from {s['sources']} imported source(s); comparisons: {s['comparisons']}",
                       highlight=False)
         for key in ("by_origin", "by_system", "by_op", "by_kind"):
@@ -202,6 +204,25 @@ def export(
             atomic_write(output, text)
         else:
             typer.echo(text, nl=False)
+
+
+@kb_app.command("publish")
+def publish_cmd(
+    target: Annotated[Path, typer.Argument(help="File to write, or a directory (kb.sqlite in it), on the file "
+                                                "system users read; users name it in IOADVISE_CENTER_KB.")],
+    kb: KBOption = None, json_out: JsonOption = False,
+) -> None:
+    """Publish this KB with the reference data as one read-only file for every user (replaced atomically)."""
+    with cli_errors():
+        from ..kb import default_kb_path
+        from ..kb.publish import publish
+        res = publish(kb if kb is not None else default_kb_path(), target)
+        if json_out:
+            print_json(res)
+            return
+        console.print(f"{res['path']}: published snapshot {res['snapshot']}, {res['runs']} run(s) "
+                      f"({res['center_runs']} of this KB, {res['reference_runs']} reference); users read it "
+                      f"with IOADVISE_CENTER_KB={res['path']}", highlight=False, markup=False, soft_wrap=True)
 
 
 @kb_app.command("validate")

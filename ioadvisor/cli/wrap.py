@@ -10,7 +10,7 @@ import typer
 
 from ..errors import UsageError
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json
+from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json, printable, warn
 
 app = command_app()
 
@@ -53,10 +53,21 @@ def _center(spec: str | None):
 
 
 def _diff(old: str, new: str, name: str, width: int = 300) -> str:
-    """Unified diff for display; very long lines are shortened (the files themselves are not)."""
+    """Unified diff for display, lines split as bash splits them; very long lines are shortened (the files
+    themselves are not)."""
+    from ..slurm.jobscript import script_lines
+
     def short(text: str) -> list[str]:
-        return [line if len(line) <= width else line[:width] + " [...]\n" for line in text.splitlines(keepends=True)]
+        return [printable(line.removesuffix("\n")[:width]) + (" [...]" if len(line) > width else "") + "\n"
+                for line in script_lines(text)]
     return "".join(difflib.unified_diff(short(old), short(new), fromfile=name, tofile=f"{name} (wrapped)"))
+
+
+def _print_diff(old: str, new: str, name: str) -> None:
+    """The diff on the terminal, each line made printable (a script's CR or ESC shows as \\r, \\x1b)."""
+    from ..slurm.jobscript import script_lines
+    shown = "".join(printable(line.removesuffix("\n")) + "\n" for line in script_lines(_diff(old, new, name)))
+    console.print(shown, markup=False, highlight=False, end="", soft_wrap=True)
 
 
 def summary(w) -> dict:
@@ -113,18 +124,18 @@ def summary(w) -> dict:
 
 def _print_summary(sm: dict, name: str) -> None:
     from rich.text import Text
-    console.print(Text.assemble((name, "bold"), f": {sm['job']}" if sm["job"] else ""), highlight=False)
+    console.print(Text.assemble((printable(name), "bold"), f": {sm['job']}" if sm["job"] else ""), highlight=False)
     for k, title in (("settings", "Settings"), ("prediction", "Predicted"), ("why", "Why"),
                      ("not_changed", "Not changed")):
         v = sm[k]
         if not v:
             continue
         if isinstance(v, str):
-            console.print(Text.assemble((f"{title}:", "bold"), f" {v}"), highlight=False)
+            console.print(Text.assemble((f"{title}:", "bold"), f" {printable(v)}"), highlight=False)
             continue
         console.print(Text(f"{title}:", style="bold"), highlight=False)
         for item in v:
-            console.print(f"  - {item}", highlight=False, markup=False)
+            console.print(f"  - {printable(item)}", highlight=False, markup=False)
 
 
 def _report(w, name: str) -> dict:
@@ -173,11 +184,11 @@ def wrap_cmd(
             print_json({**_report(w, str(script)), "output": str(output)})
             return
         for msg in w.warnings:
-            err_console.print("warning: " + msg, style="yellow", highlight=False, markup=False)
+            warn(msg)
         _print_summary(summary(w), str(script))
         if diff:
-            console.print(_diff(text, w.text, str(script)), markup=False, highlight=False, end="", soft_wrap=True)
-        err_console.print(f"wrote {output}", highlight=False, markup=False)
+            _print_diff(text, w.text, str(script))
+        err_console.print(f"wrote {printable(str(output))}", highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command("submit", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -220,11 +231,11 @@ def submit_cmd(
         report = {**_report(w, str(script)), "sbatch_options": sbatch_opts, "dry_run": dry_run, "job_id": None}
         # warnings go to stderr with --json too: they say why a job went unchanged
         for msg in w.warnings:
-            err_console.print("warning: " + msg, style="yellow", highlight=False, markup=False)
+            warn(msg)
         if not json:
             _print_summary(summary(w), str(script))
             if diff:
-                console.print(_diff(text, w.text, str(script)), markup=False, highlight=False, end="", soft_wrap=True)
+                _print_diff(text, w.text, str(script))
         if not dry_run:
             report["job_id"] = sbatch(w.text, sbatch_opts, name=script.name)
         if json:

@@ -33,52 +33,30 @@ LCME_FL_INIT = 0x10              # Lustre component flag: the component has obje
 # ----------------------------------------------------------------------------------------------------
 # header check (pure Python, runs in the caller)
 
-# darshan-log-format.h (3.x): version string[8], magic int64, compression type (1 byte, padded to 4), partial
-# flag uint32, then the name map and DARSHAN_MAX_MODS (16) module maps, each {uint64 offset; uint64 length}
-MAX_MODS = 16
-HEADER_BYTES = 40 + 16 * MAX_MODS
+# Every Darshan 3.x log format starts with an 8-byte version string and the magic number as an int64; what follows
+# (the compression type, the partial flag, the name and module maps) differs between formats (3.00-3.21 hold 16
+# module maps, 3.41 holds 64 and moved the name map), so only PyDarshan, in the child, reads it. The smallest header
+# of any format (3.00: 24 fixed bytes, the name map and 16 module maps of 16 bytes each) is a floor no log is below.
+MIN_HEADER_BYTES = 24 + 16 + 16 * 16
 
 
 def check_header(path: str | Path) -> None:
-    """Raise ImportFormatError unless `path` starts like a Darshan 3.x log whose header is consistent with the
-    file: the regions it names lie after the header, back to back, and end where the file ends."""
+    """Raise UsageError for a missing path or a directory, ImportFormatError unless `path` starts like a Darshan 3.x
+    log (version string, magic number) and is at least as long as the smallest Darshan header. These checks hold
+    for every log format; the rest of the header and the records are checked by the Darshan library itself."""
     p = Path(path)
     if not p.exists():
         raise UsageError(f"{p}: no such file")
     if p.is_dir():
         raise UsageError(f"{p}: is a directory, not a Darshan log")
     with open(p, "rb") as f:
-        head = f.read(HEADER_BYTES)
+        head = f.read(16)
     if not sniff(head):
         raise ImportFormatError("not a Darshan log (no Darshan magic number in the header)", str(p))
     size = p.stat().st_size
-    if size < HEADER_BYTES:
-        raise ImportFormatError(f"truncated Darshan log: {size} bytes, shorter than the {HEADER_BYTES}-byte header",
-                                str(p))
-    order = "<" if struct.unpack_from("<q", head, 8)[0] == DARSHAN_MAGIC else ">"
-    comp = head[16]
-    if comp > 2:
-        raise ImportFormatError(f"corrupt Darshan header: compression type {comp} (0, 1 or 2 expected)", str(p))
-    # the name table and the module regions: each must lie after the header and inside the file, none overlapping
-    regions = [("name table", *struct.unpack_from(order + "QQ", head, 24))]
-    regions += [(f"module {i} region", *struct.unpack_from(order + "QQ", head, 40 + 16 * i)) for i in range(MAX_MODS)]
-    used = sorted((off, off + length, what) for what, off, length in regions if length)
-    for off, end, what in used:
-        if end > size:
-            raise ImportFormatError(f"truncated or corrupt Darshan log: the {what} ends at byte {end} but the file "
-                                    f"has {size} bytes", str(p))
-        if off < HEADER_BYTES:
-            raise ImportFormatError(f"corrupt Darshan header: the {what} starts at byte {off}, inside the header",
-                                    str(p))
-    # darshan-runtime writes the regions back to back up to the end of the file, so a gap, an overlap or bytes
-    # left over mean a length field is wrong (and the reader would return wrong records, not fail)
-    for (_, end, what), (off, _, nxt) in zip(used, used[1:]):
-        if off != end:
-            how = "overlaps" if off < end else f"leaves {off - end} bytes unaccounted after"
-            raise ImportFormatError(f"corrupt Darshan header: the {nxt} {how} the {what}", str(p))
-    if used and used[-1][1] != size:
-        raise ImportFormatError(f"corrupt Darshan header: its regions end at byte {used[-1][1]} but the file has "
-                                f"{size} bytes", str(p))
+    if size < MIN_HEADER_BYTES:
+        raise ImportFormatError(f"truncated Darshan log: {size} bytes, shorter than any Darshan header "
+                                f"({MIN_HEADER_BYTES} bytes)", str(p))
 
 
 def sniff(head: bytes) -> bool:
@@ -98,7 +76,9 @@ def summarize(path: str | Path, *, timeout: float = CHILD_TIMEOUT) -> LogSummary
     """
     import multiprocessing as mp
 
+    from ..inputs import LOG, check_input
     p = str(Path(path))
+    check_input(p, LOG, ImportFormatError)     # a pipe or device is not opened; a log larger than the cap not read
     check_header(p)
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
     ctx = mp.get_context(method)
@@ -137,6 +117,8 @@ def summarize(path: str | Path, *, timeout: float = CHILD_TIMEOUT) -> LogSummary
 
 def _child(path: str, conn: Any) -> None:
     """Child body: capture the C library's stderr, parse, send ("ok", LogSummary) or ("error", message)."""
+    from ..util import die_with_parent
+    die_with_parent()
     errfile = tempfile.TemporaryFile()
     saved = os.dup(2)
     os.dup2(errfile.fileno(), 2)
@@ -164,19 +146,19 @@ def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:
     Raises ImportFormatError naming `path`."""
     errfile.seek(0)
     errfile.truncate()
+
+    def complaints() -> list[str]:
+        errfile.flush()
+        errfile.seek(0)
+        lines = errfile.read().decode("utf-8", "replace").splitlines()
+        return list(dict.fromkeys(ln.strip() for ln in lines if ln.strip().lower().startswith("error")))
+
     try:
-        summary = _read(path, backend)
+        return _read(path, backend, complaints)
     except _LogError as e:
         raise ImportFormatError(str(e), path) from None
     except Exception as e:  # the log made the reader fail in a way not foreseen: report, don't trace
         raise ImportFormatError(f"cannot read the log: {type(e).__name__}: {e}", path) from None
-    errfile.flush()
-    errfile.seek(0)
-    complaints = [ln.strip() for ln in errfile.read().decode("utf-8", "replace").splitlines()
-                  if ln.strip().lower().startswith("error")]
-    if complaints:
-        raise ImportFormatError("truncated or corrupt Darshan log: " + "; ".join(dict.fromkeys(complaints)), path)
-    return summary
 
 
 class _NoPandas(types.ModuleType):
@@ -247,25 +229,58 @@ def _mount_of(path: str, mounts: list[tuple[str, str]], cache: dict | None = Non
     return best
 
 
-def _read(path: str, backend: Any) -> LogSummary:
+def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
+    """Read the log region by region, stopping at the first complaint of the C library (`complaints()` returns
+    what it has written to fd 2 so far). The handle is closed only after a clean read: once the library has
+    failed on a region it has freed part of its state, and closing then aborts the process."""
     log = backend.log_open(path)
     if not log or log.get("handle") is None or backend.ffi.NULL == log["handle"]:
         raise _LogError("the Darshan library could not open this log (truncated, corrupt or of an unknown version)")
-    try:
-        job = backend.log_get_job(log)
-        exe = backend.log_get_exe(log) or ""
-        mounts = [(m, t) for m, t in backend.log_get_mounts(log)]
-        names = backend.log_get_name_records(log)
-        modinfo = backend.log_get_modules(log)
-        modules = tuple(modinfo.keys())
-        recs: dict[str, list[dict]] = {}
-        for mod in READ_MODULES:
-            if mod in modinfo:
-                recs[mod] = _records(backend, log, mod)
-        partial_mods = tuple(k for k, m in modinfo.items() if m.get("partial_flag"))
-    finally:
-        backend.log_close(log)
+
+    def step(fn: Any, *args: Any) -> Any:
+        try:
+            out = fn(*args)
+        except Exception as e:
+            said = complaints()
+            raise _LogError("truncated or corrupt Darshan log: " + ("; ".join(said) if said else
+                                                                   f"{type(e).__name__}: {e}")) from None
+        said = complaints()
+        if said:
+            raise _LogError("truncated or corrupt Darshan log: " + "; ".join(said))
+        return out
+
+    job = step(backend.log_get_job, log)
+    exe = step(backend.log_get_exe, log) or ""
+    mounts = [(m, t) for m, t in step(backend.log_get_mounts, log)]
+    names = step(backend.log_get_name_records, log)
+    modinfo = step(backend.log_get_modules, log)
+    modules = tuple(modinfo.keys())
+    recs: dict[str, list[dict]] = {}
+    for mod in READ_MODULES:
+        if mod in modinfo:
+            recs[mod] = step(_records, backend, log, mod)
+    # the regions lie in the file in module order, so a log cut short loses the end of its last region: read
+    # that one too where the analysis does not (DXT traces, the heatmap, ...), or a cut log would pass as whole
+    last = max(modinfo, key=lambda m: modinfo[m]["idx"], default=None)
+    if last is not None and last not in recs:
+        step(_drain, backend, log, modinfo[last]["idx"])
+    partial_mods = tuple(k for k, m in modinfo.items() if m.get("partial_flag"))
+    backend.log_close(log)
     return _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods)
+
+
+def _drain(backend: Any, log: Any, idx: int) -> int:
+    """Read every record of module `idx` through the C library and drop it; returns how many there were."""
+    n = 0
+    while True:
+        buf = backend.ffi.new("void **")
+        r = backend.libdutil.darshan_log_get_record(log["handle"], idx, buf)
+        if r < 1:
+            if r < 0:
+                raise _LogError(f"the Darshan library failed to read module {idx}'s records")
+            return n
+        backend.libdutil.darshan_free(buf[0])
+        n += 1
 
 
 def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names: dict, modules: tuple[str, ...],
@@ -294,6 +309,9 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
 
     files: list[FileSummary] = []
     mount_cache: dict[str, tuple[str | None, str | None]] = {}
+    # a file MPI-IO moved data to is a file even where its POSIX records are missing (a partial log drops them)
+    for fid in mpiio:
+        by_file.setdefault(fid, [])
     for fid, group in by_file.items():
         fname = names.get(fid, f"<record {fid}>")
         mnt, fstype = _mount_of(fname, mounts, mount_cache)
@@ -439,7 +457,7 @@ def _mpiio_files(records: list[dict], nprocs: int) -> dict[int, tuple]:
         wr = sum((_mpiio_direction(r["counters"], r["fcounters"]["MPIIO_F_WRITE_TIME"], "write") for r in group),
                  MpiioDirection())
         spread = _spread("MPIIO", group, nprocs, rd.bytes + wr.bytes) if nprocs > 1 else None
-        out[fid] = (rd, wr, spread)
+        out[fid] = (rd, wr, spread, {r["rank"] for r in group})
     return out
 
 
@@ -479,21 +497,28 @@ def _spread(prefix: str, group: list[dict], nprocs: int, total_bytes: int) -> Ra
 def _requests(c: dict, op: str, t: float) -> Requests:
     """One POSIX record's requests in one direction (see `Requests`)."""
     d, o = ("READ", "WRITE") if op == "read" else ("WRITE", "READ")
+    ops = int(c[f"POSIX_{d}S"])
+    moved = int(c[f"POSIX_BYTES_{'READ' if op == 'read' else 'WRITTEN'}"])
     bins = [int(c[f"POSIX_SIZE_{d}_{b}"]) for b in SIZE_BINS]
     other = [int(c[f"POSIX_SIZE_{o}_{b}"]) for b in SIZE_BINS]
     common = [(int(c[f"POSIX_ACCESS{i}_ACCESS"]), int(c[f"POSIX_ACCESS{i}_COUNT"])) for i in range(1, 5)]
     n0 = sum(n for s, n in common if s == 0 and n > 0)
     n1 = sum(n for s, n in common if s == MIB and n > 0)
-    zero_max, zero_min = min(n0, bins[0]), max(0, min(bins[0], n0 - other[0]))
+    # every request that moved data moved at least one byte, so at most `moved` of them did: the other
+    # ops - moved returned 0 bytes (all of them when nothing moved), whatever the common sizes list
+    empty = max(0, min(bins[0], ops - moved))
+    zero_max = max(min(n0, bins[0]), empty)
+    zero_min = max(0, min(bins[0], n0 - other[0]), empty)
     one_max, one_min = min(n1, bins[4]), max(0, min(bins[4], n1 - other[4]))
     below = sum(bins[:5])
-    return Requests(ops=int(c[f"POSIX_{d}S"]), small=max(0, below - zero_max - one_max), zero=zero_min,
-                    exactly_1mib=one_min, time=t, in_bins_below_1mib=below, refined_out=min(below, zero_max + one_max))
+    small = min(max(0, below - zero_max - one_max), moved)
+    return Requests(ops=ops, small=small, zero=zero_min, exactly_1mib=one_min, time=t, in_bins_below_1mib=below,
+                    refined_out=below - small)
 
 
 def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None, fstype: str | None,
           mpiio: tuple | None, lustre: LustreLayout | None) -> FileSummary:
-    ranks = {r["rank"] for r in group}
+    ranks = {r["rank"] for r in group} | (mpiio[3] if mpiio else set())
     reduced = -1 in ranks
     shared = nprocs > 1 and (reduced or len(ranks) > 1)
     cs = [r["counters"] for r in group]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 from typing import Any, Sequence
 
 from ..model.units import format_size
@@ -25,8 +26,11 @@ def _e(x: Any) -> str:
 
 def bar_chart(title: str, labels: Sequence[str], series: Sequence[tuple[str, Sequence[float]]], unit: str = "",
               highlight: set[int] | None = None, width: int = 520, height: int = 240) -> str:
-    """A grouped bar chart as inline SVG; `series` is [(name, values per label)]. Values are drawn to scale."""
+    """A grouped bar chart as inline SVG; `series` is [(name, values per label)]. Values are drawn to scale, on a
+    log axis (1, 10, 100, ...) where the non-zero values span more than two decades, so small bins stay visible."""
     top = max([v for _, vals in series for v in vals] + [0.0])
+    nz = [v for _, vals in series for v in vals if v > 0]
+    log = bool(nz) and min(nz) >= 1 and top / min(nz) > 100
     left, bottom, right, head = 60, 60, 10, 30
     pw, ph = width - left - right, height - bottom - head
     n = max(1, len(labels))
@@ -37,15 +41,23 @@ def bar_chart(title: str, labels: Sequence[str], series: Sequence[tuple[str, Seq
            f'<text x="{width / 2}" y="18" text-anchor="middle" font-size="13">{_e(title)}</text>',
            f'<line x1="{left}" y1="{head + ph}" x2="{left + pw}" y2="{head + ph}" stroke="#333"/>',
            f'<line x1="{left}" y1="{head}" x2="{left}" y2="{head + ph}" stroke="#333"/>']
-    for frac in (0.0, 0.5, 1.0):
-        y = head + ph - frac * ph
+    def scale(v: float) -> float:
+        if top <= 0 or v <= 0:
+            return 0.0
+        return math.log10(1 + v) / math.log10(1 + top) if log else v / top
+
+    ticks = [10 ** k for k in range(int(math.log10(top)) + 1)] if log else [top * f for f in (0.0, 0.5, 1.0)]
+    for tv in ticks:
+        y = head + ph - scale(tv) * ph
         out.append(f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end" font-size="10">'
-                   f'{_e(_num(top * frac))}{_e(unit)}</text>')
+                   f'{_e(_num(tv))}{_e(unit)}</text>')
+    if log:
+        out.append(f'<text x="{left + 4}" y="{head - 4}" font-size="9">log scale</text>')
     for i, lab in enumerate(labels):
         x0 = left + i * group + group * 0.1
         for j, (name, vals) in enumerate(series):
             v = vals[i] if i < len(vals) else 0.0
-            h = (v / top * ph) if top > 0 else 0.0
+            h = scale(v) * ph
             color = "#c0392b" if highlight and i in highlight else _COLORS[j % len(_COLORS)]
             out.append(f'<rect x="{x0 + j * bw:.1f}" y="{head + ph - h:.1f}" width="{bw * 0.95:.1f}" '
                        f'height="{h:.1f}" fill="{color}"><title>{_e(name)} {_e(lab)}: {_e(_num(v))}{_e(unit)}'
@@ -82,15 +94,22 @@ def plots(doc: dict[str, Any]) -> list[tuple[str, str]]:
     shared = [f for f in doc["files"] if f.get("rank_spread") or f.get("mpiio_rank_spread")][:6]
     if shared:
         labels, slow_t, fast_t, slow_b, fast_b, mean_b = [], [], [], [], [], []
+        layers = set()
         for f in shared:
-            sp = f.get("mpiio_rank_spread") or f["rank_spread"]
+            # the layer that carried the file's bytes: a single POSIX writer under collective MPI-IO shows only here
+            posix = f["bytes_read"] + f["bytes_written"]
+            mpi = sum((f.get(k) or {}).get("bytes", 0) for k in ("mpiio_read", "mpiio_write"))
+            sp = f["rank_spread"] if f.get("rank_spread") and posix >= mpi else (f.get("mpiio_rank_spread")
+                                                                               or f["rank_spread"])
+            layers.add(sp["layer"])
             labels.append(f["path"].rsplit("/", 1)[-1][:18])
             slow_t.append(sp["slowest_time_s"])
             fast_t.append(sp["fastest_time_s"])
             slow_b.append(sp["slowest_bytes"] / (1 << 20))
             fast_b.append(sp["fastest_bytes"] / (1 << 20))
             mean_b.append(sp["mean_bytes"] / (1 << 20))
-        out.append(("Slowest and fastest rank on each shared file: time ...",
+        out.append((f"Slowest and fastest rank on each shared file, at the layer that carried its bytes "
+                    f"({', '.join(sorted(layers))}): time ...",
                     bar_chart("Time per rank on shared files", labels,
                               [("slowest rank", slow_t), ("fastest rank", fast_t)], " s")))
         out.append(("... and the bytes the same ranks moved, with the mean per rank: equal bytes with unequal time "

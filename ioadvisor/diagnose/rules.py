@@ -11,8 +11,8 @@ and the arithmetic, so a reader can check it against the log.
 from __future__ import annotations
 
 import functools
+import math
 import os
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -22,6 +22,7 @@ from ..model.types import Finding
 from ..model.units import format_size
 from .summary import FileSummary, LogSummary, RankSpread
 
+SCALE_FACTOR = 2              # a measured client count within this factor of the job's ranks is the job's scale
 COLLECTIVE_SHARE = 0.9        # a file direction whose MPI-IO bytes may be this collective gets no collective advice
 
 
@@ -172,39 +173,55 @@ def stripe_count_for(size: int, t: Mapping[str, Any]) -> int:
     return count
 
 
-def measured_stripe_gain(kb_path: str | None, target: int) -> dict[str, Any] | None:
-    """From the KB: the largest measured write gain of `≤ target` stripes over 1 stripe on one system, same
-    client count. Returns the system, both values and their run ids, or None if no such pair was measured."""
+def measured_stripe_gain(kb_path: str | None, target: int, system: str | None, ranks: int) -> dict[str, Any] | None:
+    """From the KB runs of the job's own `system`: the write gain of `<= target` stripes over 1 stripe measured
+    with the same client count, the count closest to the job's `ranks`. Returns the system, both values, their
+    run ids and the client count, or None when the system is unknown or no such pair was measured on it (a gain
+    measured on another system says nothing about this one)."""
+    if not system:
+        return None
     try:
         from ..kb.store import KB, RunFilter
         kb = KB.open(kb_path, create=False)
     except Exception:
         return None
     try:
-        runs = [r for r in kb.runs(RunFilter(op="write")) if r.stripe_count and r.is_bandwidth]
+        runs = [r for r in kb.runs(RunFilter(op="write")) if r.stripe_count and r.is_bandwidth
+                and (r.system or "").lower() == system.lower()]
     finally:
         kb.close()
-    best: dict[str, Any] | None = None
     groups: dict[tuple, list] = {}
     for r in runs:
         groups.setdefault((r.system, r.filesystem, r.api, r.nodes, r.ranks), []).append(r)
+    pairs = []
     for key, rs in groups.items():
         ones = [r for r in rs if r.stripe_count == 1]
         more = [r for r in rs if 1 < r.stripe_count <= target]
-        if not ones or not more:
-            continue
-        one = max(ones, key=lambda r: r.value)
-        top = max(more, key=lambda r: r.value)
-        gain = top.value / one.value if one.value else 0.0
-        if best is None or gain > best["gain"]:
-            best = {"system": key[0], "gain": round(gain, 2), "one_stripe_mib_s": round(one.value, 1),
-                    "stripes": top.stripe_count, "striped_mib_s": round(top.value, 1),
-                    "runs": [one.id, top.id], "clients": key[4]}
-    return best
+        if ones and more and key[4]:
+            pairs.append((key, max(ones, key=lambda r: r.value), max(more, key=lambda r: r.value)))
+    if not pairs:
+        return None
+    # the job's own scale: the client count nearest the job's (by ratio), then the larger gain
+    key, one, top = min(pairs, key=lambda p: (abs(math.log(p[0][4] / max(1, ranks))),
+                                              -(p[2].value / p[1].value if p[1].value else 0.0)))
+    gain = top.value / one.value if one.value else 0.0
+    return {"system": key[0], "gain": round(gain, 2), "one_stripe_mib_s": round(one.value, 1),
+            "stripes": top.stripe_count, "striped_mib_s": round(top.value, 1), "runs": [one.id, top.id],
+            "clients": key[4], "job_ranks": ranks,
+            "at_job_scale": key[4] / SCALE_FACTOR <= max(1, ranks) <= key[4] * SCALE_FACTOR}
 
 
 def _file_rank_time(f: FileSummary) -> tuple[float, str]:
-    """I/O time per rank on a file: the slowest rank's where the log has it, else the mean over its ranks."""
+    """I/O time per rank on a file, at the layer that carried its bytes: the slowest rank's where the log has it,
+    else the mean over its ranks."""
+    if f.layer == "MPI-IO":
+        t = sum(d.time for d in (f.mpiio_read, f.mpiio_write) if d)
+        mean = t / max(1, f.ranks)
+        sp = f.mpiio_spread
+        if sp and sp.slowest_time > mean:
+            return sp.slowest_time, (f"slowest rank {sp.slowest_rank} spent {sp.slowest_time:.3f} s in MPI-IO on "
+                                     f"the file (MPIIO_F_SLOWEST_RANK_TIME)")
+        return mean, f"{t:.3f} s MPI-IO read + write time / {f.ranks} ranks = {mean:.3f} s"
     mean = f.io_time / max(1, f.ranks)
     if f.spread and f.spread.slowest_time > mean:
         return f.spread.slowest_time, (f"slowest rank {f.spread.slowest_rank} spent {f.spread.slowest_time:.3f} s "
@@ -216,13 +233,16 @@ class LUS001(Rule):
     """Large shared file on a single stripe"""
 
     def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
+        # the bytes of the layer that carried them: a partial log may hold a file's MPI-IO records and few or none
+        # of its POSIX ones
         hits = [f for f in s.shared_files if f.lustre and f.lustre.stripe_count
-                and f.lustre.stripe_count <= t["max_stripe_count"] and f.bytes >= t["min_file_bytes"]]
+                and f.lustre.stripe_count <= t["max_stripe_count"] and f.layer_bytes >= t["min_file_bytes"]]
         if not hits:
             return None
-        f = max(hits, key=lambda x: x.bytes)
-        want = stripe_count_for(f.bytes, t)
-        how = [f"{want} by the size table for a {format_size(f.bytes)} shared file"]
+        f = max(hits, key=lambda x: x.layer_bytes)
+        size = f.layer_bytes
+        want = stripe_count_for(size, t)
+        how = [f"{want} by the size table for a {format_size(size)} shared file"]
         if ctx.center_ost_count and want > ctx.center_ost_count:
             want = ctx.center_ost_count
             how.append(f"capped at the file system's {want} OSTs (center config {ctx.center_name})")
@@ -241,34 +261,50 @@ class LUS001(Rule):
         sdir = striped_dir(s, f)
         cmd = lfs_setstripe(sdir, want, ssize)
         evidence: dict[str, Any] = {
-            "file": f.path, "bytes": f.bytes, "ranks": f.ranks, "stripe_count": f.lustre.stripe_count,
+            "file": f.path, "bytes": size, "layer": f.layer, "ranks": f.ranks, "stripe_count": f.lustre.stripe_count,
             "stripe_size": f.lustre.stripe_size, "osts": list(f.lustre.osts), "files_affected": len(hits),
             "recommended_stripe_count": want, "fs_ost_count": ctx.center_ost_count,
             "fs_ost_count_at_least": s.fs_ost_count_at_least, "stripe_count_reasoning": "; ".join(how),
             "command": cmd}
-        gain = measured_stripe_gain(ctx.kb_path, want) if ctx.use_kb else None
-        if gain:
+        gain = measured_stripe_gain(ctx.kb_path, want, ctx.center_name, f.ranks) if ctx.use_kb else None
+        if gain and not gain["at_job_scale"]:
+            evidence["expected_gain"] = None
+            evidence["gain_basis"] = gain
+            gtext = (f"Expected gain: no measurement for this system at this job's scale ({gain['system']}'s "
+                     f"1-stripe vs striped runs are at {gain['clients']} clients, this job has {f.ranks} ranks); "
+                     f"striping can give up to the stripe count times one OST's bandwidth, until the clients "
+                     f"become the limit.")
+        elif gain:
             evidence["expected_gain"] = gain["gain"]
             evidence["gain_basis"] = gain
-            gtext = (f"Expected gain: about {gain['gain']:.1f}x, as measured on {gain['system']} "
-                     f"({gain['one_stripe_mib_s']} MiB/s on 1 stripe vs {gain['striped_mib_s']} MiB/s on "
-                     f"{gain['stripes']} stripes); the real gain also depends on how many clients write.")
+            gtext = (f"Expected gain: about {gain['gain']:.1f}x, as measured on this system, {gain['system']} "
+                     f"(runs {', '.join(str(i) for i in gain['runs'])}: {gain['one_stripe_mib_s']} MiB/s on 1 stripe "
+                     f"vs {gain['striped_mib_s']} MiB/s on {gain['stripes']} stripes with {gain['clients']} "
+                     f"clients; this job has {f.ranks}).")
         else:
             evidence["expected_gain"] = None
-            gtext = ("Expected gain: up to the stripe count times the single-OST bandwidth, until the clients "
-                     "become the limit (no measured stripe comparison in the KB).")
-        msg = (f"{_short(f.path)} ({format_size(f.bytes)}, {f.ranks} ranks) lives on {f.lustre.stripe_count} OST, "
-               f"so every rank's data goes through one server; {_s(at_stake)} per rank went to it. Stripe it over "
+            evidence["gain_basis"] = None
+            where = f"the center {ctx.center_name}" if ctx.center_name else "the system this job ran on"
+            gtext = (f"Expected gain: no measurement for this system (the KB has no 1-stripe vs striped write "
+                     f"runs of {where}); striping can give up to the stripe count times one OST's bandwidth, "
+                     f"until the clients become the limit.")
+        msg = (f"{_short(f.path)} ({format_size(size)} through {f.layer}, {f.ranks} ranks) lives on "
+               f"{f.lustre.stripe_count} OST, so every rank's data goes through one server; {_s(at_stake)} per rank "
+               f"went to it. Stripe it over "
                f"{want} OSTs ({'; '.join(how)}): `mkdir -p {shell_word(sdir)}`, `{cmd}`, then create the file in "
                f"that new directory, or the MPI-IO hints "
                f"striping_factor={want} striping_unit={ssize}. {gtext}")
         if len(hits) > 1:
             msg += f" {len(hits) - 1} more shared file(s) have the same layout."
+        mw = f.mpiio_write.bytes if f.mpiio_write else 0
+        mr = f.mpiio_read.bytes if f.mpiio_read else 0
         return self.finding(s, t, msg, evidence, at_stake=at_stake, counters={
             "LUSTRE_COMP_STRIPE_COUNT": f.lustre.stripe_count, "LUSTRE_COMP_STRIPE_SIZE": f.lustre.stripe_size,
             "POSIX_BYTES_READ": f.bytes_read, "POSIX_BYTES_WRITTEN": f.bytes_written,
+            "MPIIO_BYTES_READ": mr, "MPIIO_BYTES_WRITTEN": mw,
             "POSIX_F_READ_TIME": round(f.read_time, 3), "POSIX_F_WRITE_TIME": round(f.write_time, 3)},
-            arithmetic=[f"{f.bytes_read} + {f.bytes_written} = {f.bytes} bytes >= {t['min_file_bytes']}",
+            arithmetic=[f"{f.layer}: max(POSIX {f.bytes_read} + {f.bytes_written}, MPI-IO {mr} + {mw}) = {size} "
+                        f"bytes >= {t['min_file_bytes']}",
                         f"stripe count {f.lustre.stripe_count} <= {t['max_stripe_count']}", how_t])
 
 
@@ -371,9 +407,12 @@ class SIZE001(Rule):
             below = sum(r.in_bins_below_1mib for _, r in reqs)
             refined = sum(r.refined_out for _, r in reqs)
             counters[f"POSIX_SIZE_{op.upper()}_0_100..100K_1M"] = below
+            moved = sum(f.bytes_read if op == "read" else f.bytes_written for f, _ in reqs)
+            counters[f"POSIX_BYTES_{'READ' if op == 'read' else 'WRITTEN'}"] = moved
             left_out = len(s.files) - len(fs)
-            arith.append(f"{op}s: {below} in the bins up to 1 MiB - {refined} the common access sizes allow to be "
-                         f"zero-byte or exactly 1 MiB = {small} small; {small} / {nonzero} non-empty = "
+            arith.append(f"{op}s: {below} in the bins up to 1 MiB - {refined} the common access sizes or the bytes "
+                         f"moved allow to be zero-byte or exactly 1 MiB (a {op} that moved data moved at least 1 byte: "
+                         f"at most {moved} did) = {small} small; {small} / {nonzero} non-empty = "
                          f"{small / nonzero:.3f} > {t['share']}"
                          + (f" ({left_out} FIFO or collectively written file(s) left out)" if left_out else ""))
             arith.append(f"{op} time in them: {secs:.2f} rank-s (each file's {op} time x small/ops) / "
@@ -637,10 +676,14 @@ class STDIO001(Rule):
         total = s.bytes_read + s.bytes_written
         hits = [a for a in s.stdio_streams if a["calls"] and a["bytes"] / a["calls"] < t["max_bytes_per_call"]]
         sb = sum(a["bytes"] for a in hits)
-        if sb < t["min_bytes"] or not total or sb / total <= t["share"]:
+        if sb < t["min_bytes"] or not total:
             return None
         calls = sum(a["calls"] for a in hits)
         at_stake = sum(a["per_rank_max_s"] for a in hits)
+        # a small share of a large job's bytes can still cost a large share of its run
+        by_time = bool(s.run_time) and at_stake >= t["time_share"] * s.run_time
+        if sb / total <= t["share"] and not by_time:
+            return None
         lib = "HDF5 or MPI-IO" if s.has_mpiio else "a binary format library such as HDF5"
         msg = (f"{format_size(sb)} ({_pct(sb / total)} of the bytes) went through STDIO in {calls} calls of "
                f"{sb / calls:.0f} bytes on average, {_s(at_stake)} per rank. Calls that small pay the library's "
@@ -650,7 +693,52 @@ class STDIO001(Rule):
                                      "share": round(sb / total, 3), "files": [a["file"] for a in hits[:3]]},
                             at_stake=at_stake, counters={"STDIO_BYTES_READ+WRITTEN": sb, "STDIO_READS+WRITES": calls},
                             arithmetic=[f"{sb} / {calls} = {sb / calls:.0f} bytes per call < {t['max_bytes_per_call']}",
-                                        f"{sb} / {total} = {sb / total:.3f} of the bytes > {t['share']}"])
+                                        f"{sb} / {total} = {sb / total:.3f} of the bytes "
+                                        f"{'>' if sb / total > t['share'] else '<='} {t['share']}",
+                                        f"{at_stake:.2f} s per rank (the slowest rank's STDIO read + write time) "
+                                        f"/ {s.run_time:.0f} s run = {at_stake / s.run_time if s.run_time else 0:.3f} "
+                                        f"{'>=' if by_time else '<'} {t['time_share']}"])
+
+
+class SER001(Rule):
+    """One rank moved nearly all of a shared file's bytes"""
+
+    def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
+        hits = []
+        for f in s.shared_files:
+            # POSIX first: the layer that reaches the file system; MPI-IO where POSIX's records are not there
+            for sp, moved in ((f.spread, f.bytes), (f.mpiio_spread, f.mpiio_bytes)):
+                if sp is None or moved < t["min_bytes"] or f.ranks < 2:
+                    continue
+                top, rank, secs = max((sp.slowest_bytes, sp.slowest_rank, sp.slowest_time),
+                                      (sp.fastest_bytes, sp.fastest_rank, sp.fastest_time), key=lambda x: x[0])
+                if top >= t["share"] * moved:
+                    hits.append((f, sp, moved, top, rank, secs))
+                    break
+        if not hits:
+            return None
+        f, sp, moved, top, rank, secs = max(hits, key=lambda h: h[5])
+        mpi_spread_out = (sp.layer == "POSIX" and f.mpiio_spread is not None
+                          and max(f.mpiio_spread.slowest_bytes, f.mpiio_spread.fastest_bytes) < t["share"] * f.mpiio_bytes)
+        if mpi_spread_out:
+            fix = (f"The {f.ranks} ranks spread the data over MPI-IO, so ROMIO funnelled it through one aggregator: "
+                   f"raise the aggregator count (MPI-IO hint cb_nodes, or stripe the file: on Lustre ROMIO uses one "
+                   f"aggregator per stripe by default) so several ranks write at once.")
+        else:
+            fix = ("Have every rank move its own part (MPI-IO collective calls, or each rank at its own offset), "
+                   "or write one file per rank and gather them after.")
+        msg = (f"{_short(f.path)}: at the {sp.layer} layer rank {rank} moved {format_size(top)} of the file's "
+               f"{format_size(moved)} ({_pct1(top / moved)}) while {f.ranks} ranks share it, and spent {_s(secs)} on "
+               f"it: the file's I/O is serial. {fix}")
+        B = "POSIX" if sp.layer == "POSIX" else "MPIIO"
+        return self.finding(s, t, msg, {"file": f.path, "layer": sp.layer, "rank": rank, "rank_bytes": top,
+                                     "file_bytes": moved, "ranks": f.ranks, "rank_seconds": round(secs, 3),
+                                     "files_affected": len(hits)},
+                            at_stake=secs, counters={f"{B}_SLOWEST_RANK_BYTES": sp.slowest_bytes,
+                                                     f"{B}_FASTEST_RANK_BYTES": sp.fastest_bytes,
+                                                     f"{B}_BYTES_READ+WRITTEN": moved},
+                            arithmetic=[f"{top} / {moved} = {top / moved:.4f} >= {t['share']}",
+                                        f"rank {rank}'s time on the file: {secs:.2f} s"])
 
 
 class LOG001(Rule):
@@ -671,15 +759,16 @@ class LOG001(Rule):
             return None
         text = "; ".join(gaps)
         msg = (text[0].upper() + text[1:] + ". Findings (and the absence of findings) cover only what was read: "
-               + ", ".join(m for m in s.modules) + ".")
-        return self.finding(s, t, msg, {"modules": list(s.modules), "unread": list(s.unread_modules),
+               + (", ".join(s.read_modules) or "no module") + ".")
+        return self.finding(s, t, msg, {"modules": list(s.modules), "read": list(s.read_modules),
+                                     "unread": list(s.unread_modules),
                                      "partial_modules": list(s.partial_modules)},
                             at_stake=None, severity="info", counters={"modules": list(s.modules)},
                             arithmetic=[])
 
 
 RULES: tuple[Rule, ...] = (LUS001(), LUS002(), LUS003(), SIZE001(), MPI001(), RMW001(), META001(), IMB001(),
-                           STRAG001(), STDIO001(), LOG001())
+                           STRAG001(), STDIO001(), SER001(), LOG001())
 _ORDER = {"high": 0, "warn": 1, "info": 2}
 
 
@@ -701,6 +790,6 @@ def run_rules(s: LogSummary, thresholds: Mapping[str, Mapping[str, Any]] | None 
     return out
 
 
-for _cls in (LUS001, LUS002, LUS003, SIZE001, MPI001, RMW001, META001, IMB001, STRAG001, STDIO001, LOG001):
+for _cls in (LUS001, LUS002, LUS003, SIZE001, MPI001, RMW001, META001, IMB001, STRAG001, STDIO001, SER001, LOG001):
     _cls.id = _cls.__name__
 del _cls

@@ -19,7 +19,10 @@ MIB = 1 << 20
 
 # Modules whose records hold the job's data traffic and are read here; DXT traces and the heatmap only repeat it.
 READ_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "LUSTRE")
-UNREAD_IO_MODULES = ("DFS", "DAOS", "PNETCDF_FILE", "PNETCDF_VAR", "MDHIM", "BG/Q")
+# Modules whose I/O reaches storage without passing through a module read here: DAOS and its file API DFS bypass
+# POSIX. Not among them: PnetCDF (its bytes go through MPI-IO and POSIX, both read), MDHIM (its store writes
+# files through POSIX), BG/Q, APXC and APMPI (machine and MPI data, no I/O), DXT and HEATMAP (repeat POSIX/MPI-IO).
+UNREAD_IO_MODULES = ("DFS", "DAOS")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,10 +55,12 @@ class Requests:
     """POSIX requests of one file (or the job) in one direction, from the size histogram and the common sizes.
 
     Darshan keeps the four most common access sizes of a record with their counts, for reads and writes together.
-    `zero` and `exactly_1mib` are what those common sizes prove about this direction; `small` (1 byte to 1 MiB - 1)
-    is the histogram's count below 1 MiB minus every zero-byte and exactly-1-MiB request the common sizes could
-    place in this direction, so it is never more than the true count unless a size was too rare to be among the
-    four common ones.
+    `zero` and `exactly_1mib` are what those common sizes prove about this direction, and the bytes moved: a request
+    that moved data moved at least one byte, so of `ops` requests that moved `B` bytes at least `ops - B` returned
+    nothing (all of them when `B` is 0). `small` (1 byte to 1 MiB - 1) is the histogram's count below 1 MiB minus
+    every zero-byte and exactly-1-MiB request the common sizes or the bytes could place in this direction, and never
+    more than `B`; so it is never more than the true count unless a size was too rare to be among the four common
+    ones.
     """
 
     ops: int = 0
@@ -64,7 +69,7 @@ class Requests:
     exactly_1mib: int = 0              # exactly-1-MiB requests this direction certainly made (a lower bound)
     time: float = 0.0                  # rank-seconds in these requests
     in_bins_below_1mib: int = 0        # the histogram's bins 0_100 .. 100K_1M
-    refined_out: int = 0               # of those, what the common sizes allow to be zero-byte or exactly 1 MiB
+    refined_out: int = 0               # of those, what the common sizes or the bytes allow to be empty or 1 MiB
 
     def __add__(self, o: "Requests") -> "Requests":
         return Requests(ops=self.ops + o.ops, small=self.small + o.small, zero=self.zero + o.zero,
@@ -156,6 +161,20 @@ class FileSummary:
         return self.bytes_read + self.bytes_written
 
     @property
+    def mpiio_bytes(self) -> int:
+        return sum(d.bytes for d in (self.mpiio_read, self.mpiio_write) if d)
+
+    @property
+    def layer(self) -> str:
+        """The layer that carried the file's bytes as the log shows them: MPI-IO where its records hold more bytes
+        than POSIX's (a partial log may have lost the POSIX records), POSIX otherwise."""
+        return "MPI-IO" if self.mpiio_bytes > self.bytes else "POSIX"
+
+    @property
+    def layer_bytes(self) -> int:
+        return max(self.bytes, self.mpiio_bytes)
+
+    @property
     def small_reads(self) -> int:
         return self.read_req.small
 
@@ -245,6 +264,11 @@ class LogSummary:
     @property
     def has_posix(self) -> bool:
         return "POSIX" in self.modules
+
+    @property
+    def read_modules(self) -> tuple[str, ...]:
+        """The log's modules the analysis reads."""
+        return tuple(m for m in self.modules if m in READ_MODULES)
 
     @property
     def unread_modules(self) -> tuple[str, ...]:

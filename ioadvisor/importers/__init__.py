@@ -6,7 +6,9 @@ An importer is registered with `register(name, sniff, parse)`:
   known) for truncated, foreign or invalid input;
 - optionally `stream(f: BinaryIO, ctx) -> Iterator[Run]`, the same runs read from an open file as they come, so
   that a file of any size imports in bounded memory (the canonical CSV has one);
-- `text=False` for binary formats (no line-length cap applies to them).
+- `text=False` for binary formats (no line-length cap applies to them);
+- optionally `check(path)`, a cheap look at a regular file before it is read whole (a Darshan log's header
+  against the file's size), raising ImportFormatError.
 Modules are imported on first use, so a missing optional dependency (e.g. darshan) only affects its format.
 """
 from __future__ import annotations
@@ -44,6 +46,7 @@ class Importer:
     parse: Callable[[bytes, ImportContext], list[Run]]
     stream: Callable[[BinaryIO, ImportContext], Iterator[Run]] | None = None
     text: bool = True
+    check: Callable[[str], None] | None = None
 
 
 _REGISTRY: dict[str, Importer] = {}
@@ -51,11 +54,11 @@ _REGISTRY: dict[str, Importer] = {}
 
 def register(name: str, sniff: Callable[[bytes], bool], parse: Callable[[bytes, ImportContext], list[Run]],
              version: int = 1, *, stream: Callable[[BinaryIO, ImportContext], Iterator[Run]] | None = None,
-             text: bool = True) -> Importer:
+             text: bool = True, check: Callable[[str], None] | None = None) -> Importer:
     """Register an importer; a second importer of the same name is an error."""
     if name in _REGISTRY:
         raise ValueError(f"importer {name!r} registered twice")
-    imp = Importer(name, version, sniff, parse, stream, text)
+    imp = Importer(name, version, sniff, parse, stream, text, check)
     _REGISTRY[name] = imp
     return imp
 

@@ -1,5 +1,7 @@
 """The reference KB: the seeds' published numbers (data/reference/*.csv) and comparisons, built into a cached
-sqlite file keyed by the content of the data files, so it is rebuilt whenever the data change."""
+sqlite file keyed by the content of the data files, so it is rebuilt whenever the data change. A center that
+publishes its own KB (`ioadvise kb publish`, kb/publish.py) names it in `IOADVISE_CENTER_KB`: that snapshot,
+which holds the reference data too, is then the layer under every user's KB instead."""
 from __future__ import annotations
 
 import hashlib
@@ -19,6 +21,15 @@ def data_dir() -> Path:
         if cand.is_dir():
             return cand
     return here.parent / "data"
+
+
+CENTER_KB_ENV = "IOADVISE_CENTER_KB"
+
+
+def published_kb_path() -> Path | None:
+    """The center's published KB named by `IOADVISE_CENTER_KB`, or None when the variable is unset or empty."""
+    env = os.environ.get(CENTER_KB_ENV)
+    return Path(env) if env else None
 
 
 def _reference_files() -> list[Path]:

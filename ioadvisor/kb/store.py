@@ -20,7 +20,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from ..errors import ImportFormatError, IOAdvisorError, KBError, UsageError
 from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run, content_key, run_id
-from .schema import COMPARISON_COLUMNS, FSNAME, RUN_COLUMNS, UNKNOWN_FS, migrate
+from .schema import COMPARISON_COLUMNS, FSNAME, RUN_COLUMNS, UNKNOWN_FS, migrate, rollback
 
 BUSY_TIMEOUT_MS = 60_000
 BATCH = 5000          # runs per executemany inside an import's transaction
@@ -41,14 +41,45 @@ def default_kb_path() -> Path:
     return Path(base) / "ioadvisor" / "kb.sqlite"
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+def _connect(path: str, mode: str = "rw") -> sqlite3.Connection:
+    """A connection to the KB at `path`: to write ("rw"), or only to read ("ro"; "immutable" where not even
+    the read lock can be taken, as on a read-only mount, where nothing can change the file either)."""
+    if mode == "rw":
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    else:
+        from urllib.parse import quote
+        conn = sqlite3.connect(f"file:{quote(path)}?{'mode=ro' if mode == 'ro' else 'immutable=1'}",
+                               timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, uri=True)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    if path != ":memory:":
+    if path != ":memory:" and mode == "rw":
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def _check_published(path: Path) -> None:
+    """A clear error for a center KB named by IOADVISE_CENTER_KB that is not a readable file."""
+    from .reference import CENTER_KB_ENV
+    if not path.is_file():
+        what = "is a directory" if path.is_dir() else "does not exist"
+        raise KBError(f"{path}: {what}; {CENTER_KB_ENV} names the center's published knowledge base "
+                      "(a file written by `ioadvise kb publish`)")
+
+
+def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """The published KB is read as it is (never migrated): its schema must be this ioadvisor's."""
+    from .schema import SCHEMA_VERSION
+    version = conn.execute("PRAGMA ref.user_version").fetchone()[0]
+    if version != SCHEMA_VERSION:
+        raise KBError(f"{path}: published with knowledge base schema v{version}, this ioadvisor reads "
+                      f"v{SCHEMA_VERSION}; publish it again with this version (`ioadvise kb publish`)")
+
+
+def _cannot_write(e: sqlite3.Error) -> bool:
+    """Whether SQLite refused to open or write a file it may still read."""
+    text = str(e)
+    return any(t in text for t in ("readonly", "read-only", "unable to open", "disk I/O error"))
 
 
 def _content_ids(runs: Iterable[Run]) -> list[str]:
@@ -239,15 +270,9 @@ class _ImportSource:
         self.path, self.spool, self.f = path, None, None
 
     def __enter__(self) -> "_ImportSource":
+        from ..inputs import RESULT, open_input
         p = self.path
-        try:
-            self.f = open(p, "rb")
-        except FileNotFoundError:
-            raise UsageError(f"{p}: no such file") from None
-        except IsADirectoryError:
-            raise UsageError(f"{p}: is a directory") from None
-        except OSError as e:
-            raise UsageError(f"{p}: cannot read: {e.strerror}") from None
+        self.f = open_input(p, RESULT)          # a regular file or a pipe; a device or socket is refused
         import stat
         if not stat.S_ISREG(os.fstat(self.f.fileno()).st_mode):
             # a pipe or device: keep what the first pass reads, so the parser reads the same bytes
@@ -283,6 +308,10 @@ class _ImportSource:
         h = hashlib.sha256()
         dec = codecs.getincrementaldecoder("utf-8")() if text else None
         line, run, size = 1, 0, 0          # current line number, bytes of it read so far
+        if max_bytes is not None and self.spool is None and os.stat(self.path).st_size > max_bytes:
+            # a regular file's size is known: refused before a byte of it is hashed (a 20 GiB sparse log)
+            raise ImportFormatError(f"larger than {max_bytes >> 20} MiB, more than the importer of this "
+                                    "format reads (split the file)", str(self.path))
         chunk = self._head
         while chunk:
             h.update(chunk)
@@ -480,6 +509,15 @@ class KB:
     def __init__(self, conn: sqlite3.Connection, path: str, reference: str | None):
         self.conn, self.path, self.reference = conn, path, reference
 
+    @property
+    def reference_id(self) -> str | None:
+        """What identifies the reference layer's content: a published snapshot's id (its file name stays the
+        same from one publication to the next), else the cached build's file name (a hash of its data)."""
+        if not self.reference:
+            return None
+        from .publish import snapshot_id
+        return snapshot_id(self.conn, "ref") or os.path.basename(self.reference)
+
     @classmethod
     def open(cls, path: str | Path | None = None, *, create: bool = True, reference: bool = True) -> "KB":
         """Open (and migrate) the KB at `path` (default: `default_kb_path()`).
@@ -498,23 +536,50 @@ class KB:
                 target = ":memory:"
         elif p.is_dir():
             raise KBError(f"{p}: is a directory, not a knowledge base")
-        try:
-            conn = _connect(target)
-            migrate(conn, target)
-        except sqlite3.DatabaseError as e:
-            raise KBError(f"{p}: not a usable knowledge base ({e})") from None
+        # a KB opened only to read (create=False) that cannot be written (a read-only file or mount, an
+        # immutable file) is read as it is
+        modes = ("rw",) if create or target == ":memory:" else ("rw", "ro", "immutable")
+        for mode in modes:
+            conn = None
+            try:
+                conn = _connect(target, mode)
+                migrate(conn, target)
+                conn.execute("SELECT count(*) FROM main.sqlite_master").fetchone()
+                break
+            except sqlite3.OperationalError as e:
+                if conn is not None:
+                    conn.close()
+                if mode == modes[-1] or not _cannot_write(e):
+                    raise KBError(f"{p}: not a usable knowledge base ({e})") from None
+            except sqlite3.DatabaseError as e:
+                if conn is not None:
+                    conn.close()
+                raise KBError(f"{p}: not a usable knowledge base ({e})") from None
         ref_path = None
         if reference:
-            from .reference import reference_kb_path
-            ref_path = str(reference_kb_path())
-            # read-only: a write transaction on the user's KB (BEGIN IMMEDIATE) would otherwise also lock the
-            # reference file every process of the user shares, and block them all while it lasts
+            from .reference import published_kb_path, reference_kb_path
+            published = published_kb_path()
+            ref_path = str(published or reference_kb_path())
+            # read-only and immutable: the reference layer (the cached build, or the center's published snapshot
+            # on a shared, possibly read-only file system) is only ever replaced whole by a rename, never changed
+            # in place, so no process locks it or creates a journal, -wal or -shm file beside it, and a write
+            # transaction on the user's KB does not lock it for the other processes
             from urllib.parse import quote
-            conn.execute("ATTACH DATABASE ? AS ref", (f"file:{quote(ref_path)}?mode=ro",))
-            if not conn.execute("SELECT count(*) FROM ref.sqlite_master").fetchone()[0]:
-                # this SQLite does not read URI names: the plain path (and a file named like the URI) instead
-                conn.execute("DETACH DATABASE ref")
-                conn.execute("ATTACH DATABASE ? AS ref", (ref_path,))
+            try:
+                if published is not None:
+                    _check_published(published)
+                conn.execute("ATTACH DATABASE ? AS ref", (f"file:{quote(ref_path)}?mode=ro&immutable=1",))
+                if not conn.execute("SELECT count(*) FROM ref.sqlite_master").fetchone()[0]:
+                    # this SQLite does not read URI names: the plain path (and a file named like the URI) instead
+                    conn.execute("DETACH DATABASE ref")
+                    conn.execute("ATTACH DATABASE ? AS ref", (ref_path,))
+                if published is not None:
+                    _check_schema(conn, published)
+            except (sqlite3.DatabaseError, KBError) as e:
+                conn.close()
+                if isinstance(e, KBError):
+                    raise
+                raise KBError(f"{ref_path}: not a usable knowledge base ({e})") from None
         union = "SELECT 'user' AS origin, * FROM main.{t}"
         if ref_path:
             union += " UNION ALL SELECT 'reference' AS origin, * FROM ref.{t}"
@@ -572,7 +637,7 @@ class KB:
                 ((source_hash,) + tuple(c.get(k) or None for k in COMPARISON_COLUMNS) for c in comparisons))
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            rollback(self.conn)
             raise
         note = f"{dups} run(s) are in the KB already" if dups else None
         return ImportResult(source, fmt, n, False, dups, note)
@@ -642,7 +707,8 @@ class KB:
         The file is read twice in bounded memory: once to hash it (and, for text formats, to refuse a line
         longer than MAX_LINE, such as /dev/zero's), once to parse it as it goes when the importer can stream
         (the canonical CSV), else whole (formats whose files are small; larger than MAX_WHOLE_FILE is refused).
-        Something that is not a regular file (a pipe) is copied to a temporary file on the first read.
+        A pipe is copied to a temporary file on the first read; a device or socket is refused unopened
+        (ioadvisor.inputs).
         `progress(bytes_done, bytes_total)` is called as the file is parsed. Runs get their evidence flags
         (ioadvisor.center.evidence) from `center` (a `Center`, a center file or a shipped name) or else from
         the shipped center named like the runs' system."""
@@ -653,6 +719,8 @@ class KB:
             if not head:
                 raise ImportFormatError("empty file", str(p))
             imp = importers.detect(head, str(p)) if fmt == "auto" else importers.get(fmt)
+            if imp.check is not None and src.spool is None:
+                imp.check(str(p))                # e.g. a Darshan header that does not fit the file: not read
             digest, size = src.scan(imp.text, None if imp.stream else importers.MAX_WHOLE_FILE)
             ctx = importers.ImportContext(source=str(p), system=system, filesystem=filesystem, kind=kind)
             nullable = self._null_default_columns()
@@ -818,7 +886,7 @@ class KB:
                                   "first_rowid, stale) VALUES (?,?,?,?,?,?,?)", rows)
             self.conn.execute("COMMIT")
         except sqlite3.Error:
-            self.conn.execute("ROLLBACK")
+            rollback(self.conn)
 
     def comparisons(self, system: str | None = None) -> list[dict[str, Any]]:
         sql, args = "SELECT * FROM all_comparisons", []
@@ -828,12 +896,14 @@ class KB:
 
     def stats(self) -> dict[str, Any]:
         """Counts per origin, system, op and kind, and the number of sources."""
+        from .publish import snapshot_info
         q = self.conn.execute
         by = lambda col: {str(k): n for k, n in q(  # noqa: E731
             f"SELECT {col}, count(*) FROM all_runs GROUP BY {col} ORDER BY {col}")}
         return {
             "path": self.path,
             "reference": self.reference,
+            "published": snapshot_info(self.conn, "ref") if self.reference else None,
             "runs": q("SELECT count(*) FROM all_runs").fetchone()[0],
             "sources": q("SELECT count(*) FROM main.sources").fetchone()[0],
             "by_origin": by("origin"),
@@ -878,7 +948,7 @@ class KB:
             gone = self._drop_empty_sources({r["source_hash"] for r in rows})
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            rollback(self.conn)
             raise
         return {"deleted": len(rows), "sources_removed": gone}
 
@@ -911,7 +981,7 @@ class KB:
             gone = self._drop_empty_sources({r["source_hash"] for r in rows})
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            rollback(self.conn)
             raise
         return {"relabelled": len(keep), "merged": len(rows) - len(keep), "sources_removed": gone,
                 "ids": {r["id"]: rid for r, rid in zip(rows, new_ids)}}
@@ -930,7 +1000,7 @@ class KB:
             self._drop_empty_sources(hashes)
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            rollback(self.conn)
             raise
         return n
 

@@ -29,6 +29,10 @@ OPTIONAL_ARG = {"exclusive", "get-user-env", "no-kill"}
 
 from ..job import SCRIPT_KEYS as IOADVISE_KEYS  # noqa: E402  the one key table (ioadvisor/job.py)
 
+# the blanks of a line that sbatch (C isspace) and the job_submit.lua hook (%s) skip; str.strip() would also
+# skip FS, GS, RS, NEL and the Unicode spaces, which bash runs as (unknown) commands
+BLANKS = " \t\r\v\f"
+
 _SBATCH_RE = re.compile(r"^#SBATCH(?:\s+(.*))?$")
 _IOADVISE_RE = re.compile(r"^#IOADVISE(?:\s+(.*))?$")
 
@@ -163,9 +167,16 @@ def parse_sbatch_args(args: list[str] | tuple[str, ...]) -> tuple[Directive, ...
     return tuple(directives)
 
 
+def script_lines(text: str) -> list[str]:
+    """The lines of a script as bash reads them, each with its "\\n" (the last one may have none): split at
+    "\\n" only. CR, VT, FF, FS, GS, RS, NEL, U+2028 and U+2029 are ordinary characters inside a line (a comment
+    goes on past them), where str.splitlines() would start a new line. "".join(script_lines(t)) == t."""
+    return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
+
+
 def parse_jobscript(text: str) -> JobScript:
-    """Parse a batch script. Never raises; problems are listed in `warnings`."""
-    lines = tuple(text.splitlines())
+    """Parse a batch script (lines split as bash splits them). Never raises; problems are listed in `warnings`."""
+    lines = tuple(line.removesuffix("\n") for line in script_lines(text))
     warnings: list[str] = []
     shebang = lines[0] if lines and lines[0].startswith("#!") else None
     if shebang is None:
@@ -176,7 +187,7 @@ def parse_jobscript(text: str) -> JobScript:
     in_block = True
     for idx, line in enumerate(lines):
         n = idx + 1
-        stripped = line.strip()
+        stripped = line.strip(BLANKS)
         if in_block and not (stripped == "" or stripped.startswith("#")):
             in_block = False
             block_end = idx

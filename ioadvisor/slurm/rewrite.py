@@ -21,7 +21,7 @@ from ..errors import UsageError
 from ..mpiio.render import Plan, check_hints, check_stripe_size, render
 from ..mpiio.flavours import FLAVOURS as MPI_FLAVOURS, parse_version
 from ..util import check_line_value
-from .jobscript import parse_jobscript
+from .jobscript import parse_jobscript, script_lines
 
 BEGIN = "# >>> ioadvise wrap: generated block, rerun `ioadvise wrap` to change it"
 BEGIN_PREFIX = "# >>> ioadvise wrap"
@@ -83,8 +83,8 @@ def q(value: object) -> str:
 def strip_wrap(text: str) -> str:
     """Remove a block inserted by an earlier wrap (the script as the user wrote it). A line that merely starts
     like the block's first line, with no end line after it, is the user's and stays."""
-    lines = text.splitlines(keepends=True)
-    ends = [i for i, line in enumerate(lines) if line.rstrip("\r\n") == END]
+    lines = script_lines(text)
+    ends = [i for i, line in enumerate(lines) if line.removesuffix("\n") == END]
     out: list[str] = []
     skipping = False
     for i, line in enumerate(lines):
@@ -92,7 +92,7 @@ def strip_wrap(text: str) -> str:
             skipping = True
             continue
         if skipping:
-            if line.rstrip("\r\n") == END:
+            if line.removesuffix("\n") == END:
                 skipping = False
             continue
         out.append(line)
@@ -335,7 +335,7 @@ def wrap(text: str, settings: WrapSettings) -> str:
              "fi",
              "unset _ioadv_parent",
              END]
-    lines = base.splitlines(keepends=True)
+    lines = script_lines(base)
     at = js.block_end
     head = lines[:at]
     if head and not head[-1].endswith("\n"):

@@ -20,7 +20,6 @@ from .rewrite import TierSpec, WrapSettings, wrap
 SBATCH_ENV_KEEP = {"SBATCH_ACCOUNT", "SBATCH_PARTITION", "SBATCH_QOS", "SBATCH_RESERVATION", "SBATCH_CLUSTERS"}
 TRANSIENT = re.compile(r"Socket timed out|Resource temporarily unavailable|Unable to contact slurm controller"
                        r"|Zero Bytes were transmitted")
-MAX_SCRIPT = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,14 +60,8 @@ class Wrapped:
 
 def read_script(path: Path) -> str:
     """The script's text; ImportFormatError (exit 2) naming the file when it cannot be read."""
-    try:
-        if path.stat().st_size > MAX_SCRIPT:
-            raise ImportFormatError("job script larger than 16 MiB", str(path))
-        return path.read_text(encoding="utf-8", errors="surrogateescape")
-    except FileNotFoundError:
-        raise ImportFormatError("no such file", str(path)) from None
-    except (IsADirectoryError, PermissionError, OSError) as e:
-        raise ImportFormatError(e.strerror or str(e), str(path)) from None
+    from ..inputs import SCRIPT, read_input
+    return read_input(path, SCRIPT, ImportFormatError).decode("utf-8", errors="surrogateescape")
 
 
 def tier_spec(center: Center | None, name: str) -> TierSpec:
@@ -186,7 +179,7 @@ def sbatch(text: str, options: list[str] | tuple[str, ...] = (), *, name: str = 
     tmpdir = tempfile.mkdtemp(prefix="ioadvise-")
     try:
         script = Path(tmpdir) / (Path(name).name or "job.sh")
-        script.write_text(text, encoding="utf-8", errors="surrogateescape")
+        script.write_bytes(text.encode("utf-8", errors="surrogateescape"))   # every byte as given
         script.chmod(0o700)
         args = [exe, "--parsable", *options, str(script)]
         for attempt in range(retries + 1):

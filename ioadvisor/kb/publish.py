@@ -1,0 +1,147 @@
+"""A center's knowledge base published for its users: one sqlite file on a shared (often read-only) file system.
+
+Staff import into their working KB as usual; `publish` writes a snapshot of it, merged with the shipped
+reference data, as one self-contained file. The snapshot is built beside the target under a temporary name, in
+rollback-journal mode (never WAL, which needs shared memory on one host and does not work over a network file
+system), made readable by everyone, flushed to disk and renamed over the target in one step. A process that
+has the old file open keeps reading the old snapshot; one that opens the path after the rename reads the new
+one; none ever sees a half-written file. Users' processes attach it read-only and immutable (store.KB.open),
+so they create no file beside it and take no lock on it, and their own KB stays the layer on top.
+
+What is published: the reference runs and comparisons and the staff KB's runs, sources and comparisons. Not
+published: the staff KB's Darshan archive tables (users' job names and ids), its quarantine and stored fits.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from ..errors import KBError, UsageError
+
+DEFAULT_NAME = "kb.sqlite"
+# the tables a snapshot carries, in the order they are filled (sources before the runs that name them)
+TABLES = ("sources", "runs", "comparisons")
+_META = "CREATE TABLE published (snapshot TEXT NOT NULL, published_at TEXT NOT NULL, source TEXT NOT NULL)"
+
+
+def snapshot_info(conn: sqlite3.Connection, db: str) -> dict[str, str] | None:
+    """The snapshot attached as `db` (id, time, the staff KB it was published from), or None if it is not a
+    published KB."""
+    try:
+        row = conn.execute(f"SELECT snapshot, published_at, source FROM {db}.published").fetchone()
+    except sqlite3.Error:
+        return None
+    return dict(zip(("snapshot", "published_at", "source"), row)) if row else None
+
+
+def snapshot_id(conn: sqlite3.Connection, db: str) -> str | None:
+    info = snapshot_info(conn, db)
+    return info["snapshot"] if info else None
+
+
+def _is_snapshot(path: Path) -> bool:
+    """Whether `path` is a published KB (read without changing it: no journal mode switch, no migration)."""
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        return snapshot_id(conn, "main") is not None
+    finally:
+        conn.close()
+
+
+def target_path(target: Path) -> Path:
+    """The file to write: `target`, or `kb.sqlite` in it when it is a directory."""
+    return target / DEFAULT_NAME if target.is_dir() else target
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    # a comparison's integer id is its rowid, numbered per KB: the snapshot numbers them afresh
+    return [r[1] for r in conn.execute(f"PRAGMA main.table_info({table})") if not (table == "comparisons"
+                                                                                    and r[1] == "id")]
+
+
+def _copy(conn: sqlite3.Connection, db: str, table: str) -> int:
+    cols = ", ".join(f'"{c}"' for c in _columns(conn, table))
+    cur = conn.execute(f"INSERT OR IGNORE INTO main.{table} ({cols}) SELECT {cols} FROM {db}.{table}")
+    return cur.rowcount
+
+
+def _summarise(conn: sqlite3.Connection) -> None:
+    """The per-system summary of the merged runs, computed once here: readers cannot store it."""
+    from .store import KB
+    kb = KB(conn, ":memory:", None)
+    systems = [r[0] for r in conn.execute("SELECT DISTINCT system FROM main.runs")]
+    conn.execute("DELETE FROM main.system_fs")
+    conn.executemany("INSERT INTO main.system_fs (system, fsname, fs_type, ost_count, n_runs, first_rowid, stale) "
+                     "VALUES (?,?,?,?,?,?,0)", [r for s in systems for r in kb._system_fs_rows("main", s)])
+
+
+def publish(kb_path: Path, target: Path) -> dict[str, Any]:
+    """Write the snapshot of the KB at `kb_path` (with the shipped reference data) to `target` atomically."""
+    import datetime as _dt
+    import tempfile
+    import uuid
+    from .reference import reference_kb_path
+    from .schema import migrate
+    from .store import KB
+    kb_path, out = Path(kb_path), target_path(Path(target))
+    if not kb_path.is_file():
+        raise UsageError(f"{kb_path}: no knowledge base to publish (import runs into it first)")
+    if not out.parent.is_dir():
+        raise UsageError(f"{out.parent}: no such directory to publish into")
+    if out.exists() and out.resolve() == kb_path.resolve():
+        raise UsageError(f"{out}: is the KB being published; publish into another file")
+    if _is_snapshot(kb_path):
+        raise UsageError(f"{kb_path}: is a published snapshot, which is never changed; publish from the working KB")
+    KB.open(kb_path, reference=False).close()          # migrated to this version's schema first
+    ref = reference_kb_path()                           # the shipped data, never a published layer
+    try:
+        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    except OSError as e:
+        raise KBError(f"{out.parent}: cannot write there ({e.strerror})") from None
+    os.close(fd)
+    snap = uuid.uuid4().hex[:16]
+    try:
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            # the journal in memory: nothing but the snapshot itself is written in the shared directory
+            conn.execute("PRAGMA journal_mode = MEMORY")
+            migrate(conn, tmp)
+            conn.execute("ATTACH DATABASE ? AS shipped", (f"file:{quote(str(ref))}?mode=ro&immutable=1",))
+            conn.execute("ATTACH DATABASE ? AS staff", (f"file:{quote(str(kb_path))}?mode=ro",))
+            conn.execute("BEGIN")               # one read transaction: the staff KB as of one moment
+            shipped = {t: _copy(conn, "shipped", t) for t in TABLES}
+            staff = {t: _copy(conn, "staff", t) for t in TABLES}
+            _summarise(conn)
+            conn.execute(_META)
+            at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+            conn.execute("INSERT INTO published VALUES (?, ?, ?)", (snap, at, str(kb_path.resolve())))
+            conn.execute("COMMIT")
+            conn.execute("DETACH DATABASE shipped")
+            conn.execute("DETACH DATABASE staff")
+            conn.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            conn.close()
+        os.chmod(tmp, 0o644)                    # mkstemp's file is the owner's only: every user reads this one
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, out)
+        dirfd = os.open(out.parent, os.O_RDONLY)
+        try:
+            os.fsync(dirfd)                     # the rename itself on disk
+        finally:
+            os.close(dirfd)
+    except sqlite3.Error as e:
+        raise KBError(f"{out}: cannot publish ({e})") from None
+    except OSError as e:
+        raise KBError(f"{out}: cannot publish ({e.strerror or e})") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return {"path": str(out), "snapshot": snap, "published_at": at, "source": str(kb_path),
+            "runs": shipped["runs"] + staff["runs"], "center_runs": staff["runs"], "reference_runs": shipped["runs"]}

@@ -1,0 +1,135 @@
+"""Every Darshan log format PyDarshan reads is read by `ioadvise diagnose`: the current format (3.41, every Darshan
+release since 3.4.0) from the real logs in ../shared/darshan/ beside the repository, the older ones (3.00-3.21) from
+the logs in the darshan wheel. A log is either read (exit 0, with the job PyDarshan's own C backend sees) or refused
+with exit 2 and one line naming the file, and only if PyDarshan cannot read it either. A log cut short anywhere is
+refused the same way, never read as a smaller job and never a crash of the caller."""
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+darshan = pytest.importorskip("darshan")
+from darshan.backend import cffi_backend as raw  # noqa: E402
+
+from ioadvisor.cli import app  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "darshan"      # CI places a read-only copy of shared/ beside the clone
+WHEEL = Path(darshan.__file__).parent
+runner = CliRunner()
+
+
+def _distinct(paths) -> list[Path]:
+    out, seen = [], set()
+    for p in sorted(paths):
+        h = hashlib.sha256(p.read_bytes()).hexdigest()
+        if h not in seen:
+            seen.add(h)
+            out.append(p)
+    return out
+
+
+SHARED_LOGS = sorted(SHARED.glob("*.darshan")) if SHARED.is_dir() else []
+WHEEL_LOGS = _distinct(WHEEL.rglob("*.darshan"))
+needs_shared = pytest.mark.skipif(not SHARED_LOGS, reason=f"{SHARED} is absent: no Darshan 3.41 logs to read")
+
+
+def _log_version(path: Path) -> str:
+    return path.read_bytes()[:8].rstrip(b"\0").decode()
+
+
+def pydarshan_view(path: Path) -> dict | str:
+    """What PyDarshan makes of the log, in a separate interpreter (its C library may abort on a bad log): the
+    job's process count and module names, or the reason it failed."""
+    code = ("import json,sys\nfrom darshan.backend import cffi_backend as b\nlog=b.log_open(sys.argv[1])\n"
+            "job=b.log_get_job(log)\nmods=list(b.log_get_modules(log))\nb.log_get_name_records(log)\n"
+            "print(json.dumps({'nprocs':job['nprocs'],'modules':mods,'log_ver':job['log_ver']}))\n")
+    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0 or "Error" in r.stderr:
+        return (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+    return json.loads(r.stdout)
+
+
+@needs_shared
+def test_the_shared_logs_are_in_todays_format():
+    assert len(SHARED_LOGS) >= 7
+    assert {_log_version(p) for p in SHARED_LOGS} == {"3.41"}
+    # and the wheel's are older formats: together the two sets cover 3.41 and what came before
+    assert "3.41" not in {_log_version(p) for p in WHEEL_LOGS} and len(WHEEL_LOGS) >= 13
+
+
+def _read_or_refused_alike(log: Path) -> None:
+    r = runner.invoke(app, ["diagnose", str(log), "--json"])
+    view = pydarshan_view(log)
+    if r.exit_code == 2:
+        # refused: one line naming the file, and PyDarshan fails on it too
+        lines = [ln for ln in r.output.splitlines() if ln.strip()]
+        assert len(lines) == 1 and log.name in lines[0] and "Traceback" not in r.output
+        assert isinstance(view, str), f"refused a log PyDarshan reads: {lines[0]}"
+        return
+    assert r.exit_code == 0, r.output
+    assert isinstance(view, dict), f"read a log PyDarshan refuses ({view})"
+    doc = json.loads(r.stdout)
+    assert doc["job"]["nprocs"] == view["nprocs"]
+    assert doc["job"]["modules"] == view["modules"] and doc["job"]["log_version"] == view["log_ver"]
+
+
+@needs_shared
+@pytest.mark.parametrize("log", SHARED_LOGS, ids=lambda p: p.name[:32])
+def test_every_341_log_is_read_or_refused_as_pydarshan_would(log):
+    _read_or_refused_alike(log)
+
+
+@pytest.mark.parametrize("log", WHEEL_LOGS, ids=lambda p: p.name[:32])
+def test_every_wheel_log_is_read_or_refused_as_pydarshan_would(log):
+    _read_or_refused_alike(log)
+
+
+def _cuts(n: int) -> list[int]:
+    """Cut lengths: inside every format's fixed header, in the maps, through the records, and the last bytes
+    (a log losing only its final bytes loses the end of its last region, which the analysis may not read)."""
+    return sorted({20, 200, 400, n // 3, n // 2, 2 * n // 3, n - 100, n - 10, n - 1})
+
+
+@pytest.mark.parametrize("log", SHARED_LOGS + [WHEEL / "examples" / "example_logs" / "dxt.darshan"],
+                         ids=lambda p: p.name[:32])
+def test_a_log_cut_anywhere_is_refused_in_one_line(log, tmp_path):
+    data = log.read_bytes()
+    for n in _cuts(len(data)):
+        cut = tmp_path / f"cut{n}.darshan"
+        cut.write_bytes(data[:n])
+        r = runner.invoke(app, ["diagnose", str(cut)])
+        lines = [ln for ln in r.output.splitlines() if ln.strip()]
+        assert r.exit_code == 2, f"{n} of {len(data)} bytes: exit {r.exit_code}\n{r.output[:400]}"
+        assert len(lines) == 1 and cut.name in lines[0] and "Traceback" not in r.output
+        assert "truncated" in lines[0] or "corrupt" in lines[0] or "not a Darshan log" in lines[0]
+
+
+@needs_shared
+def test_the_empty_341_log_is_a_job_without_io():
+    (log,) = [p for p in SHARED_LOGS if p.name.startswith("empty_log")]
+    r = runner.invoke(app, ["diagnose", str(log), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    # no module records: nothing moved, so no rule can have a cause to fire
+    assert doc["job"]["modules"] == [] and doc["job"]["files"] == 0 and doc["findings"] == []
+
+
+def test_the_header_check_is_only_magic_and_size(tmp_path):
+    """The caller checks only what holds for every format: the version string and magic number, and a size
+    no header of any format is below. A 3.41 header (name map at bytes 32-47, unlike 3.00-3.21) passes it."""
+    from ioadvisor.diagnose.derive import MIN_HEADER_BYTES, check_header
+    from ioadvisor.errors import ImportFormatError
+    for log in SHARED_LOGS + WHEEL_LOGS:
+        check_header(log)
+    short = tmp_path / "short.darshan"
+    short.write_bytes((WHEEL_LOGS[0]).read_bytes()[:MIN_HEADER_BYTES - 1])
+    with pytest.raises(ImportFormatError, match="truncated"):
+        check_header(short)
+    assert raw is not None
