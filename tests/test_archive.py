@@ -305,6 +305,11 @@ def test_every_empty_file_is_one_failure_however_it_is_met(tmp_path, kb_path):
     # paths unchanged since: not looked at again, as for any log that failed
     assert third.failed == [] and third.unchanged == len(LOGS) + 3
     assert _count(kb_path, "archive_paths") == len(LOGS) + 3
+    # the report counts each of them as one empty file, as the scans listed them
+    from ioadvisor.archive.report import center_report
+    with KB.open(kb_path) as kb:
+        logs = center_report(kb)["logs"]
+    assert logs == {"scanned": len(LOGS) + 3, "readable": len(LOGS), "failed": 0, "empty_files": 3}
 
 
 def _bench_runs(system: str, fs: str) -> list:
