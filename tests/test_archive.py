@@ -364,3 +364,30 @@ def test_bench_plan_takes_no_target_from_archived_jobs(tmp_path):
         after = plan_for(kb, "xsys", center, budget=2)
     assert before.target_source == after.target_source == "default"
     assert after.targets == before.targets
+
+
+SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "darshan"
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"{SHARED} is absent: no Darshan 3.41 logs")
+def test_the_current_log_format_is_scanned_and_polaris_jobs_are_measured_on_grand(tmp_path, kb_path):
+    """The seven real 3.41 logs: all read. Two DLIO workers read their training data from /grand (10,585,419,955
+    and 5,527,137,065 bytes) and 13,342 bytes of Python from /home each: 13,342 / 10,585,433,297 = 0.0001% outside
+    a center that describes only /grand, so both are measurements on grand. The third worker read only /home
+    (7,273 bytes), the mpi-io-tests wrote to /tmp/test and /home, the DAOS job moved nothing through a file, the
+    empty log has no record: diagnoses."""
+    c = tmp_path / "polaris.toml"
+    c.write_text('name = "polaris"\n[[filesystems]]\nname = "grand"\ntype = "lustre"\nmount = "/grand"\n')
+    r = runner.invoke(app, ["archive", "scan", str(SHARED), "--center", str(c), "--kb", str(kb_path), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["failed"] == [] and doc["added"]["jobs"] == 7 and doc["added"]["measured"] == 2
+    c2 = sqlite3.connect(kb_path)
+    fs = {Path(p).name: f for p, f in c2.execute("SELECT l.path, j.filesystem FROM archive_jobs j "
+                                                  "JOIN archive_logs l ON l.hash = j.hash")}
+    assert {n for n, f in fs.items() if f == "grand"} == {
+        p.name for p in SHARED.glob("dlio*.darshan") if "-66999-" in p.name or "-67018-" in p.name}
+    assert {f for f in fs.values()} == {"grand", None}
+    # each of the two read its training data: a read run each, filed under grand
+    ops = sorted(r[0] for r in c2.execute("SELECT op FROM runs WHERE filesystem = 'grand' AND kind = 'production'"))
+    assert ops.count("read") == 2
