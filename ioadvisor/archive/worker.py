@@ -89,10 +89,12 @@ def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any)
             if n > 0:
                 return n
         hosts: dict[int, str] = {}
+        budget = 2 * nprocs + 64          # records read at most: a trace of a few ranks over many files is not read
         for mod in wanted:
             if mod == "BG/Q":
                 continue
-            while len(hosts) < nprocs and (rec := backend.log_get_record(log, mod, dtype="dict")) is not None:
+            while len(hosts) < nprocs and budget > 0 and (rec := backend.log_get_record(log, mod, dtype="dict")):
+                budget -= 1
                 hosts.setdefault(int(rec["rank"]), rec["hostname"])
         return len(set(hosts.values())) if nprocs > 0 and len(hosts) == nprocs else None
     finally:
