@@ -77,7 +77,8 @@ def _finish(doc: dict[str, Any], result_dir: Optional[Path], kb: Optional[Path],
     if kb is not None:
         from ..kb import KB
         with KB.open(kb) as store:
-            imported = store.import_file(path, "bench")
+            # flagged against the center the benchmark ran under, as `kb import --center` would
+            imported = store.import_file(path, "bench", center=doc.get("params", {}).get("center"))
     for w in doc.get("warnings", []):
         err_console.print(f"[yellow]Warning:[/] {escape(str(w))}", highlight=False, markup=True)
     if json_out:
