@@ -31,7 +31,7 @@ FilesystemOpt = Annotated[Optional[str], typer.Option(
     help="File system the runs are filed under (default: the center file system whose mount holds --dir, "
          "else the mount point).")]
 CenterOpt = Annotated[Optional[str], typer.Option(
-    help="Center file or shipped center name: gives the system name and maps --dir to a file system "
+    help="Center file or name (in $IOADVISE_CENTERS or shipped): gives the system name and maps --dir to a file system "
          "(docs/center.md).")]
 
 

@@ -36,8 +36,8 @@ def import_(
     system: Annotated[Optional[str], typer.Option(help="System the runs were measured on.")] = None,
     filesystem: Annotated[Optional[str], typer.Option(help="File system or tier name.")] = None,
     center: Annotated[Optional[str], typer.Option(
-        help="Center file or shipped name whose node_memory and rated bandwidths flag runs that measured a "
-             "cache or exceed the peak (default: the shipped center named like the system).")] = None,
+        help="Center file or name ($IOADVISE_CENTERS, shipped) whose node_memory and rated bandwidths flag runs that measured a "
+             "cache or exceed the peak (default: the center named like the system).")] = None,
     kb: KBOption = None,
     json_out: JsonOption = False,
 ) -> None:
