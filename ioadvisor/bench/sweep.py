@@ -292,8 +292,13 @@ def _ingest(kb_path: str | Path | None, path: Path) -> int:
     if kb_path is False:
         return 0
     from ..kb import KB
+    try:
+        center = json.loads(path.read_text()).get("params", {}).get("center")
+    except (OSError, ValueError, AttributeError):
+        center = None      # the import names what is wrong with the file
     with KB.open(kb_path) as store:
-        res = store.import_file(path, "bench")
+        # flagged against the center the benchmark ran under, as `kb import --center` would
+        res = store.import_file(path, "bench", center=center)
     return 0 if res.skipped else res.runs
 
 

@@ -126,8 +126,8 @@ def advice_json(advice: Any) -> dict[str, Any]:
 
 @app.command("advise")
 def advise_cmd(
-    center: Annotated[Optional[str], typer.Option(help="Center config: a TOML file or a shipped center's name.")] = None,
-    system: Annotated[Optional[str], typer.Option(help="System name (a shipped center or a system in the KB).")] = None,
+    center: Annotated[Optional[str], typer.Option(help="Center config: a TOML file or a center's name (in $IOADVISE_CENTERS or shipped).")] = None,
+    system: Annotated[Optional[str], typer.Option(help="System name (a center in $IOADVISE_CENTERS or shipped, or a system in the KB).")] = None,
     kb: KBOption = None,
     nodes: Annotated[Optional[int], typer.Option("-N", "--nodes", help="Nodes of the job (as sbatch -N).")] = None,
     ntasks: Annotated[Optional[int], typer.Option("-n", "--ntasks", help="MPI ranks in all (as sbatch -n): "
