@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..errors import ConfigError, SlurmError, UsageError
+from ..errors import ConfigError, UsageError
 from ..util import atomic_write, check_line_value
 from .params import DATA_KEYS, MD_KEYS, data_params, md_params
 
@@ -338,78 +338,45 @@ def _last_error(text: str) -> str:
 
 
 # ---- Slurm job array ---------------------------------------------------------------------------------------
-def _q(value: str) -> str:
-    from ..slurm.submit import sbatch_value
-    return sbatch_value(value)
-
-
 def render_array_script(plan: Plan, plan_path: str | Path) -> str:
     """The job-array script: one task per config, each reading its config from the plan JSON. Pure."""
+    from ..slurm.array import render
     s = plan.slurm
-    spread = [c for c in plan.configs if c.nodes is not None]
-    if spread:
+    if any(c.nodes is not None for c in plan.configs):
         # every task asks for what the largest config needs: its nodes, and the most ranks any config puts on one
-        size = [f"#SBATCH --nodes={max(c.nodes or 1 for c in plan.configs)}",
-                f"#SBATCH --ntasks-per-node={max(c.ranks_per_node or c.ranks for c in plan.configs)}"]
+        size = [f"--nodes={max(c.nodes or 1 for c in plan.configs)}",
+                f"--ntasks-per-node={max(c.ranks_per_node or c.ranks for c in plan.configs)}"]
     else:
-        size = [f"#SBATCH --ntasks={max(c.ranks for c in plan.configs)}"]
-    lines = ["#!/bin/bash",
-             f"#SBATCH --job-name=ioadvise-{plan.name}",
-             f"#SBATCH --array=0-{len(plan.configs) - 1}",
-             *size,
-             f"#SBATCH --output={_q(str(Path(plan.results) / LOG_PATTERN.format(job='%A', task='%a')))}"]
-    for key, opt in (("nodes", "--nodes"), ("ntasks_per_node", "--ntasks-per-node"), ("partition", "--partition"),
-                     ("time", "--time"), ("account", "--account"), ("qos", "--qos"), ("constraint", "--constraint")):
-        if s.get(key) not in (None, ""):
-            lines.append(f"#SBATCH {opt}={_q(str(s[key]))}")
-    for opt in s.get("options", []):
-        lines.append(f"#SBATCH {check_line_value(opt, '[slurm] options')}")
-    lines += ["", "# each task runs the config whose index is its array task id (see .plan.json)",
-              "set -eu",
-              f"exec {shlex.quote(sys.executable)} -m ioadvisor.bench.worker launch "
-              f"{shlex.quote(str(plan_path))} \"$SLURM_ARRAY_TASK_ID\"", ""]
-    return "\n".join(lines)
-
-
-def _slurm_env() -> dict[str, str]:
-    # the script decides everything: SBATCH_* from the caller's environment would override it
-    return {k: v for k, v in os.environ.items() if not k.startswith("SBATCH_")}
+        size = [f"--ntasks={max(c.ranks for c in plan.configs)}"]
+    options = {"--nodes": s.get("nodes"), "--ntasks-per-node": s.get("ntasks_per_node"),
+               "--partition": s.get("partition"), "--time": s.get("time"), "--account": s.get("account"),
+               "--qos": s.get("qos"), "--constraint": s.get("constraint")}
+    return render(name=f"ioadvise-{plan.name}", tasks=len(plan.configs), size=size,
+                  output=str(Path(plan.results) / LOG_PATTERN.format(job="%A", task="%a")), options=options,
+                  raw=[check_line_value(opt, "[slurm] options") for opt in s.get("options", [])],
+                  comment="each task runs the config whose index is its array task id (see .plan.json)",
+                  command=f"exec {shlex.quote(sys.executable)} -m ioadvisor.bench.worker launch "
+                          f"{shlex.quote(str(plan_path))} \"$SLURM_ARRAY_TASK_ID\"")
 
 
 def submit_array(plan: Plan) -> tuple[str, Path]:
-    """Write plan and script, submit with `sbatch --parsable`; returns (job id, script path)."""
+    """Write plan and script, submit the script; returns (job id, script path)."""
+    from ..slurm.array import submit
     plan_path = write_plan(plan)
     script = Path(plan.results) / SCRIPT_FILE
     atomic_write(script, render_array_script(plan, plan_path), mode=0o755)
-    try:
-        p = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True, timeout=60,
-                           env=_slurm_env())
-    except FileNotFoundError:
-        raise SlurmError("sbatch not found: array mode needs Slurm (use --mode allocation)") from None
-    except subprocess.TimeoutExpired:
-        raise SlurmError("sbatch did not answer within 60 s") from None
-    if p.returncode != 0:
-        raise SlurmError(f"sbatch failed: {_last_error(p.stderr) or p.returncode}")
-    job_id = p.stdout.strip().split(";")[0]
-    if not job_id.isdigit():
-        raise SlurmError(f"sbatch printed no job id: {p.stdout.strip()!r}")
-    return job_id, script
-
-
-def _in_queue(job_id: str) -> bool | None:
-    from ..slurm.submit import in_queue
-    return in_queue(job_id, _slurm_env())
+    return submit(script), script
 
 
 def wait_and_ingest(plan: Plan, job_id: str, *, kb: str | Path | None | bool = None,
                     progress: Progress | None = None, timeout: float = 3600, poll: float = 1.0) -> SweepOutcome:
     """Wait for the array's result files and add each to the KB as it arrives (a file is added once)."""
+    from ..slurm.array import wait
     out = SweepOutcome(plan, job_id=job_id)
     pending = {c.index: plan.result_path(c.index) for c in plan.configs}
     total = len(pending)
-    deadline = time.monotonic() + timeout
-    gone_since: float | None = None
-    while pending:
+
+    def collect() -> int:
         for idx, path in sorted(pending.items()):
             if path.exists():
                 out.results.append(str(path))
@@ -417,17 +384,9 @@ def wait_and_ingest(plan: Plan, job_id: str, *, kb: str | Path | None | bool = N
                 del pending[idx]
                 if progress:
                     progress("done", total - len(pending), total, plan.configs[idx].label)
-        if not pending:
-            break
-        queued = _in_queue(job_id)
-        now = time.monotonic()
-        if queued is False:
-            gone_since = gone_since or now
-            if now - gone_since > 3 * poll + 2:   # files land just before the task leaves the queue
-                break
-        if now > deadline:
-            break
-        time.sleep(poll)
+        return total - len(pending)
+
+    wait(job_id, collect, total, timeout=timeout, poll=poll)
     for idx in sorted(pending):
         log = Path(plan.results) / LOG_PATTERN.format(job=job_id, task=idx)
         why = _last_error(log.read_text(errors="replace")) if log.exists() else "no output"
