@@ -251,6 +251,9 @@ def sweep(
             if mode == "array":
                 typer.echo(doc["script"], nl=False)
             return
+        refused = sw.srun_without_mpi(plan)
+        if refused:
+            raise UsageError(f"{file}: {refused}")
         with progress_bar(json_out) as prog:
             task = prog.add_task(f"sweep {plan.name}", total=len(plan.configs))
 
@@ -268,14 +271,16 @@ def sweep(
                     out = sw.wait_and_ingest(plan, job_id, kb=target_kb, progress=progress, timeout=timeout)
         summary = {"name": plan.name, "mode": mode, "configs": len(plan.configs), "results_dir": plan.results,
                    "job_id": out.job_id, "results": out.results, "kb_runs": out.kb_runs,
-                   "failed": [{"index": i, "config": plan.configs[i].label, "error": e} for i, e in out.failed]}
+                   "failed": [{"index": i, "config": plan.configs[i].label, "error": e,
+                               "task": f"{out.job_id}_{i}" if out.job_id else None} for i, e in out.failed]}
         if json_out:
             print_json(summary)
         else:
             console.print(f"sweep {plan.name}: {len(out.results)} of {len(plan.configs)} config(s) measured, "
                           f"{out.kb_runs} run(s) added to the KB; results in {plan.results}", highlight=False)
             for f in summary["failed"]:
-                err_console.print(f"[red]failed[/] config {f['index']} ({escape(str(f['config']))}): "
+                task = f" (array task {f['task']})" if f["task"] else ""
+                err_console.print(f"[red]failed[/] config {f['index']}{task} ({escape(str(f['config']))}): "
                                   f"{escape(str(f['error']))}", highlight=False, markup=True)
         if out.failed and not (mode == "array" and no_wait):
             raise typer.Exit(1)
