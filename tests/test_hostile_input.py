@@ -277,3 +277,23 @@ def test_huge_integers_and_deep_nesting_are_one_line(case, command, seeded_kb, t
     before = digest(seeded_kb)
     one_error_line(ioadvise(*command.split(), bad, "--kb", seeded_kb), name, says)
     assert digest(seeded_kb) == before
+
+
+def test_a_csv_imported_twice_leaves_nothing_on_stderr(tmp_path):
+    """The second import stops after the first batch (the file is in the KB already); the reader of the file,
+    left suspended, must be closed while the file is still open, not by the interpreter after it was closed
+    ("Exception ignored ... I/O operation on closed file" on stderr)."""
+    import os
+    import subprocess
+    import sys
+    rows = tmp_path / "rows.csv"
+    rows.write_text(HEADER + "\n" + "".join(
+        GOOD_ROW.replace("s1,", f"s{i},", 1).replace(",100.5,", f",{100 + i / 100:.2f},") + "\n"
+        for i in range(5000)))
+    kb = tmp_path / "kb.sqlite"
+    env = {**os.environ, "PYTHONWARNINGS": "default"}
+    for added in ("5000 run(s) added", "already in the KB"):
+        res = subprocess.run([Path(sys.executable).parent / "ioadvise", "kb", "import", str(rows), "--kb", str(kb)],
+                             capture_output=True, text=True, env=env, timeout=120)
+        assert res.returncode == 0 and added in res.stdout, res.stdout + res.stderr
+        assert "Exception ignored" not in res.stderr and "Traceback" not in res.stderr, res.stderr
