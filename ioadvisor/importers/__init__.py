@@ -14,6 +14,8 @@ Modules are imported on first use, so a missing optional dependency (e.g. darsha
 from __future__ import annotations
 
 import importlib
+import json
+import sys
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator
 
@@ -106,3 +108,18 @@ def decode(data: bytes, source: str = "") -> str:
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise ImportFormatError("not UTF-8 text", source, line) from None
+
+
+def load_json(text: str, source: str, what: str, first_line: int = 1) -> object:
+    """A JSON document (`what` names it in errors, e.g. "fio JSON") whose text starts at line `first_line` of
+    `source`; ImportFormatError for invalid JSON, nesting deeper than Python's recursion allows, and integers of
+    more digits than Python converts (neither is a tool's output)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ImportFormatError(f"invalid or truncated {what}: {e.msg}", source, e.lineno + first_line - 1) from None
+    except RecursionError:
+        raise ImportFormatError(f"{what}: arrays or objects nested too deep", source) from None
+    except ValueError:      # int('9' * 5000): beyond the conversion limit of int from text
+        raise ImportFormatError(f"{what}: an integer of more than {sys.get_int_max_str_digits()} digits",
+                                source) from None

@@ -14,6 +14,7 @@ import operator
 from operator import itemgetter
 import os
 import sqlite3
+from contextlib import ExitStack, closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
@@ -713,7 +714,8 @@ class KB:
         the shipped center named like the runs' system."""
         from .. import importers
         p = Path(path)
-        with _ImportSource(p) as src:
+        # the generators reading the reopened file are closed (their clean-up run) while it is still open
+        with _ImportSource(p) as src, ExitStack() as readers:
             head = src.head()
             if not head:
                 raise ImportFormatError("empty file", str(p))
@@ -735,12 +737,13 @@ class KB:
                     # second process, which also sets flags and makes the batches, while this one stores
                     from . import csvrows
                     if size >= csvrows.ASIDE_BYTES and csvrows.can_read_aside():
-                        batches = csvrows.read_aside(f, ctx, prepared, size, progress)
+                        batches = readers.enter_context(closing(csvrows.read_aside(f, ctx, prepared, size,
+                                                                                   progress)))
                     else:
-                        items = imp.stream(f, ctx, csvrows.RowReader)
+                        items = readers.enter_context(closing(imp.stream(f, ctx, csvrows.RowReader)))
                         batches = prepared(items if progress is None else _progressed(items, f, size, progress))
                 else:
-                    items = _keyed(imp.stream(f, ctx), str(p))
+                    items = _keyed(readers.enter_context(closing(imp.stream(f, ctx))), str(p))
                     batches = prepared(items if progress is None else _progressed(items, f, size, progress))
             else:
                 try:
