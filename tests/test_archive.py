@@ -388,6 +388,9 @@ def test_the_current_log_format_is_scanned_and_polaris_jobs_are_measured_on_gran
     assert {n for n, f in fs.items() if f == "grand"} == {
         p.name for p in SHARED.glob("dlio*.darshan") if "-66999-" in p.name or "-67018-" in p.name}
     assert {f for f in fs.values()} == {"grand", None}
+    from ioadvisor.archive.report import center_report
+    with KB.open(kb_path) as kb:
+        assert center_report(kb)["totals"]["jobs_measured"] == 2
     # each of the two read its training data: a read run each, filed under grand
     ops = sorted(r[0] for r in c2.execute("SELECT op FROM runs WHERE filesystem = 'grand' AND kind = 'production'"))
     assert ops.count("read") == 2

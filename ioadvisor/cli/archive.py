@@ -263,7 +263,9 @@ def _render_report(doc: dict[str, Any]) -> None:
                   f"{_h(tot['process_hours'])} process-hours; {tot['jobs_with_findings']} jobs with findings put "
                   f"{_h(tot['at_stake_process_hours'])} process-hours of I/O time at stake; {saving}. Node counts: "
                   f"{tot['jobs_with_nodes']} of {tot['jobs']} jobs ({_h(tot['at_stake_node_hours'])} node-hours "
-                  f"at stake among them); the others are counted in processes only.", highlight=False)
+                  f"at stake among them); the others are counted in processes only. {tot['jobs_measured']} job(s) "
+                  f"had their files under the center's mounts (measurements); the rest are diagnoses only.",
+                  highlight=False)
     if not tot["jobs"]:
         console.print("No jobs in the KB's archive tables: run `ioadvise archive scan` first.")
         return
