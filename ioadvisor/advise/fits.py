@@ -10,8 +10,10 @@ from typing import Any
 from ..kb import KB
 from ..model.types import Center
 from ..predict import Fit, fit_all
+from ..predict.evidence import Evidence
 
 _CACHE: dict[tuple[str, str | None, str], tuple[tuple, dict]] = {}
+_EVIDENCE: dict[tuple[str, str | None, str], tuple[tuple, Evidence]] = {}
 _TABLE = ("CREATE TABLE IF NOT EXISTS main.advise_fits (system TEXT PRIMARY KEY, signature TEXT, fits TEXT)")
 MAX_EVIDENCE_IDS = 40
 MODEL_VERSION = "physical/6"   # stored fits of another version are refitted
@@ -122,6 +124,20 @@ def system_fits(kb: KB, system: str, center: Center | None = None) -> dict[tuple
         _store_table(kb, system, sig, fits)
     _CACHE[key] = (sig, fits)
     return fits
+
+
+def system_evidence(kb: KB, system: str, center: Center | None = None) -> Evidence:
+    """The system's runs indexed for the evidence bands (predict.evidence), kept as long as its fits are."""
+    osts = {f.name: f.ost_count for f in center.filesystems} if center else {}
+    dflt = {f.name: f.default_stripe_count for f in center.filesystems} if center else {}
+    sig = _signature(kb, system, osts, dflt)
+    key = (kb.path, kb.reference, system.lower())
+    hit = _EVIDENCE.get(key)
+    if hit and hit[0] == sig:
+        return hit[1]
+    ev = Evidence(load_system_runs(kb, system), osts, dflt)
+    _EVIDENCE[key] = (sig, ev)
+    return ev
 
 
 def runs_by_ids(kb: KB, ids: list[str]) -> dict[str, Any]:

@@ -1,0 +1,159 @@
+"""What the measured runs near a job say, before any model: the band a prediction may not leave.
+
+Runs are near a job when they share its system, file system, op, API class (API and collective mode), layout and
+unit, come from the same family (ranks per node within a factor of `FAMILY_SPAN`: one-rank-per-node hero runs say
+little of a 24-rank application kernel), and were measured at the nearest node counts on either side of the
+job's (within a factor of `NODE_SPAN`), at the volume per rank nearest the job's. At each such node count the
+runs give, per stripe count, the range they measured (repetitions included); a stripe count between measured ones
+takes the log-log interpolation of its neighbours' ranges, one outside them the range of the nearest measured
+count (no gain is claimed beyond what was measured). The band at the job is the envelope of the neighbouring node
+counts' ranges (the job lies between them), or the one side's range scaled by the node ratio where the job lies
+beyond the measured scales, widened by `MARGIN` (one run's noise). A model may interpolate inside the band; it
+may not overrule the runs beyond it, which is what keeps a cliff the runs measured from being recommended.
+
+`measured_peak` is the other bound: the largest bandwidth any run of the group measured, scaled linearly in nodes
+up to the job's (a job on more nodes may at best scale perfectly), widened by `MARGIN`.
+
+Everything here is pure.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from ..model.run import Run, bytes_moved
+from . import io_class
+from .physical import INF
+
+MARGIN = 1.25          # one run's noise (about OBS_SIGMA in log space) beyond the range the runs measured
+NODE_SPAN = 4.0        # neighbouring node counts within this factor of the job's
+FAMILY_SPAN = 2.0      # ... and ranks per node within this factor: the same family of runs
+VOLUME_SPAN = 2.0      # volumes per rank within this factor of the nearest one count as the same volume
+
+
+@dataclass(frozen=True)
+class Band:
+    """The range the runs near a job allow its value: `low`-`high`, from `n_runs` runs at `nodes`."""
+
+    low: float
+    high: float
+    n_runs: int
+    nodes: tuple[float, ...]
+    exact: bool                 # measured at the job's own node count and stripe count
+
+    def clamp(self, v: float) -> float:
+        return min(max(v, self.low), self.high)
+
+
+@dataclass(frozen=True)
+class _Obs:
+    nodes: float
+    rpn: float
+    volume: float | None        # bytes per rank
+    stripes: float
+    value: float
+
+
+def _stripes(r: Run, osts: int | None, dflt: int | None) -> float:
+    if (r.fs_type or "lustre").lower() not in ("lustre", "beegfs"):
+        return 0.0              # the file system spreads data itself: stripe counts do not apply
+    sc = r.stripe_count if r.stripe_count not in (None, 0) else (dflt or 1)
+    if sc < 0:
+        sc = r.ost_count or osts or 1
+    return float(sc)
+
+
+def _log_interp(x: float, a: float, b: float, va: float, vb: float) -> float:
+    t = (math.log(x) - math.log(a)) / (math.log(b) - math.log(a))
+    return math.exp((1 - t) * math.log(va) + t * math.log(vb))
+
+
+class Evidence:
+    """The runs of one system indexed by (file system, op, API class, layout, unit), for `band` and
+    `measured_peak`. `osts` and `dflt` give each file system's OST count and default stripe count."""
+
+    def __init__(self, runs: Iterable[Run], osts: Mapping | None = None, dflt: Mapping | None = None):
+        self._by: dict[tuple, list[_Obs]] = {}
+        self._peak: dict[tuple, list[tuple[float, float]]] = {}
+        osts, dflt = osts or {}, dflt or {}
+        for r in runs:
+            if not r.value or r.value <= 0 or not math.isfinite(r.value):
+                continue
+            nodes = r.nodes or None
+            ranks = r.ranks or (nodes * r.ranks_per_node if nodes and r.ranks_per_node else None)
+            self._peak.setdefault((r.filesystem, r.op, r.unit), []).append(
+                (float(nodes) if nodes else INF, r.value))
+            if not nodes:
+                continue
+            ranks = ranks or nodes
+            moved = bytes_moved(r)
+            obs = _Obs(nodes=float(nodes), rpn=ranks / nodes, volume=moved / ranks if moved else None,
+                       stripes=_stripes(r, osts.get(r.filesystem), dflt.get(r.filesystem)), value=r.value)
+            key = (r.filesystem, r.op, io_class(r.api, r.collective), r.layout, r.unit)
+            self._by.setdefault(key, []).append(obs)
+
+    def modes(self, filesystem: str | None, op: str, unit: str) -> set[tuple[str, str | None]]:
+        """The (API class, layout) pairs runs measured on a file system for an op."""
+        return {(k[2], k[3]) for k, v in self._by.items() if (k[0], k[1], k[4]) == (filesystem, op, unit) and v}
+
+    def measured(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str) -> bool:
+        return bool(self._by.get((filesystem, op, klass, layout, unit)))
+
+    def band(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *, nodes: float,
+             rpn: float, volume: float | None, stripes: float) -> Band | None:
+        """The band the runs near the job allow (see the module docstring), or None where none is near."""
+        pool = self._by.get((filesystem, op, klass, layout, unit))
+        if not pool or not nodes or not math.isfinite(nodes):
+            return None
+        fam = min({o.rpn for o in pool}, key=lambda x: abs(math.log(x / rpn)))
+        if abs(math.log(fam / rpn)) > math.log(FAMILY_SPAN) + 1e-9:
+            return None
+        pool = [o for o in pool if o.rpn == fam]
+        counts = sorted({o.nodes for o in pool})
+        below = [n for n in counts if n <= nodes and nodes / n <= NODE_SPAN + 1e-9]
+        above = [n for n in counts if n >= nodes and n / nodes <= NODE_SPAN + 1e-9]
+        sides = sorted({x for x in (below[-1] if below else None, above[0] if above else None) if x is not None})
+        if not sides:
+            return None
+        ranges, used = [], 0
+        for n in sides:
+            at = [o for o in pool if o.nodes == n]
+            vols = [o.volume for o in at if o.volume]
+            if volume and vols:
+                near = min(vols, key=lambda v: abs(math.log(v / volume)))
+                at = [o for o in at if o.volume is None or abs(math.log(o.volume / near)) <= math.log(VOLUME_SPAN)]
+            lo, hi, exact = _range_at(at, stripes)
+            scale = nodes / n if len(sides) == 1 else 1.0
+            ranges.append((lo * min(scale, 1.0), hi * max(scale, 1.0), exact and n == nodes))
+            used += len(at)
+        return Band(low=min(r[0] for r in ranges) / MARGIN, high=max(r[1] for r in ranges) * MARGIN,
+                    n_runs=used, nodes=tuple(sides), exact=any(r[2] for r in ranges))
+
+    def measured_peak(self, filesystem: str | None, op: str, unit: str, nodes: float) -> float | None:
+        """The largest value runs of the group measured, those at fewer nodes scaled linearly to `nodes`."""
+        pts = self._peak.get((filesystem, op, unit))
+        if not pts or not nodes or not math.isfinite(nodes):
+            return None
+        return MARGIN * max(v * max(1.0, nodes / n) if math.isfinite(n) else v for n, v in pts)
+
+
+def _range_at(obs: list[_Obs], stripes: float) -> tuple[float, float, bool]:
+    """(lowest, highest, measured exactly) value the runs at one node count give at a stripe count."""
+    by: dict[float, list[float]] = {}
+    for o in obs:
+        by.setdefault(o.stripes, []).append(o.value)
+    xs = sorted(by)
+    s = stripes if xs[0] > 0 else 0.0
+    if s in by:
+        return min(by[s]), max(by[s]), True
+    if s <= xs[0]:
+        return min(by[xs[0]]), max(by[xs[0]]), False
+    if s >= xs[-1]:
+        return min(by[xs[-1]]), max(by[xs[-1]]), False
+    a = max(x for x in xs if x < s)
+    b = min(x for x in xs if x > s)
+    return (_log_interp(s, a, b, min(by[a]), min(by[b])), _log_interp(s, a, b, max(by[a]), max(by[b])), False)
+
+
+__all__ = ["Band", "Evidence", "MARGIN"]
