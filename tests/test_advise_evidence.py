@@ -141,3 +141,15 @@ def test_system_and_center_file_give_the_same_advice(cliff, tmp_path):
         assert by_system.recommendation.config == by_site.recommendation.config, (by_system.recommendation.config, by_site.recommendation.config)
         assert by_system.recommendation.config == by_center.recommendation.config
         assert by_system.recommendation.prediction.value == by_center.recommendation.prediction.value
+
+
+def test_every_caveat_of_the_advice_reaches_the_wrapped_job(cliff, tmp_path):
+    from ioadvisor.slurm.submit import Explicit, wrap_script
+    kb, center = cliff
+    script = ("#!/bin/bash\n#SBATCH -N 16 --ntasks-per-node=16\n"
+              "#IOADVISE bytes_per_rank=1GiB api=MPIIO layout=shared\nsrun ./app\n")
+    wrapped = wrap_script(script, Explicit(), center=center, kb_path=kb.path)
+    assert wrapped.advice is not None and wrapped.advice.warnings
+    # the advice extrapolates to 16 nodes from 2-8 and names the unmeasured mode: the job's warnings say both
+    for caveat in wrapped.advice.warnings:
+        assert caveat in wrapped.warnings, (caveat, wrapped.warnings)

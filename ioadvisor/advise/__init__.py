@@ -18,6 +18,7 @@ from ..model.run import norm_api, norm_layout
 from ..model.types import Advice, Center, Config, Evidence, FileSystem, Option, Prediction, Tier, Workload
 from ..model.units import format_size
 from ..predict import INF, Fit, Point, io_class
+from ..predict.evidence import bounds
 
 TOLERANCE = 0.05           # candidates within 5% of the best are treated as equally fast (no posterior draws)
 MIN_GAIN = 0.10            # a gain smaller than 10% is not worth a change
@@ -328,29 +329,15 @@ def _bound(c: _Cand, w: Workload, ev: Any) -> None:
     if c.value is None or c.fit is None or c.point is None:
         return
     f, p, fs = c.fit, c.point, c.place
+    rated = fs.rated_write_bandwidth if w.op == "write" else fs.rated_read_bandwidth
+    b = bounds(ev, f.filesystem, f.op, p.klass or "", c.config.layout, f.unit, f.kind == "bandwidth",
+               nodes=float(w.nodes), rpn=float(w.ranks_per_node), volume=float(w.bytes_per_rank) or None,
+               stripes=p.stripes if p.striped and p.stripes else 0.0,
+               rated=rated / (1 << 20) if rated and f.unit == "MiB/s" else None)
     c.model_value = c.value
-    lows, highs = [(0.0, "")], [(INF, "")]
-    band = ev.band(f.filesystem, f.op, p.klass, c.config.layout, f.unit, nodes=float(w.nodes),
-                   rpn=float(w.ranks_per_node), volume=float(w.bytes_per_rank) or None,
-                   stripes=p.stripes if p.striped and p.stripes else 0.0) if ev is not None else None
-    if band is not None:
-        lows.append((band.low, "runs"))
-        highs.append((band.high, "runs"))
-        c.band_runs = band.n_runs
-    if f.kind == "bandwidth":
-        peak = ev.measured_peak(f.filesystem, f.op, f.unit, float(w.nodes)) if ev is not None else None
-        if peak is not None:
-            highs.append((peak, "measured peak"))
-        rated = fs.rated_write_bandwidth if w.op == "write" else fs.rated_read_bandwidth
-        if rated and f.unit == "MiB/s":
-            highs.append((rated / (1 << 20), "rated peak"))
-    c.ceiling, hi_by = min(highs)
-    c.floor, lo_by = max(lows)
-    c.floor = min(c.floor, c.ceiling)
-    v = min(max(c.value, c.floor), c.ceiling)
-    if v != c.value:
-        c.bounded_by = hi_by if v < c.value else lo_by
-        c.value = v
+    c.floor, c.ceiling, c.band_runs = b.floor, b.ceiling, b.band_runs
+    c.bounded_by = b.by(c.value)
+    c.value = b.clamp(c.value)
 
 
 def _bounded(c: _Cand, xs: list[float]) -> list[float]:

@@ -138,6 +138,47 @@ class Evidence:
         return MARGIN * max(v * max(1.0, nodes / n) if math.isfinite(n) else v for n, v in pts)
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """What a prediction may not leave: `floor`-`ceiling`, what sets each, and the runs of the band."""
+
+    floor: float = 0.0
+    ceiling: float = INF
+    floor_by: str | None = None
+    ceiling_by: str | None = None
+    band_runs: int = 0
+
+    def clamp(self, v: float) -> float:
+        return min(max(v, self.floor), self.ceiling)
+
+    def by(self, model: float) -> str | None:
+        """What moved a model's value, or None where it lies inside."""
+        return self.ceiling_by if model > self.ceiling else self.floor_by if model < self.floor else None
+
+
+def bounds(ev: "Evidence | None", filesystem: str | None, op: str, klass: str, layout: str | None, unit: str,
+           bandwidth: bool, *, nodes: float, rpn: float, volume: float | None, stripes: float,
+           rated: float | None = None) -> Bounds:
+    """The band of the runs near the job, under the largest bandwidth measured (scaled to the job's nodes) and
+    the rated peak (MiB/s, from the center file): the bounds the advice and its validation put on a value."""
+    lows, highs = [(0.0, None)], [(INF, None)]
+    band = ev.band(filesystem, op, klass, layout, unit, nodes=nodes, rpn=rpn, volume=volume,
+                   stripes=stripes) if ev is not None else None
+    if band is not None:
+        lows.append((band.low, "runs"))
+        highs.append((band.high, "runs"))
+    if bandwidth:
+        peak = ev.measured_peak(filesystem, op, unit, nodes) if ev is not None else None
+        if peak is not None:
+            highs.append((peak, "measured peak"))
+        if rated:
+            highs.append((rated, "rated peak"))
+    hi, hi_by = min(highs, key=lambda x: x[0])
+    lo, lo_by = max(lows, key=lambda x: x[0])
+    return Bounds(floor=min(lo, hi), ceiling=hi, floor_by=lo_by, ceiling_by=hi_by,
+                  band_runs=band.n_runs if band else 0)
+
+
 def _range_at(obs: list[_Obs], stripes: float) -> tuple[float, float, bool]:
     """(lowest, highest, measured exactly) value the runs at one node count give at a stripe count."""
     by: dict[float, list[float]] = {}
@@ -156,4 +197,4 @@ def _range_at(obs: list[_Obs], stripes: float) -> tuple[float, float, bool]:
     return (_log_interp(s, a, b, min(by[a]), min(by[b])), _log_interp(s, a, b, max(by[a]), max(by[b])), False)
 
 
-__all__ = ["Band", "Evidence", "MARGIN"]
+__all__ = ["Band", "Bounds", "Evidence", "MARGIN", "bounds"]
