@@ -18,7 +18,7 @@ from ..model.run import norm_api, norm_layout
 from ..model.types import Advice, Center, Config, Evidence, FileSystem, Option, Prediction, Tier, Workload
 from ..model.units import format_size
 from ..predict import INF, Fit, Point, io_class
-from ..predict.evidence import bounds
+from ..predict.evidence import Bounds, bounds
 
 TOLERANCE = 0.05           # candidates within 5% of the best are treated as equally fast (no posterior draws)
 MIN_GAIN = 0.10            # a gain smaller than 10% is not worth a change
@@ -52,6 +52,7 @@ class _Cand:
     model_value: float | None = None   # the model's own value before the bounds
     band_runs: int = 0               # runs near the job that gave the band
     unmeasured: str | None = None    # the mode no run of this system measured (then not predicted)
+    bounds: Bounds | None = None
 
 
 def check_workload(w: Workload) -> None:
@@ -335,6 +336,7 @@ def _bound(c: _Cand, w: Workload, ev: Any) -> None:
                stripes=p.stripes if p.striped and p.stripes else 0.0,
                rated=rated / (1 << 20) if rated and f.unit == "MiB/s" else None)
     c.model_value = c.value
+    c.bounds = b
     c.floor, c.ceiling, c.band_runs = b.floor, b.ceiling, b.band_runs
     c.bounded_by = b.by(c.value)
     c.value = b.clamp(c.value)
@@ -642,8 +644,9 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
     alts = _alternatives(order[1:], rec)
     for c in [rec, base] + alts:       # intervals and limits only for the options shown: each costs the draws
         if c.value is not None and c.fit is not None and c.point is not None:
-            lo, hi = c.fit.interval(c.value, c.point)
-            c.low, c.high = min(max(lo, c.floor), c.value), max(min(hi, c.ceiling), c.value)
+            c.low, c.high = c.fit.interval(c.value, c.point)
+            if c.bounds is not None:
+                c.low, c.high = c.bounds.interval(c.value, c.low, c.high)
             c.binding = c.fit.binding(c.point)
     from .explain import build_option, warnings_for
     evidence_runs = _evidence_runs(kb, [rec, base] + alts)

@@ -5,8 +5,8 @@ unit, come from the same family (ranks per node within a factor of `FAMILY_SPAN`
 little of a 24-rank application kernel), and were measured at the nearest node counts on either side of the
 job's (within a factor of `NODE_SPAN`), at the volume per rank nearest the job's. At each such node count the
 runs give, per stripe count, the range they measured (repetitions included); a stripe count between measured ones
-takes the log-log interpolation of its neighbours' ranges, one outside them the range of the nearest measured
-count (no gain is claimed beyond what was measured). The band at the job is the envelope of the neighbouring node
+takes the log-log interpolation of its neighbours' ranges; one outside them is held under the nearest measured
+count's highest value (no gain is claimed beyond what was measured), with no floor. The band at the job is the envelope of the neighbouring node
 counts' ranges (the job lies between them), or the one side's range scaled by the node ratio where the job lies
 beyond the measured scales, widened by `MARGIN` (one run's noise). A model may interpolate inside the band; it
 may not overrule the runs beyond it, which is what keeps a cliff the runs measured from being recommended.
@@ -30,6 +30,8 @@ MARGIN = 1.25          # one run's noise (about OBS_SIGMA in log space) beyond t
 NODE_SPAN = 4.0        # neighbouring node counts within this factor of the job's
 FAMILY_SPAN = 2.0      # ... and ranks per node within this factor: the same family of runs
 VOLUME_SPAN = 2.0      # volumes per rank within this factor of the nearest one count as the same volume
+VOLUME_FAR = 4.0       # a node count whose runs all moved 4x more or less per rank than the job is not near:
+                       # ARCHER's 128-node file-per-process sweeps favoured 48 stripes at 1 GiB per rank and 1 at 8
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,8 @@ class Evidence:
         if abs(math.log(fam / rpn)) > math.log(FAMILY_SPAN) + 1e-9:
             return None
         pool = [o for o in pool if o.rpn == fam]
+        if volume:
+            pool = [o for o in pool if o.volume is None or abs(math.log(o.volume / volume)) <= math.log(VOLUME_FAR)]
         counts = sorted({o.nodes for o in pool})
         below = [n for n in counts if n <= nodes and nodes / n <= NODE_SPAN + 1e-9]
         above = [n for n in counts if n >= nodes and n / nodes <= NODE_SPAN + 1e-9]
@@ -147,6 +151,12 @@ class Bounds:
     floor_by: str | None = None
     ceiling_by: str | None = None
     band_runs: int = 0
+    cap: float = INF            # the physical ceiling alone (rated and measured peaks), which intervals respect too
+
+    def interval(self, v: float, low: float, high: float) -> tuple[float, float]:
+        """A model's interval around the bounded value `v`: under the physical ceiling, and holding `v`; the band
+        moves the value, not the interval's width (the runs near the job are themselves one noisy sample each)."""
+        return min(low, v), max(min(high, self.cap), v)
 
     def clamp(self, v: float) -> float:
         return min(max(v, self.floor), self.ceiling)
@@ -176,7 +186,7 @@ def bounds(ev: "Evidence | None", filesystem: str | None, op: str, klass: str, l
     hi, hi_by = min(highs, key=lambda x: x[0])
     lo, lo_by = max(lows, key=lambda x: x[0])
     return Bounds(floor=min(lo, hi), ceiling=hi, floor_by=lo_by, ceiling_by=hi_by,
-                  band_runs=band.n_runs if band else 0)
+                  band_runs=band.n_runs if band else 0, cap=min(x for x, by in highs if by != "runs"))
 
 
 def _range_at(obs: list[_Obs], stripes: float) -> tuple[float, float, bool]:
@@ -188,10 +198,10 @@ def _range_at(obs: list[_Obs], stripes: float) -> tuple[float, float, bool]:
     s = stripes if xs[0] > 0 else 0.0
     if s in by:
         return min(by[s]), max(by[s]), True
-    if s <= xs[0]:
-        return min(by[xs[0]]), max(by[xs[0]]), False
-    if s >= xs[-1]:
-        return min(by[xs[-1]]), max(by[xs[-1]]), False
+    if s <= xs[0] or s >= xs[-1]:
+        # beyond the measured counts no gain over the nearest one is claimed, and no floor is known (fewer
+        # stripes take fewer OSTs; more may fall off a cliff)
+        return 0.0, max(by[xs[0] if s <= xs[0] else xs[-1]]), False
     a = max(x for x in xs if x < s)
     b = min(x for x in xs if x > s)
     return (_log_interp(s, a, b, min(by[a]), min(by[b])), _log_interp(s, a, b, max(by[a]), max(by[b])), False)
