@@ -153,3 +153,29 @@ def test_every_caveat_of_the_advice_reaches_the_wrapped_job(cliff, tmp_path):
     # the advice extrapolates to 16 nodes from 2-8 and names the unmeasured mode: the job's warnings say both
     for caveat in wrapped.advice.warnings:
         assert caveat in wrapped.warnings, (caveat, wrapped.warnings)
+
+
+def test_hero_runs_do_not_lift_an_application_kernel_above_its_own_runs(tmp_path):
+    p = tmp_path / "fam.toml"
+    p.write_text(CLIFF_SITE.replace("Cliff", "Fam"))
+    common = dict(system="Fam", filesystem="scratch", fs_type="lustre", ost_count=120, op="write", api="MPIIO",
+                  collective=True, layout="shared", unit="MiB/s")
+    # IOR hero runs: one rank per node, 4 MiB transfers, 64 GiB per rank, many stripes: the hardware's best
+    hero = [make_run(**common, nodes=n, ranks=n, ranks_per_node=1, transfer_size=4 << 20, block_size=64 << 30,
+                     stripe_count=s, direct=True, value=min(2400.0 * n * min(s, 32) / 32, 60000.0) * f)
+            for n in (4, 8, 16, 32, 64) for s in (8, 32, 120) for f in (0.95, 1.05)]
+    # the application kernel: 24 ranks per node, 64 MiB per rank, far below the hero runs (exchange, small I/O)
+    kernel_measured = {4: (890.0, 1210.0), 16: (1650.0, 2655.0)}
+    kernel = [make_run(**common, nodes=n, ranks=24 * n, ranks_per_node=24, transfer_size=16 << 20,
+                       block_size=64 << 20, stripe_count=s, value=v)
+              for n, (lo, hi) in kernel_measured.items() for s in (8, 32) for v in (lo, hi)]
+    with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
+        kb.add_runs(hero + kernel, source="s", source_hash="s", fmt="csv", importer="test/1")
+        center = load_center(p)
+        for n, (lo, hi) in kernel_measured.items():
+            for s in (8, 32):
+                w = Workload(nodes=n, ranks_per_node=24, bytes_per_rank=64 << 20, api="mpiio", layout="shared",
+                             access_size=16 << 20)
+                v = advise(w, kb, center, pins={"stripe_count": s, "collective": True}).recommendation.prediction.value
+                # the kernel's own runs at these settings measured lo-hi: one run's noise (25%) beyond, no more
+                assert lo / 1.25 <= v <= hi * 1.25, (n, s, v, lo, hi)
