@@ -179,3 +179,17 @@ def test_hero_runs_do_not_lift_an_application_kernel_above_its_own_runs(tmp_path
                 v = advise(w, kb, center, pins={"stripe_count": s, "collective": True}).recommendation.prediction.value
                 # the kernel's own runs at these settings measured lo-hi: one run's noise (25%) beyond, no more
                 assert lo / 1.25 <= v <= hi * 1.25, (n, s, v, lo, hi)
+
+
+def test_every_caveat_of_the_advice_reaches_the_guide(cliff):
+    from ioadvisor.docs.decisions import WORKLOADS, decision_guide
+    kb, center = cliff
+    rows = {r["key"]: r for r in decision_guide(kb, {"object": center})}
+    assert rows
+    said = 0
+    for key, w in WORKLOADS:
+        if key in rows:
+            caveats = list(advise(w, kb, center).warnings)
+            assert rows[key]["warnings"] == caveats
+            said += len(caveats)
+    assert said        # the 16-node jobs extrapolate from runs at 2-8 nodes: at least that is said

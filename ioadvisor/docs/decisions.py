@@ -63,5 +63,7 @@ def decision_guide(kb: KB, center: dict[str, Any] | None) -> list[dict[str, Any]
                      # a prediction for client counts outside the measured ones is marked on the page
                      "extrapolated": note.startswith("extrapolated"),
                      "n_runs": _get(pred, "n_runs") or 0,
-                     "reasons": list(_get(a, "recommendation", "reasons") or ())[:2]})
+                     "reasons": list(_get(a, "recommendation", "reasons") or ())[:2],
+                     # every caveat of the advice (extrapolation, caps, unmeasured modes) is on the page too
+                     "warnings": list(_get(a, "warnings") or ())})
     return rows
