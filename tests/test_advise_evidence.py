@@ -193,3 +193,21 @@ def test_every_caveat_of_the_advice_reaches_the_guide(cliff):
             assert rows[key]["warnings"] == caveats
             said += len(caveats)
     assert said        # the 16-node jobs extrapolate from runs at 2-8 nodes: at least that is said
+
+
+def test_cold_advice_reads_the_stored_evidence_not_the_runs(cliff, monkeypatch):
+    """The evidence index is stored beside the fits: a new process advising from a large KB does not read the
+    system's runs again (the cost of a cold advice must not grow with the runs), and advises the same."""
+    from ioadvisor.advise import fits as F
+    kb, center = cliff
+    w = Workload(nodes=4, ranks_per_node=16, bytes_per_rank=1 << 30, api="mpiio", layout="shared")
+    first = advise(w, kb, center)
+    monkeypatch.setattr(F, "_CACHE", {})
+    monkeypatch.setattr(F, "_EVIDENCE", {})
+
+    def no_reading(*a, **k):
+        raise AssertionError("the system's runs were read again")
+    monkeypatch.setattr(F, "load_system_runs", no_reading)
+    again = advise(w, kb, center)
+    assert again.recommendation.config == first.recommendation.config
+    assert again.recommendation.prediction == first.recommendation.prediction and again.warnings == first.warnings

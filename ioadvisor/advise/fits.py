@@ -135,9 +135,38 @@ def system_evidence(kb: KB, system: str, center: Center | None = None) -> Eviden
     hit = _EVIDENCE.get(key)
     if hit and hit[0] == sig:
         return hit[1]
-    ev = Evidence(load_system_runs(kb, system), osts, dflt)
+    ev = _load_evidence(kb, system, sig)
+    if ev is None:
+        ev = Evidence(load_system_runs(kb, system), osts, dflt)
+        _store_evidence(kb, system, sig, ev)
     _EVIDENCE[key] = (sig, ev)
     return ev
+
+
+_EV_TABLE = "CREATE TABLE IF NOT EXISTS main.advise_evidence (system TEXT PRIMARY KEY, signature TEXT, obs TEXT)"
+
+
+def _load_evidence(kb: KB, system: str, sig: tuple) -> Evidence | None:
+    """The stored evidence index (a cold advice reads it instead of the system's runs, as it reads the fits)."""
+    try:
+        row = kb.conn.execute("SELECT signature, obs FROM main.advise_evidence WHERE system = ?",
+                              (system,)).fetchone()
+    except sqlite3.Error:
+        return None
+    if not row or row[0] != json.dumps(sig, default=str):
+        return None
+    return Evidence.from_json(json.loads(row[1]))
+
+
+def _store_evidence(kb: KB, system: str, sig: tuple, ev: Evidence) -> None:
+    if kb.path == ":memory:":
+        return
+    try:
+        kb.conn.execute(_EV_TABLE)
+        kb.conn.execute("INSERT OR REPLACE INTO main.advise_evidence VALUES (?,?,?)",
+                        (system, json.dumps(sig, default=str), json.dumps(ev.to_json())))
+    except sqlite3.Error:
+        pass   # a read-only KB: the in-process cache still serves
 
 
 def runs_by_ids(kb: KB, ids: list[str]) -> dict[str, Any]:

@@ -95,6 +95,18 @@ class Evidence:
             key = (r.filesystem, r.op, io_class(r.api, r.collective), r.layout, r.unit)
             self._by.setdefault(key, []).append(obs)
 
+    def to_json(self) -> dict:
+        return {"by": [[list(k), [[o.nodes, o.rpn, o.volume, o.stripes, o.value] for o in v]]
+                       for k, v in self._by.items()],
+                "peak": [[list(k), [list(x) for x in v]] for k, v in self._peak.items()]}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> "Evidence":
+        ev = cls(())
+        ev._by = {tuple(k): [_Obs(*o) for o in v] for k, v in d["by"]}
+        ev._peak = {tuple(k): [tuple(x) for x in v] for k, v in d["peak"]}
+        return ev
+
     def modes(self, filesystem: str | None, op: str, unit: str) -> set[tuple[str, str | None]]:
         """The (API class, layout) pairs runs measured on a file system for an op."""
         return {(k[2], k[3]) for k, v in self._by.items() if (k[0], k[1], k[4]) == (filesystem, op, unit) and v}
