@@ -537,7 +537,8 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
     w = replace(workload, api=norm_api(workload.api) or "POSIX")
     if center is None:
         center = resolve_center(system, None, kb)
-    system = center.name
+    # the system as the KB spells it: a center file naming it in another case advises as --system does
+    system = next((s for s in kb.systems() if s.lower() == center.name.lower()), center.name)
     pins = {k: v for k, v in (pins or {}).items() if v is not None}
     if pins.get("layout"):
         pins["layout"] = norm_layout(pins["layout"])
