@@ -152,6 +152,8 @@ def wrap_script(text: str, ex: Explicit, *, center: Center | None = None, kb_pat
             raise problem
         s, advice = advised_settings(js, ex, center, kb_path, path, spec)
         s = replace(s, directives=directives)
+        # every caveat of the advice (extrapolation, caps, unmeasured modes) travels with the wrapped job
+        warnings += [x for x in (advice.warnings if advice is not None else ()) if x not in warnings]
         return Wrapped(original=text, text=wrap(text, s), settings=s, source="advice", warnings=tuple(warnings),
                        spec=spec, advice=advice, center=center)
     except Exception as e:  # fail open: a broken advisor must not stop a job
