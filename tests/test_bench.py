@@ -292,5 +292,5 @@ def test_truncated_result_names_file_and_line(tmp_path, kb_path):
     cut = tmp_path / "cut.json"
     cut.write_text(text[: len(text) // 2])
     bad = runner.invoke(app, ["kb", "import", str(cut), "--kb", str(kb_path)])
-    assert bad.exit_code == 2 and f"{cut}:" in bad.output and "invalid JSON" in bad.output
+    assert bad.exit_code == 2 and f"{cut}:" in bad.output and "invalid or truncated" in bad.output
     assert "Traceback" not in bad.output

@@ -54,7 +54,7 @@ def plan_for(cfg: Config, center: Center, w: Workload, mpi: str | None = None,
                       mpi_version=mpi_version if mpi else center.mpi_version if flavour == center.mpi else None,
                       base=base, tier=cfg.tier, tier_mount=tier.mount if tier else None,
                       tier_request=tier.request if tier else None, stage=tier.stage if tier else True,
-                      lifetime=w.lifetime, hdf5_alignment=cfg.hdf5_alignment)
+                      lifetime=w.lifetime, hdf5_alignment=cfg.hdf5_alignment, collective=cfg.collective)
 
 
 def commands_for(cfg: Config, center: Center, w: Workload) -> dict[str, Any]:
@@ -66,7 +66,8 @@ def commands_for(cfg: Config, center: Center, w: Workload) -> dict[str, Any]:
     out: dict[str, Any] = {
         "text": main.text(), "lines": main.lines(), "lfs": main.lfs, "romio_hints_file": main.hints_file,
         "request": main.request, "stage_in": list(main.stage_in), "stage_out": list(main.stage_out),
-        "notes": list(main.notes), "h5py": dict(main.h5py), "default_mpi": center.mpi,
+        "notes": list(main.notes), "h5py": dict(main.h5py), "h5py_collective": main.h5py_collective,
+        "hdf5_c": list(main.hdf5_c), "default_mpi": center.mpi,
         "mpi_version": center.mpi_version, "by_mpi": {f: c.text() for f, c in by.items()},
     }
     for f, c in by.items():

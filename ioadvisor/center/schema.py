@@ -22,7 +22,7 @@ class Key:
 
     section: str            # "" (top level), "filesystems" or "tiers"
     name: str
-    kind: str               # string | integer | boolean | size | bandwidth | version | choice
+    kind: str               # string (one line) | text | integer | boolean | size | bandwidth | version | choice
     default: str            # as documented; "required" for keys that must be present
     meaning: str
     unit: str = "-"
@@ -36,8 +36,8 @@ class Key:
 KEYS: tuple[Key, ...] = (
     Key("", "name", "string", "required", "system name runs are filed under (matches `--system` and "
         "`SLURM_CLUSTER_NAME`, case-insensitive)"),
-    Key("", "title", "string", "none", "long name shown in the guide"),
-    Key("", "source", "string", "none", "where the facts in this file come from"),
+    Key("", "title", "text", "none", "long name shown in the guide"),
+    Key("", "source", "text", "none", "where the facts in this file come from"),
     Key("", "mpi", "choice", "mpich", "the MPI flavour most jobs use; picks how hints are passed",
         choices=MPI_FLAVOURS),
     Key("", "mpi_version", "version", "none", "version of that MPI, e.g. `4.1.4`"),
@@ -63,9 +63,9 @@ KEYS: tuple[Key, ...] = (
         "bandwidth; runs above it are flagged `above-peak`", unit="bytes/s"),
     Key("filesystems", "rated_read_bandwidth", "bandwidth", "none", "the rated peak read bandwidth",
         unit="bytes/s"),
-    Key("filesystems", "quota", "string", "none", "quota policy, as text for the guide"),
-    Key("filesystems", "purpose", "string", "none", "what the file system is for, as text for the guide"),
-    Key("filesystems", "citation", "string", "none", "where in the source these facts are stated"),
+    Key("filesystems", "quota", "text", "none", "quota policy, as text for the guide"),
+    Key("filesystems", "purpose", "text", "none", "what the file system is for, as text for the guide"),
+    Key("filesystems", "citation", "text", "none", "where in the source these facts are stated"),
     Key("tiers", "name", "string", "required", "unique name of the scratch tier"),
     Key("tiers", "filesystem", "string", "required", "the `filesystems` entry that describes the tier"),
     Key("tiers", "kind", "choice", "per-job", "how the tier lives", choices=TIER_KINDS),
@@ -76,7 +76,7 @@ KEYS: tuple[Key, ...] = (
         "$TMPDIR, $HOME, $SLURM_JOBID, $SLURM_JOB_USER only"),
     Key("tiers", "capacity_per_node", "size", "none", "space per node", unit="bytes"),
     Key("tiers", "stage", "boolean", "true", "copy inputs in and results out around the job"),
-    Key("tiers", "notes", "string", "none", "anything staff want users to read"),
+    Key("tiers", "notes", "text", "none", "anything staff want users to read"),
 )
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..errors import UsageError
+from ..inputs import SCRIPT, TOML
 from ..util import read_text
 from . import command_app
 from .common import JsonOption, KBOption, cli_errors, console, print_json
@@ -121,8 +122,8 @@ def advice_json(advice: Any) -> dict[str, Any]:
 
 @app.command("advise")
 def advise_cmd(
-    center: Annotated[Optional[str], typer.Option(help="Center config: a TOML file or a shipped center's name.")] = None,
-    system: Annotated[Optional[str], typer.Option(help="System name (a shipped center or a system in the KB).")] = None,
+    center: Annotated[Optional[str], typer.Option(help="Center config: a TOML file or a center's name (in $IOADVISE_CENTERS or shipped).")] = None,
+    system: Annotated[Optional[str], typer.Option(help="System name (a center in $IOADVISE_CENTERS or shipped, or a system in the KB).")] = None,
     kb: KBOption = None,
     nodes: Annotated[Optional[int], typer.Option("-N", "--nodes", help="Nodes of the job (as sbatch -N).")] = None,
     ntasks: Annotated[Optional[int], typer.Option("-n", "--ntasks", help="MPI ranks in all (as sbatch -n): "
@@ -169,8 +170,8 @@ def advise_cmd(
         nodes_given = given.pop("nodes")
         if nodes_given is not None:
             sb["nodes"] = nodes_given          # -N/--nodes: the sbatch-style option
-        spec = describe(script=read_text(script) if script else None, script_path=str(script),
-                        toml=read_text(workload) if workload else None, toml_path=str(workload),
+        spec = describe(script=read_text(script, SCRIPT) if script else None, script_path=str(script),
+                        toml=read_text(workload, TOML) if workload else None, toml_path=str(workload),
                         sbatch=sb, explicit=given, strict=True)
         flavour, version = parse_mpi(spec.mpi) if spec.mpi else (None, None)
         w, pins = spec.workload(), spec.pins()

@@ -1,4 +1,4 @@
-"""`ioadvise systems`: the systems the knowledge base and the shipped center files know."""
+"""`ioadvise systems`: the systems the knowledge base and the center files (a site's, shipped) know."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,5 +34,12 @@ def systems(kb: KBOption = None, json_out: JsonOption = False) -> None:
         t.add_column(col, justify="right" if col in ("runs", "yours", "sources") else "left")
     for r in rows:
         t.add_row(r["system"], str(r["runs"]), str(r["user_runs"]), str(len(r["sources"])),
-                  ", ".join(_quoted(f) for f in r["filesystems"]) or "-", Path(r["center_file"]).name if r["center_file"] else "-")
+                  ", ".join(_quoted(f) for f in r["filesystems"]) or "-", _center_file(r))
     console.print(t)
+
+
+def _center_file(r: dict) -> str:
+    """A shipped center by its file name, a site's own (from $IOADVISE_CENTERS) by its whole path."""
+    if not r["center_file"]:
+        return "-"
+    return Path(r["center_file"]).name if r["center_origin"] == "shipped" else r["center_file"]

@@ -76,7 +76,9 @@ def summarize(path: str | Path, *, timeout: float = CHILD_TIMEOUT) -> LogSummary
     """
     import multiprocessing as mp
 
+    from ..inputs import LOG, check_input
     p = str(Path(path))
+    check_input(p, LOG, ImportFormatError)     # a pipe or device is not opened; a log larger than the cap not read
     check_header(p)
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
     ctx = mp.get_context(method)
@@ -115,6 +117,8 @@ def summarize(path: str | Path, *, timeout: float = CHILD_TIMEOUT) -> LogSummary
 
 def _child(path: str, conn: Any) -> None:
     """Child body: capture the C library's stderr, parse, send ("ok", LogSummary) or ("error", message)."""
+    from ..util import die_with_parent
+    die_with_parent()
     errfile = tempfile.TemporaryFile()
     saved = os.dup(2)
     os.dup2(errfile.fileno(), 2)

@@ -173,7 +173,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
         for i, s in enumerate(systems):
             report("decision guides", i, len(systems))
             guide[s.name] = decisions.decision_guide(kb, s.center)
-        recs = {s.name: recipes.recipes(s.center, s.comparisons, guide[s.name]) for s in systems}
+        recs = {s.name: recipes.recipes(s.center, guide[s.name]) for s in systems}
 
         archive = None
         from ..archive.report import center_report, has_jobs

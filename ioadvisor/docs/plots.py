@@ -367,7 +367,8 @@ class Renderer:
                 # matplotlib imported once here rather than in each worker: forked workers inherit it
                 import matplotlib.backends.backend_agg  # noqa: F401
                 import matplotlib.backends.backend_svg  # noqa: F401
-                self.pool = ProcessPoolExecutor(max_workers=self.workers)
+                from ..util import die_with_parent
+                self.pool = ProcessPoolExecutor(max_workers=self.workers, initializer=die_with_parent)
             future = self.pool.submit(render, spec)
         self.todo.append((key, spec, base, future))
 

@@ -10,7 +10,7 @@ import os
 import tempfile
 from collections import Counter
 
-from ..diagnose.derive import SIZE_BINS, LogSummary, sniff, summarize
+from ..diagnose.derive import SIZE_BINS, LogSummary, check_header, sniff, summarize
 from ..errors import ImportFormatError
 from ..model.run import Provenance, Run, make_run
 from . import ImportContext, register
@@ -69,4 +69,4 @@ def parse(data: bytes, ctx: ImportContext) -> list[Run]:
     return summary_runs(s, ctx, ctx.source)
 
 
-register("darshan", sniff, parse, text=False)
+register("darshan", sniff, parse, text=False, check=check_header)

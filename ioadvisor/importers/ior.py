@@ -14,7 +14,6 @@ notes give IOR's mean operation rate, since for small transfers that is the numb
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 import shlex
@@ -24,7 +23,7 @@ from typing import Any
 from ..errors import ImportFormatError, IOAdvisorError
 from ..model.run import Provenance, Run, make_run
 from ..model.units import parse_size
-from . import ImportContext, decode, register
+from . import ImportContext, decode, load_json, register
 
 MIB = 1 << 20
 
@@ -300,10 +299,7 @@ def _parse_text(text: str, ctx: ImportContext) -> list[Run]:
 # JSON
 
 def _parse_json(text: str, ctx: ImportContext) -> list[Run]:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ImportFormatError(f"invalid or truncated IOR JSON: {e.msg}", ctx.source, e.lineno) from None
+    doc = load_json(text, ctx.source, "IOR JSON")
     if not isinstance(doc, dict):
         raise ImportFormatError("IOR JSON is not an object", ctx.source, 1)
     summary = doc.get("summary")

@@ -216,6 +216,16 @@ def _statements(script: str) -> list[str]:
     return out
 
 
+def rollback(conn: sqlite3.Connection) -> None:
+    """End the open transaction, if SQLite has not ended it itself (a full disk or an I/O error rolls back
+    at once, and a second ROLLBACK would replace the error that says so by "no transaction is active")."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
 def migrate(conn: sqlite3.Connection, path: str) -> None:
     """Apply the migrations the database lacks; refuse a database newer than this code."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -238,5 +248,5 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
             conn.execute(f"PRAGMA user_version = {n + 1}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            rollback(conn)
             raise

@@ -14,13 +14,14 @@ import operator
 from operator import itemgetter
 import os
 import sqlite3
+from contextlib import ExitStack, closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from ..errors import ImportFormatError, IOAdvisorError, KBError, UsageError
 from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run, content_key, run_id
-from .schema import COMPARISON_COLUMNS, FSNAME, RUN_COLUMNS, UNKNOWN_FS, migrate
+from .schema import COMPARISON_COLUMNS, FSNAME, RUN_COLUMNS, UNKNOWN_FS, migrate, rollback
 
 BUSY_TIMEOUT_MS = 60_000
 BATCH = 5000          # runs per executemany inside an import's transaction
@@ -41,10 +42,17 @@ def default_kb_path() -> Path:
     return Path(base) / "ioadvisor" / "kb.sqlite"
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+def _connect(path: str, mode: str = "rw") -> sqlite3.Connection:
+    """A connection to the KB at `path`: to write ("rw"), or only to read ("ro"; "immutable" where not even
+    the read lock can be taken, as on a read-only mount, where nothing can change the file either)."""
+    if mode == "rw":
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+    else:
+        from urllib.parse import quote
+        conn = sqlite3.connect(f"file:{quote(path)}?{'mode=ro' if mode == 'ro' else 'immutable=1'}",
+                               timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, uri=True)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    if path != ":memory:":
+    if path != ":memory:" and mode == "rw":
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
     conn.row_factory = sqlite3.Row
@@ -67,6 +75,12 @@ def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
     if version != SCHEMA_VERSION:
         raise KBError(f"{path}: published with knowledge base schema v{version}, this ioadvisor reads "
                       f"v{SCHEMA_VERSION}; publish it again with this version (`ioadvise kb publish`)")
+
+
+def _cannot_write(e: sqlite3.Error) -> bool:
+    """Whether SQLite refused to open or write a file it may still read."""
+    text = str(e)
+    return any(t in text for t in ("readonly", "read-only", "unable to open", "disk I/O error"))
 
 
 def _content_ids(runs: Iterable[Run]) -> list[str]:
@@ -257,15 +271,9 @@ class _ImportSource:
         self.path, self.spool, self.f = path, None, None
 
     def __enter__(self) -> "_ImportSource":
+        from ..inputs import RESULT, open_input
         p = self.path
-        try:
-            self.f = open(p, "rb")
-        except FileNotFoundError:
-            raise UsageError(f"{p}: no such file") from None
-        except IsADirectoryError:
-            raise UsageError(f"{p}: is a directory") from None
-        except OSError as e:
-            raise UsageError(f"{p}: cannot read: {e.strerror}") from None
+        self.f = open_input(p, RESULT)          # a regular file or a pipe; a device or socket is refused
         import stat
         if not stat.S_ISREG(os.fstat(self.f.fileno()).st_mode):
             # a pipe or device: keep what the first pass reads, so the parser reads the same bytes
@@ -301,6 +309,10 @@ class _ImportSource:
         h = hashlib.sha256()
         dec = codecs.getincrementaldecoder("utf-8")() if text else None
         line, run, size = 1, 0, 0          # current line number, bytes of it read so far
+        if max_bytes is not None and self.spool is None and os.stat(self.path).st_size > max_bytes:
+            # a regular file's size is known: refused before a byte of it is hashed (a 20 GiB sparse log)
+            raise ImportFormatError(f"larger than {max_bytes >> 20} MiB, more than the importer of this "
+                                    "format reads (split the file)", str(self.path))
         chunk = self._head
         while chunk:
             h.update(chunk)
@@ -354,25 +366,24 @@ def importers_sniff_bytes() -> int:
 
 
 def _flagged(items: Iterable[tuple[str, tuple]], center: Any) -> Iterator[tuple[str, tuple]]:
-    """Keyed rows, in order, with the evidence flags their center allows (none without a center that states
-    node memory or rated peaks)."""
+    """Keyed rows, in order, with the evidence flags (`evidence.flags_of`) of `center` (a Center, a center
+    file or a name) or else of the center named like each row's system (none without a center that states node
+    memory or rated peaks)."""
     from ..center import center_for
-    from ..center.evidence import flags_of
+    from ..center.evidence import flags_of, useful
     given = center if center is None or hasattr(center, "filesystems") else center_for(center, None)
     centers: dict[str, Any] = {}
     for key, values in items:
         system = values[_V_SYSTEM]
         if system not in centers:
             c = given if given is not None else center_for(None, system)
-            useful = c is not None and (c.node_memory is not None or any(
-                f.rated_write_bandwidth or f.rated_read_bandwidth for f in c.filesystems))
-            centers[system] = c if useful else None
+            centers[system] = c if useful(c) else None
         c = centers[system]
         if c is not None:
             run = _values_run(values)
             f = flags_of(run, center=c)
             if f != run.flags:
-                values = values[:_V_FLAGS] + (",".join(f),)
+                values = values[:_V_FLAGS] + (",".join(f) or None,)
         yield key, values
 
 
@@ -525,11 +536,25 @@ class KB:
                 target = ":memory:"
         elif p.is_dir():
             raise KBError(f"{p}: is a directory, not a knowledge base")
-        try:
-            conn = _connect(target)
-            migrate(conn, target)
-        except sqlite3.DatabaseError as e:
-            raise KBError(f"{p}: not a usable knowledge base ({e})") from None
+        # a KB opened only to read (create=False) that cannot be written (a read-only file or mount, an
+        # immutable file) is read as it is
+        modes = ("rw",) if create or target == ":memory:" else ("rw", "ro", "immutable")
+        for mode in modes:
+            conn = None
+            try:
+                conn = _connect(target, mode)
+                migrate(conn, target)
+                conn.execute("SELECT count(*) FROM main.sqlite_master").fetchone()
+                break
+            except sqlite3.OperationalError as e:
+                if conn is not None:
+                    conn.close()
+                if mode == modes[-1] or not _cannot_write(e):
+                    raise KBError(f"{p}: not a usable knowledge base ({e})") from None
+            except sqlite3.DatabaseError as e:
+                if conn is not None:
+                    conn.close()
+                raise KBError(f"{p}: not a usable knowledge base ({e})") from None
         ref_path = None
         if reference:
             from .reference import published_kb_path, reference_kb_path
@@ -612,7 +637,7 @@ class KB:
                 ((source_hash,) + tuple(c.get(k) or None for k in COMPARISON_COLUMNS) for c in comparisons))
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            rollback(self.conn)
             raise
         note = f"{dups} run(s) are in the KB already" if dups else None
         return ImportResult(source, fmt, n, False, dups, note)
@@ -682,17 +707,21 @@ class KB:
         The file is read twice in bounded memory: once to hash it (and, for text formats, to refuse a line
         longer than MAX_LINE, such as /dev/zero's), once to parse it as it goes when the importer can stream
         (the canonical CSV), else whole (formats whose files are small; larger than MAX_WHOLE_FILE is refused).
-        Something that is not a regular file (a pipe) is copied to a temporary file on the first read.
+        A pipe is copied to a temporary file on the first read; a device or socket is refused unopened
+        (ioadvisor.inputs).
         `progress(bytes_done, bytes_total)` is called as the file is parsed. Runs get their evidence flags
         (ioadvisor.center.evidence) from `center` (a `Center`, a center file or a shipped name) or else from
         the shipped center named like the runs' system."""
         from .. import importers
         p = Path(path)
-        with _ImportSource(p) as src:
+        # the generators reading the reopened file are closed (their clean-up run) while it is still open
+        with _ImportSource(p) as src, ExitStack() as readers:
             head = src.head()
             if not head:
                 raise ImportFormatError("empty file", str(p))
             imp = importers.detect(head, str(p)) if fmt == "auto" else importers.get(fmt)
+            if imp.check is not None and src.spool is None:
+                imp.check(str(p))                # e.g. a Darshan header that does not fit the file: not read
             digest, size = src.scan(imp.text, None if imp.stream else importers.MAX_WHOLE_FILE)
             ctx = importers.ImportContext(source=str(p), system=system, filesystem=filesystem, kind=kind)
             nullable = self._null_default_columns()
@@ -708,12 +737,13 @@ class KB:
                     # second process, which also sets flags and makes the batches, while this one stores
                     from . import csvrows
                     if size >= csvrows.ASIDE_BYTES and csvrows.can_read_aside():
-                        batches = csvrows.read_aside(f, ctx, prepared, size, progress)
+                        batches = readers.enter_context(closing(csvrows.read_aside(f, ctx, prepared, size,
+                                                                                   progress)))
                     else:
-                        items = imp.stream(f, ctx, csvrows.RowReader)
+                        items = readers.enter_context(closing(imp.stream(f, ctx, csvrows.RowReader)))
                         batches = prepared(items if progress is None else _progressed(items, f, size, progress))
                 else:
-                    items = _keyed(imp.stream(f, ctx), str(p))
+                    items = _keyed(readers.enter_context(closing(imp.stream(f, ctx))), str(p))
                     batches = prepared(items if progress is None else _progressed(items, f, size, progress))
             else:
                 try:
@@ -858,7 +888,7 @@ class KB:
                                   "first_rowid, stale) VALUES (?,?,?,?,?,?,?)", rows)
             self.conn.execute("COMMIT")
         except sqlite3.Error:
-            self.conn.execute("ROLLBACK")
+            rollback(self.conn)
 
     def comparisons(self, system: str | None = None) -> list[dict[str, Any]]:
         sql, args = "SELECT * FROM all_comparisons", []
@@ -920,7 +950,7 @@ class KB:
             gone = self._drop_empty_sources({r["source_hash"] for r in rows})
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            rollback(self.conn)
             raise
         return {"deleted": len(rows), "sources_removed": gone}
 
@@ -953,10 +983,43 @@ class KB:
             gone = self._drop_empty_sources({r["source_hash"] for r in rows})
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            rollback(self.conn)
             raise
         return {"relabelled": len(keep), "merged": len(rows) - len(keep), "sources_removed": gone,
                 "ids": {r["id"]: rid for r, rid in zip(rows, new_ids)}}
+
+    def check_flags(self, center: Any, *, system: str | None = None, apply: bool = False) -> list[dict[str, Any]]:
+        """Judge the evidence flags of the user's runs of `system` (default: the center's name) against `center`
+        again (`evidence.flags_of`): one entry per run whose flags change, with the flags added and removed.
+        With `apply`, the changes are stored in one transaction; otherwise nothing is written."""
+        from ..center.evidence import flags_of
+        system = system or center.name
+        changes = []
+        for row in self._dict_rows_main(RunFilter(system=system)):
+            run = row_to_run(row)
+            new = flags_of(run, center=center)
+            if new != run.flags:
+                changes.append({"id": run.id, "system": run.system, "filesystem": run.filesystem, "op": run.op,
+                                "value": run.value, "unit": run.unit, "source": run.provenance.source,
+                                "flags": list(new), "added": [f for f in new if f not in run.flags],
+                                "removed": [f for f in run.flags if f not in new]})
+        if apply and changes:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.executemany("UPDATE main.runs SET flags = ? WHERE id = ?",
+                                      [(",".join(c["flags"]) or None, c["id"]) for c in changes])
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+        return changes
+
+    def _dict_rows_main(self, flt: RunFilter) -> Iterator[dict[str, Any]]:
+        """The user's runs (not the reference data) matching `flt`, as dicts."""
+        where, args = RunFilter(**{**flt.__dict__, "origin": None, "limit": None}).where()
+        cur = self.conn.execute(f"SELECT *, 'user' AS origin FROM main.runs{where} ORDER BY rowid", args)
+        names = [d[0] for d in cur.description]
+        return (dict(zip(names, t)) for t in cur)
 
     def quarantined(self) -> list[dict[str, Any]]:
         """Runs an earlier version let in that fail today's validation, set aside when the KB was upgraded,
@@ -972,7 +1035,7 @@ class KB:
             self._drop_empty_sources(hashes)
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            rollback(self.conn)
             raise
         return n
 

@@ -124,7 +124,7 @@ class Fit:
 
     def interval(self, value: float, p: Point | None = None, z: float = Z90) -> tuple[float, float]:
         sd = self.log_sd(p) if p is not None else self.log_sigma * self.interval_scale
-        w = math.exp(z * sd)
+        w = ph.PY.exp(z * sd)       # an interval wider than a float can hold reaches 0 and infinity
         return value / w, value * w
 
 

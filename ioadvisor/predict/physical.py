@@ -35,7 +35,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping, Sequence
 
+from ..model.validate import MIN_VALUE
+
 INF = float("inf")
+MIN_FIT_VALUE = min(MIN_VALUE.values())   # the least value a fit takes as measured (one byte per second)
 SOFTMIN_P = 6.0              # sharpness of the smooth minimum: two equal limits give 89% of either
 OBS_SIGMA = 0.25             # log-space scale of one run's noise (production machines: 15-25% run to run)
 MIN_LOG_SIGMA = 0.08
@@ -426,7 +429,9 @@ def fit(kind: str, points: Sequence[PPoint], values: Sequence[float], *,
     import numpy as np
     from scipy.optimize import least_squares
 
-    y = np.log(np.asarray(values, dtype=float))
+    # a value below the least a run can measure (stored by a version that did not refuse it) counts as that
+    # least: its logarithm stays within reach of the others', and the fit's residuals finite
+    y = np.log(np.maximum(np.asarray(values, dtype=float), MIN_FIT_VALUE))
     klasses = sorted({p.klass for p in points}) if kind == "bandwidth" else []
     # an API class gets a ceiling of its own only when runs of another class share the group (it is then
     # identifiable against them)

@@ -20,7 +20,6 @@ from .rewrite import TierSpec, WrapSettings, wrap
 SBATCH_ENV_KEEP = {"SBATCH_ACCOUNT", "SBATCH_PARTITION", "SBATCH_QOS", "SBATCH_RESERVATION", "SBATCH_CLUSTERS"}
 TRANSIENT = re.compile(r"Socket timed out|Resource temporarily unavailable|Unable to contact slurm controller"
                        r"|Zero Bytes were transmitted")
-MAX_SCRIPT = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,15 +60,8 @@ class Wrapped:
 
 def read_script(path: Path) -> str:
     """The script's text; ImportFormatError (exit 2) naming the file when it cannot be read."""
-    try:
-        if path.stat().st_size > MAX_SCRIPT:
-            raise ImportFormatError("job script larger than 16 MiB", str(path))
-        # bytes, decoded: a text-mode read would turn a CR (part of a line to bash) into a newline
-        return path.read_bytes().decode("utf-8", errors="surrogateescape")
-    except FileNotFoundError:
-        raise ImportFormatError("no such file", str(path)) from None
-    except (IsADirectoryError, PermissionError, OSError) as e:
-        raise ImportFormatError(e.strerror or str(e), str(path)) from None
+    from ..inputs import SCRIPT, read_input
+    return read_input(path, SCRIPT, ImportFormatError).decode("utf-8", errors="surrogateescape")
 
 
 def tier_spec(center: Center | None, name: str) -> TierSpec:
@@ -114,27 +106,33 @@ def advised_settings(js: JobScript, ex: Explicit, center: Center, kb_path: Path 
     from ..kb import KB
 
     if spec.bytes_per_rank is None and spec.total_bytes is None:
-        raise UsageError(f"{path}: no '#IOADVISE bytes_per_rank=SIZE' line to advise from")
+        raise UsageError(f"{path}: no '#IOADVISE bytes_per_rank=SIZE' line or --bytes-per-rank to advise from")
     w = spec.workload()
     with KB.open(kb_path, create=False) as kb:
         advice = advise(w, kb, center, pins=spec.pins())
+    from ..advise.explain import plan_for
     cfg = advice.recommendation.config
     base = explicit_settings(js, ex, center, spec)
     tier = tier_spec(center, cfg.tier) if cfg.tier and center.tier(cfg.tier) and center.tier(cfg.tier).mount else None
+    # striping goes where `advise` puts it for this job (the file system's mount), not below the start directory
+    named = plan_for(cfg, center, w).base
     return replace(base, stripe_count=cfg.stripe_count, stripe_size=cfg.stripe_size,
-                   hints={str(k): str(v) for k, v in cfg.hints.items()}, tier=tier), advice
+                   hints={str(k): str(v) for k, v in cfg.hints.items()}, tier=tier,
+                   stripe_base=None if named == "$PWD" else named), advice
 
 
 def wrap_script(text: str, ex: Explicit, *, center: Center | None = None, kb_path: Path | None = None,
                 path: str = "<script>", strict: bool = False, sbatch_args: tuple[str, ...] | list[str] = (),
-                directives: tuple[str, ...] = ()) -> Wrapped:
+                directives: tuple[str, ...] = (), workload: Mapping[str, Any] | None = None) -> Wrapped:
     """Wrap with explicit settings, else with advice (needs a center) for the job the script describes, with
-    sbatch-style options (-N, -n, --ntasks-per-node) over its #SBATCH lines. Advice that fails leaves the
+    sbatch-style options (-N, -n, --ntasks-per-node) over its #SBATCH lines and `workload` (the options
+    `advise` takes: bytes_per_rank, api, layout, ...) over its #IOADVISE lines. Advice that fails leaves the
     script unchanged with a warning, or raises when `strict`. Unusable explicit settings always raise."""
     from ..job import describe, sbatch_sizes
     js = parse_jobscript(text)
     try:
-        spec = describe(script=text, script_path=path, sbatch=sbatch_sizes(sbatch_args), strict=False)
+        spec = describe(script=text, script_path=path, sbatch=sbatch_sizes(sbatch_args), explicit=workload,
+                        strict=False)
         warnings = list(spec.warnings)
         problem = None
     except (ImportFormatError, UsageError) as e:
