@@ -515,3 +515,16 @@ def test_a_plot_has_the_same_bytes_whatever_was_drawn_before_it(kb_path):
     assert forward == fresh and backward == fresh
     # what must not happen: two different plots with the same bytes (the figure was not redrawn)
     assert len({svg for svg, _ in fresh}) == len(specs) and len({png for _, png in fresh}) == len(specs)
+
+
+def test_every_diagnosis_rule_has_its_title_and_fix_in_every_catalogue():
+    """The archive page names rules from the catalogues: the English titles are the rules' own (a renamed rule
+    would otherwise show its old name), and no language lacks a rule or an operation."""
+    from ioadvisor.diagnose.rules import RULES
+    from ioadvisor.model.run import OPS
+    en = tomllib.loads((HERE / "i18n" / "en.toml").read_text())
+    ja = tomllib.loads((HERE / "i18n" / "ja.toml").read_text())
+    for rule in RULES:
+        assert en[f"rule_{rule.id}"] == rule.title
+        assert ja[f"rule_{rule.id}"] != rule.title and ja[f"rule_fix_{rule.id}"] != en[f"rule_fix_{rule.id}"]
+    assert all(f"op_{op}" in ja and ja[f"op_{op}"] != op for op in OPS)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..model.types import Center, Config, Evidence, Option, Prediction, Workload
-from ..model.units import format_size
+from ..model.units import format_range, format_rate, format_size
 from ..predict import INF
 from .. import mpiio
 from ..errors import UsageError
@@ -16,12 +16,7 @@ _FACTOR_WORDS = {
 }
 
 
-def _fmt(v: float | None, unit: str) -> str:
-    if v is None:
-        return "unknown"
-    if unit == "MiB/s" and v >= 10240:
-        return f"{v / 1024:,.1f} GiB/s"
-    return f"{v:,.0f} {unit}"
+_fmt = format_rate
 
 
 def _comparison_evidence(cmp: Mapping[str, Any]) -> Evidence:
@@ -87,7 +82,7 @@ def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbe
         f = c.fit
         limiter = _limiter(c, w)
         group = f"{f.filesystem} {f.op}" if f.filesystem else f.op
-        out.append(f"Predicted {_fmt(c.value, f.unit)} (interval {_fmt(c.low, f.unit)}-{_fmt(c.high, f.unit)}) "
+        out.append(f"Predicted {_fmt(c.value, f.unit)} (interval {format_range(c.low, c.high, f.unit)}) "
                    f"from a model fitted to {center.name}'s {group} runs; it rests on {f.n_runs} "
                    f"run(s){'; few runs, so the interval is wide' if f.n_runs < 4 else ''}. {limiter}")
         if c is rec and base.value:

@@ -61,7 +61,7 @@ def _render(doc: dict[str, Any], con: Console) -> None:
         con.print(Text(f"No rule fired on what was read ({', '.join(job['modules'])}): nothing there calls for "
                        f"a change.", style="green"))
         return
-    table = Table(show_lines=True, expand=True)
+    table = Table(show_lines=True, expand=con.is_terminal)   # natural width into a pipe
     table.add_column("ID", no_wrap=True)
     table.add_column("Severity", no_wrap=True)
     table.add_column("Finding", ratio=1)

@@ -261,7 +261,9 @@ def validate_cmd(
                         f"above {SAMPLE_ABOVE:,})", title_justify="left")
         for col in ("system", "runs", "median |err|", "p90 |err|", "within clients", "extrapolated",
                     "90% coverage", "not predictable", "regret cases", "median regret"):
-            t.add_column(col, justify="left" if col == "system" else "right")
+            # system names are never cut ("Dell-EE-Lustre-…" names no system): the figures wrap instead
+            t.add_column(col, justify="left" if col == "system" else "right", no_wrap=col == "system",
+                         min_width=max(len(n) for n in (*rep["systems"], "overall")) if col == "system" else None)
 
         def pct(v: float | None) -> str:
             return "-" if v is None else f"{100 * v:.1f}%"
@@ -292,15 +294,18 @@ YesOpt = Annotated[bool, typer.Option("--yes", help="Do it (without --yes only s
 
 
 def _repair_report(rows: list[dict], action: str, done: dict | None, json_out: bool, listed: bool = False) -> None:
+    new_ids = (done or {}).get("ids") or {}      # relabelling changes ids (they follow the content): old -> new
     if json_out:
         print_json({"action": action, "dry_run": done is None, "runs": len(rows),
                     "selected": [{"id": r["id"], "system": r["system"], "filesystem": r["filesystem"], "op": r["op"],
                                   "value": r["value"], "unit": r["unit"], "source": r["source"],
-                                  **({"reason": r["reason"]} if "reason" in r else {})} for r in rows],
+                                  **({"reason": r["reason"]} if "reason" in r else {}),
+                                  **({"new_id": new_ids[r["id"]]} if r["id"] in new_ids else {})} for r in rows],
                     **(done or {})})
         return
     for r in ([] if listed else rows[:50]):
-        console.print(f"  {r['id']}  {r['system']}  {r['filesystem'] or '-'}  {r['op']}  "
+        rid = f"{r['id']} -> {new_ids[r['id']]}" if r["id"] in new_ids else r["id"]
+        console.print(f"  {rid}  {r['system']}  {r['filesystem'] or '-'}  {r['op']}  "
                       f"{_fmt_value(r['value'])} {r['unit']}  {r['source'] or '-'}", highlight=False, markup=False)
     if len(rows) > 50:
         console.print(f"  ... and {len(rows) - 50} more", highlight=False, markup=False)

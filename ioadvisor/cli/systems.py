@@ -12,6 +12,12 @@ from .common import JsonOption, KBOption, cli_errors, console, print_json
 app = command_app()
 
 
+def _quoted(name: str) -> str:
+    """A file-system name as one item of a comma-separated list: quoted when it holds a comma, a quote or a
+    space, so `a, b` reads as one name and not two."""
+    return '"' + name.replace('"', '\\"') + '"' if any(c in name for c in ',"') or name != name.strip() else name
+
+
 @app.command("systems")
 def systems(kb: KBOption = None, json_out: JsonOption = False) -> None:
     """List every known system: its runs (yours and the reference data's), their sources, and its center file."""
@@ -28,7 +34,7 @@ def systems(kb: KBOption = None, json_out: JsonOption = False) -> None:
         t.add_column(col, justify="right" if col in ("runs", "yours", "sources") else "left")
     for r in rows:
         t.add_row(r["system"], str(r["runs"]), str(r["user_runs"]), str(len(r["sources"])),
-                  ", ".join(r["filesystems"]) or "-", _center_file(r))
+                  ", ".join(_quoted(f) for f in r["filesystems"]) or "-", _center_file(r))
     console.print(t)
 
 

@@ -155,7 +155,9 @@ def summary(w) -> dict:
         p = rec.prediction
         if p.value is not None:
             gain = f", {p.value / base.prediction.value:.1f}x the default" if base.prediction.value else ""
-            out["prediction"] = f"{p.value:,.0f} {p.unit} (interval {p.low:,.0f}-{p.high:,.0f}){gain}"
+            from ..model.units import format_range, format_rate
+            out["prediction"] = (f"{format_rate(p.value, p.unit)} (interval {format_range(p.low, p.high, p.unit)})"
+                                 f"{gain}")
         else:
             out["prediction"] = "not predicted (no measured runs for this configuration)"
         out["why"] = list(rec.reasons[:4])
