@@ -13,7 +13,6 @@ FS_STRIPING = ("user", "pfl-managed", "none")
 TIER_KINDS = ("per-job", "node-local", "burst-buffer")
 # file system types ioadvisor knows something about; others load with a warning from `center check`
 FS_TYPES = ("lustre", "gpfs", "beegfs", "nfs", "hsfs", "ext3", "ext4", "xfs", "tmpfs", "cephfs", "wekafs")
-STRIPE_UNIT = 64 << 10          # Lustre refuses stripe sizes that are not multiples of 64 KiB
 
 
 @dataclass(frozen=True)

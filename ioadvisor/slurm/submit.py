@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ImportFormatError, SlurmError, UsageError
+from ..lustre import constraint_of, has_feature
 from ..model.types import Center
 from .jobscript import JobScript, parse_jobscript
 from .rewrite import TierSpec, WrapSettings, wrap
@@ -232,10 +233,9 @@ def in_queue(job_id: str, env: Mapping[str, str] | None = None) -> bool | None:
 def merge_cli_constraint(options: list[str], request: str | None) -> tuple[list[str], bool]:
     """sbatch options with the tier's feature added to a --constraint/-C given on the command line (which
     would otherwise replace the script's, tier included). Returns (options, changed)."""
-    m = re.match(r"^(?:--constraint=|-C\s*)(.+)$", (request or "").strip())
-    if not m:
+    feature = constraint_of(request)
+    if not feature:
         return list(options), False
-    feature = m.group(1)
     opts = list(options)
     spots = []
     i = 0
@@ -252,7 +252,7 @@ def merge_cli_constraint(options: list[str], request: str | None) -> tuple[list[
     if not spots:
         return opts, False
     idx, prefix, value = spots[-1]
-    if re.search(rf"(^|[&|,\[\]]){re.escape(feature)}($|[&|,\[\]*:])", value):
+    if has_feature(value, feature):
         return opts, False
     opts[idx] = f"{prefix}{value}&{feature}"
     return opts, True
