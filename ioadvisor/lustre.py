@@ -119,16 +119,21 @@ def ost_limit(osts: float | None) -> float:
     return float(osts) if osts and osts > 0 else math.inf
 
 
+def most_stripes(osts: int) -> int:
+    """The most stripes a file gets on `osts` OSTs: one per OST, at most 2000."""
+    return min(osts, MAX_STRIPE_COUNT)
+
+
 def every_ost(count: int | None, osts: int | None) -> int | None:
-    """A stripe count with -1 (every OST) replaced by the OST count where that is known."""
-    return osts if count == ALL_OSTS and osts else count
+    """A stripe count with -1 (every OST) replaced by the stripes that gives where the OST count is known."""
+    return most_stripes(osts) if count == ALL_OSTS and osts else count
 
 
 def stripes_of(count: int | None, osts: int | None, default: int | None = None) -> int:
     """The stripes a new file gets: the count set, else the file system's default, else 1; every OST for a
     negative count (1 where the OST count is unknown)."""
     n = count if count not in (None, 0) else (default or 1)
-    return (osts or 1) if n < 0 else n
+    return (most_stripes(osts) if osts else 1) if n < 0 else n
 
 
 def default_stripes(count: int | None) -> int:

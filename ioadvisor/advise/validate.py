@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import UsageError
 from ..kb import RunFilter
+from ..lustre import every_ost
 from ..model.run import bytes_moved
 from ..predict import Fit, fit_all, run_point
 from ..predict.evidence import Bounds, Evidence, bounds
@@ -315,8 +316,8 @@ def _medians(group: list, factor: str, osts: int | None) -> dict[Any, float]:
     by_val: dict[Any, list[float]] = {}
     for r in group:
         v = getattr(r, factor)
-        if factor == "stripe_count" and v == -1:
-            v = osts or v
+        if factor == "stripe_count":
+            v = every_ost(v, osts)
         by_val.setdefault(v, []).append(r.value)
     return {k: statistics.median(v) for k, v in by_val.items()}
 
