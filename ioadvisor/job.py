@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
 from .errors import ImportFormatError, UsageError
+from .lustre import stripe_count_problem
 
 
 @dataclass(frozen=True)
@@ -144,8 +145,10 @@ def read_value(key: str, raw: Any, where: tuple[str | None, int | None] = (None,
         if isinstance(raw, bool) or not re.fullmatch(r"-?\d+", str(text)):
             raise _fail(f"{key}={str(raw)[:40]!r} is not a whole number", where)
         n = int(text)
-        if k.kind == "int" and n < 0 or k.kind == "count" and (n == 0 or n < -1):
-            raise _fail(f"{key}={n}: must be positive{' (or -1 for all OSTs)' if k.kind == 'count' else ''}", where)
+        if k.kind == "count" and stripe_count_problem(n):
+            raise _fail(f"{key}={stripe_count_problem(n)}", where)
+        if k.kind == "int" and n < 0:
+            raise _fail(f"{key}={n}: must be positive", where)
         return n
     if k.kind == "size":
         try:

@@ -48,7 +48,7 @@ class Point:
             t = self.targets if math.isfinite(self.targets) else 1.0
             stripes = t if (self.shared or self.ranks <= 1) else max(t / max(self.ranks, 1.0), 1.0)
         return ph.PPoint(nodes=self.clients, ranks=self.ranks, stripes=float(stripes),
-                         osts=float(self.osts) if self.osts else INF, shared=self.shared, transfer=self.transfer,
+                         osts=ost_limit(self.osts), shared=self.shared, transfer=self.transfer,
                          klass=self.klass or "?/-", layout=self.layout or ("shared" if self.shared else None),
                          striped=self.striped and math.isfinite(self.targets) if self.stripes is None
                          else self.striped, bytes=self.bytes, writes=self.writes, stripe_size=self.stripe_size,
