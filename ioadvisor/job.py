@@ -2,7 +2,7 @@
 
 The description is read from, in increasing precedence:
   1. the script's `#SBATCH` lines (-N/--nodes, -n/--ntasks, --ntasks-per-node),
-  2. its `#IOADVISE key=value` lines,
+  2. its `#IOADVISE key=value` lines (their grammar: `ioadvise_lines`),
   3. a workload TOML file (the same keys, optionally under `[workload]`),
   4. sbatch-style options given to the command (-N/--nodes, -n/--ntasks, --ntasks-per-node),
   5. explicit flags (--ranks-per-node, --bytes-per-rank, ...).

@@ -130,3 +130,14 @@ def test_a_megabyte_line_is_read_in_linear_time():
         except ValueError:
             pass
         assert time.monotonic() - t0 < 2
+
+
+def test_open_quote_in_advise_script_is_one_line_exit_2(tmp_path):
+    from typer.testing import CliRunner
+    from ioadvisor.cli import app
+    job = tmp_path / "job.sh"
+    job.write_text("#!/bin/sh\n#SBATCH -N 2\n#IOADVISE bytes_per_rank=1GiB outdir='my out\nsrun ./app\n")
+    # the quote is character 38 of line 3: 9 for #IOADVISE, 1 blank, 19 for bytes_per_rank=1GiB, 1, 7 for outdir=
+    r = CliRunner().invoke(app, ["advise", "--center", "HA8000", "--script", str(job)])
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output and f"{job}:3: the quote (') at column 38 is not closed" in r.output
