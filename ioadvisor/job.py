@@ -2,7 +2,7 @@
 
 The description is read from, in increasing precedence:
   1. the script's `#SBATCH` lines (-N/--nodes, -n/--ntasks, --ntasks-per-node),
-  2. its `#IOADVISE key=value` lines,
+  2. its `#IOADVISE key=value` lines (their grammar: `ioadvise_lines`),
   3. a workload TOML file (the same keys, optionally under `[workload]`),
   4. sbatch-style options given to the command (-N/--nodes, -n/--ntasks, --ntasks-per-node),
   5. explicit flags (--ranks-per-node, --bytes-per-rank, ...).
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
 from .errors import ImportFormatError, UsageError
+from .ioadvise_lines import ioadvise_lines, read_line
 from .lustre import stripe_count_problem
 
 
@@ -226,19 +227,19 @@ def _script_layers(script: str, path: str, strict: bool) -> tuple[dict, dict, di
             sb[d.option.replace("-", "_")] = int(m.group(1))
             src[d.option.replace("-", "_")] = f"{path}:{d.line} (#SBATCH)"
     io: dict[str, Any] = {}
-    for n, line in enumerate(js.lines, 1):
-        m = re.match(r"^#IOADVISE(?:\s+(.*))?$", line)
-        if not m:
-            continue
-        for item in (m.group(1) or "").split():
-            key, eq, value = item.partition("=")
-            key = key.strip().replace("-", "_")
-            if not eq or key not in SCRIPT_KEYS:
-                msg = (f"expected key=value, got {item[:40]!r}" if not eq else
-                       f"unknown key {key!r} (known: {', '.join(SCRIPT_KEYS)})")
-                if strict:
-                    raise ImportFormatError(msg, path, n)
-                warnings.append(f"{path}:{n}: {msg}")
+    for n, line in ioadvise_lines(script):
+        try:
+            reading = read_line(line)
+        except ValueError as e:
+            raise ImportFormatError(str(e), path, n) from None
+        problems = [f"expected key=value, got {w[:40]!r}" for w in reading.bare] + [
+            f"unknown key {key[:40]!r} (known: {', '.join(SCRIPT_KEYS)})" for key, _ in reading.items
+            if key not in SCRIPT_KEYS]
+        if problems and strict:
+            raise ImportFormatError(problems[0], path, n)
+        warnings += [f"{path}:{n}: {msg}" for msg in problems]
+        for key, value in reading.items:
+            if key not in SCRIPT_KEYS:
                 continue
             v = read_value(key, value, (path, n))
             if KEY[key].repeat and key in io:
@@ -246,7 +247,7 @@ def _script_layers(script: str, path: str, strict: bool) -> tuple[dict, dict, di
             else:
                 io[key] = v if not KEY[key].repeat or isinstance(v, dict) else (v,)
             src[key] = f"{path}:{n}"
-    return sb, io, src, [w for w in warnings if "#IOADVISE item" not in w]
+    return sb, io, src, warnings
 
 
 def sbatch_sizes(args: Sequence[str]) -> dict[str, int]:

@@ -209,8 +209,9 @@ def _directive_quote(value: str) -> str:
     return f'"{value}"'
 
 
-def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> list[str]:
-    """The shell lines of the inserted block (after any #SBATCH lines)."""
+def preamble(settings: WrapSettings, recdir: str | None = None) -> list[str]:
+    """The shell lines of the inserted block (after any #SBATCH lines); the record goes to `recdir` (the directory
+    of the script's --output), else to the output directory."""
     s = settings
     cmds = render(s.plan())
     # the record holds what is applied: a read job's striping and striping hints are dropped by the renderer
@@ -224,11 +225,9 @@ def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> l
     add('case "$0" in /*) _ioadv_self="$0";; *) _ioadv_self="$PWD/$0";; esac')
     add('_ioadv_job="${SLURM_JOB_ID:-$$}"')
     add('_ioadv_cwd="$PWD"')
-    outdir = s.outdir or script_dirs.get("outdir")
-    add(f"_ioadv_out={q(outdir)}" if outdir else '_ioadv_out="$PWD"')
+    add(f"_ioadv_out={q(s.outdir)}" if s.outdir else '_ioadv_out="$PWD"')
     add('case "$_ioadv_out" in /*) ;; *) _ioadv_out="$PWD/$_ioadv_out";; esac')
     add('mkdir -p -- "$_ioadv_out"')
-    recdir = script_dirs.get("recdir")
     add(f"_ioadv_rec_dir={q(recdir)}" if recdir else '_ioadv_rec_dir="$_ioadv_out"')
     add('case "$_ioadv_rec_dir" in /*) ;; *) _ioadv_rec_dir="$PWD/$_ioadv_rec_dir";; esac')
     add('_ioadv_rec="$_ioadv_rec_dir/ioadvise-$_ioadv_job.json"')
@@ -363,10 +362,9 @@ def wrap(text: str, settings: WrapSettings) -> str:
         line = _request_directive(settings.tier.request, js.option("constraint"))
         if line:
             directives.append(line)
-    dirs: dict[str, str | None] = {"outdir": js.advice_keys().get("outdir")}
     output = js.option("output")
-    if output and "/" in output and "%" not in output.rsplit("/", 1)[0]:
-        dirs["recdir"] = output.rsplit("/", 1)[0] or "/"
+    head = output.rsplit("/", 1)[0] if output and "/" in output else None
+    recdir = (head or "/") if head is not None and "%" not in head else None
     # The block sets everything up in the batch shell, then runs the script again in a child shell of the same
     # interpreter (as the kernel reads the #! line: the program and at most one argument), which skips the
     # block and runs the user's commands. Their traps, `exec` or `exit` end only the child; the batch shell's
@@ -376,7 +374,7 @@ def wrap(text: str, settings: WrapSettings) -> str:
     child = " ".join([q(prog)] + ([q(arg.strip())] if arg.strip() else []))
     block = [BEGIN, *directives,
              'if [ "${_ioadv_parent:-}" != "$PPID" ]; then',
-             *(f"  {line}" for line in preamble(settings, dirs)),
+             *(f"  {line}" for line in preamble(settings, recdir)),
              f'  if grep -qF {q(BEGIN_PREFIX)} "$_ioadv_self" 2>/dev/null; then',
              f'    _ioadv_parent=$$ {child} "$_ioadv_self" "$@"',
              "    exit $?",
