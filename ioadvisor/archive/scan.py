@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ..diagnose.derive import check_header
 from ..errors import ImportFormatError, IOAdvisorError, UsageError
 from ..inputs import LOG, check_input, open_input
+from ..util import printable
 from .store import EMPTY_SHA256, EMPTY_TEXT, PathSeen, add_results, hash_status, path_is_current
 from .worker import Settings
 
@@ -100,22 +101,22 @@ def pending_logs(conn: Any, files: Iterable[Path], out: ScanOutcome, seen: list[
         try:
             st = look_at(p)
         except IOAdvisorError as e:
-            out.failed.append((str(p), getattr(e, "reason", None) or str(e)))
+            out.failed.append((printable(str(p)), getattr(e, "reason", None) or str(e)))
             continue
         if path_is_current(conn, str(p), st.st_size, st.st_mtime_ns, retry_failed):
             out.unchanged += 1
             continue
         if st.st_size == 0:
-            out.failed.append((str(p), EMPTY_TEXT))
+            out.failed.append((printable(str(p)), EMPTY_TEXT))
             seen.append((str(p), 0, st.st_mtime_ns, EMPTY_SHA256))
             continue
         try:
             digest = sha256_of(p)
         except OSError as e:
-            out.failed.append((str(p), f"cannot read: {e.strerror}"))
+            out.failed.append((printable(str(p)), f"cannot read: {e.strerror}"))
             continue
         except IOAdvisorError as e:
-            out.failed.append((str(p), getattr(e, "reason", None) or str(e)))
+            out.failed.append((printable(str(p)), getattr(e, "reason", None) or str(e)))
             continue
         status = hash_status(conn, digest)
         row = (str(p), st.st_size, st.st_mtime_ns, digest)
@@ -154,6 +155,8 @@ def diagnose_logs(items: Iterable[tuple[str, str, int]], settings: Settings, wor
             else:
                 rec = {"hash": digest, "path": path, "status": "failed", "error": o.error}
             rec["size"] = sizes.pop(digest)
+            # as reported and stored: a name's bytes that are not UTF-8, and control characters, as \\xNN
+            rec["path"], rec["error"] = printable(path), rec.get("error") and printable(rec["error"])
             yield rec
 
 

@@ -173,8 +173,8 @@ def _render_array(out: dict[str, Any]) -> None:
     for f in out["failed"]:
         console.print(printable(f"Not read (skipped): {f['path']}: {f['error']}"), highlight=False)
     for m in out["missing"]:
-        console.print(f"Task {m['task']} has no results: re-run it alone with `{m['rerun']}`, then "
-                      f"`ioadvise archive merge {out['work']}`", highlight=False)
+        console.print(printable(f"Task {m['task']} has no results: re-run it alone with `{m['rerun']}`, then "
+                                f"`ioadvise archive merge {out['work']}`"), highlight=False)
 
 
 def _render_scan(out: dict[str, Any]) -> None:
@@ -191,7 +191,7 @@ def _render_scan(out: dict[str, Any]) -> None:
         t.add_column("log")
         t.add_column("why")
         for f in out["failed"]:
-            t.add_row(f["path"], f["error"])
+            t.add_row(printable(f["path"]), printable(f["error"]))
         console.print(t)
     if out["worker_restarts"]:
         console.print(f"{out['worker_restarts']} worker(s) replaced after a log crashed or hung them.")
