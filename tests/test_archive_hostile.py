@@ -73,3 +73,36 @@ def test_names_of_any_bytes_are_scanned_stored_and_reported_escaped(tmp_path):
     open(os.path.join(os.fsencode(arch), b"new\xfe\x1b[31m.darshan"), "wb").close()
     table = runner.invoke(app, base)
     assert table.exit_code == 0 and "\x1b" not in table.output and "new\\xfe\\x1b[31m.darshan" in table.output
+
+
+def test_two_scans_of_one_archive_into_one_kb_at_once(tmp_path):
+    """Two `archive scan`s of the same 120 logs into the same new KB, started together (each with two workers):
+    both end with exit 0 and no error, and the KB holds each log, job and path once; what the two report as
+    added sums to the archive (a log stored by both would count twice, a log lost by both not at all). The
+    second waits for the first, says so, and then reads no log (without the wait, both read most of them)."""
+    from tests.darshan_copies import with_job
+    arch, kb = tmp_path / "arch", tmp_path / "kb.sqlite"
+    arch.mkdir()
+    src = [p for p in LOGS if p.read_bytes()[:4] in (b"3.10", b"3.21")]
+    n = 0
+    while n < 120:
+        p = src[n % len(src)]
+        (arch / f"{n:03d}-{p.name}").write_bytes(with_job(p.read_bytes(), jobid=5000 + n))
+        n += 1
+    cmd = [str(Path(sys.executable).parent / "ioadvise"), "archive", "scan", str(arch), "--kb", str(kb), "-j", "2",
+           "--json"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0 and "rror" not in err and "Traceback" not in err, err
+    docs = [json.loads(out) for out, _ in outs]
+    assert sorted(d["diagnosed"] for d in docs) == [0, n]
+    waited = [err for (_, err), d in zip(outs, docs) if d["diagnosed"] == 0][0]
+    # (on a machine so loaded that the first scan ended before the second started, there was nothing to wait for)
+    assert waited.strip() in ("", f"another archive scan of {kb} is running: waiting for it to end")
+    assert sum(d["added"]["logs"] for d in docs) == sum(d["added"]["jobs"] for d in docs) == n
+    db = sqlite3.connect(kb)
+    for table, key in (("archive_logs", "hash"), ("archive_jobs", "hash"), ("archive_paths", "path")):
+        assert db.execute(f"SELECT count(*), count(DISTINCT {key}) FROM {table}").fetchone() == (n, n), table
+    again = json.loads(subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout)
+    assert again["unchanged"] == n and again["added"]["logs"] == 0

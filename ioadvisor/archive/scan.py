@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -17,7 +18,7 @@ from ..util import printable
 from .store import EMPTY_SHA256, EMPTY_TEXT, PathSeen, add_results, hash_status, path_is_current
 from .worker import Settings
 
-__all__ = ["ScanOutcome", "list_logs", "scan", "sha256_of", "pending_logs", "diagnose_logs"]
+__all__ = ["ScanOutcome", "list_logs", "scan", "sha256_of", "pending_logs", "diagnose_logs", "one_scan_at_a_time"]
 
 LOG_SUFFIX = ".darshan"
 BATCH_LOGS = 256          # results per KB transaction
@@ -158,6 +159,32 @@ def diagnose_logs(items: Iterable[tuple[str, str, int]], settings: Settings, wor
             # as reported and stored: a name's bytes that are not UTF-8, and control characters, as \\xNN
             rec["path"], rec["error"] = printable(path), rec.get("error") and printable(rec["error"])
             yield rec
+
+
+@contextmanager
+def one_scan_at_a_time(kb_path: str | Path, waiting: Callable[[], None]) -> Iterator[None]:
+    """Hold an exclusive lock on the file KB.scan-lock beside the KB while a scan runs. A second scan of the same
+    KB calls `waiting()` and waits for the first to end, then finds the paths it stored unchanged, instead of
+    reading every log a second time alongside it. Where no lock file can be made (a read-only directory, where
+    the scan cannot store anything either), or the KB is in memory, the scan goes on without it."""
+    import fcntl
+    fd = -1
+    if str(kb_path) != ":memory:":
+        try:
+            fd = os.open(f"{kb_path}.scan-lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError:
+            pass
+    try:
+        if fd >= 0:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                waiting()
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        if fd >= 0:
+            os.close(fd)          # the lock goes with it (the workers, which share it, have ended by now)
 
 
 def scan(roots: Iterable[str | Path], kb: Any, settings: Settings, *, workers: int, timeout: float = 120.0,

@@ -99,11 +99,17 @@ def _settings(system: str | None, center: str | None, thresholds: Path | None) -
 def _scan(roots: list[Path], kb: Path | None, workers: int | None, system: str | None, center: str | None,
           thresholds: Path | None, retry_failed: bool, timeout: float, quiet: bool) -> dict[str, Any]:
     from ..archive.pool import default_workers
-    from ..archive.scan import scan
+    from ..archive.scan import one_scan_at_a_time, scan
     from ..kb import KB
+    from .common import err_console
     settings, where = _settings(system, center, thresholds)
     n = workers or default_workers()
-    with KB.open(kb) as store, progress_bar(quiet) as bar:
+
+    def waiting() -> None:
+        err_console.print(printable(f"another archive scan of {store.path} is running: waiting for it to end"),
+                          highlight=False, soft_wrap=True)
+
+    with KB.open(kb) as store, one_scan_at_a_time(store.path, waiting), progress_bar(quiet) as bar:
         task = bar.add_task("Scanning Darshan logs", total=None)
         out = scan(roots, store, settings, workers=n, timeout=timeout, retry_failed=retry_failed, center=where,
                    progress=lambda done, total: bar.update(task, completed=done, total=total))
