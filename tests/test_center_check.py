@@ -52,6 +52,8 @@ CASES = [
     ('mpi = "mpich"', 'mpi_version = "four"', 2, "mpi_version is not a version"),
     ('node_memory = "64GiB"', 'node_memory = "lots"', 3, "node_memory is not a size"),
     ('node_memory = "64GiB"', 'nodes_memory = "64GiB"', 3, "unknown key 'nodes_memory'"),
+    ('node_memory = "64GiB"', 'ranks_per_node = 0', 3, "ranks_per_node must be at least 1, got 0"),
+    ('node_memory = "64GiB"', 'ranks_per_node = "all"', 3, "ranks_per_node must be int"),
     ('ost_count = 8', 'ost_count = "8"', 9, "filesystems[0].ost_count must be int"),
     ('ost_count = 8', 'ost_count = 0', 9, "filesystems[0].ost_count must be positive"),
     ('ost_count = 8', 'ost_count = 8\ndefault_stripe_count = 9', 10,

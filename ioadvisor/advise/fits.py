@@ -9,8 +9,10 @@ from typing import Any
 from ..kb import KB
 from ..model.types import Center
 from ..predict import Fit, fit_all
+from ..predict.evidence import Evidence
 
 _CACHE: dict[tuple[str, str | None, str], tuple[tuple, dict]] = {}
+_EVIDENCE: dict[tuple[str, str | None, str], tuple[tuple, Evidence]] = {}
 _TABLE = ("CREATE TABLE IF NOT EXISTS main.advise_fits (system TEXT PRIMARY KEY, signature TEXT, fits TEXT)")
 MAX_EVIDENCE_IDS = 40
 MODEL_VERSION = "physical/6"   # stored fits of another version are refitted
@@ -121,6 +123,49 @@ def system_fits(kb: KB, system: str, center: Center | None = None) -> dict[tuple
         _store_table(kb, system, sig, fits)
     _CACHE[key] = (sig, fits)
     return fits
+
+
+def system_evidence(kb: KB, system: str, center: Center | None = None) -> Evidence:
+    """The system's runs indexed for the evidence bands (predict.evidence), kept as long as its fits are."""
+    osts = {f.name: f.ost_count for f in center.filesystems} if center else {}
+    dflt = {f.name: f.default_stripe_count for f in center.filesystems} if center else {}
+    sig = _signature(kb, system, osts, dflt)
+    key = (kb.path, kb.reference, system.lower())
+    hit = _EVIDENCE.get(key)
+    if hit and hit[0] == sig:
+        return hit[1]
+    ev = _load_evidence(kb, system, sig)
+    if ev is None:
+        ev = Evidence(load_system_runs(kb, system), osts, dflt)
+        _store_evidence(kb, system, sig, ev)
+    _EVIDENCE[key] = (sig, ev)
+    return ev
+
+
+_EV_TABLE = "CREATE TABLE IF NOT EXISTS main.advise_evidence (system TEXT PRIMARY KEY, signature TEXT, obs TEXT)"
+
+
+def _load_evidence(kb: KB, system: str, sig: tuple) -> Evidence | None:
+    """The stored evidence index (a cold advice reads it instead of the system's runs, as it reads the fits)."""
+    try:
+        row = kb.conn.execute("SELECT signature, obs FROM main.advise_evidence WHERE system = ?",
+                              (system,)).fetchone()
+    except sqlite3.Error:
+        return None
+    if not row or row[0] != json.dumps(sig, default=str):
+        return None
+    return Evidence.from_json(json.loads(row[1]))
+
+
+def _store_evidence(kb: KB, system: str, sig: tuple, ev: Evidence) -> None:
+    if kb.path == ":memory:":
+        return
+    try:
+        kb.conn.execute(_EV_TABLE)
+        kb.conn.execute("INSERT OR REPLACE INTO main.advise_evidence VALUES (?,?,?)",
+                        (system, json.dumps(sig, default=str), json.dumps(ev.to_json())))
+    except sqlite3.Error:
+        pass   # a read-only KB: the in-process cache still serves
 
 
 def runs_by_ids(kb: KB, ids: list[str]) -> dict[str, Any]:

@@ -15,7 +15,8 @@ from typing import Any, Iterable, Mapping
 from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run
 from ..util import printable
 
-__all__ = ["ARCHIVE_RUN_SQL", "EMPTY_SHA256", "EMPTY_TEXT", "PathSeen", "add_results", "run_from_dict", "path_is_current", "hash_status"]
+__all__ = ["ARCHIVE_RUN_SQL", "EMPTY_SHA256", "EMPTY_TEXT", "PathSeen", "add_results", "run_from_dict",
+           "path_is_current", "hash_status"]
 
 JOB_COLUMNS = ("jobid", "uid", "exe", "app", "nprocs", "run_time_s", "start_time", "io_time_per_rank_s",
                "bytes_read", "bytes_written", "layout", "files", "partial", "darshan_version", "nodes", "filesystem")

@@ -21,10 +21,29 @@ MAX_PATH = 4096                # characters of a mount path
 _VERSION = re.compile(r"^[0-9]+(?:\.[0-9]+){0,3}[A-Za-z0-9._-]*$")
 
 
+CENTERS_ENV = "IOADVISE_CENTERS"
+
+
 def centers_dir() -> Path:
     """Directory of the shipped center configurations (data/centers)."""
     from ..kb.reference import data_dir
     return data_dir() / "centers"
+
+
+def center_dirs() -> list[Path]:
+    """Where center files are looked up by name, first match winning: the directories of $IOADVISE_CENTERS
+    (a colon-separated list, like PATH; a site's own center files), then the shipped data/centers."""
+    import os
+    site = [Path(d).expanduser() for d in os.environ.get(CENTERS_ENV, "").split(os.pathsep) if d.strip()]
+    return site + [centers_dir()]
+
+
+def is_shipped(path: str | Path) -> bool:
+    """Whether a center file is one shipped with ioadvisor (not a site's own)."""
+    try:
+        return Path(path).resolve().parent == centers_dir().resolve()
+    except OSError:
+        return False
 
 
 def key_line(text: str, key: str) -> int | None:
@@ -277,32 +296,48 @@ def _load_center_file(p: Path) -> Center:
 
 
 def available_centers(directory: Path | None = None) -> list[Path]:
-    d = directory or centers_dir()
-    return sorted(d.glob("*.toml")) if d.is_dir() else []
+    """The center files of `directory`, or of every directory of `center_dirs` (a file stem met again in a
+    later directory is left out: $IOADVISE_CENTERS overrides a shipped file of the same name)."""
+    out: list[Path] = []
+    seen: set[str] = set()
+    for d in ([directory] if directory is not None else center_dirs()):
+        for p in (sorted(d.glob("*.toml")) if d.is_dir() else []):
+            if p.stem.lower() not in seen:
+                seen.add(p.stem.lower())
+                out.append(p)
+    return out
 
 
-def find_center(name: str, directory: Path | None = None) -> Center | None:
-    """The shipped center whose `name` or file stem matches `name` (case-insensitive), or None."""
+def find_center_file(name: str, directory: Path | None = None) -> Path | None:
+    """The center file (a site's in $IOADVISE_CENTERS, else shipped) whose file stem or `name` matches `name`
+    (case-insensitive), or None. This is the one place center names are resolved."""
     key = name.strip().lower()
-    for p in available_centers(directory):
+    paths = available_centers(directory)
+    for p in paths:
         if p.stem.lower() == key:
-            return load_center_file(p)
-    for p in available_centers(directory):
-        c = load_center_file(p)
-        if c.name.lower() == key:
-            return c
+            return p
+    for p in paths:
+        if load_center_file(p).name.lower() == key:
+            return p
     return None
 
 
+def find_center(name: str, directory: Path | None = None) -> Center | None:
+    """The center named `name` (`find_center_file`), or None."""
+    p = find_center_file(name, directory)
+    return None if p is None else load_center_file(p)
+
+
 def load_center(spec: str | Path) -> Center:
-    """A center from a file path (anything that exists or ends in .toml) or a shipped center's name."""
+    """A center from a file path (anything that exists or ends in .toml) or a center's name (`find_center`)."""
     s = str(spec)
     if s.endswith(".toml") or Path(s).is_file():
         return load_center_file(s)
     c = find_center(s)
     if c is None:
         known = ", ".join(load_center_file(p).name for p in available_centers())
-        raise UsageError(f"unknown center {s!r} (known: {known}; or give a .toml file)")
+        raise UsageError(f"unknown center {s!r} (known: {known}; or give a .toml file, or put NAME.toml in a "
+                         f"directory of ${CENTERS_ENV})")
     return c
 
 
@@ -394,8 +429,8 @@ def default_system_name(center: Center | None = None, explicit: str | None = Non
 
 
 def center_for(spec: str | Path | None, system: str | None) -> Center | None:
-    """The center named by `spec` (file or shipped name) or, without one, the shipped center whose name is
-    `system`; None when there is neither."""
+    """The center named by `spec` (file or name) or, without one, the center whose name is `system` (a site's
+    in $IOADVISE_CENTERS, else shipped); None when there is neither."""
     if spec is not None:
         return load_center(spec)
     return find_center(system) if system else None

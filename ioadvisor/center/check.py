@@ -57,7 +57,7 @@ def check_center(path: str | Path) -> dict[str, Any]:
     c = load_center_file(path)
     return {
         "file": str(path), "ok": True, "name": c.name, "mpi": c.mpi, "mpi_version": c.mpi_version,
-        "node_memory": c.node_memory,
+        "node_memory": c.node_memory, "ranks_per_node": c.ranks_per_node,
         "filesystems": [{"name": f.name, "type": f.type, "mount": f.mount, "ost_count": f.ost_count,
                          "stripable": f.stripable, "persistent": f.persistent,
                          "rated_write_bandwidth": f.rated_write_bandwidth,

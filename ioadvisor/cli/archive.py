@@ -30,7 +30,9 @@ def scan_cmd(
     system: Annotated[Optional[str], typer.Option(help="System the jobs ran on (default: the center's name, "
                                                        "else $SLURM_CLUSTER_NAME, else unknown).")] = None,
     center: Annotated[Optional[str], typer.Option(help="Center file or shipped name: the OST count the striping "
-                                                       "rules use, as in `ioadvise diagnose --center`.")] = None,
+                                                       "rules use, as in `ioadvise diagnose --center`, and the "
+                                                       "mounts a job's files must lie under for it to become "
+                                                       "production runs (else it is kept as a diagnosis).")] = None,
     thresholds: Annotated[Optional[Path], typer.Option(help="TOML file of [RULE_ID] thresholds laid over the "
                                                             "shipped ones.")] = None,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Read again the logs an earlier scan "
@@ -262,11 +264,14 @@ def _render_report(doc: dict[str, Any]) -> None:
     saving = (f"the savings backed by the evidence (a saving the rule derives from the counters, or a measured "
               f"gain; on {tot['jobs_with_saving']} job(s)) come to about {_h(tot['saving_process_hours'])}"
               if tot["jobs_with_saving"] else "no measurement backs a saving for any of them")
-    console.print(f"{logs['scanned']} logs scanned ({logs['failed']} unreadable), {tot['jobs']} jobs using "
+    empty = f", {logs['empty_files']} empty files" if logs["empty_files"] else ""
+    console.print(f"{logs['scanned']} logs scanned ({logs['failed']} unreadable{empty}), {tot['jobs']} jobs using "
                   f"{_h(tot['process_hours'])} process-hours; {tot['jobs_with_findings']} jobs with findings put "
                   f"{_h(tot['at_stake_process_hours'])} process-hours of I/O time at stake; {saving}. Node counts: "
                   f"{tot['jobs_with_nodes']} of {tot['jobs']} jobs ({_h(tot['at_stake_node_hours'])} node-hours "
-                  f"at stake among them); the others are counted in processes only.", highlight=False)
+                  f"at stake among them); the others are counted in processes only. {tot['jobs_measured']} job(s) "
+                  f"had their files under the center's mounts (measurements); the rest are diagnoses only.",
+                  highlight=False)
     if not tot["jobs"]:
         console.print("No jobs in the KB's archive tables: run `ioadvise archive scan` first.")
         return

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Iterator, Optional
@@ -10,6 +11,9 @@ import typer
 
 from ..errors import IOAdvisorError
 from ..util import printable
+
+
+PIPE_WIDTH = 4096     # the width tables are laid out for when stdout is not a terminal: no table is cut
 
 
 class _LazyConsole:
@@ -25,6 +29,13 @@ class _LazyConsole:
         if self._console is None:
             from rich.console import Console
             self._console = Console(**self._options)
+            # to a pipe or a file, nothing is broken at 80 columns (rich's width when there is no terminal): a
+            # sentence stays on one line and a table has its natural width, for grep and for whatever displays
+            # it later ($COLUMNS, when set, still gives tables a width)
+            if not self._console.is_terminal:
+                self._console.soft_wrap = True
+                if not os.environ.get("COLUMNS", "").isdigit():
+                    self._console.width = PIPE_WIDTH
         return self._console
 
     def __getattr__(self, name: str) -> Any:

@@ -22,7 +22,7 @@ def build(
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (one subdirectory per language).")]
     = Path("site"),
     center: Annotated[Optional[str], typer.Option(
-        "--center", help="Center TOML file or name of a shipped center (default: every system).",
+        "--center", help="Center TOML file or name (in $IOADVISE_CENTERS or shipped; default: every system).",
         show_default=False)] = None,
     lang: Annotated[str, typer.Option("--lang", help="Languages, comma-separated: en, ja.")] = "en",
     fmt: Annotated[str, typer.Option("--format", help="Output formats, comma-separated: html, md.")] = "html",

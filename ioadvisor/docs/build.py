@@ -63,6 +63,23 @@ def _md_text(v: Any) -> Any:
         if any(c in str(v) for c in "<>") else v
 
 
+def _command(v: Any) -> Markup:
+    """HTML of a command that breaks across lines only at its spaces: each word unbreakable, so a browser never
+    splits `--constraint=X` after its `--` or a path at a hyphen (the text copies as written)."""
+    return Markup(" ").join(Markup('<span class="nw">{}</span>').format(w) if w else Markup("")
+                            for w in str(v).split(" "))
+
+
+def _code_spans(v: Any) -> Markup:
+    """HTML of a text whose `backquoted` parts are code (diagnosis messages and fixes write commands so): the
+    text escaped, each complete pair of backquotes made a <code> element."""
+    parts = str(v).split("`")
+    if len(parts) % 2 == 0:                     # an unpaired backquote: shown as written
+        parts = [str(v)]
+    return Markup("").join(Markup("<code>{}</code>").format(_command(p)) if i % 2 else Markup.escape(p)
+                           for i, p in enumerate(parts))
+
+
 def environment(fmt: str = "html") -> jinja2.Environment:
     """The Jinja environment of one output format: HTML pages are autoescaped; Markdown pages are plain text
     (no `&#39;`-style entities), with only the characters Markdown would read as HTML escaped."""
@@ -72,6 +89,8 @@ def environment(fmt: str = "html") -> jinja2.Environment:
         autoescape=html, finalize=None if html else _md_text,
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["mdcell"] = _md_cell
+    env.filters["code"] = _code_spans if html else (lambda v: v)
+    env.filters["command"] = _command if html else (lambda v: v)
     return env
 
 
@@ -154,7 +173,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
         for i, s in enumerate(systems):
             report("decision guides", i, len(systems))
             guide[s.name] = decisions.decision_guide(kb, s.center)
-        recs = {s.name: recipes.recipes(s.center, s.comparisons, guide[s.name]) for s in systems}
+        recs = {s.name: recipes.recipes(s.center, guide[s.name]) for s in systems}
 
         archive = None
         from ..archive.report import center_report, has_jobs
@@ -202,6 +221,7 @@ def _write_pages(out: Path, langs: tuple[str, ...], formats: tuple[str, ...], sy
             ctx = {"t": _translator(cat), "lang": lang, "ext": fmt, "systems": systems, "recipes": recs,
                    "lang_names": {x: catalogue(x)["language_name"] for x in langs},
                    "tv": lambda prefix, v, cat=cat: cat.get(f"{prefix}{v}", v),
+                   "t_or": lambda key, default, cat=cat: cat.get(key, default),
                    "guide": guide, "langs": langs, "archive": archive, "limits": {"rows": collect.ROW_LIMIT,
                                                               "groups": collect.GROUP_LIMIT,
                                                               "provenance": collect.PROVENANCE_LIMIT}}

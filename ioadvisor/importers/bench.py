@@ -73,10 +73,10 @@ def _runs(doc: dict[str, Any], ctx: ImportContext) -> list[Run]:
             raise ValueError(f"unknown kind {kind!r}")
         runs.append(make_run(value=res["mean"], unit=res["unit"], spread=spread, op=res["op"],
                              reps=_int(res.get("n")), notes=notes, **common, **settings))
-    # the benchmark syncs before it closes a written file, so only reads can have come from the page cache
-    from ..center.evidence import READ_OPS, flag_runs
-    memory = _int(eff.get("mem_total"))
-    return [flag_runs([r], node_memory=memory)[0] if r.op in READ_OPS else r for r in runs]
+    # the benchmark syncs before it closes a written file (unless fsync = false), so then only reads can have
+    # come from the page cache; the node's memory is the MemTotal it recorded
+    from ..center.evidence import flag_runs
+    return flag_runs(runs, node_memory=_int(eff.get("mem_total")), synced=eff.get("fsync", True) is not False)
 
 
 register("bench", sniff, parse)

@@ -366,25 +366,24 @@ def importers_sniff_bytes() -> int:
 
 
 def _flagged(items: Iterable[tuple[str, tuple]], center: Any) -> Iterator[tuple[str, tuple]]:
-    """Keyed rows, in order, with the evidence flags their center allows (none without a center that states
-    node memory or rated peaks)."""
+    """Keyed rows, in order, with the evidence flags (`evidence.flags_of`) of `center` (a Center, a center
+    file or a name) or else of the center named like each row's system (none without a center that states node
+    memory or rated peaks)."""
     from ..center import center_for
-    from ..center.evidence import flags_of
+    from ..center.evidence import flags_of, useful
     given = center if center is None or hasattr(center, "filesystems") else center_for(center, None)
     centers: dict[str, Any] = {}
     for key, values in items:
         system = values[_V_SYSTEM]
         if system not in centers:
             c = given if given is not None else center_for(None, system)
-            useful = c is not None and (c.node_memory is not None or any(
-                f.rated_write_bandwidth or f.rated_read_bandwidth for f in c.filesystems))
-            centers[system] = c if useful else None
+            centers[system] = c if useful(c) else None
         c = centers[system]
         if c is not None:
             run = _values_run(values)
             f = flags_of(run, center=c)
             if f != run.flags:
-                values = values[:_V_FLAGS] + (",".join(f),)
+                values = values[:_V_FLAGS] + (",".join(f) or None,)
         yield key, values
 
 
@@ -988,6 +987,39 @@ class KB:
             raise
         return {"relabelled": len(keep), "merged": len(rows) - len(keep), "sources_removed": gone,
                 "ids": {r["id"]: rid for r, rid in zip(rows, new_ids)}}
+
+    def check_flags(self, center: Any, *, system: str | None = None, apply: bool = False) -> list[dict[str, Any]]:
+        """Judge the evidence flags of the user's runs of `system` (default: the center's name) against `center`
+        again (`evidence.flags_of`): one entry per run whose flags change, with the flags added and removed.
+        With `apply`, the changes are stored in one transaction; otherwise nothing is written."""
+        from ..center.evidence import flags_of
+        system = system or center.name
+        changes = []
+        for row in self._dict_rows_main(RunFilter(system=system)):
+            run = row_to_run(row)
+            new = flags_of(run, center=center)
+            if new != run.flags:
+                changes.append({"id": run.id, "system": run.system, "filesystem": run.filesystem, "op": run.op,
+                                "value": run.value, "unit": run.unit, "source": run.provenance.source,
+                                "flags": list(new), "added": [f for f in new if f not in run.flags],
+                                "removed": [f for f in run.flags if f not in new]})
+        if apply and changes:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.conn.executemany("UPDATE main.runs SET flags = ? WHERE id = ?",
+                                      [(",".join(c["flags"]) or None, c["id"]) for c in changes])
+                self.conn.execute("COMMIT")
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+        return changes
+
+    def _dict_rows_main(self, flt: RunFilter) -> Iterator[dict[str, Any]]:
+        """The user's runs (not the reference data) matching `flt`, as dicts."""
+        where, args = RunFilter(**{**flt.__dict__, "origin": None, "limit": None}).where()
+        cur = self.conn.execute(f"SELECT *, 'user' AS origin FROM main.runs{where} ORDER BY rowid", args)
+        names = [d[0] for d in cur.description]
+        return (dict(zip(names, t)) for t in cur)
 
     def quarantined(self) -> list[dict[str, Any]]:
         """Runs an earlier version let in that fail today's validation, set aside when the KB was upgraded,

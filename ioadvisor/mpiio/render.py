@@ -130,6 +130,7 @@ class Plan:
     lifetime: str = "after-job"
     stage_in: tuple[str, ...] = ()
     hdf5_alignment: int | None = None
+    collective: bool | None = None              # collective MPI-IO (HDF5: the collective transfer property)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,6 +148,7 @@ class Commands:
     stage_in: tuple[str, ...] = ()
     stage_out: tuple[str, ...] = ()
     h5py: Mapping[str, int] = field(default_factory=dict)
+    h5py_collective: bool = False               # h5py: dataset I/O inside `with dset.collective:`
     hdf5_c: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     mpi: str = "mpich"
@@ -163,14 +165,43 @@ class Commands:
     def text(self) -> str:
         """Everything as one paste-able block; stage-out, HDF5 and notes as marked sections and comments."""
         out = self.lines()
+        out += [f"# hint {k} {v}: {explain_hint(k, v)}" for k, v in self.hints.items()]
         if self.stage_out:
             out += ["# at the end of the job, before the tier is removed:", *self.stage_out]
         if self.h5py:
             kw = ", ".join(f"{k}={v}" for k, v in self.h5py.items())
             out.append(f"# h5py: h5py.File(path, 'w', driver='mpio', comm=comm, {kw})")
+        if self.h5py_collective:
+            out.append("# h5py: with dset.collective: dset[start:end] = data   (collective transfer)")
         out += [f"# {c}" for c in self.hdf5_c]
         out += [f"# note: {n}" for n in self.notes]
         return "\n".join(out) + ("\n" if out else "")
+
+
+def explain_hint(key: str, value: str) -> str:
+    """What one MPI-IO hint asks of the MPI library, in one line (`cb_nodes 30: ...`)."""
+    switch = {"enable": "always", "disable": "never", "automatic": "when the library judges it useful"}
+    if key in ("romio_cb_write", "romio_cb_read"):
+        op = key[len("romio_cb_"):] + "s"
+        return f"two-phase collective buffering for collective {op}: {switch.get(value, value)}"
+    if key in ("romio_ds_write", "romio_ds_read"):
+        op = key[len("romio_ds_"):] + "s"
+        return f"data sieving (one large access instead of many small ones) for independent {op}: " \
+               f"{switch.get(value, value)}"
+    words = {
+        "cb_nodes": f"{value} process(es) act as aggregators that do all file access of a collective operation",
+        "cb_buffer_size": f"each aggregator collects {value} bytes per round of a collective operation",
+        "cb_config_list": f"which nodes host aggregators ({value})",
+        "striping_factor": f"a file MPI-IO creates gets {value} stripe(s) (OSTs); an existing file keeps its own",
+        "striping_unit": f"a file MPI-IO creates gets {value}-byte stripes; an existing file keeps its own",
+        "romio_no_indep_rw": f"{value}: only collective I/O, so non-aggregator processes never open the file",
+        "romio_lustre_co_ratio": f"at most {value} aggregator(s) write to one OST",
+        "romio_lustre_coll_threshold": f"requests larger than {value} bytes bypass collective buffering",
+        "ind_wr_buffer_size": f"independent writes are sieved through a {value}-byte buffer",
+        "ind_rd_buffer_size": f"independent reads are sieved through a {value}-byte buffer",
+        "direct_io": f"{value}: direct I/O, bypassing the client's page cache",
+    }
+    return words.get(key, "passed to the MPI library as given (see its MPI-IO hints documentation)")
 
 
 def _flavour_env(rule: FlavourRule, hints: Mapping[str, str], fs_type: str | None,
@@ -265,14 +296,20 @@ def render(plan: Plan) -> Commands:
             notes.append(f"The tier {plan.tier} is not staged: copy results to persistent storage yourself.")
     h5py: dict[str, int] = {}
     hdf5_c: tuple[str, ...] = ()
-    if plan.hdf5_alignment and plan.api.upper() == "HDF5" and not reading:
+    hdf5 = plan.api.upper() == "HDF5"
+    if plan.hdf5_alignment and hdf5 and not reading:
         thr = min(plan.hdf5_alignment, 1 << 20)
         h5py = {"alignment_threshold": thr, "alignment_interval": int(plan.hdf5_alignment)}
         hdf5_c = (f"HDF5 C: H5Pset_alignment(fapl, {thr}, {int(plan.hdf5_alignment)});",)
+    h5py_collective = bool(hdf5 and plan.collective)
+    if h5py_collective:
+        # collective HDF5 is a property of each transfer: without it every H5Dwrite/H5Dread is independent
+        hdf5_c += ("HDF5 C: dxpl = H5Pcreate(H5P_DATASET_XFER); H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE); "
+                   "pass dxpl to H5Dwrite/H5Dread",)
     return Commands(request=f"#SBATCH {plan.tier_request}" if plan.tier and plan.tier_request else None,
                     directory=directory, lfs=lfs, hints=hints, hints_file=hints_file, hints_write=hints_write,
                     env=tuple(env), scratch=scratch, stage_in=stage_in, stage_out=stage_out, h5py=h5py,
-                    hdf5_c=hdf5_c, notes=tuple(notes), mpi=plan.mpi, mpi_label=rule.label, mpi_source=rule.source)
+                    h5py_collective=h5py_collective, hdf5_c=hdf5_c, notes=tuple(notes), mpi=plan.mpi, mpi_label=rule.label, mpi_source=rule.source)
 
 
 def render_flavours(plan: Plan, flavours: tuple[str, ...]) -> dict[str, Commands]:

@@ -56,6 +56,8 @@ class WrapSettings:
     op: str = "write"                    # a read job gets no striping (it cannot change existing files)
     lifetime: str = "after-job"
     directives: tuple[str, ...] = ()     # sbatch options written as #SBATCH lines (e.g. --nodes=8 from wrap -N 8)
+    stripe_base: str | None = None       # where $IOADVISE_DIR goes, as the advice names it (/lustre/$USER);
+                                         # None: below the output directory
 
     def to_plain(self) -> dict:
         return {
@@ -65,13 +67,16 @@ class WrapSettings:
                 "stage": self.tier.stage},
             "outdir": self.outdir, "stage_in": list(self.stage_in), "allow_striping": self.allow_striping,
             "op": self.op, "lifetime": self.lifetime, "directives": list(self.directives),
+            "stripe_base": self.stripe_base,
         }
 
     def plan(self) -> Plan:
-        """The configuration for the one renderer; the persistent base is the wrapper's output directory."""
+        """The configuration for the one renderer; `$IOADVISE_DIR` goes below the directory the advice names,
+        else below the wrapper's output directory."""
         return Plan(op=self.op, api="MPIIO", stripe_count=self.stripe_count, stripe_size=self.stripe_size,
                     striping_allowed=self.allow_striping, fs_type="lustre", hints=dict(self.hints), mpi=self.mpi,
-                    mpi_version=self.mpi_version, base="$_ioadv_out", base_vars=frozenset({"_ioadv_out"}),
+                    mpi_version=self.mpi_version, base=self.stripe_base or "$_ioadv_out",
+                    base_vars=frozenset({"_ioadv_out"}),
                     lifetime=self.lifetime)
 
 
@@ -99,6 +104,46 @@ def strip_wrap(text: str) -> str:
     return "".join(out)
 
 
+_SYSTEM_DIRS = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/etc/", "/opt/", "/dev/", "/proc/", "/sys/")
+_PATH_WORD = re.compile(r"^(?:/|~/|\$\{?\w+\}?/)")
+_CONTROL = {";", "&&", "||", "|", "&", "(", ")", "do", "then", "else", "elif", "time", "!", "{", "}"}
+_LAUNCHERS = {"srun", "mpirun", "mpiexec", "aprun", "exec", "env", "nohup"}
+
+
+def command_paths(text: str) -> list[tuple[int, str]]:
+    """(line, path) for each absolute or variable-rooted path the script's commands name (`$SCRATCH/out`,
+    `/lustre/proj/in.h5`), except programs (a command's first word) and system directories: the places the
+    job may read or write that `$IOADVISE_DIR` may or may not cover. The wrapper's block is not looked at."""
+    base = strip_wrap(text)
+    js = parse_jobscript(base)
+    out: list[tuple[int, str]] = []
+    for n, line in enumerate(script_lines(base), 1):
+        if n <= js.block_end or line.lstrip().startswith("#"):
+            continue
+        try:
+            lex = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
+            lex.whitespace_split, lex.commentors = True, "#"
+            words = list(lex)
+        except ValueError:
+            words = line.split()
+        command_word, launcher = True, False
+        for w in words:
+            if w in _CONTROL:
+                command_word, launcher = True, False
+                continue
+            if command_word:
+                if launcher and (w.startswith("-") or w.isdigit()):
+                    continue                    # the launcher's own options: srun -n 4 PROGRAM
+                launcher = w in _LAUNCHERS
+                command_word = launcher or bool(re.match(r"^\w+=", w))   # VAR=value before the program
+                continue
+            w = re.sub(r"^\d*>+|^<", "", w)
+            w = w.split("=", 1)[1] if w.startswith("-") and "=" in w else w
+            if _PATH_WORD.match(w) and not w.startswith(_SYSTEM_DIRS) and w not in (p for _, p in out):
+                out.append((n, w))
+    return out
+
+
 def validate(settings: WrapSettings) -> None:
     """Reject settings that cannot be rendered safely (UsageError names the value)."""
     if settings.mpi not in MPI_FLAVOURS:
@@ -120,6 +165,8 @@ def validate(settings: WrapSettings) -> None:
         mount_expr(settings.tier.mount)
     if settings.outdir is not None:
         check_line_value(settings.outdir, "outdir")
+    if settings.stripe_base is not None:
+        check_line_value(settings.stripe_base, "striping directory")
     for item in settings.stage_in:
         check_line_value(item, "stage-in")
     for k, v in settings.hints.items():
@@ -200,6 +247,13 @@ def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> l
     add("_ioadv_record")
     trap_at = len(L)
     L.extend(cmds.directory)
+    if cmds.directory and s.stripe_base:
+        # the advised directory may not exist for this user or on this node: the output directory instead
+        add('if [ ! -d "$IOADVISE_DIR" ] || [ ! -w "$IOADVISE_DIR" ]; then')
+        add('  echo "ioadvise: cannot create $IOADVISE_DIR; using $_ioadv_out/ioadvise-$_ioadv_job instead" >&2')
+        add('  export IOADVISE_DIR="$_ioadv_out/ioadvise-$_ioadv_job"')
+        add('  mkdir -p -- "$IOADVISE_DIR"')
+        add("fi")
     if cmds.lfs:
         flags = cmds.lfs[len("lfs setstripe "):].rsplit(" ", 1)[0]
         add('_ioadv_fs=$(stat -f -c %T "$IOADVISE_DIR" 2>/dev/null)')

@@ -106,27 +106,33 @@ def advised_settings(js: JobScript, ex: Explicit, center: Center, kb_path: Path 
     from ..kb import KB
 
     if spec.bytes_per_rank is None and spec.total_bytes is None:
-        raise UsageError(f"{path}: no '#IOADVISE bytes_per_rank=SIZE' line to advise from")
+        raise UsageError(f"{path}: no '#IOADVISE bytes_per_rank=SIZE' line or --bytes-per-rank to advise from")
     w = spec.workload()
     with KB.open(kb_path, create=False) as kb:
         advice = advise(w, kb, center, pins=spec.pins())
+    from ..advise.explain import plan_for
     cfg = advice.recommendation.config
     base = explicit_settings(js, ex, center, spec)
     tier = tier_spec(center, cfg.tier) if cfg.tier and center.tier(cfg.tier) and center.tier(cfg.tier).mount else None
+    # striping goes where `advise` puts it for this job (the file system's mount), not below the start directory
+    named = plan_for(cfg, center, w).base
     return replace(base, stripe_count=cfg.stripe_count, stripe_size=cfg.stripe_size,
-                   hints={str(k): str(v) for k, v in cfg.hints.items()}, tier=tier), advice
+                   hints={str(k): str(v) for k, v in cfg.hints.items()}, tier=tier,
+                   stripe_base=None if named == "$PWD" else named), advice
 
 
 def wrap_script(text: str, ex: Explicit, *, center: Center | None = None, kb_path: Path | None = None,
                 path: str = "<script>", strict: bool = False, sbatch_args: tuple[str, ...] | list[str] = (),
-                directives: tuple[str, ...] = ()) -> Wrapped:
+                directives: tuple[str, ...] = (), workload: Mapping[str, Any] | None = None) -> Wrapped:
     """Wrap with explicit settings, else with advice (needs a center) for the job the script describes, with
-    sbatch-style options (-N, -n, --ntasks-per-node) over its #SBATCH lines. Advice that fails leaves the
+    sbatch-style options (-N, -n, --ntasks-per-node) over its #SBATCH lines and `workload` (the options
+    `advise` takes: bytes_per_rank, api, layout, ...) over its #IOADVISE lines. Advice that fails leaves the
     script unchanged with a warning, or raises when `strict`. Unusable explicit settings always raise."""
     from ..job import describe, sbatch_sizes
     js = parse_jobscript(text)
     try:
-        spec = describe(script=text, script_path=path, sbatch=sbatch_sizes(sbatch_args), strict=False)
+        spec = describe(script=text, script_path=path, sbatch=sbatch_sizes(sbatch_args), explicit=workload,
+                        strict=False)
         warnings = list(spec.warnings)
         problem = None
     except (ImportFormatError, UsageError) as e:
@@ -146,6 +152,8 @@ def wrap_script(text: str, ex: Explicit, *, center: Center | None = None, kb_pat
             raise problem
         s, advice = advised_settings(js, ex, center, kb_path, path, spec)
         s = replace(s, directives=directives)
+        # every caveat of the advice (extrapolation, caps, unmeasured modes) travels with the wrapped job
+        warnings += [x for x in (advice.warnings if advice is not None else ()) if x not in warnings]
         return Wrapped(original=text, text=wrap(text, s), settings=s, source="advice", warnings=tuple(warnings),
                        spec=spec, advice=advice, center=center)
     except Exception as e:  # fail open: a broken advisor must not stop a job
