@@ -297,3 +297,22 @@ def test_a_csv_imported_twice_leaves_nothing_on_stderr(tmp_path):
                              capture_output=True, text=True, env=env, timeout=120)
         assert res.returncode == 0 and added in res.stdout, res.stdout + res.stderr
         assert "Exception ignored" not in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
+TOML_READERS = {      # every command that reads a TOML file the user names
+    "advise --workload": lambda f, tmp: ["advise", "--workload", f],
+    "diagnose --thresholds": lambda f, tmp: ["diagnose", DARSHAN, "--thresholds", f],
+    "archive scan --thresholds": lambda f, tmp: ["archive", "scan", DARSHAN, "--thresholds", f, "--kb",
+                                                 tmp / "kb.sqlite"],
+    "bench sweep": lambda f, tmp: ["bench", "sweep", f, "--kb", tmp / "kb.sqlite"],
+    "center check": lambda f, tmp: ["center", "check", f],
+}
+
+
+@pytest.mark.parametrize("command", sorted(TOML_READERS))
+def test_toml_nested_too_deep_is_one_line(command, tmp_path):
+    """3,000 nested arrays exceed Python's recursion limit (1,000) in tomllib: RecursionError, a traceback,
+    in every reader but the center file's; now one line naming the file, exit 2."""
+    deep = tmp_path / "deep.toml"
+    deep.write_text("a = " + "[" * 3000 + "]" * 3000 + "\n")
+    one_error_line(ioadvise(*TOML_READERS[command](deep, tmp_path)), "deep.toml", "nested too deep")
