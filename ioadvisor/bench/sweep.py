@@ -99,7 +99,7 @@ def load_plan(path: str | Path) -> Plan:
     from ..inputs import PLAN, read_input
     try:
         d = json.loads(read_input(path, PLAN))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:    # also a 5,000-digit integer, deep nesting
         raise UsageError(f"{path}: not a readable sweep plan ({e})") from None
     if not isinstance(d, dict) or d.pop(PLAN_MARKER, None) != 1:
         raise UsageError(f"{path}: not a sweep plan")
