@@ -147,13 +147,19 @@ def read_text(path: str | Path, kind: Any, error: type[Exception] = UsageError) 
 
 
 def loads_toml(text: str) -> dict[str, Any]:
-    """`tomllib.loads`, with arrays or tables nested deeper than Python's recursion allows (RecursionError, a
-    traceback) raised as the TOMLDecodeError of any other invalid TOML, which every caller reports in one line."""
+    """`tomllib.loads`, with what it parses but Python cannot hold (arrays or tables nested deeper than its
+    recursion allows, an integer of more digits than it converts from text: tracebacks) raised as the
+    TOMLDecodeError of any other invalid TOML, which every caller reports in one line."""
+    import sys
     import tomllib
     try:
         return tomllib.loads(text)
     except RecursionError:
         raise tomllib.TOMLDecodeError("arrays or tables nested too deep") from None
+    except tomllib.TOMLDecodeError:
+        raise
+    except ValueError:          # int('9' * 5000)
+        raise tomllib.TOMLDecodeError(f"an integer of more than {sys.get_int_max_str_digits()} digits") from None
 
 
 def read_toml(path: str | Path, error: type[Exception] = UsageError) -> dict[str, Any]:

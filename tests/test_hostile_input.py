@@ -310,9 +310,12 @@ TOML_READERS = {      # every command that reads a TOML file the user names
 
 
 @pytest.mark.parametrize("command", sorted(TOML_READERS))
-def test_toml_nested_too_deep_is_one_line(command, tmp_path):
-    """3,000 nested arrays exceed Python's recursion limit (1,000) in tomllib: RecursionError, a traceback,
-    in every reader but the center file's; now one line naming the file, exit 2."""
-    deep = tmp_path / "deep.toml"
-    deep.write_text("a = " + "[" * 3000 + "]" * 3000 + "\n")
-    one_error_line(ioadvise(*TOML_READERS[command](deep, tmp_path)), "deep.toml", "nested too deep")
+@pytest.mark.parametrize("value,says", [("[" * 3000 + "]" * 3000, "nested too deep"),
+                                        ("9" * 5000, "more than 4300 digits")])
+def test_toml_python_cannot_hold_is_one_line(command, value, says, tmp_path):
+    """3,000 nested arrays exceed Python's recursion limit (1,000) in tomllib (RecursionError, a traceback in
+    every reader but the center file's); a 5,000-digit integer exceeds its conversion limit (ValueError, a
+    traceback in all). Now each is one line naming the file, exit 2."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text(f"a = {value}\n")
+    one_error_line(ioadvise(*TOML_READERS[command](bad, tmp_path)), "bad.toml", says)
