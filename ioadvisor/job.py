@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 from .errors import ImportFormatError, UsageError
 from .ioadvise_lines import ioadvise_lines, read_line
 from .lustre import stripe_count_problem
+from .util import loads_toml
 
 
 @dataclass(frozen=True)
@@ -278,7 +279,7 @@ def describe(*, script: str | None = None, script_path: str = "<script>", toml: 
         sources.update(src)
     if toml is not None:
         try:
-            data = tomllib.loads(toml)
+            data = loads_toml(toml)
         except tomllib.TOMLDecodeError as e:
             m = re.search(r"line (\d+)", str(e))
             raise ImportFormatError(f"not valid TOML: {e}", toml_path, int(m.group(1)) if m else None) from None

@@ -11,6 +11,7 @@ from ..lustre import MAX_STRIPE_COUNT, constraint_of, mount_regex, stripe_count_
 from ..model.types import Center, FileSystem, Tier
 from ..model.units import parse_size
 from ..model.validate import INT_RANGES, MAX_NAME, _name, _text
+from ..util import loads_toml
 
 from .schema import FS_STRIPING, KEYS, MPI_FLAVOURS, TIER_KINDS, keys_of
 
@@ -282,9 +283,7 @@ def _load_center_file(p: Path) -> Center:
     except UnicodeDecodeError as e:
         raise ConfigError(f"{p}: cannot read: {e}") from None
     try:
-        data = tomllib.loads(text)
-    except RecursionError:
-        raise ConfigError(f"{p}: not a center file: arrays or tables nested too deep") from None
+        data = loads_toml(text)
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"at line (\d+)", str(e))
         line = int(m.group(1)) if m else None

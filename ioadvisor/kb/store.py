@@ -713,17 +713,19 @@ class KB:
         (ioadvisor.center.evidence) from `center` (a `Center`, a center file or a shipped name) or else from
         the shipped center named like the runs' system."""
         from .. import importers
+        from ..util import printable
         p = Path(path)
+        name = printable(str(p))      # the source as runs and messages hold it (a byte that is not UTF-8 as \\xNN)
         # the generators reading the reopened file are closed (their clean-up run) while it is still open
         with _ImportSource(p) as src, ExitStack() as readers:
             head = src.head()
             if not head:
-                raise ImportFormatError("empty file", str(p))
-            imp = importers.detect(head, str(p)) if fmt == "auto" else importers.get(fmt)
+                raise ImportFormatError("empty file", name)
+            imp = importers.detect(head, name) if fmt == "auto" else importers.get(fmt)
             if imp.check is not None and src.spool is None:
                 imp.check(str(p))                # e.g. a Darshan header that does not fit the file: not read
             digest, size = src.scan(imp.text, None if imp.stream else importers.MAX_WHOLE_FILE)
-            ctx = importers.ImportContext(source=str(p), system=system, filesystem=filesystem, kind=kind)
+            ctx = importers.ImportContext(source=name, system=system, filesystem=filesystem, kind=kind)
             nullable = self._null_default_columns()
 
             def prepared(items: Iterable[tuple[str, tuple]]) -> Iterator[Batch]:
@@ -743,23 +745,23 @@ class KB:
                         items = readers.enter_context(closing(imp.stream(f, ctx, csvrows.RowReader)))
                         batches = prepared(items if progress is None else _progressed(items, f, size, progress))
                 else:
-                    items = _keyed(readers.enter_context(closing(imp.stream(f, ctx))), str(p))
+                    items = _keyed(readers.enter_context(closing(imp.stream(f, ctx))), name)
                     batches = prepared(items if progress is None else _progressed(items, f, size, progress))
             else:
                 try:
                     runs = imp.parse(src.read_all(), ctx)
                 except ImportFormatError as e:
-                    raise e if e.path else e.at(str(p)) from None
+                    raise e if e.path else e.at(name) from None
                 if not runs:
-                    raise ImportFormatError(f"no measured results found ({imp.name} format)", str(p))
+                    raise ImportFormatError(f"no measured results found ({imp.name} format)", name)
                 if progress is not None:
                     progress(size, size)
-                batches = prepared(_keyed(runs, str(p)))
+                batches = prepared(_keyed(runs, name))
             try:
-                return self._add(batches, source=str(p), source_hash=digest, fmt=imp.name,
+                return self._add(batches, source=name, source_hash=digest, fmt=imp.name,
                                  importer=f"{imp.name}/{imp.version}", require_runs=True)
             except ImportFormatError as e:
-                raise e if e.path else e.at(str(p)) from None
+                raise e if e.path else e.at(name) from None
 
     # ---- reading -------------------------------------------------------------------------------------------
     def rows(self, flt: RunFilter = RunFilter()) -> Iterator[sqlite3.Row]:
