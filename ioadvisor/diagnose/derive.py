@@ -117,8 +117,13 @@ def summarize(path: str | Path, *, timeout: float = CHILD_TIMEOUT) -> LogSummary
 
 def _child(path: str, conn: Any) -> None:
     """Child body: capture the C library's stderr, parse, send ("ok", LogSummary) or ("error", message)."""
+    import faulthandler
+
     from ..util import die_with_parent
     die_with_parent()
+    # the library aborting on a corrupt log is an answer the parent turns into one line; a fault handler
+    # inherited from the parent (PYTHONFAULTHANDLER, pytest) would print a Python stack on the terminal too
+    faulthandler.disable()
     errfile = tempfile.TemporaryFile()
     saved = os.dup(2)
     os.dup2(errfile.fileno(), 2)
