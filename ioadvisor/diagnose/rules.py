@@ -30,7 +30,7 @@ COLLECTIVE_SHARE = 0.9        # a file direction whose MPI-IO bytes may be this 
 # thresholds
 
 def _default_path() -> Path:
-    from ..kb.reference import data_dir
+    from ..resources import data_dir
     return data_dir() / "thresholds.toml"
 
 

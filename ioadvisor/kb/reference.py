@@ -9,18 +9,7 @@ import os
 from pathlib import Path
 
 from ..errors import ImportFormatError
-
-
-def data_dir() -> Path:
-    """`IOADVISE_DATA`, else the data shipped in the package, else the source tree's data/."""
-    env = os.environ.get("IOADVISE_DATA")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve().parent.parent
-    for cand in (here / "_data", here.parent / "data"):
-        if cand.is_dir():
-            return cand
-    return here.parent / "data"
+from ..resources import data_dir
 
 
 CENTER_KB_ENV = "IOADVISE_CENTER_KB"
