@@ -16,7 +16,7 @@ from ioadvisor.cli import app
 from ioadvisor.docs import build_site, collect
 from ioadvisor.docs.build import HERE
 from ioadvisor.kb import KB, RunFilter
-from ioadvisor.model.run import make_run
+from ioadvisor.model.validate import make_run
 
 SEED_SYSTEMS = ("HA8000", "Dell-EE-Lustre-2.1", "Dell-EE-Lustre-2.3", "TSUBAME3.0", "PixStor-NVMe")
 runner = CliRunner()

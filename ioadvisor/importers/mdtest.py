@@ -20,7 +20,8 @@ from datetime import datetime
 
 from ..errors import ImportFormatError, IOAdvisorError
 from ..center.evidence import ONE_FILE
-from ..model.run import Provenance, Run, make_run
+from ..model.run import Provenance, Run
+from ..model.validate import make_run
 from . import ImportContext, decode, register
 from .ior import ci95
 
