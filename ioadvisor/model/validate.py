@@ -15,7 +15,7 @@ from operator import attrgetter
 from typing import Any, Mapping
 
 from ..errors import UsageError
-from .run import APIS, KINDS, LAYOUTS, OPS, Run, new_instance
+from .run import APIS, KINDS, LAYOUTS, OPS, Run, new_instance, norm_api, norm_layout
 from .units import normalize
 
 #: normalised value ceilings: 1e10 MiB/s is about 10 EiB/s, 1e12 ops/s far beyond any metadata server
