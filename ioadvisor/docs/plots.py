@@ -82,8 +82,8 @@ def quantity_of(r: Any) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def _english() -> Any:
-    from .build import _translator, catalogue
-    return _translator(catalogue("en"))
+    from .i18n import catalogue, translator
+    return translator(catalogue("en"))
 
 
 def _aggregate(points: dict[str, dict[Any, list[Run]]]) -> tuple[Series, ...]:
