@@ -47,8 +47,6 @@ KNOWN: dict[tuple[str, str], str] = {
     ("ioadvisor.job", "ioadvisor.slurm.jobscript"): "one #IOADVISE grammar",
     ("ioadvisor.slurm.jobscript", "ioadvisor.job"): "one #IOADVISE grammar",
     # to be taken apart, one circle at a time
-    ("ioadvisor.kb.schema", "ioadvisor.kb.store"): "row_to_run",
-    ("ioadvisor.kb.csvrows", "ioadvisor.kb.store"): "keyed_row",
     ("ioadvisor.kb.reference", "ioadvisor.kb.store"): "KB",
     ("ioadvisor.kb.store", "ioadvisor.kb.publish"): "snapshot_info",
     ("ioadvisor.kb.store", "ioadvisor.kb.csvrows"): "import_file",
