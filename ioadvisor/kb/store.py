@@ -427,7 +427,7 @@ class KB:
         same from one publication to the next), else the cached build's file name (a hash of its data)."""
         if not self.reference:
             return None
-        from .publish import snapshot_id
+        from .reference import snapshot_id
         return snapshot_id(self.conn, "ref") or os.path.basename(self.reference)
 
     @classmethod
@@ -469,9 +469,9 @@ class KB:
                 raise KBError(f"{p}: not a usable knowledge base ({e})") from None
         ref_path = None
         if reference:
-            from .reference import published_kb_path, reference_kb_path
+            from .reference import published_kb_path
             published = published_kb_path()
-            ref_path = str(published or reference_kb_path())
+            ref_path = str(published or cls.built_reference())
             # read-only and immutable: the reference layer (the cached build, or the center's published snapshot
             # on a shared, possibly read-only file system) is only ever replaced whole by a rename, never changed
             # in place, so no process locks it or creates a journal, -wal or -shm file beside it, and a write
@@ -498,6 +498,12 @@ class KB:
         conn.execute("CREATE TEMP VIEW all_runs AS " + union.format(t="runs"))
         conn.execute("CREATE TEMP VIEW all_comparisons AS " + union.format(t="comparisons"))
         return cls(conn, target, ref_path)
+
+    @classmethod
+    def built_reference(cls) -> Path:
+        """The reference KB built from the shipped data (rebuilt when they change)."""
+        from .reference import reference_kb_path
+        return reference_kb_path(lambda path: cls.open(path, reference=False))
 
     def close(self) -> None:
         self.conn.close()
@@ -810,7 +816,7 @@ class KB:
 
     def stats(self) -> dict[str, Any]:
         """Counts per origin, system, op and kind, and the number of sources."""
-        from .publish import snapshot_info
+        from .reference import snapshot_info
         q = self.conn.execute
         by = lambda col: {str(k): n for k, n in q(  # noqa: E731
             f"SELECT {col}, count(*) FROM all_runs GROUP BY {col} ORDER BY {col}")}
