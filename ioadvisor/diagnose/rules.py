@@ -772,10 +772,6 @@ RULES: tuple[Rule, ...] = (LUS001(), LUS002(), LUS003(), SIZE001(), MPI001(), RM
 _ORDER = {"high": 0, "warn": 1, "info": 2}
 
 
-def rule_ids() -> list[str]:
-    return [r.id for r in RULES]
-
-
 def run_rules(s: LogSummary, thresholds: Mapping[str, Mapping[str, Any]] | None = None,
               ctx: Context | None = None) -> list[Finding]:
     """Every rule's finding for `s`, most severe first, then most time at stake."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import json.encoder
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from operator import attrgetter, itemgetter
 from typing import Any, Mapping
 
@@ -242,11 +242,3 @@ def _sha1(data: bytes) -> Any:
     import hashlib
     _sha1 = hashlib.sha1
     return _sha1(data)
-
-
-def with_id(run: Run, rid: str) -> Run:
-    return replace(run, id=rid)
-
-
-def hints_to_text(hints: Mapping[str, str]) -> str:
-    return json.dumps(dict(sorted(hints.items())), separators=(",", ":")) if hints else ""
