@@ -27,7 +27,6 @@ MIN_GAIN = 0.10            # a gain smaller than 10% is not worth a change
 CONFIDENCE = 0.8           # ... and a larger one counts only when the posterior gives it this probability
 METADATA_OPS = ("file_create", "open_create")
 STRIPE_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 256, 512, 1024, 2000)
-PIN_KEYS = ("tier", "filesystem", "layout", "collective", "stripe_count", "stripe_size", "hints")
 
 
 @dataclass(eq=False)

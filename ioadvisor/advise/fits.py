@@ -37,7 +37,7 @@ def _signature(kb: KB, system: str, osts: dict, dflt: dict) -> tuple:
 def load_system_runs(kb: KB, system: str, max_per_group: int = 400) -> list:
     """A system's runs, at most `max_per_group` per (file system, op), evenly spread: enough to fit on, and
     quick to read from a KB of any size (only row ids are read for the whole group; full rows for the chosen)."""
-    from ..kb.store import row_to_run
+    from ..kb.rows import row_to_run
     # row ids only, packed (positive: the user's KB, negative: the reference KB), so that even a group of a
     # million runs costs a few MB here
     groups: dict[tuple, array] = {}
@@ -167,6 +167,6 @@ def runs_by_ids(kb: KB, ids: list[str]) -> dict[str, Any]:
     """The runs with these ids (for evidence), in one query."""
     if not ids:
         return {}
-    from ..kb.store import row_to_run
+    from ..kb.rows import row_to_run
     q = ",".join("?" * len(ids))
     return {r["id"]: row_to_run(r) for r in kb.conn.execute(f"SELECT * FROM all_runs WHERE id IN ({q})", ids)}

@@ -99,7 +99,7 @@ def _sample(kb: Any, sysname: str) -> tuple[list, list]:
     """(fitted, held out) runs of a large system (see SAMPLE_ABOVE), each in a stable order. Only row ids are read
     for the whole system; full rows for the chosen runs."""
     from array import array
-    from ..kb.store import row_to_run
+    from ..kb.rows import row_to_run
     groups: dict[tuple, array] = {}
     for db, sign in (("main", 1),) + ((("ref", -1),) if kb.reference else ()):
         cur = kb.conn.cursor()

@@ -28,7 +28,7 @@ CENTERS_ENV = "IOADVISE_CENTERS"
 
 def centers_dir() -> Path:
     """Directory of the shipped center configurations (data/centers)."""
-    from ..kb.reference import data_dir
+    from ..resources import data_dir
     return data_dir() / "centers"
 
 

@@ -31,7 +31,7 @@ COLLECTIVE_SHARE = 0.9        # a file direction whose MPI-IO bytes may be this 
 # thresholds
 
 def _default_path() -> Path:
-    from ..kb.reference import data_dir
+    from ..resources import data_dir
     return data_dir() / "thresholds.toml"
 
 
@@ -770,10 +770,6 @@ class LOG001(Rule):
 RULES: tuple[Rule, ...] = (LUS001(), LUS002(), LUS003(), SIZE001(), MPI001(), RMW001(), META001(), IMB001(),
                            STRAG001(), STDIO001(), SER001(), LOG001())
 _ORDER = {"high": 0, "warn": 1, "info": 2}
-
-
-def rule_ids() -> list[str]:
-    return [r.id for r in RULES]
 
 
 def run_rules(s: LogSummary, thresholds: Mapping[str, Mapping[str, Any]] | None = None,
