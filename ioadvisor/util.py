@@ -1,6 +1,7 @@
 """Small I/O helpers shared by the thin layers."""
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -8,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from .errors import IOAdvisorError, UsageError
 
 # newline, carriage return, NUL, escape ... and the Unicode line separators: nothing a value written into a
 # script or an #SBATCH line may hold (a newline there starts a new shell command)
@@ -47,6 +48,10 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(shown, text)
 
 
+#: errors of the device rather than of the path: full disk, quota, file too large, I/O error
+_DEVICE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
+
+
 def atomic_write(path: str | Path, text: str | bytes, mode: int | None = None) -> None:
     """Write to a temporary file beside `path`, then rename: readers never see a half-written file."""
     import tempfile
@@ -70,8 +75,37 @@ def atomic_write(path: str | Path, text: str | bytes, mode: int | None = None) -
         if os.path.exists(tmp):
             os.unlink(tmp)
         if isinstance(e, OSError):
-            raise UsageError(f"{p}: cannot write: {e.strerror or e}") from None
+            # the disk refusing the content is a failure of the machine (exit 1), not of the path given
+            error = IOAdvisorError if e.errno in _DEVICE_ERRORS else UsageError
+            raise error(f"{p}: cannot write: {e.strerror or e}") from None
         raise
+
+
+def die_with_parent() -> None:
+    """In a child process: end when the process that started it ends, however that ends (a SIGKILL too), so
+    no worker or reader outlives the command. Linux: the kernel's parent-death signal (prctl
+    PR_SET_PDEATHSIG, SIGKILL; it fires when the thread that forked the child ends, and every fork here is
+    made by the command's main thread); elsewhere a thread that watches the parent's process id."""
+    import multiprocessing as mp
+    parent = mp.parent_process()
+    ppid = parent.pid if parent is not None else os.getppid()
+    try:
+        import ctypes
+        import signal
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, signal.SIGKILL, 0, 0, 0) != 0:         # 1: PR_SET_PDEATHSIG
+            raise OSError(ctypes.get_errno(), "prctl")
+    except (OSError, AttributeError):
+        import threading
+        import time
+
+        def watch() -> None:
+            while os.getppid() == ppid:
+                time.sleep(0.5)
+            os._exit(1)
+        threading.Thread(target=watch, daemon=True, name="watch-parent").start()
+    if os.getppid() != ppid:            # the parent ended before the signal was asked for
+        os._exit(1)
 
 
 def json_safe(obj: Any) -> Any:
@@ -96,18 +130,15 @@ def to_json(obj: Any, **kw: Any) -> str:
         return json.dumps(json_safe(obj), allow_nan=False, default=str, **kw)
 
 
-def read_text(path: str | Path, error: type[Exception] = UsageError, what: str = "text") -> str:
-    """A user's text file, decoded; `error` (one line naming the file, and the line where known) for a missing,
-    unreadable, binary (`binary file, not <what>`) or non-UTF-8 file."""
+def read_text(path: str | Path, kind: Any, error: type[Exception] = UsageError) -> str:
+    """A user's text file of an `inputs.Kind`, decoded; `error` (one line naming the file, and the line where
+    known) for a missing, unreadable, binary (`binary file, not a <kind>`) or non-UTF-8 file, or one the kind
+    does not read (a pipe, a device, more bytes than its cap)."""
+    from .inputs import read_input
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise error(f"{p}: no such file") from None
-    except OSError as e:
-        raise error(f"{p}: cannot read: {e.strerror or e}") from None
+    data = read_input(p, kind, error)
     if b"\x00" in data:
-        raise error(f"{p}: binary file, not {what}")
+        raise error(f"{p}: binary file, not a {kind.what}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -115,13 +146,31 @@ def read_text(path: str | Path, error: type[Exception] = UsageError, what: str =
         raise error(f"{p}:{line}: not UTF-8 text") from None
 
 
+def loads_toml(text: str) -> dict[str, Any]:
+    """`tomllib.loads`, with what it parses but Python cannot hold (arrays or tables nested deeper than its
+    recursion allows, an integer of more digits than it converts from text: tracebacks) raised as the
+    TOMLDecodeError of any other invalid TOML, which every caller reports in one line."""
+    import sys
+    import tomllib
+    try:
+        return tomllib.loads(text)
+    except RecursionError:
+        raise tomllib.TOMLDecodeError("arrays or tables nested too deep") from None
+    except tomllib.TOMLDecodeError:
+        raise
+    except ValueError:          # int('9' * 5000)
+        raise tomllib.TOMLDecodeError(f"an integer of more than {sys.get_int_max_str_digits()} digits") from None
+
+
 def read_toml(path: str | Path, error: type[Exception] = UsageError) -> dict[str, Any]:
     """A TOML file as a dict; `error` (one line naming the file, and the line where known) for a missing,
     unreadable, binary, non-UTF-8 or invalid file."""
     import tomllib
+
+    from .inputs import TOML
     p = Path(path)
-    text = read_text(p, error, "TOML")
+    text = read_text(p, TOML, error)
     try:
-        return tomllib.loads(text)
+        return loads_toml(text)
     except tomllib.TOMLDecodeError as e:
         raise error(f"{p}: not valid TOML: {e}") from None

@@ -78,6 +78,12 @@ def slurm_cluster(tmp_path_factory) -> Cluster:
         pytest.fail(f"the Slurm test cluster did not start:\n{p.stdout}\n{p.stderr}", pytrace=False)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SBATCH_", "SLURM_"))}
     env["SLURM_CONF"] = str(d / "etc" / "slurm.conf")
+    # the same KB default and cache as conftest's _isolated_home (this fixture is made before that one patches
+    # os.environ): commands run with this environment never read or write the user's own KB
+    base = tmp_path_factory.getbasetemp()
+    env["XDG_DATA_HOME"] = str(base / "home" / "data")
+    env["XDG_CACHE_HOME"] = str(base / "cache")
+    env.pop("IOADVISE_KB", None)
     previous = signal.getsignal(signal.SIGTERM)
 
     def _interrupt(signum, frame):   # SIGTERM (e.g. from `timeout`) runs the teardown below

@@ -3,6 +3,7 @@ KB simulated from a known ground truth; its sweep file runs under `bench sweep`;
 from __future__ import annotations
 
 import json
+import re
 import math
 import random
 import statistics
@@ -16,7 +17,8 @@ from ioadvisor.bench.sweep import plan_sweep
 from ioadvisor.center import load_center
 from ioadvisor.cli import app
 from ioadvisor.kb import KB
-from ioadvisor.model.run import Provenance, make_run
+from ioadvisor.model.run import Provenance
+from ioadvisor.model.validate import make_run
 from ioadvisor.predict import fit_all
 from ioadvisor.predict import physical as ph
 from ioadvisor.predict.physical import Z90
@@ -365,3 +367,47 @@ def test_the_plan_runs_as_a_job_array_and_lands_in_the_kb(simulated, slurm_clust
     assert {(r.system, r.filesystem, r.op) for r in new} == {(SYSTEM, FS, "write")}
     # off Lustre the stripe count asked for is not claimed
     assert all(r.stripe_count is None for r in new)
+
+
+def test_a_barely_measured_system_gets_bounded_figures_that_add_up(tmp_path, monkeypatch):
+    """Three one-node one-rank runs: most options lie far outside what was measured. Must NOT happen: a figure
+    such as "now 1939440131660214.50x" (one unidentified option's interval averaged in), a figure that the
+    listed options do not give, or "no mount" for a mount under $USER when USER is not set."""
+    path = tmp_path / "center.toml"
+    path.write_text(CENTER.replace("{mount}", str(tmp_path / "lus") + "/$USER"))
+    rnd = random.Random(3)
+    kb = tmp_path / "kb.sqlite"
+    with KB.open(kb) as store:
+        store.add_runs([_run(rnd, 1, 1, "POSIX", "fpp", None, 1) for _ in range(3)], source="s", source_hash="h",
+                       fmt="csv", importer="test")
+    args = ["bench", "plan", "--budget", "4", "--center", str(path), "--kb", str(kb), "--out",
+            str(tmp_path / "p.toml")]
+    monkeypatch.delenv("USER", raising=False)
+    r = _invoke(args)
+    assert r.exit_code == 2 and "$USER, which is not set" in r.stderr and "--dir" in r.stderr, r.output
+    assert "no mount" not in r.stderr
+    monkeypatch.setenv("USER", "alice")
+    r = _invoke(args + ["--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert plan_sweep(tmp_path / "p.toml", text=None).configs[0].settings["dir"].startswith(
+        str(tmp_path / "lus" / "alice" / "ioadvise-plan"))
+    # bounded: each option's interval counts at most WIDE (100x), so every mean lies in [1, 100]
+    figures = [doc[k] for k in ("width_now", "width_after", "width_random", "posterior_now", "posterior_after",
+                                "posterior_random")]
+    assert all(1.0 <= f <= bp.WIDE for f in figures), figures
+    assert doc["wide_share_now"] > doc["wide_share_after"]           # the points make options predictable
+    # checkable by hand: the figure is the weighted geometric mean of the listed options' high/low
+    opts = doc["options"]
+    assert math.isclose(sum(o["weight"] for o in opts), 1.0, rel_tol=1e-3)
+    for key in ("posterior_now", "posterior_after"):
+        by_hand = math.exp(sum(o["weight"] * math.log(o[key]) for o in opts))
+        assert math.isclose(by_hand, doc[key], rel_tol=1e-3), (key, by_hand, doc[key])   # weights are rounded
+    wide = sum(o["weight"] for o in opts if o["posterior_now"] >= bp.WIDE * (1 - 1e-9))
+    assert math.isclose(wide, doc["wide_share_now"], abs_tol=1e-3)
+    # the text shows no figure above WIDE either
+    r = _invoke(args + ["--force"], terminal_width=200)
+    assert r.exit_code == 0, r.output
+    shown = [float(x.replace(",", "")) for x in re.findall(r"([0-9][0-9,]*\.[0-9]+)x", r.stdout)]
+    assert shown and max(shown) <= bp.WIDE, r.stdout
+    assert "cannot predict" in r.stdout

@@ -229,3 +229,55 @@ def test_a_failing_config_is_reported_and_the_rest_still_run(tmp_path, kb_path):
     assert len(summary["results"]) == 1 and summary["kb_runs"] == 2
     assert [x["index"] for x in summary["failed"]] == [1]
     assert "cannot create directory" in summary["failed"][0]["error"]
+
+
+@pytest.mark.mpi
+def test_a_result_that_is_not_what_the_config_asked_is_named_not_taken(tmp_path, kb_path):
+    """A real one-rank result checked against configs it does not match: 2 ranks, 2 nodes, another index, a
+    task of another array job. Each mismatch is named; the matching config passes."""
+    import dataclasses
+
+    from ioadvisor.bench.sweep import verify_result
+    f = tmp_path / "one.toml"
+    f.write_text(f'name = "one"\n[base]\ntransfer_size = "4KiB"\nblock_size = "16KiB"\nranks = 1\n'
+                 f'dir = "{tmp_path / "data"}"\nsystem = "sweepbox"\n')
+    out = runner.invoke(app, ["bench", "sweep", str(f), "--results", str(tmp_path / "r"), "--no-kb", "--json"])
+    assert out.exit_code == 0, out.output
+    plan = load_plan(tmp_path / "r" / PLAN_FILE)
+    cfg, path = plan.configs[0], plan.result_path(0)
+    assert verify_result(plan, cfg, path) is None
+    assert verify_result(plan, dataclasses.replace(cfg, ranks=2), path) == \
+        "the result reports 1 rank(s), the config asked for 2"
+    assert "reports 1 node(s), the config asked for 2" in verify_result(plan, dataclasses.replace(cfg, nodes=2), path)
+    assert "holds config 0, not config 1" in verify_result(plan, dataclasses.replace(cfg, index=1), path)
+    assert "not by task 0 of array job 99" in verify_result(plan, cfg, path, job_id="99")
+
+
+def test_srun_launcher_takes_its_options_and_nothing_else(tmp_path):
+    import dataclasses
+
+    from ioadvisor.bench import sweep as sw
+    f = write_matrix(tmp_path)
+    text = f.read_text()
+    for bad in ("srun pmi2", "mpiexec -n 2", "srun --mpi=pmi2 'x", "slurm"):
+        f.write_text(f'launcher = "{bad}"\n' + text)
+        with pytest.raises(ConfigError, match="launcher:"):
+            plan_sweep(f)
+    f.write_text('launcher = "srun --mpi=pmi2"\n' + text)
+    plan = plan_sweep(f)
+    assert sw.launcher_command(plan, plan.configs[0], "p.json")[:4] == ["srun", "--mpi=pmi2", "-n", "2"]
+    assert sw.srun_without_mpi(plan) is None                           # the plugin is named
+    assert sw.srun_without_mpi(dataclasses.replace(plan, launcher="mpiexec")) is None
+    assert "--mpi is none" in sw.srun_without_mpi(dataclasses.replace(plan, launcher="srun --mpi=none"))
+
+
+@pytest.mark.parametrize("text", ['{"x": ' + "9" * 5000 + "}", '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}", "{"])
+def test_a_plan_that_is_not_one_is_a_usage_error(tmp_path, text):
+    """A huge integer (ValueError) or nesting past the recursion limit (RecursionError) is refused like any
+    other unreadable plan, not as a traceback."""
+    from ioadvisor.bench.sweep import load_plan
+    from ioadvisor.errors import UsageError
+    p = tmp_path / "plan.json"
+    p.write_text(text)
+    with pytest.raises(UsageError, match="not a readable sweep plan"):
+        load_plan(p)

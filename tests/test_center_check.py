@@ -52,6 +52,8 @@ CASES = [
     ('mpi = "mpich"', 'mpi_version = "four"', 2, "mpi_version is not a version"),
     ('node_memory = "64GiB"', 'node_memory = "lots"', 3, "node_memory is not a size"),
     ('node_memory = "64GiB"', 'nodes_memory = "64GiB"', 3, "unknown key 'nodes_memory'"),
+    ('node_memory = "64GiB"', 'ranks_per_node = 0', 3, "ranks_per_node must be at least 1, got 0"),
+    ('node_memory = "64GiB"', 'ranks_per_node = "all"', 3, "ranks_per_node must be int"),
     ('ost_count = 8', 'ost_count = "8"', 9, "filesystems[0].ost_count must be int"),
     ('ost_count = 8', 'ost_count = 0', 9, "filesystems[0].ost_count must be positive"),
     ('ost_count = 8', 'ost_count = 8\ndefault_stripe_count = 9', 10,
@@ -94,6 +96,57 @@ def test_malformed_file_is_rejected_naming_line_and_key(tmp_path, old, new, line
     assert "\n" not in err and "Traceback" not in err          # one line
     assert err.startswith(f"Error: {p}:{line}: "), err
     assert message in err, err
+
+
+# values that loaded and then broke a later command (the KB's 64-bit integers, a job script, a terminal):
+# `center check` must refuse them as every command does, naming the line
+LATER_CASES = [
+    ('ost_count = 8', 'ost_count = 99999999999999999999', 9, "filesystems[0].ost_count must be between 1 and"),
+    ('ost_count = 8', 'ost_count = 8\ndefault_stripe_count = -99999999999999999999', 10,
+     "filesystems[0].default_stripe_count must be -1"),
+    ('name = "c"', 'name = "c\\nd"', 1, "name contains a control character"),
+    ('name = "lustre"', 'name = "lus\\u001btre"', 6, "filesystems[0].name contains a control character"),
+    ('type = "lustre"', 'type = "LUSTRE\\n"', 7, "filesystems[0].type contains a control character"),
+    ('mount = "/lustre"', 'mount = "/lustre\\r"', 8, "filesystems[0].mount contains a control character"),
+    ('name = "nvme"', 'name = "nv\\nme"', 14, "tiers[0].name contains a control character"),
+    ('request = "--constraint=BEEOND"', 'request = "--constraint=BEEOND\\n"', 16,
+     "tiers[0].request contains a control character"),
+    ('mount = "/mnt/$SLURM_JOB_ID"', 'mount = "/mnt/$SLURM_JOB_ID\\ntouch /tmp/x"', 17,
+     "tiers[0].mount contains a control character"),
+    ('mount = "/mnt/$SLURM_JOB_ID"', 'mount = "/mnt/$SLURM_JOB_ID\\r"', 17,
+     "tiers[0].mount contains a control character"),
+    ('mpi = "mpich"', 'mpi = "mpich"\nmpi_version = "4.1\\n"', 3, "mpi_version contains a control character"),
+    ('mpi = "mpich"', 'mpi = "mpich"\ntitle = "a \\u001b[2J title"', 3, "title contains a control character"),
+]
+
+
+@pytest.mark.parametrize("old, new, line, message", LATER_CASES, ids=[c[1][:40] for c in LATER_CASES])
+def test_what_a_later_command_refuses_is_refused_by_center_check(tmp_path, old, new, line, message):
+    test_malformed_file_is_rejected_naming_line_and_key(tmp_path, old, new, line, message)
+
+
+def test_a_tier_mount_submit_refuses_is_refused_when_the_center_loads(tmp_path):
+    """The loader every command uses refuses it (before: `center check` passed, `wrap`/`submit` refused)."""
+    p = tmp_path / "center.toml"
+    p.write_text(GOOD.replace('mount = "/mnt/$SLURM_JOB_ID"', 'mount = "/mnt/$SLURM_JOB_ID\\rtouch /tmp/x"'))
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\nsrun ./app\n")
+    for args in (("center", "check", str(p)), ("wrap", str(script), "-o", str(tmp_path / "w.sh"), "--center", str(p), "--tier", "nvme")):
+        res = _cli(*args)
+        assert res.returncode == 2, res.stderr
+        err = res.stderr.strip()
+        assert "\n" not in err and "Traceback" not in err and f"{p}:17: tiers[0].mount" in err, err
+    assert not (tmp_path / "w.sh").exists()
+
+
+@pytest.mark.parametrize("nest", ["a = " + "[" * 3000 + "]" * 3000, "a = " + "{b = " * 3000 + "1" + "}" * 3000])
+def test_deep_nesting_is_refused_in_one_line(tmp_path, nest):
+    p = tmp_path / "center.toml"
+    p.write_text(nest + "\n" + GOOD)
+    res = _cli("center", "check", str(p))   # before: RecursionError
+    assert res.returncode == 2, res.stderr
+    err = res.stderr.strip()
+    assert "\n" not in err and "Traceback" not in err and str(p) in err, err
 
 
 def test_shipped_centers_and_the_documented_example_pass(tmp_path):

@@ -99,13 +99,16 @@ def test_printable_escapes_what_acts_on_a_terminal():
     assert printable("plain ä 漢字 [bold] \\ ok") == "plain ä 漢字 [bold] \\ ok"
 
 
-def test_interval_width_past_a_float_is_infinite_without_a_warning():
+def test_interval_width_past_a_float_is_bounded_without_a_warning():
     """`bench plan` on a KB whose runs spread over hundreds of orders of magnitude printed
     `RuntimeWarning: overflow encountered in exp` ahead of its answer: exp(2 * 1.645 * sqrt(1e6)) = e^3290
-    is past the largest float (e^709.78)."""
+    is past the largest float (e^709.78). The plan works on log widths, each at most log(WIDE)."""
+    import math
+
     import numpy as np
-    from ioadvisor.bench.plan import _width
+    from ioadvisor.bench.plan import WIDE, _log_width
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        w = _width(np.array([1e6, 0.01]))
-    assert w[0] == np.inf and 1.3 < w[1] < 1.4     # exp(2 * 1.645 * 0.1) = 1.39
+        w = _log_width(np.array([1e6, 0.01]))
+    assert w[0] == math.log(WIDE)                      # capped, not e^3290
+    assert abs(w[1] - 2 * 1.645 * 0.1) < 1e-3          # log(high/low) = 2 * z90 * sd = 0.329

@@ -16,7 +16,7 @@ from ioadvisor.cli import app
 from ioadvisor.docs import build_site, collect
 from ioadvisor.docs.build import HERE
 from ioadvisor.kb import KB, RunFilter
-from ioadvisor.model.run import make_run
+from ioadvisor.model.validate import make_run
 
 SEED_SYSTEMS = ("HA8000", "Dell-EE-Lustre-2.1", "Dell-EE-Lustre-2.3", "TSUBAME3.0", "PixStor-NVMe")
 runner = CliRunner()
@@ -356,25 +356,76 @@ def test_single_repetition_has_no_spread_and_flagged_runs_are_marked(tmp_path):
     assert "⚑ キャッシュに収まる量" in ja and "cache-sized" not in ja
 
 
-def test_shared_file_recipe_uses_the_decision_guides_stripe_count(sites):
-    """Where the decision guide advises a shared file on a Lustre file system, the shared-file recipe and the
-    ROMIO hints carry the same stripe count (HA8000: the guide's shared read on lustre)."""
-    from ioadvisor.center import load_center
-    from ioadvisor.docs import decisions, recipes
-    from ioadvisor.docs.centers import load_centers
-    with KB.open(None, create=False) as kb:
-        center = next(c for c in load_centers("ha8000"))
-        guide = decisions.decision_guide(kb, center)
-    shared = [g for g in guide if g["layout"] == "shared" and g["filesystem"] == "lustre"]
-    assert shared and isinstance(shared[0]["stripe_count"], int)
-    n = shared[0]["stripe_count"]
-    recs = {r.key: r for r in recipes.recipes(center, [], guide) if r.fs == "lustre"}
-    assert f"-c {n} " in recs["recipe_shared"].text and "-c -1" not in recs["recipe_shared"].text
-    assert f"striping_factor {n}" in recs["recipe_romio"].text or f"striping_factor={n}" in recs["recipe_romio"].text
-    assert recs["recipe_shared"].basis[0] == f"advice:{shared[0]['key']}"
-    assert load_center("ha8000").filesystem("lustre").ost_count == 30
-    page = (sites["a"] / "en" / "systems" / "ha8000.html").read_text()
-    assert "the decision guide&#39;s advice for" in page or "the decision guide's advice for" in page
+def _advise_args(system, w):
+    """`ioadvise advise` options for a decision-guide workload."""
+    args = ["advise", "--json", "--system", system, "-N", str(w.nodes), "--ranks-per-node", str(w.ranks_per_node),
+            "--bytes-per-rank", str(w.bytes_per_rank), "--api", w.api, "--layout", w.layout, "--op", w.op,
+            "--lifetime", w.lifetime, "--files", str(w.files_per_rank)]
+    if w.access_size:
+        args += ["--access-size", str(w.access_size)]
+    return args + (["--random"] if w.access == "random" else [])
+
+
+def test_every_recipe_is_what_advise_says_for_its_workload(sites):
+    """Each recipe on the built pages is `ioadvise advise --json`'s recommendation.commands.text for the same
+    workload, word for word: a shared read gets no `lfs setstripe` and no striping hints (advise gives none), no
+    tier request appears that the advice did not choose, every hint printed has its one-line explanation,
+    and collective HDF5 advice carries the collective transfer property for C and h5py."""
+    import json
+    from ioadvisor.docs import decisions
+    from ioadvisor.docs.recipes import ioadvise_line
+    catalogue = tomllib.loads((HERE / "i18n" / "en.toml").read_text())
+    workloads = dict(decisions.WORKLOADS)
+    pages = {s: (sites["a"] / "en" / "systems" / f"{collect.slug(s)}.md").read_text() for s in SEED_SYSTEMS}
+    seen = 0
+    for system, page in pages.items():
+        section = page.split("## Recipes", 1)[1].split("\n## ", 1)[0]
+        blocks = re.findall(r"### (.+?)\n\n```\n(.*?)\n```\n\nBased on: (.+?)\n", section, re.S)
+        assert len(blocks) == section.count("### "), system          # every recipe has a basis
+        assert "General Lustre practice" not in section
+        for title, text, basis in blocks:
+            key = next(k for k in workloads if f'"{catalogue[k]}"' in basis)    # the workload it names
+            r = runner.invoke(app, _advise_args(system, workloads[key]))
+            assert r.exit_code == 0, r.output
+            rec = json.loads(r.stdout)["recommendation"]
+            cmds = rec["commands"]
+            if title == catalogue["recipe_job"]:
+                assert ioadvise_line(workloads[key]) in text
+                assert (cmds["request"] or "#SBATCH --constraint") in text if cmds["request"] else \
+                    "--constraint" not in text, (system, text)
+            else:
+                assert text == cmds["text"].rstrip("\n"), (system, key)
+                if workloads[key].op == "read":
+                    run = "\n".join(ln for ln in text.splitlines() if not ln.startswith("#"))   # not the notes
+                    assert "setstripe" not in run and "striping_factor" not in run, (system, text)
+                for k, v in rec["hints"].items():
+                    if k in cmds["romio_hints_file"]:
+                        assert re.search(rf"^# hint {k} {v}: \S", text, re.M), (system, k)
+                if rec["api"] == "HDF5" and rec["collective"]:
+                    assert "H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE)" in text and "dset.collective" in text
+            seen += 1
+    assert seen >= len(SEED_SYSTEMS)          # every seed system has at least its job lines
+
+
+def test_collective_hdf5_commands_set_the_transfer_property_and_independent_ones_do_not():
+    from ioadvisor.mpiio import Plan, render
+    coll = render(Plan(api="HDF5", collective=True, hdf5_alignment=1 << 20, stripe_count=4, stripe_size=1 << 20))
+    assert any("H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE)" in c for c in coll.hdf5_c)
+    assert coll.h5py_collective and "with dset.collective:" in coll.text()
+    assert any("H5Pset_alignment(fapl, 1048576, 1048576)" in c for c in coll.hdf5_c)
+    for plan in (Plan(api="HDF5", collective=False), Plan(api="MPIIO", collective=True)):
+        cmds = render(plan)
+        assert not cmds.h5py_collective and "H5FD_MPIO_COLLECTIVE" not in cmds.text()
+
+
+def test_every_hint_printed_is_explained_in_one_line():
+    from ioadvisor.mpiio import Plan, render
+    hints = {"cb_nodes": "30", "romio_cb_write": "enable", "cb_buffer_size": "16777216", "my_site_hint": "7"}
+    text = render(Plan(api="MPIIO", hints=hints)).text()
+    for k, v in hints.items():
+        (line,) = [ln for ln in text.splitlines() if ln.startswith(f"# hint {k} {v}: ")]
+        assert len(line.split(": ", 1)[1]) > 10
+    assert "30 process(es) act as aggregators" in text
 
 
 def test_extrapolated_prediction_is_marked(tmp_path, monkeypatch):
@@ -406,7 +457,7 @@ def _curves(n_four: int, n_two: int) -> list:
 
 
 def test_a_line_plot_draws_the_twelve_curves_with_the_most_points_and_says_so():
-    from ioadvisor.docs.build import _translator, catalogue
+    from ioadvisor.docs.i18n import catalogue, translator
     from ioadvisor.docs.plots import MAX_SERIES, section_plots
     assert MAX_SERIES == 12
     runs = _curves(5, 10)                           # 15 curves: 5 of 4 points, 10 of 2
@@ -418,7 +469,7 @@ def test_a_line_plot_draws_the_twelve_curves_with_the_most_points_and_says_so():
     two = sorted(f"write shared, {k} clients" for k in range(6, 16))
     assert four <= set(labels) and set(labels) - four == set(two[:7])
     assert all(len(s.x) == 4 for s in spec.series if s.label in four)
-    ja = next(s for s in section_plots("m-lus", "Many lus", runs, _translator(catalogue("ja")))
+    ja = next(s for s in section_plots("m-lus", "Many lus", runs, translator(catalogue("ja")))
               if s.name == "m-lus-stripes")
     assert ja.note == "全 15 本のうち点の多い 12 本"
     # what must not happen: a plot of 12 curves or fewer loses any, or carries the note
@@ -447,11 +498,11 @@ def test_a_plot_has_the_same_bytes_whatever_was_drawn_before_it(kb_path):
     """Each process draws on one figure, cleared between plots: a plot's bytes must not depend on which plots
     that figure showed before (a legend, a log axis, a CJK font or a bar plot left over would change them)."""
     from ioadvisor.docs import plots
-    from ioadvisor.docs.build import _translator, catalogue
+    from ioadvisor.docs.i18n import catalogue, translator
     with KB.open(kb_path) as kb:
         runs = kb.runs(RunFilter(system="HA8000"))
     specs = (plots.section_plots("ha8000-lustre", "HA8000 lustre", runs)
-             + plots.section_plots("ha8000-lustre", "HA8000 lustre", runs, _translator(catalogue("ja")))
+             + plots.section_plots("ha8000-lustre", "HA8000 lustre", runs, translator(catalogue("ja")))
              + plots.section_plots("many-lus", "Many lus", _curves(5, 10)) + plots.ci_plots("ha8000", "HA8000", runs))
     assert {s.kind for s in specs} == {"line", "bar"} and len(specs) >= 6
     plots._FIGURE.clear()                           # a new figure for each plot: the reference bytes
@@ -464,3 +515,16 @@ def test_a_plot_has_the_same_bytes_whatever_was_drawn_before_it(kb_path):
     assert forward == fresh and backward == fresh
     # what must not happen: two different plots with the same bytes (the figure was not redrawn)
     assert len({svg for svg, _ in fresh}) == len(specs) and len({png for _, png in fresh}) == len(specs)
+
+
+def test_every_diagnosis_rule_has_its_title_and_fix_in_every_catalogue():
+    """The archive page names rules from the catalogues: the English titles are the rules' own (a renamed rule
+    would otherwise show its old name), and no language lacks a rule or an operation."""
+    from ioadvisor.diagnose.rules import RULES
+    from ioadvisor.model.run import OPS
+    en = tomllib.loads((HERE / "i18n" / "en.toml").read_text())
+    ja = tomllib.loads((HERE / "i18n" / "ja.toml").read_text())
+    for rule in RULES:
+        assert en[f"rule_{rule.id}"] == rule.title
+        assert ja[f"rule_{rule.id}"] != rule.title and ja[f"rule_fix_{rule.id}"] != en[f"rule_fix_{rule.id}"]
+    assert all(f"op_{op}" in ja and ja[f"op_{op}"] != op for op in OPS)

@@ -145,3 +145,93 @@ def test_english_and_japanese_system_pages_render_glyphs_and_one_unit_per_plot(s
             assert not [g for g in glyphs if g == tofu[0]]   # and none of them the tofu box
     page.close()
     assert shots["en"].stat().st_size > 10_000 and shots["ja"].stat().st_size > 10_000
+
+
+# Width of a word drawn in an element's own computed font: in a monospace face "iiii" and "MMMM" are equally wide
+# (in DejaVu Sans, the proportional face, "MMMM" is about 3.5 times wider).
+_WIDTHS_JS = """(el) => {
+  const style = getComputedStyle(el);
+  const widths = ['iiii', 'MMMM'].map(w => {
+    const s = document.createElement('span');
+    s.textContent = w;
+    s.style.cssText = 'white-space:pre;font-size:20px;font-family:' + style.fontFamily;
+    el.parentElement.appendChild(s);
+    const x = s.getBoundingClientRect().width;
+    s.remove();
+    return x;
+  });
+  return [style.fontFamily, widths];
+}"""
+
+# The lines a header's text is laid out on: the distinct tops of its characters' boxes.
+_LINES_JS = """(th) => {
+  const text = th.firstChild, tops = new Set();
+  for (let i = 0; i < text.length; i++) {
+    const r = document.createRange();
+    r.setStart(text, i); r.setEnd(text, i + 1);
+    const box = r.getClientRects()[0];
+    if (box) tops.add(Math.round(box.top));
+  }
+  return tops.size;
+}"""
+
+
+@pytest.fixture(scope="module")
+def archive_site(tmp_path_factory) -> Path:
+    """A Japanese site with an archive page: the wheel's Darshan logs scanned into a KB."""
+    pytest.importorskip("darshan")
+    import shutil
+    from ioadvisor.archive.scan import scan
+    from ioadvisor.archive.worker import Settings
+    from tests.darshan_copies import wheel_logs
+    d = tmp_path_factory.mktemp("archive-browser")
+    for p in wheel_logs():
+        shutil.copy(p, d / p.name)
+    with KB.open(d / "kb.sqlite") as kb:
+        scan([d], kb, Settings(system="wheel"), workers=2)
+        build_site(d / "site", kb=kb, langs=("en", "ja"), formats=("html",))
+    return d / "site"
+
+
+def test_japanese_archive_page_has_no_english_rule_names_and_code_is_monospace(archive_site, browser, tmp_path):
+    """The Japanese archive page in Chromium: no rule's English title and no English fix is left on it (each
+    rule listed shows its Japanese title), every command is a <code> element set in a monospace face, on the
+    archive page and in a system page's code block. Monospace is measured, not read from the style sheet: in
+    the element's computed font "iiii" and "MMMM" must be equally wide (to half a pixel at 20 px; a
+    proportional face makes "MMMM" several times wider). Table headers break between words: no header of a
+    system page splits "ファイルシステム" over two lines."""
+    from ioadvisor.diagnose.rules import RULES
+    from ioadvisor.docs.i18n import catalogue
+    ja = catalogue("ja")
+    page = browser.new_page(viewport={"width": 1000, "height": 900})
+    page.goto((archive_site / "ja" / "archive.html").as_uri(), wait_until="load")
+    page.evaluate("document.fonts.ready")
+    shot = tmp_path / "ja-archive.png"
+    page.screenshot(path=str(shot), full_page=True)
+    text = page.inner_text("body")
+    shown = page.eval_on_selector_all("h2#fixes + table tbody tr td:first-child code",
+                                      "cs => cs.map(c => c.textContent)")
+    assert {"LUS002", "STRAG001"} <= set(shown)          # the two rules the wheel's logs trigger most
+    for rule in RULES:
+        assert rule.title not in text, rule.id
+    for rid in shown:
+        assert ja[f"rule_{rid}"] in text and ja[f"rule_fix_{rid}"].split("`")[0] in text
+    assert "Report the OST" not in text and "rank 1312" not in text   # the English fixes of LUS002, STRAG001
+    assert "`" not in text                                             # code spans rendered, not backquoted
+    codes = page.query_selector_all("code")
+    assert codes
+    for el in (codes[0], codes[-1]):
+        family, (narrow, wide) = el.evaluate(_WIDTHS_JS)
+        assert abs(narrow - wide) < 0.5 and wide > 20, (family, narrow, wide)
+
+    page.goto((archive_site / "ja" / "systems" / "ha8000.html").as_uri(), wait_until="load")
+    page.evaluate("document.fonts.ready")
+    page.screenshot(path=str(tmp_path / "ja-ha8000.png"), full_page=True)
+    family, (narrow, wide) = page.query_selector("pre").evaluate(_WIDTHS_JS)
+    assert abs(narrow - wide) < 0.5 and wide > 20, (family, narrow, wide)
+    heads = [h for h in page.query_selector_all("th") if h.inner_text() == "ファイルシステム"]
+    assert heads
+    page.set_viewport_size({"width": 700, "height": 900})      # narrow: tables squeeze their columns
+    assert [h.evaluate(_LINES_JS) for h in heads] == [1] * len(heads)
+    page.close()
+    print(f"screenshots in {tmp_path}")

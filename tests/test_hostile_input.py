@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -246,3 +247,96 @@ def test_no_line_break_from_any_setting_reaches_the_script(field, value):
         kw["hints"] = {"romio_cb_write": value}
     with pytest.raises(UsageError):
         wrap("#!/bin/bash\nsrun ./app\n", WrapSettings(**kw))
+
+
+def _fio_with(io_bytes: str) -> str:
+    text = (Path(__file__).parent / "data" / "samples" / "fio" / "seqwrite_1m_2jobs.json").read_text()
+    out, n = re.subn(r'"io_bytes" : \d+', f'"io_bytes" : {io_bytes}', text, count=1)
+    assert n == 1
+    return out
+
+
+JSON_CASES = {      # (file name, content, what the one line says): neither is any tool's output
+    "fio_5000_digits": ("fio.json", lambda: _fio_with("9" * 5000), "more than 4300 digits"),
+    "record_5000_digits": ("ioadvise-11.json", lambda: record().decode().replace('"start":100', '"start":' + "9" * 5000),
+                           "more than 4300 digits"),
+    "record_nested_100000": ("ioadvise-11.json", lambda: record().decode().replace(
+        '"settings":{', '"settings":{"x":' + "[" * 100_000 + "]" * 100_000 + ","), "nested too deep"),
+    "fio_nested_100000": ("fio.json", lambda: _fio_with("[" * 100_000 + "]" * 100_000), "nested too deep"),
+}
+
+
+@pytest.mark.parametrize("case,command", [(c, cmd) for c in sorted(JSON_CASES) for cmd in ("kb import", "jobs collect")
+                                          if cmd == "kb import" or c.startswith("record")])
+def test_huge_integers_and_deep_nesting_are_one_line(case, command, seeded_kb, tmp_path):
+    """Python refuses int('9' * 5000) (ValueError) and nesting past its recursion limit (RecursionError) while it
+    parses JSON; either is one line naming the file, exit 2, the KB unchanged."""
+    name, content, says = JSON_CASES[case]
+    bad = tmp_path / name
+    bad.write_text(content())
+    before = digest(seeded_kb)
+    one_error_line(ioadvise(*command.split(), bad, "--kb", seeded_kb), name, says)
+    assert digest(seeded_kb) == before
+
+
+def test_a_csv_imported_twice_leaves_nothing_on_stderr(tmp_path):
+    """The second import stops after the first batch (the file is in the KB already); the reader of the file,
+    left suspended, must be closed while the file is still open, not by the interpreter after it was closed
+    ("Exception ignored ... I/O operation on closed file" on stderr)."""
+    import os
+    import subprocess
+    import sys
+    rows = tmp_path / "rows.csv"
+    rows.write_text(HEADER + "\n" + "".join(
+        GOOD_ROW.replace("s1,", f"s{i},", 1).replace(",100.5,", f",{100 + i / 100:.2f},") + "\n"
+        for i in range(5000)))
+    kb = tmp_path / "kb.sqlite"
+    env = {**os.environ, "PYTHONWARNINGS": "default"}
+    for added in ("5000 run(s) added", "already in the KB"):
+        res = subprocess.run([Path(sys.executable).parent / "ioadvise", "kb", "import", str(rows), "--kb", str(kb)],
+                             capture_output=True, text=True, env=env, timeout=120)
+        assert res.returncode == 0 and added in res.stdout, res.stdout + res.stderr
+        assert "Exception ignored" not in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
+TOML_READERS = {      # every command that reads a TOML file the user names
+    "advise --workload": lambda f, tmp: ["advise", "--workload", f],
+    "diagnose --thresholds": lambda f, tmp: ["diagnose", DARSHAN, "--thresholds", f],
+    "archive scan --thresholds": lambda f, tmp: ["archive", "scan", DARSHAN, "--thresholds", f, "--kb",
+                                                 tmp / "kb.sqlite"],
+    "bench sweep": lambda f, tmp: ["bench", "sweep", f, "--kb", tmp / "kb.sqlite"],
+    "center check": lambda f, tmp: ["center", "check", f],
+}
+
+
+@pytest.mark.parametrize("command", sorted(TOML_READERS))
+@pytest.mark.parametrize("value,says", [("[" * 3000 + "]" * 3000, "nested too deep"),
+                                        ("9" * 5000, "more than 4300 digits")])
+def test_toml_python_cannot_hold_is_one_line(command, value, says, tmp_path):
+    """3,000 nested arrays exceed Python's recursion limit (1,000) in tomllib (RecursionError, a traceback in
+    every reader but the center file's); a 5,000-digit integer exceeds its conversion limit (ValueError, a
+    traceback in all). Now each is one line naming the file, exit 2."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text(f"a = {value}\n")
+    one_error_line(ioadvise(*TOML_READERS[command](bad, tmp_path)), "bad.toml", says)
+
+
+@pytest.mark.parametrize("kind", ["csv", "darshan"])
+def test_kb_import_of_a_file_named_with_any_bytes(kind, tmp_path):
+    """A file name with a byte that is not UTF-8 (0xff) and an ESC: sqlite refused the name as the runs'
+    source (UnicodeEncodeError, a traceback), and a run's source may hold no control character. Imported now,
+    the file's name (and a log's runs' source) written as `printable` shows it."""
+    import os
+    import sqlite3
+    name = b"r\xff\x1b[31m." + kind.encode()
+    path = os.path.join(os.fsencode(tmp_path), name)
+    with open(path, "wb") as f:
+        f.write((HEADER + "\n" + GOOD_ROW + "\n").encode() if kind == "csv" else DARSHAN.read_bytes())
+    kb = tmp_path / "kb.sqlite"
+    res = ioadvise("kb", "import", os.fsdecode(path), "--kb", kb, "--system", "s", "--json")
+    assert res.exit_code == 0, res.output
+    shown = f"{tmp_path}/r\\xff\\x1b[31m.{kind}"
+    assert json.loads(res.stdout)[0]["runs"] >= 1
+    assert [r[1] for r in sqlite3.connect(kb).execute("SELECT * FROM sources")] == [shown]   # hash, path, ...
+    if kind == "darshan":         # a CSV row names its own source
+        assert {s for (s,) in sqlite3.connect(kb).execute("SELECT DISTINCT source FROM runs")} == {shown}

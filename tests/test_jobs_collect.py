@@ -43,7 +43,7 @@ def test_records_without_a_measurement_or_unfinished_or_broken():
         parse(_record(staged=-5), ImportContext(source="r.json"))
     with pytest.raises(ImportFormatError) as e:
         parse(b'{"job_id":"1",\n"settings":{}\n', ImportContext(source="r.json"))
-    assert str(e.value).startswith("r.json:3: job record is not valid JSON")
+    assert str(e.value).startswith("r.json:3: invalid or truncated job record JSON")
 
 
 def test_collect_directory_imports_once_and_lists_records_without_data(tmp_path):

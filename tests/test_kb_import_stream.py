@@ -22,12 +22,12 @@ EXE = Path(sys.executable).parent / "ioadvise"
 GIB = 1 << 30
 
 
-def _import_cli(kb_path: Path, *args: str, timeout: float = 60) -> tuple[int, str, float, float]:
+def _import_cli(kb_path: Path, *args: str, timeout: float = 60, stdin: object = None) -> tuple[int, str, float, float]:
     """Run `ioadvise kb import` in a child; exit code, stderr, wall seconds and peak RSS in MB (wait4)."""
     t = time.monotonic()
     # through a small parent: a child forked from this test process would count our own RSS as its peak
     p = subprocess.run([sys.executable, "-c", _MEASURE, str(EXE), "kb", "import", "--kb", str(kb_path), *args],
-                       capture_output=True, timeout=timeout, env={**os.environ, "COLUMNS": "300"})
+                       capture_output=True, timeout=timeout, env={**os.environ, "COLUMNS": "300"}, stdin=stdin)
     err, _, peak = p.stderr.decode().rpartition("\npeak-rss-kb ")
     return p.returncode, err, time.monotonic() - t, int(peak) / 1024
 
@@ -49,14 +49,24 @@ def _kb_untouched(kb_path: Path) -> None:
     assert conn.execute("SELECT count(*) FROM sources").fetchone()[0] == 0
 
 
-def test_dev_zero_is_refused_quickly_in_bounded_memory(kb_path):
-    # detected: zeros are no known format; forced as CSV: one endless line, refused after MAX_LINE bytes
-    for args, reason in ((["/dev/zero"], "unrecognised format"),
-                         (["--format", "csv", "/dev/zero"], "line longer than 1 MiB")):
-        rc, err, secs, rss = _import_cli(kb_path, *args)
+def test_dev_zero_and_endless_pipes_are_refused_quickly_in_bounded_memory(kb_path):
+    # the device is refused unopened; a pipe is read (`kb import <(zcat r.gz)`), so one that never ends must be
+    # refused by what it holds: detected, zeros are no known format; forced as CSV, one endless line, refused
+    # after MAX_LINE bytes
+    for args, reason, endless in ((["/dev/zero"], "is a device, not a regular file or a pipe", False),
+                                  (["/dev/stdin"], "unrecognised format", True),
+                                  (["--format", "csv", "/dev/stdin"], "line longer than 1 MiB", True)):
+        zeros = subprocess.Popen(["cat", "/dev/zero"], stdout=subprocess.PIPE) if endless else None
+        try:
+            rc, err, secs, rss = _import_cli(kb_path, *args, stdin=zeros.stdout if zeros else None)
+        finally:
+            if zeros:
+                zeros.kill()
+                zeros.wait()
+                zeros.stdout.close()
         assert rc == 2, err
         lines = err.strip().splitlines()
-        assert len(lines) == 1 and "/dev/zero" in lines[0] and reason in lines[0], err
+        assert len(lines) == 1 and args[-1] in lines[0] and reason in lines[0], err
         assert "Traceback" not in err
         # before streaming, /dev/zero grew to 11-16 GB in 30 s; what a refusal may cost is a few MiB of reading
         assert secs < 20 and rss < 200, (secs, rss)
@@ -147,8 +157,8 @@ def test_stored_rows_hold_every_column_of_their_runs_when_the_batch_leaves_colum
     """A batch names only the columns some run of it fills: a column empty in every run stays NULL, one filled in
     a single run is stored for that run only, and nothing else changes (kind keeps its value, not the default)."""
     from ioadvisor.importers import ImportContext, get
-    from ioadvisor.kb.schema import RUN_COLUMNS
-    from ioadvisor.kb.store import _run_row
+    from ioadvisor.kb.rows import RUN_COLUMNS
+    from ioadvisor.kb.rows import run_row
     path = Path(__file__).parent / "data" / "ids" / "crafted.csv"
     parsed = get("csv").parse(path.read_bytes(), ImportContext(source=str(path)))
     with KB.open(":memory:", reference=False) as kb:
@@ -157,7 +167,7 @@ def test_stored_rows_hold_every_column_of_their_runs_when_the_batch_leaves_colum
     assert len(stored) == len(parsed) == 6
     col = RUN_COLUMNS.index
     for row, run in zip(stored, parsed):
-        assert row == _run_row(run, row[col("id")], row[col("source_hash")], row[col("seq")])
+        assert row == run_row(run, row[col("id")], row[col("source_hash")], row[col("seq")])
     assert [r[col("tier")] for r in stored] == ["scratch"] + [None] * 5          # filled in one run only
     assert [r[col("kind")] for r in stored][3] == "production"                    # not the column's default
     assert all(r[col("command")] is None and r[col("tool")] is None for r in stored)   # empty in every run

@@ -105,3 +105,124 @@ def test_submit_merges_tier_into_cli_constraint(tmp_path):
                             "--dry-run", "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["sbatch_options"] == ["-C", "nvme&BEEOND"]
+
+
+# --- the workload options of `advise`, the directory it names, and what the striping does not reach ---------
+
+APP = ("#!/bin/bash\n#SBATCH -N 4 --ntasks-per-node=8\n#IOADVISE bytes_per_rank=64MiB api=POSIX layout=fpp\n"
+       "mkdir -p \"$SCRATCH/out\"\nsrun ./app --out \"$SCRATCH/out\" --in=/lustre/proj/input.h5\n")
+
+
+def _advise_json(*args):
+    r = runner.invoke(app, ["advise", "--json", *args])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_workload_flags_beat_ioadvise_lines_and_match_advise(tmp_path):
+    """`wrap --bytes-per-rank 1GiB --api mpiio --layout shared` advises for the flags, not for the script's
+    64MiB POSIX fpp line: its stripe count and hints are those `advise` gives for the same flags (HA8000: a
+    shared MPI-IO file is striped over more than one OST; a POSIX file per process would get none)."""
+    src = _script(tmp_path, APP)
+    flags = ["--bytes-per-rank", "1GiB", "--api", "mpiio", "--layout", "shared"]
+    r = runner.invoke(app, ["wrap", str(src), "-o", str(tmp_path / "o.sh"), "--center", "HA8000", "--json", *flags])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert rep["source"] == "advice"
+    assert rep["workload"]["sources"]["layout"] == "--layout" and rep["workload"]["sources"]["api"] == "--api"
+    adv = _advise_json("--center", "HA8000", "--script", str(src), *flags)["recommendation"]
+    assert adv["layout"] == "shared" and adv["stripe_count"] and adv["stripe_count"] > 1
+    assert rep["settings"]["stripe_count"] == adv["stripe_count"]
+    assert rep["settings"]["hints"] == {k: str(v) for k, v in adv["hints"].items()}
+    for k, v in rep["settings"]["hints"].items():          # every hint the summary prints is explained
+        assert any(x.startswith(f"hint {k}={v}: ") for x in rep["summary"]["settings"]), k
+    # the same script without the flags is advised as its #IOADVISE line says: not the same job
+    plain = _advise_json("--center", "HA8000", "--script", str(src))["recommendation"]
+    assert (plain["layout"], plain["api"]) != (adv["layout"], adv["api"])
+
+
+def test_wrap_needs_no_ioadvise_lines_when_flags_describe_the_job(tmp_path):
+    src = _script(tmp_path, "#!/bin/bash\n#SBATCH -N 2 --ntasks-per-node=4\nsrun ./app\n")
+    r = runner.invoke(app, ["wrap", str(src), "-o", str(tmp_path / "o.sh"), "--center", "HA8000",
+                            "--bytes-per-rank", "2GiB", "--api", "mpiio", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["source"] == "advice"
+    r = runner.invoke(app, ["submit", str(src), "--center", "HA8000", "--bytes-per-rank", "2GiB", "--dry-run",
+                            "--json"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert rep["source"] == "advice" and rep["sbatch_options"] == []      # not passed on to sbatch
+
+
+def test_bad_workload_flag_is_one_line_exit_2_and_nothing_written(tmp_path):
+    src = _script(tmp_path, APP)
+    out = tmp_path / "o.sh"
+    for args in (["--api", "fortran"], ["--bytes-per-rank", "lots"], ["--layout", "striped"], ["--op", "append"]):
+        r = runner.invoke(app, ["wrap", str(src), "-o", str(out), "--center", "HA8000", *args])
+        assert r.exit_code == 2, (args, r.output)
+        assert "Traceback" not in r.output and args[0] in r.output and not out.exists()
+
+
+def test_wrap_stripes_the_directory_advise_names(tmp_path):
+    """HA8000's Lustre is mounted at /lustre/$USER: `advise` makes $IOADVISE_DIR there, and so does the wrapped
+    script (not below the job's start directory)."""
+    src = _script(tmp_path, APP)
+    flags = ["--bytes-per-rank", "1GiB", "--api", "mpiio", "--layout", "shared"]
+    r = runner.invoke(app, ["wrap", str(src), "-o", str(tmp_path / "o.sh"), "--center", "HA8000", *flags])
+    assert r.exit_code == 0, r.output
+    lines = _advise_json("--center", "HA8000", "--script", str(src), *flags)["recommendation"]["commands"]["lines"]
+    export = next(ln for ln in lines if ln.startswith("export IOADVISE_DIR="))
+    assert export.startswith('export IOADVISE_DIR="/lustre/${USER}/')
+    wrapped = [ln.strip() for ln in (tmp_path / "o.sh").read_text().splitlines()]
+    assert export in wrapped
+    assert "below /lustre/$USER ($IOADVISE_DIR)" in r.output.replace("\n", " ")
+
+
+def test_advised_directory_that_cannot_be_made_falls_back_to_the_output_directory(tmp_path):
+    """A user without /lustre/$USER on this node: the job still gets a job-private $IOADVISE_DIR (below the
+    output directory), says so, and its hints file is there."""
+    import os
+    import subprocess
+    from pathlib import Path
+    src = _script(tmp_path, "#!/bin/bash\n#SBATCH -N 4 --ntasks-per-node=8\necho \"dir=$IOADVISE_DIR\"\n")
+    out = tmp_path / "o.sh"
+    (tmp_path / "afile").write_text("")         # below a plain file no directory can be made, not even by root
+    shipped = Path(__file__).resolve().parents[1] / "data" / "centers" / "ha8000.toml"
+    center = tmp_path / "ha8000.toml"
+    center.write_text(shipped.read_text().replace('mount = "/lustre/$USER"', f'mount = "{tmp_path}/afile/$USER"'))
+    r = runner.invoke(app, ["wrap", str(src), "-o", str(out), "--center", str(center), "--bytes-per-rank", "1GiB",
+                            "--api", "mpiio", "--layout", "shared"])
+    assert r.exit_code == 0, r.output
+    p = subprocess.run(["bash", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=30,
+                       env={"PATH": os.environ["PATH"], "SLURM_JOB_ID": "77", "USER": "u", "HOME": str(tmp_path)})
+    assert p.returncode == 0, p.stderr
+    assert f"dir={tmp_path}/ioadvise-77" in p.stdout
+    assert f"cannot create {tmp_path}/afile/u/ioadvise-77; using" in p.stderr
+    assert (tmp_path / "ioadvise-77" / "romio-hints").read_text().startswith("striping_factor ")
+
+
+def test_summary_names_the_scripts_paths_the_striping_does_not_reach(tmp_path):
+    src = _script(tmp_path, APP)
+    r = runner.invoke(app, ["wrap", str(src), "-o", str(tmp_path / "o.sh"), "--center", "HA8000", "--json",
+                            "--bytes-per-rank", "1GiB", "--api", "mpiio", "--layout", "shared"])
+    assert r.exit_code == 0, r.output
+    notes = json.loads(r.stdout)["summary"]["not_changed"]
+    outside = next(n for n in notes if n.startswith("striping for paths your commands name outside"))
+    assert "$SCRATCH/out (line 4)" in outside and "/lustre/proj/input.h5 (line 5)" in outside
+    assert "./app" not in outside                        # a program, and relative
+    assert any(n.startswith("your commands do not use $IOADVISE_DIR") for n in notes)
+    # a script that writes below $IOADVISE_DIR is told nothing of the sort
+    src2 = _script(tmp_path, APP.replace('"$SCRATCH/out"', '"$IOADVISE_DIR/out"').replace("=/lustre/proj/input.h5", ""))
+    r = runner.invoke(app, ["wrap", str(src2), "-o", str(tmp_path / "o2.sh"), "--center", "HA8000", "--json",
+                            "--bytes-per-rank", "1GiB", "--api", "mpiio", "--layout", "shared"])
+    notes = json.loads(r.stdout)["summary"]["not_changed"]
+    assert not any("outside $IOADVISE_DIR" in n or "do not use $IOADVISE_DIR" in n for n in notes), notes
+
+
+def test_command_paths_skip_programs_system_dirs_and_the_block():
+    from ioadvisor.slurm.rewrite import WrapSettings, command_paths, wrap
+    script = ("#!/bin/bash\n#SBATCH -N 1\n# /not/a/command\nsrun -n 4 /home/u/bin/app --out=$WORK/o > /tmp/log 2>&1\n"
+              "cd ${SCRATCH}/run && A=1 /usr/bin/env true /data/x\n")
+    want = [(4, "$WORK/o"), (4, "/tmp/log"), (5, "${SCRATCH}/run"), (5, "/data/x")]
+    assert command_paths(script) == want
+    assert command_paths(wrap(script, WrapSettings(stripe_count=4))) == want

@@ -14,17 +14,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from ..errors import UsageError
+from ..lustre import (check_stripe_size, default_stripes, every_ost, most_stripes, ost_limit, stripe_size_problem,
+                      stripes_of)
+from ..lustre import striped as lustre_striped
 from ..model.run import norm_api, norm_layout
 from ..model.types import Advice, Center, Config, Evidence, FileSystem, Option, Prediction, Tier, Workload
-from ..model.units import format_size
 from ..predict import INF, Fit, Point, io_class
+from ..predict.evidence import Bounds, bounds
 
 TOLERANCE = 0.05           # candidates within 5% of the best are treated as equally fast (no posterior draws)
 MIN_GAIN = 0.10            # a gain smaller than 10% is not worth a change
 CONFIDENCE = 0.8           # ... and a larger one counts only when the posterior gives it this probability
 METADATA_OPS = ("file_create", "open_create")
 STRIPE_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 256, 512, 1024, 2000)
-PIN_KEYS = ("tier", "filesystem", "layout", "collective", "stripe_count", "stripe_size", "hints")
 
 
 @dataclass(eq=False)
@@ -45,6 +47,13 @@ class _Cand:
     binding: str | None = None       # the limit that binds: clients, aggregators, osts, extent locks, peak, api, request size
     decision: str | None = None      # how the choice between close options was made, for the reasons
     point: Point | None = None       # the model's input for this candidate
+    floor: float = 0.0               # the bounds the measured runs and the center put on its value
+    ceiling: float = INF
+    bounded_by: str | None = None    # what moved the model's value into them: runs, measured peak, rated peak
+    model_value: float | None = None   # the model's own value before the bounds
+    band_runs: int = 0               # runs near the job that gave the band
+    unmeasured: str | None = None    # the mode no run of this system measured (then not predicted)
+    bounds: Bounds | None = None
 
 
 def check_workload(w: Workload) -> None:
@@ -79,19 +88,19 @@ def default_filesystem(center: Center) -> FileSystem:
 
 
 def _stripable(fs: FileSystem) -> bool:
-    return fs.type == "lustre" and fs.striping == "user"
+    return fs.stripable
 
 
 def _default_stripes(fs: FileSystem) -> int | None:
     if not _stripable(fs):
         return None
-    return fs.default_stripe_count if fs.default_stripe_count not in (None, 0) else 1
+    return default_stripes(fs.default_stripe_count)
 
 
 def _stripe_counts(fs: FileSystem, layout: str) -> list[int]:
     """Stripe counts weighed: the whole range from 1 to the OST count, for a shared file and file per process
     alike (files per process that each span many OSTs win where placement leaves OSTs idle)."""
-    osts = fs.ost_count or max(STRIPE_STEPS[:8])
+    osts = most_stripes(fs.ost_count or max(STRIPE_STEPS[:8]))
     steps = [s for s in STRIPE_STEPS if s <= osts] + [osts]
     if fs.default_stripe_count and 0 < fs.default_stripe_count <= osts:
         steps.append(fs.default_stripe_count)
@@ -165,7 +174,7 @@ def _candidates(w: Workload, center: Center, pins: Mapping[str, Any]) -> list[_C
                 base = fs.default_stripe_size or (1 << 20)
                 sizes = [base]
                 if not meta and w.access_size and w.access_size > base and w.access_size <= (64 << 20) \
-                        and w.access_size % (64 << 10) == 0:
+                        and not stripe_size_problem(w.access_size):
                     sizes.append(w.access_size)
             for coll in collective_opts:
                 cb_opts: list[str | None] = [None]
@@ -234,14 +243,12 @@ def _pinned_candidates(w: Workload, center: Center, pins: Mapping[str, Any]) -> 
         if (sc is not None or ss is not None) and not _stripable(c.place):
             continue
         if sc is not None:
-            if sc == -1:
-                sc = c.place.ost_count or sc
+            sc = every_ost(sc, c.place.ost_count)
             if c.place.ost_count and sc > c.place.ost_count:
                 raise UsageError(f"stripe count {sc} exceeds the {c.place.ost_count} OSTs of {c.place.name}")
             cfg = replace(cfg, stripe_count=sc)
         if ss is not None:
-            if ss < (64 << 10) or ss % (64 << 10):
-                raise UsageError(f"stripe size {format_size(ss)} must be a multiple of 64KiB")
+            check_stripe_size(ss)
             cfg = replace(cfg, stripe_size=ss, hdf5_alignment=ss if cfg.api == "HDF5" else None)
         hints = dict(cfg.hints)
         if "striping_factor" in hints:
@@ -279,16 +286,13 @@ def _metadata_op(fits: Mapping, system: str, fsname: str) -> str | None:
 def candidate_point(cfg: Config, place: FileSystem, w: Workload) -> Point:
     """A candidate setting as the model's input."""
     ranks = w.ranks
-    striped = _stripable(place) or place.type == "beegfs"
-    stripes = cfg.stripe_count if cfg.stripe_count not in (None, 0) else (place.default_stripe_count or 1)
-    if stripes == -1:
-        stripes = place.ost_count or 1
+    striped = lustre_striped(place.type)
+    stripes = stripes_of(cfg.stripe_count, place.ost_count, place.default_stripe_count)
     if cfg.layout == "shared" or ranks == 1:
         targets = float(stripes)
     else:
         targets = float(ranks * stripes)
-    if place.ost_count:
-        targets = min(targets, float(place.ost_count))
+    targets = min(targets, ost_limit(place.ost_count))
     if not striped:
         targets = INF
     return Point(clients=float(w.nodes), ranks=float(ranks), targets=targets, shared=cfg.layout == "shared",
@@ -313,6 +317,51 @@ def _predict(c: _Cand, w: Workload, fits: Mapping, system: str) -> None:
     c.fit = fit
     c.extrapolated = fit.extrapolates(p)
     c.point = p
+
+
+def _bound(c: _Cand, w: Workload, ev: Any) -> None:
+    """Evidence first: the candidate's value, moved into the band the runs near the job measured (a model may
+    interpolate between them, not overrule them: predict.evidence), and under the physical ceilings (the file
+    system's rated peak from the center file, the largest bandwidth its runs measured, scaled to the job)."""
+    if c.value is None or c.fit is None or c.point is None:
+        return
+    f, p, fs = c.fit, c.point, c.place
+    rated = fs.rated_write_bandwidth if w.op == "write" else fs.rated_read_bandwidth
+    b = bounds(ev, f.filesystem, f.op, p.klass or "", c.config.layout, f.unit, f.kind == "bandwidth",
+               nodes=float(w.nodes), rpn=float(w.ranks_per_node), volume=float(w.bytes_per_rank) or None,
+               stripes=p.stripes if p.striped and p.stripes else 0.0,
+               rated=rated / (1 << 20) if rated and f.unit == "MiB/s" else None)
+    c.model_value = c.value
+    c.bounds = b
+    c.floor, c.ceiling, c.band_runs = b.floor, b.ceiling, b.band_runs
+    c.bounded_by = b.by(c.value)
+    c.value = b.clamp(c.value)
+
+
+def _bounded(c: _Cand, xs: list[float]) -> list[float]:
+    return [min(max(x, c.floor), c.ceiling) for x in xs]
+
+
+def _mark_unmeasured(cands: list[_Cand], ev: Any) -> None:
+    """Measure first: where runs measured some mode (API class and layout) of the job's op on a file system, a
+    candidate of a mode none of them measured is not predicted (its number would be the model's guess only) and
+    not recommended over a measured one; the answer names the runs that would settle it instead."""
+    if ev is None:
+        return
+    for c in cands:
+        if c.value is None or c.fit is None or c.point is None:
+            continue
+        f = c.fit
+        if not ev.modes(f.filesystem, f.op, f.unit):
+            continue
+        if not ev.measured(f.filesystem, f.op, c.point.klass, c.config.layout, f.unit):
+            c.unmeasured = _mode_words(c.config)
+            c.value = None
+
+
+def _mode_words(cfg: Config) -> str:
+    mode = "" if cfg.collective is None else ("collective " if cfg.collective else "independent ")
+    return f"{mode}{cfg.api} {cfg.layout}-file I/O on {cfg.filesystem}"
 
 
 def _no_stripe_evidence(c: _Cand, default: int | None) -> bool:
@@ -484,7 +533,8 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
     w = replace(workload, api=norm_api(workload.api) or "POSIX")
     if center is None:
         center = resolve_center(system, None, kb)
-    system = center.name
+    # the system as the KB spells it: a center file naming it in another case advises as --system does
+    system = next((s for s in kb.systems() if s.lower() == center.name.lower()), center.name)
     pins = {k: v for k, v in (pins or {}).items() if v is not None}
     if pins.get("layout"):
         pins["layout"] = norm_layout(pins["layout"])
@@ -511,14 +561,21 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
         cands = same or cands
     if not cands:
         raise UsageError("no configuration satisfies the pinned settings on " + center.name)
+    from .fits import system_evidence
+    ev = system_evidence(kb, system, center) if fits else None
     for c in cands:
         _predict(c, w, fits, system)
+        _bound(c, w, ev)
         for cmp in comparisons:
             s = _cmp_applies(cmp, w, c)
             if s:
                 c.score += s
                 c.applied.append({**cmp, "_sign": s})
         c.cost = _cost(c, w, base_cfg)
+    if any(c.value is not None and c.fit is not None and c.point is not None and
+           ev.measured(c.fit.filesystem, c.fit.op, c.point.klass, c.config.layout, c.fit.unit)
+           for c in cands if ev is not None):
+        _mark_unmeasured(cands, ev)
     predicted = [c for c in cands if c.value is not None]
     if predicted and not pins.get("stripe_count"):
         dflt = {fs.name: _default_stripes(fs) for fs in center.filesystems}
@@ -533,13 +590,17 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
         def draws_of(i: int) -> list[float]:
             c = predicted[i]
             if not c.draws and c.fit is not None and c.point is not None:
-                c.draws = c.fit.draws(c.point)
+                c.draws = _bounded(c, c.fit.draws(c.point))
             return c.draws
 
         pick, close = choose([c.value for c in predicted], draws_of,
                              [c.cost for c in predicted], [c.score for c in predicted],
                              stripes=[c.config.stripe_count for c in predicted], default=dflt,
                              measured=[_measured_stripes(c) for c in predicted])
+        if dflt is not None and predicted[dflt].value > predicted[pick].value:
+            # a change predicted slower than the default is never advised, whatever else ranked it first
+            close = sorted(set(close) | {dflt})
+            pick = dflt
         chosen = predicted[pick]
         close_c = [predicted[i] for i in close]
         top = max(predicted, key=lambda c: c.value)
@@ -549,7 +610,7 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
                                f"{_describe(top.config)} (predicted {top.value / chosen.value:.2f}x, but a gain of "
                                f"{int(MIN_GAIN * 100)}% or more has a probability below {int(CONFIDENCE * 100)}%), "
                                f"so {kept}; {_settle(top, chosen, w)}")
-        elif chosen is top and dflt is not None and predicted[dflt] is not chosen:
+        elif dflt is not None and predicted[dflt] is not chosen:
             # the default's draws are evaluated only if `choose` compared it: evaluate them here if not
             p = gain_probability(draws_of(pick), draws_of(dflt))
             chosen.decision = (f"predicted {chosen.value / predicted[dflt].value:.2f}x the default, a gain of "
@@ -570,6 +631,9 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
     # the baseline, predicted the same way
     base = _Cand(base_cfg, center.filesystem(base_cfg.filesystem) or default_filesystem(center), None)
     _predict(base, w, fits, system)
+    _bound(base, w, ev)
+    if any(c.unmeasured for c in cands):
+        _mark_unmeasured([base], ev)
     for cmp in comparisons:
         s = _cmp_applies(cmp, w, base)
         if s:
@@ -578,13 +642,15 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
     for c in [rec, base] + alts:       # intervals and limits only for the options shown: each costs the draws
         if c.value is not None and c.fit is not None and c.point is not None:
             c.low, c.high = c.fit.interval(c.value, c.point)
+            if c.bounds is not None:
+                c.low, c.high = c.bounds.interval(c.value, c.low, c.high)
             c.binding = c.fit.binding(c.point)
     from .explain import build_option, warnings_for
     evidence_runs = _evidence_runs(kb, [rec, base] + alts)
     options = [build_option(c, w, center, base, rec, evidence_runs, has_numbers=bool(fits))
                for c in [rec, base] + alts]
     advice = Advice(system=system, workload=w, recommendation=options[0], baseline=options[1],
-                    alternatives=tuple(options[2:]), warnings=tuple(warnings_for(w, center, fits, predicted, rec)))
+                    alternatives=tuple(options[2:]), warnings=tuple(warnings_for(w, center, fits, predicted, rec, cands)))
     # reasons about the table come from the table's own numbers (explain.finalize); pinned advice is set
     # beside the unpinned best
     from .explain import finalize

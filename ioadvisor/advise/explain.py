@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..model.types import Center, Config, Evidence, Option, Prediction, Workload
-from ..model.units import format_size
+from ..model.units import format_range, format_rate, format_size
+from ..lustre import ALL_OSTS, every_ost
 from ..predict import INF
 from .. import mpiio
 from ..errors import UsageError
@@ -16,12 +17,7 @@ _FACTOR_WORDS = {
 }
 
 
-def _fmt(v: float | None, unit: str) -> str:
-    if v is None:
-        return "unknown"
-    if unit == "MiB/s" and v >= 10240:
-        return f"{v / 1024:,.1f} GiB/s"
-    return f"{v:,.0f} {unit}"
+_fmt = format_rate
 
 
 def _comparison_evidence(cmp: Mapping[str, Any]) -> Evidence:
@@ -59,7 +55,7 @@ def plan_for(cfg: Config, center: Center, w: Workload, mpi: str | None = None,
                       mpi_version=mpi_version if mpi else center.mpi_version if flavour == center.mpi else None,
                       base=base, tier=cfg.tier, tier_mount=tier.mount if tier else None,
                       tier_request=tier.request if tier else None, stage=tier.stage if tier else True,
-                      lifetime=w.lifetime, hdf5_alignment=cfg.hdf5_alignment)
+                      lifetime=w.lifetime, hdf5_alignment=cfg.hdf5_alignment, collective=cfg.collective)
 
 
 def commands_for(cfg: Config, center: Center, w: Workload) -> dict[str, Any]:
@@ -71,7 +67,8 @@ def commands_for(cfg: Config, center: Center, w: Workload) -> dict[str, Any]:
     out: dict[str, Any] = {
         "text": main.text(), "lines": main.lines(), "lfs": main.lfs, "romio_hints_file": main.hints_file,
         "request": main.request, "stage_in": list(main.stage_in), "stage_out": list(main.stage_out),
-        "notes": list(main.notes), "h5py": dict(main.h5py), "default_mpi": center.mpi,
+        "notes": list(main.notes), "h5py": dict(main.h5py), "h5py_collective": main.h5py_collective,
+        "hdf5_c": list(main.hdf5_c), "default_mpi": center.mpi,
         "mpi_version": center.mpi_version, "by_mpi": {f: c.text() for f, c in by.items()},
     }
     for f, c in by.items():
@@ -86,7 +83,7 @@ def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbe
         f = c.fit
         limiter = _limiter(c, w)
         group = f"{f.filesystem} {f.op}" if f.filesystem else f.op
-        out.append(f"Predicted {_fmt(c.value, f.unit)} (interval {_fmt(c.low, f.unit)}-{_fmt(c.high, f.unit)}) "
+        out.append(f"Predicted {_fmt(c.value, f.unit)} (interval {format_range(c.low, c.high, f.unit)}) "
                    f"from a model fitted to {center.name}'s {group} runs; it rests on {f.n_runs} "
                    f"run(s){'; few runs, so the interval is wide' if f.n_runs < 4 else ''}. {limiter}")
         if c is rec and base.value:
@@ -172,10 +169,14 @@ def build_option(c: Any, w: Workload, center: Center, base: Any, rec: Any, runs:
         ev += [_run_evidence(runs[i]) for i in c.fit.run_ids[:12] if i in runs]
     ev += [_comparison_evidence(a) for a in c.applied]
     note = None
-    if c.value is None:
+    if c.unmeasured:
+        note = f"unmeasured: no run of {c.unmeasured} on {center.name}: not predicted (ioadvise bench plan)"
+    elif c.value is None:
         note = "no measured runs: not predicted"
     elif c.extrapolated:
-        note = f"extrapolated: {w.nodes} client node(s), runs measured at {measured_clients(c.fit)}"
+        note = f"extrapolated: {_outside(c, w)}"
+    if c.value is not None and c.bounded_by:
+        note = "; ".join(x for x in (note, _bound_words(c)) if x)
     pred = Prediction(value=c.value, unit=unit, low=c.low, high=c.high,  # type: ignore[arg-type]
                       evidence=tuple(e.run_id for e in ev if e.run_id), n_runs=c.fit.n_runs if c.fit else 0,
                       note=note)
@@ -183,7 +184,27 @@ def build_option(c: Any, w: Workload, center: Center, base: Any, rec: Any, runs:
                   reasons=tuple(_reasons(c, w, center, base, rec, has_numbers)))
 
 
-def warnings_for(w: Workload, center: Center, fits: Mapping, predicted: list, rec: Any = None) -> list[str]:
+def _outside(c: Any, w: Workload) -> str:
+    """What a prediction extrapolates to: client counts outside the measured ones, or an API class none of the
+    runs measured (the client count may lie inside)."""
+    f = c.fit
+    if f.distance(c.point) > 0 or not f.clients_min <= c.point.clients <= f.clients_max:
+        return f"{w.nodes} client node(s), runs measured at {measured_clients(f)}"
+    return (f"{c.point.klass} I/O, which none of the runs measured (they measured "
+            f"{', '.join(f.klasses) or 'no stated API'})")
+
+
+def _bound_words(c: Any) -> str:
+    what = {"runs": "the range the runs nearest this job measured",
+            "measured peak": "the largest bandwidth the runs measured, scaled to this job's nodes",
+            "rated peak": "the file system's rated peak (center file)"}[c.bounded_by]
+    side = "lifted to" if c.model_value < c.value else "held to"
+    return f"the model's {c.model_value:,.0f} {c.fit.unit} {side} {what}"
+
+
+def warnings_for(w: Workload, center: Center, fits: Mapping, predicted: list, rec: Any = None,
+                 cands: list | None = None) -> list[str]:
+    """Every caveat of the advice, for the text, --json, wrap, submit and the guide alike."""
     out = []
     if not fits:
         out.append(f"No measured runs for {center.name}: import benchmark results (ioadvise kb import) "
@@ -191,9 +212,21 @@ def warnings_for(w: Workload, center: Center, fits: Mapping, predicted: list, re
     elif not predicted:
         out.append(f"No measured runs for this operation on {center.name}.")
     elif rec is not None and rec.extrapolated:
-        out.append(f"The prediction extrapolates to {w.nodes} client node(s) from runs measured at "
-                   f"{measured_clients(rec.fit)}: such predictions are far less certain than the interval says "
-                   f"(see ioadvise kb validate); measure at this scale to confirm.")
+        if rec.fit.distance(rec.point) > 0:
+            out.append(f"The prediction extrapolates to {w.nodes} client node(s) from runs measured at "
+                       f"{measured_clients(rec.fit)}: such predictions are far less certain than the interval "
+                       f"says (see ioadvise kb validate); measure at this scale to confirm.")
+        else:
+            out.append(f"The prediction is for {_outside(rec, w)}: it is far less certain than the interval "
+                       f"says; measure it to confirm.")
+    if rec is not None and rec.value is not None and rec.bounded_by in ("rated peak", "measured peak"):
+        out.append(f"The model's value for this job ({rec.model_value:,.0f} {rec.fit.unit}) lies beyond "
+                   f"{_bound_words(rec).split(' held to ')[-1]}: the prediction is held to "
+                   f"{rec.value:,.0f} {rec.fit.unit}; measure at this scale to know more.")
+    missing = sorted({c.unmeasured for c in cands or () if c.unmeasured})
+    if missing:
+        out.append(f"Not measured on {center.name}, so not recommended: {'; '.join(missing)}. "
+                   f"Runs that would settle it: ioadvise bench plan --system {center.name}.")
     return out
 
 
@@ -217,10 +250,11 @@ def _same_but_stripes(a: Option, b: Option) -> bool:
 
 def _stripes(o: Option, center: Center | None) -> float:
     n = o.config.stripe_count
-    if n == -1:
-        fs = center.filesystem(o.config.filesystem) if center else None
-        return float(fs.ost_count) if fs and fs.ost_count else float("inf")
-    return float(n) if n is not None else 0.0
+    if n is None:
+        return 0.0
+    fs = center.filesystem(o.config.filesystem) if center else None
+    n = every_ost(n, fs.ost_count if fs else None)
+    return INF if n == ALL_OSTS else float(n)
 
 
 def _seconds(t: float) -> str:

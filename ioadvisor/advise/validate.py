@@ -19,7 +19,10 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import UsageError
 from ..kb import RunFilter
+from ..lustre import every_ost
+from ..model.run import bytes_moved
 from ..predict import Fit, fit_all, run_point
+from ..predict.evidence import Bounds, Evidence, bounds
 from ..predict.physical import Z90
 
 LOO_MAX = 60
@@ -96,7 +99,7 @@ def _sample(kb: Any, sysname: str) -> tuple[list, list]:
     """(fitted, held out) runs of a large system (see SAMPLE_ABOVE), each in a stable order. Only row ids are read
     for the whole system; full rows for the chosen runs."""
     from array import array
-    from ..kb.store import row_to_run
+    from ..kb.rows import row_to_run
     groups: dict[tuple, array] = {}
     for db, sign in (("main", 1),) + ((("ref", -1),) if kb.reference else ()):
         cur = kb.conn.cursor()
@@ -162,9 +165,21 @@ def _folds(n: int) -> list[list[int]]:
     return [list(range(i, n, k)) for i in range(k)]
 
 
+def _bounds_of(ev: Evidence, r: Any, fit: Fit, p: Any) -> Bounds:
+    """The bounds the advice puts on a prediction (predict.evidence) for run `r`'s settings at point `p`."""
+    if not r.nodes or not math.isfinite(p.ranks):
+        return Bounds()
+    moved = bytes_moved(r)
+    ranks = p.ranks
+    return bounds(ev, r.filesystem, r.op, p.klass or "", r.layout, r.unit,
+                  fit.kind == "bandwidth", nodes=float(r.nodes), rpn=ranks / r.nodes,
+                  volume=moved / ranks if moved else None, stripes=p.stripes if p.striped and p.stripes else 0.0)
+
+
 def _score_held(sysname: str, fits: dict, held: Iterable, osts: dict, dflt: dict,
-                errs: list[tuple[float, bool, bool, str]]) -> int:
-    """Append the held-out runs' (|error|, extrapolated, covered, op) to `errs`; the number without a model."""
+                errs: list[tuple[float, bool, bool, str]], ev: Evidence) -> int:
+    """Append the held-out runs' (|error|, extrapolated, covered, op) to `errs`; the number without a model.
+    Each is predicted as the advice predicts: the model's value within the bounds of the other runs."""
     unpredictable = 0
     for r in held:
         fit = fits.get((sysname, r.filesystem, r.op))
@@ -172,8 +187,9 @@ def _score_held(sysname: str, fits: dict, held: Iterable, osts: dict, dflt: dict
             unpredictable += 1
             continue
         p = run_point(r, osts.get(r.filesystem), dflt.get(r.filesystem))
-        v = fit.predict(p)
-        lo, hi = fit.interval(v, p)
+        b = _bounds_of(ev, r, fit, p)
+        v = b.clamp(fit.predict(p))
+        lo, hi = b.interval(v, *fit.interval(v, p))
         errs.append((abs(v / r.value - 1), fit.extrapolates(p), lo <= r.value <= hi, r.op))
     return unpredictable
 
@@ -185,12 +201,15 @@ def _predict_errors(sysname: str, runs: list, osts: dict, dflt: dict, memo: dict
     errs: list[tuple[float, bool, bool, str]] = []
     memo = {} if memo is None else memo
     if held_out is not None:
-        return errs, _score_held(sysname, fit_all(runs, osts, dflt, memo=memo), held_out, osts, dflt, errs)
+        return errs, _score_held(sysname, fit_all(runs, osts, dflt, memo=memo), held_out, osts, dflt, errs,
+                                 Evidence(runs, osts, dflt))
     unpredictable = 0
     for fold in _folds(len(runs)):
         held = set(fold)
-        fits = fit_all([r for i, r in enumerate(runs) if i not in held], osts, dflt, memo=memo)
-        unpredictable += _score_held(sysname, fits, (runs[i] for i in fold), osts, dflt, errs)
+        train = [r for i, r in enumerate(runs) if i not in held]
+        fits = fit_all(train, osts, dflt, memo=memo)
+        unpredictable += _score_held(sysname, fits, (runs[i] for i in fold), osts, dflt, errs,
+                                     Evidence(train, osts, dflt))
     return errs, unpredictable
 
 
@@ -297,22 +316,25 @@ def _medians(group: list, factor: str, osts: int | None) -> dict[Any, float]:
     by_val: dict[Any, list[float]] = {}
     for r in group:
         v = getattr(r, factor)
-        if factor == "stripe_count" and v == -1:
-            v = osts or v
+        if factor == "stripe_count":
+            v = every_ost(v, osts)
         by_val.setdefault(v, []).append(r.value)
     return {k: statistics.median(v) for k, v in by_val.items()}
 
 
-def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int | None) -> dict[str, Any] | None:
+def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int | None,
+                ev: Evidence | None = None) -> dict[str, Any] | None:
     from . import choose
     rep = group[0]
+    ev = ev if ev is not None else Evidence(())
     measured = _medians(group, factor, osts)
     best = max(measured.values())
     hidden = []
     for r in group:
         p = run_point(r, osts, dflt)
-        v = fit.predict(p)
-        lo, hi = fit.interval(v, p)
+        b = _bounds_of(ev, r, fit, p)
+        v = b.clamp(fit.predict(p))
+        lo, hi = b.interval(v, *fit.interval(v, p))
         hidden.append((abs(v / r.value - 1), lo <= r.value <= hi))
     case: dict[str, Any] = {"factor": factor, "filesystem": rep.filesystem, "op": rep.op, "layout": rep.layout,
                             "api": rep.api, "nodes": rep.nodes, "ranks": rep.ranks,
@@ -329,17 +351,18 @@ def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int 
             return None
         m = {float(k): v for k, v in measured.items()}
         cands = _stripe_candidates(osts, list(m))
-        pts = [cold(stripe_count=s) for s in cands]
-        vals = [fit.predict(p) for p in pts]
-        draws = [fit.draws(p) for p in pts]
         default = dflt if dflt and dflt > 0 else 1
         if default not in cands:
             cands.append(default)
-            pts.append(cold(stripe_count=default))
-            vals.append(fit.predict(pts[-1]))
-            draws.append(fit.draws(pts[-1]))
+        pts = [cold(stripe_count=s) for s in cands]
+        bs = [_bounds_of(ev, rep, fit, p) for p in pts]
+        vals = [b.clamp(fit.predict(p)) for b, p in zip(bs, pts)]
+        draws = [[b.clamp(x) for x in fit.draws(p)] for b, p in zip(bs, pts)]
+        default_i = cands.index(default)
         pick, _ = choose(vals, draws, [STRIPE_COST * s for s in cands], stripes=list(cands),
-                         default=cands.index(default), measured=[float(s) in fit.stripes_measured for s in cands])
+                         default=default_i, measured=[float(s) in fit.stripes_measured for s in cands])
+        if vals[default_i] > vals[pick]:
+            pick = default_i          # as the advice: never a change predicted slower than the default
         advised = cands[pick]
         allo = int(osts or max(m))
         case["advised"] = advised
@@ -349,8 +372,9 @@ def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int 
     else:
         opts = list(measured)
         pts = [cold(**{factor: o}) for o in opts]
-        vals = [fit.predict(p) for p in pts]
-        draws = [fit.draws(p) for p in pts]
+        bs = [_bounds_of(ev, dc_replace(rep, **{factor: o}), fit, p) for o, p in zip(opts, pts)]
+        vals = [b.clamp(fit.predict(p)) for b, p in zip(bs, pts)]
+        draws = [[b.clamp(x) for x in fit.draws(p)] for b, p in zip(bs, pts)]
         pick, _ = choose(vals, draws, [0.0] * len(opts))
         case["advised"] = opts[pick]
         base = {"layout": "shared", "collective": True}[factor]
@@ -389,13 +413,15 @@ def _sweeps_of_system(sysname: str, runs: list, osts_by_fs: dict, dflt_by_fs: di
         for group in groups:
             ids = {id(r) for r in group}
             rep = group[0]
-            fits = fit_all([r for r in runs if id(r) not in ids], osts_by_fs, dflt_by_fs, memo=memo)
+            train = [r for r in runs if id(r) not in ids]
+            fits = fit_all(train, osts_by_fs, dflt_by_fs, memo=memo)
             fit = fits.get((sysname, rep.filesystem, rep.op))
             if fit is None or fit.unit != rep.unit:
                 unscored += 1
                 continue
             osts = rep.ost_count or osts_by_fs.get(rep.filesystem)
-            case = _score_case(factor, group, fit, osts, dflt_by_fs.get(rep.filesystem))
+            case = _score_case(factor, group, fit, osts, dflt_by_fs.get(rep.filesystem),
+                               Evidence(train, osts_by_fs, dflt_by_fs))
             if case is None:
                 unscored += 1
                 continue

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -79,25 +78,19 @@ def plan_array(roots: Iterable[str | Path], kb: Any, settings: Settings, *, task
 
 def render_script(work: Path, tasks: int, slurm: dict[str, str]) -> str:
     """The array script: task K diagnoses slice K of the plan. Pure."""
-    from ..slurm.submit import sbatch_value as q
-    lines = ["#!/bin/bash", "#SBATCH --job-name=ioadvise-archive", f"#SBATCH --array=0-{tasks - 1}",
-             "#SBATCH --ntasks=1", f"#SBATCH --cpus-per-task={int(slurm.get('cpus_per_task') or 1)}",
-             f"#SBATCH --output={q(str(work / LOG.format(job='%A', k='%a')))}"]
-    for key, opt in (("partition", "--partition"), ("time", "--time"), ("account", "--account"),
-                     ("qos", "--qos"), ("mem", "--mem")):
-        if slurm.get(key):
-            lines.append(f"#SBATCH {opt}={q(str(slurm[key]))}")
-    lines += ["", "# each task diagnoses the slice of the plan whose index is its array task id", "set -eu",
-              f"exec {shlex.quote(sys.executable)} -m ioadvisor.archive.array {shlex.quote(str(work))} "
-              f"\"$SLURM_ARRAY_TASK_ID\"", ""]
-    return "\n".join(lines)
+    from ..slurm.array import render
+    return render(name="ioadvise-archive", tasks=tasks, output=str(work / LOG.format(job="%A", k="%a")),
+                  size=("--ntasks=1", f"--cpus-per-task={int(slurm.get('cpus_per_task') or 1)}"),
+                  options={f"--{key}": slurm.get(key) for key in ("partition", "time", "account", "qos", "mem")},
+                  comment="each task diagnoses the slice of the plan whose index is its array task id",
+                  command=f"exec {shlex.quote(sys.executable)} -m ioadvisor.archive.array {shlex.quote(str(work))} "
+                          f"\"$SLURM_ARRAY_TASK_ID\"")
 
 
 def submit(work: Path) -> str:
     """Submit the work directory's array script; returns the job id."""
-    from ..slurm.submit import sbatch
-    script = work / SCRIPT
-    return sbatch(script.read_bytes().decode("utf-8", "surrogateescape"), name=SCRIPT, cwd=work)
+    from ..slurm.array import submit as submit_array
+    return submit_array(work / SCRIPT, cwd=work)
 
 
 def run_task(work: Path, k: int) -> Path:
@@ -144,26 +137,19 @@ def wait_and_merge(work: Path, job_id: str, kb: Any, out: ArrayOutcome, *, timeo
                    poll: float = 1.0, progress: Callable[[int, int], None] | None = None,
                    center: Any = None) -> ArrayOutcome:
     """Merge each task's results as they land, until all have or the job has left the queue."""
-    from ..slurm.submit import in_queue
-    deadline = time.monotonic() + timeout
-    gone_since: float | None = None
-    n = out.tasks
-    while len(out.merged) < n:
-        pending = [k for k in range(n) if k not in out.merged and (work / RESULT.format(k=k)).exists()]
+    from ..slurm.array import wait
+
+    def collect() -> int:
+        pending = [k for k in range(out.tasks) if k not in out.merged and (work / RESULT.format(k=k)).exists()]
         if pending:
             merge(work, kb, out, only=pending, center=center)
             if progress:
-                progress(len(out.merged), n)
-            continue
-        now = time.monotonic()
-        if in_queue(job_id) is False:
-            gone_since = gone_since or now
-            if now - gone_since > 3 * poll + 2:       # a task's file lands just before it leaves the queue
-                break
-        if now > deadline:
-            raise SlurmError(f"job {job_id} did not finish within {timeout:.0f} s; merge later with "
-                             f"`ioadvise archive merge {work}`")
-        time.sleep(poll)
+                progress(len(out.merged), out.tasks)
+        return len(out.merged)
+
+    if not wait(job_id, collect, out.tasks, timeout=timeout, poll=poll):
+        raise SlurmError(f"job {job_id} did not finish within {timeout:.0f} s; merge later with "
+                         f"`ioadvise archive merge {work}`")
     merge(work, kb, out, center=center)
     for m in out.missing:
         log = work / LOG.format(job=job_id, k=m["task"])

@@ -16,6 +16,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import IOAdvisorError
+from ..util import die_with_parent
 
 __all__ = ["WorkerPool", "Outcome", "Retire", "default_workers"]
 
@@ -51,6 +52,8 @@ class Retire:
 
 
 def _serve(conn: Connection, setup: Callable[..., Callable[[Any], Any]], args: tuple) -> None:
+    # a worker inherits its siblings' pipe ends, so it would not see its own pipe close when the parent dies
+    die_with_parent()
     try:
         handle = setup(*args)
     except Exception as e:  # reported by the parent, which raises it there

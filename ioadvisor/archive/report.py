@@ -21,6 +21,8 @@ import math
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
+from .store import EMPTY_SHA256
+
 __all__ = ["REPORT_SCHEMA", "center_report", "has_jobs", "saving_s"]
 
 REPORT_SCHEMA = "ioadvisor.archive-report/2"
@@ -70,8 +72,12 @@ def center_report(kb: Any, *, top: int = 10, ranks_per_node: int | None = None, 
     names = [n.lower() for n in ([system] if system else []) + list(systems or [])]
     where, args = (f"WHERE lower(l.system) IN ({','.join('?' * len(names))})", names) if names else ("", [])
     conn = kb.conn
-    logs = dict(conn.execute(f"SELECT l.status, count(*) FROM main.archive_logs l {where} GROUP BY l.status",
-                             args).fetchall())
+    also = f"{where} {'AND' if where else 'WHERE'}"
+    logs = dict(conn.execute(f"SELECT l.status, count(*) FROM main.archive_logs l {also} l.hash != ? "
+                             "GROUP BY l.status", (*args, EMPTY_SHA256)).fetchall())
+    # every empty file is a failure of its own (all of them have one content): counted by path
+    empty = conn.execute(f"SELECT count(*) FROM main.archive_paths p JOIN main.archive_logs l ON l.hash = p.hash "
+                         f"{also} p.hash = ?", (*args, EMPTY_SHA256)).fetchone()[0]
     jobs: dict[str, dict[str, Any]] = {}
     for r in conn.execute(f"SELECT j.*, l.path, l.system FROM main.archive_jobs j JOIN main.archive_logs l "
                           f"ON l.hash = j.hash {where}", args):
@@ -133,10 +139,12 @@ def center_report(kb: Any, *, top: int = 10, ranks_per_node: int | None = None, 
         return round(sum(j[key] or 0.0 for j in over), 3)
     with_nodes = [j for j in ranked if j["nodes"] is not None]
     return {"schema": REPORT_SCHEMA, "system": system, "ranks_per_node": ranks_per_node,
-            "logs": {"scanned": sum(logs.values()), "readable": logs.get("ok", 0), "failed": logs.get("failed", 0)},
+            "logs": {"scanned": sum(logs.values()) + empty, "readable": logs.get("ok", 0),
+                     "failed": logs.get("failed", 0), "empty_files": empty},
             "totals": {"jobs": len(jobs), "jobs_with_findings": sum(1 for j in ranked if j["findings"]),
                        "jobs_with_saving": sum(1 for j in ranked if j["saving_s"] is not None),
                        "jobs_with_nodes": len(with_nodes),
+                       "jobs_measured": sum(1 for j in ranked if j["filesystem"] is not None),
                        "process_hours": total("process_hours", ranked),
                        "at_stake_process_hours": total("at_stake_process_hours", ranked),
                        "saving_process_hours": total("saving_process_hours", ranked),

@@ -2,18 +2,23 @@
 of long-lived workers, and add the results to the KB in batches (each batch one transaction)."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from ..errors import UsageError
+from ..diagnose.derive import check_header
+from ..errors import ImportFormatError, IOAdvisorError, UsageError
+from ..inputs import LOG, check_input, open_input
+from ..util import printable
 from .store import EMPTY_SHA256, EMPTY_TEXT, PathSeen, add_results, hash_status, path_is_current
 from .worker import Settings
 
-__all__ = ["ScanOutcome", "list_logs", "scan", "sha256_of", "pending_logs", "diagnose_logs"]
+__all__ = ["ScanOutcome", "list_logs", "scan", "sha256_of", "pending_logs", "diagnose_logs", "one_scan_at_a_time"]
 
 LOG_SUFFIX = ".darshan"
 BATCH_LOGS = 256          # results per KB transaction
@@ -56,14 +61,31 @@ def list_logs(roots: Iterable[str | Path]) -> list[Path]:
             for d, dirs, files in os.walk(p):
                 dirs.sort()
                 out += [Path(d) / f for f in sorted(files) if f.endswith(LOG_SUFFIX)]
+        elif p.exists():
+            check_input(p, ANY_SIZE_LOG)        # says what it is instead (a named pipe, a device)
         else:
             raise UsageError(f"{p}: no such file or directory")
     return list(dict.fromkeys(out))
 
 
+ANY_SIZE_LOG = dataclasses.replace(LOG, limit=None)
+
+
+def look_at(p: Path) -> os.stat_result:
+    """The stat of a listed log that may be hashed and read: a regular file (a named pipe, a device, a socket or
+    a symbolic link to one is not opened) no larger than the cap of a Darshan log; ImportFormatError naming it
+    otherwise. Over the cap, the header is looked at first: a file whose header does not fit it is refused for
+    that, without its bytes being read."""
+    st = check_input(p, ANY_SIZE_LOG, ImportFormatError)
+    if LOG.limit is not None and st.st_size > LOG.limit:
+        check_header(p)
+        check_input(p, LOG, ImportFormatError)
+    return st
+
+
 def sha256_of(path: Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_input(path, ANY_SIZE_LOG, ImportFormatError) as f:     # not a pipe put in its place since the look
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()
@@ -73,25 +95,29 @@ def pending_logs(conn: Any, files: Iterable[Path], out: ScanOutcome, seen: list[
                  retry_failed: bool = False) -> Iterator[tuple[str, str, int]]:
     """(path, sha256, size) of each log to read: not a path unchanged since an earlier scan, not a content
     scanned before or earlier in this listing. Every path looked at that needs no reading is appended to
-    `seen` (to be recorded with the next batch). Unreadable files are failures of this scan."""
+    `seen` (to be recorded with the next batch). Unreadable files, and files `look_at` refuses, are failures of
+    this scan (not recorded: the next scan looks at them again)."""
     queued: set[str] = set()
     for p in files:
         try:
-            st = p.stat()
-        except OSError as e:
-            out.failed.append((str(p), f"cannot read: {e.strerror}"))
+            st = look_at(p)
+        except IOAdvisorError as e:
+            out.failed.append((printable(str(p)), getattr(e, "reason", None) or str(e)))
             continue
         if path_is_current(conn, str(p), st.st_size, st.st_mtime_ns, retry_failed):
             out.unchanged += 1
             continue
         if st.st_size == 0:
-            out.failed.append((str(p), EMPTY_TEXT))
+            out.failed.append((printable(str(p)), EMPTY_TEXT))
             seen.append((str(p), 0, st.st_mtime_ns, EMPTY_SHA256))
             continue
         try:
             digest = sha256_of(p)
         except OSError as e:
-            out.failed.append((str(p), f"cannot read: {e.strerror}"))
+            out.failed.append((printable(str(p)), f"cannot read: {e.strerror}"))
+            continue
+        except IOAdvisorError as e:
+            out.failed.append((printable(str(p)), getattr(e, "reason", None) or str(e)))
             continue
         status = hash_status(conn, digest)
         row = (str(p), st.st_size, st.st_mtime_ns, digest)
@@ -130,7 +156,35 @@ def diagnose_logs(items: Iterable[tuple[str, str, int]], settings: Settings, wor
             else:
                 rec = {"hash": digest, "path": path, "status": "failed", "error": o.error}
             rec["size"] = sizes.pop(digest)
+            # as reported and stored: a name's bytes that are not UTF-8, and control characters, as \\xNN
+            rec["path"], rec["error"] = printable(path), rec.get("error") and printable(rec["error"])
             yield rec
+
+
+@contextmanager
+def one_scan_at_a_time(kb_path: str | Path, waiting: Callable[[], None]) -> Iterator[None]:
+    """Hold an exclusive lock on the file KB.scan-lock beside the KB while a scan runs. A second scan of the same
+    KB calls `waiting()` and waits for the first to end, then finds the paths it stored unchanged, instead of
+    reading every log a second time alongside it. Where no lock file can be made (a read-only directory, where
+    the scan cannot store anything either), or the KB is in memory, the scan goes on without it."""
+    import fcntl
+    fd = -1
+    if str(kb_path) != ":memory:":
+        try:
+            fd = os.open(f"{kb_path}.scan-lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError:
+            pass
+    try:
+        if fd >= 0:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                waiting()
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        if fd >= 0:
+            os.close(fd)          # the lock goes with it (the workers, which share it, have ended by now)
 
 
 def scan(roots: Iterable[str | Path], kb: Any, settings: Settings, *, workers: int, timeout: float = 120.0,

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import IOAdvisorError, UsageError
+from ..util import printable
 
-__all__ = ["Settings", "setup", "app_name", "job_facts", "measured_on", "nodes_stated"]
+__all__ = ["MEASURED_SHARE", "Settings", "setup", "app_name", "job_facts", "measured_on", "nodes_stated"]
 
 
 @dataclass(frozen=True)
@@ -42,27 +43,36 @@ def job_facts(d: Any) -> dict[str, Any]:
             "partial": int(s.partial), "darshan_version": s.darshan_version}
 
 
+# share of a job's bytes (through files) that must lie under the center's mounts for the job to be a measurement
+# of the center: nearly all, so that a job reading a small input from a file system the center file does not
+# describe still counts, and a job of another machine (none of its bytes there) never does
+MEASURED_SHARE = 0.99
+
+
 def measured_on(s: Any, center: Any) -> str | None:
     """The center file system a job's production runs are filed under, or None when the log is kept as a
-    diagnosis only: every file that moved data must lie under a mount of `center` (the file system holding most
-    of the bytes is the one named). A log of a job that ran elsewhere, or a scan without a center, measures
-    nothing of the center."""
+    diagnosis only. The job's files that moved data (through POSIX, MPI-IO or STDIO) must hold at least
+    MEASURED_SHARE of its bytes under the mounts of `center`; the file system holding most of them is named. A
+    log of a job that ran elsewhere, of a job that moved data through no file, or a scan without a center
+    measures nothing of the center."""
     from ..center import place_of_path
     if center is None:
         return None
-    moved: dict[str, int] = {}
+    moved: dict[str | None, int] = {}
     by_dir: dict[str, Any] = {}          # a file per process: thousands of files, a few directories
-    for f in s.files:
-        if f.bytes <= 0 or f.special:
-            continue
-        d = os.path.dirname(f.path)
+    data = [(f.path, f.bytes) for f in s.files if f.bytes > 0 and not f.special]
+    data += [(a["file"], a["bytes"]) for a in s.stdio_streams if a["bytes"] > 0]     # terminal streams left out
+    for path, nbytes in data:
+        d = os.path.dirname(path)
         if d not in by_dir:
             by_dir[d] = place_of_path(center, os.path.join(d, "x"))
-        place = by_dir[d]
-        if place is None:
-            return None
-        moved[place[0]] = moved.get(place[0], 0) + f.bytes
-    return max(moved, key=lambda fs: (moved[fs], fs)) if moved else None
+        fs = by_dir[d][0] if by_dir[d] else None
+        moved[fs] = moved.get(fs, 0) + nbytes
+    outside = moved.pop(None, 0)
+    inside = sum(moved.values())
+    if not inside or inside < MEASURED_SHARE * (inside + outside):
+        return None
+    return max(moved, key=lambda fs: (moved[fs], fs))
 
 
 def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any) -> int | None:
@@ -72,7 +82,8 @@ def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any)
     wanted = [m for m in ("BG/Q", "DXT_POSIX", "DXT_MPIIO") if m in modules]
     if not wanted:
         return None
-    log = backend.log_open(path)
+    from ..diagnose.derive import open_log
+    log = open_log(backend, path)
     try:
         if "BG/Q" in wanted:
             rec = backend.log_get_record(log, "BG/Q", dtype="dict")
@@ -80,10 +91,12 @@ def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any)
             if n > 0:
                 return n
         hosts: dict[int, str] = {}
+        budget = 2 * nprocs + 64          # records read at most: a trace of a few ranks over many files is not read
         for mod in wanted:
             if mod == "BG/Q":
                 continue
-            while len(hosts) < nprocs and (rec := backend.log_get_record(log, mod, dtype="dict")) is not None:
+            while len(hosts) < nprocs and budget > 0 and (rec := backend.log_get_record(log, mod, dtype="dict")):
+                budget -= 1
                 hosts.setdefault(int(rec["rank"]), rec["hostname"])
         return len(set(hosts.values())) if nprocs > 0 and len(hosts) == nprocs else None
     finally:
@@ -142,9 +155,11 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
             job["nodes"] = None
         runs: list[dict[str, Any]] = []
         if job["filesystem"] is not None:
-            ctx = ImportContext(source=p, system=settings.system, filesystem=job["filesystem"], kind="production")
+            name = printable(p)          # the name as the KB holds it (a byte that is not UTF-8 as \\xNN)
+            ctx = ImportContext(source=name, system=settings.system, filesystem=job["filesystem"],
+                                kind="production")
             try:
-                runs = [r.to_dict() for r in summary_runs(s, ctx, p)]
+                runs = [r.to_dict() for r in summary_runs(s, ctx, name)]
             except IOAdvisorError:       # counters no run can be made of: the job's facts and findings stand
                 pass
         return {**out, "status": "ok", "error": None, "job": job, "findings": [to_plain(f) for f in d.findings],

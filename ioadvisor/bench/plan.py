@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from ..errors import UsageError
+from ..lustre import pattern_vars
 from ..model.run import DATA_OPS, norm_api
 from ..model.types import Center, Config, FileSystem, Workload
 from ..predict import Fit, Point, io_class, run_point
@@ -31,6 +32,10 @@ DEFAULT_RPN = 16                    # ... with 16 ranks per node ...
 DEFAULT_SHAPES = (("POSIX", "any"), ("MPIIO", "shared"))   # ... POSIX (either layout) and MPI-IO to one file
 DEFAULT_ACCESS = 1 << 20            # request size of default targets and of the benchmarks (1 MiB)
 RANDOM_TRIALS = 20                  # random designs averaged for the comparison the plan states
+# An option's 90% interval whose high end is more than WIDE times its low end (the prediction within a factor
+# of 10 either way) says the model cannot predict there; such intervals count as WIDE in the plan's figure, and
+# their share is stated apart, so one unidentified option cannot make the figure astronomical.
+WIDE = 100.0
 OBJECTIVES = ("options", "decision")
 
 
@@ -68,7 +73,7 @@ class BenchPoint:
 @dataclass(frozen=True)
 class Proposal:
     """A picked point and, once it is measured (with those picked before it), the expected mean 90% interval at
-    the targets' options (high/low ratio): of one run (`width_after`, what `advise` shows) and of the mean
+    the targets' options (high/low ratio; the weighted geometric mean, each option's at most WIDE): of one run (`width_after`, what `advise` shows) and of the mean
     bandwidth (`posterior_after`: without one run's scatter, the part that measuring can shrink)."""
 
     point: BenchPoint
@@ -88,9 +93,19 @@ class BenchPlan:
     width_now: float                         # mean 90% interval ratio at the targets' options now (linearised)
     width_random: float | None               # ... after as many random grid points (mean of RANDOM_TRIALS)
     posterior_now: float                     # the same for the interval of the mean bandwidth
+    # (each "mean" is the weighted geometric mean of the options' high/low, each at most WIDE)
     posterior_random: float | None
     candidates: int                          # grid size
     notes: tuple[str, ...] = ()
+    # weighted share of the targets' options whose interval of the mean is wider than WIDE: now, after the
+    # proposed points, after as many random ones
+    wide_now: float = 0.0
+    wide_after: float = 0.0
+    wide_random: float = 0.0
+    # each of the targets' options (or best/default pairs): its weight (summing to 1) and the high/low of its
+    # interval of the mean now and after the proposed points (at most WIDE): posterior_now and posterior_after
+    # are exp(sum(weight * log(high/low))) of these
+    options: tuple[dict[str, Any], ...] = field(default=(), compare=False)
     objective: str = "options"
     # the targets' options as the model's inputs, per op (for checking the plan against refits), and the pair of
     # options each target's decision turns on (best, default, weight)
@@ -110,7 +125,9 @@ class BenchPlan:
             "width_now": self.width_now, "width_after": self.proposals[-1].width_after if self.proposals else None,
             "width_random": self.width_random, "posterior_now": self.posterior_now,
             "posterior_after": self.proposals[-1].posterior_after if self.proposals else None,
-            "posterior_random": self.posterior_random,
+            "posterior_random": self.posterior_random, "wide": WIDE,
+            "wide_share_now": round(self.wide_now, 4), "wide_share_after": round(self.wide_after, 4),
+            "wide_share_random": round(self.wide_random, 4), "options": list(self.options),
             "points": [{"nodes": p.point.nodes, "ranks_per_node": p.point.ranks_per_node, "ranks": p.point.ranks,
                         "api": p.point.api, "layout": p.point.layout, "collective": p.point.collective,
                         "stripe_count": p.point.stripe_count, "stripe_size": p.point.stripe_size,
@@ -234,11 +251,16 @@ def _group_points(runs: Sequence[Any], fs: FileSystem, op: str) -> list:
     return [run_point(r, fs.ost_count, _default_stripes(fs)).physical() for r in rs]
 
 
-def _width(var: Any) -> Any:
-    """The ratio of a 90 % interval's ends for a log-variance (infinite, not a RuntimeWarning, past a float)."""
+def _label(p: Point) -> str:
+    nodes = "?" if not math.isfinite(p.clients) else f"{p.clients:g}"
+    stripes = "" if p.stripes is None else f", {p.stripes:g} stripe(s)"
+    return f"{nodes} node(s) x {p.ranks:g} rank(s) {p.klass or '?'} {p.layout or ''}{stripes}".replace("  ", " ")
+
+
+def _log_width(var: Any) -> Any:
+    """log(high/low) of a 90 % interval for a log-variance: 2 * 1.645 * sd, at most log(WIDE)."""
     import numpy as np
-    with np.errstate(over="ignore"):
-        return np.exp(2 * Z90 * np.sqrt(np.maximum(var, 0.0)))
+    return np.minimum(2 * Z90 * np.sqrt(np.maximum(var, 0.0)), math.log(WIDE))
 
 
 def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Sequence[Any],
@@ -283,6 +305,7 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
     evaluation: dict[str, list[tuple[Point, float]]] = {}
     decisions: dict[str, list[tuple[Point, Point, float]]] = {}
     groups: list[design.Group] = []
+    labels: list[list[str]] = []          # per group, what each of its rows is (for the JSON's `options`)
     for op, fit in groups_fit.items():
         ev: list[tuple[Point, float]] = []
         pairs: list[tuple[Point, Point, float]] = []
@@ -315,6 +338,7 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
                 t_clients=np.full(len(pairs), math.inf), c_clients=np.array([p.clients for p in cand_pts]),
                 lo=fit.clients_min, hi=fit.clients_max, t_class=np.zeros(len(pairs), dtype=int),
                 c_class=np.zeros(len(grid), dtype=int), measured=set(), classes_known=False))
+            labels.append([f"{op}: {_label(b)} / {_label(d)}" for b, d, _ in pairs])
             continue
         groups.append(design.Group(
             cov=cov, targets=design.log_gradients(post, [p.physical() for p, _ in ev]),
@@ -324,20 +348,33 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
             lo=fit.clients_min, hi=fit.clients_max, t_class=np.array([cid(p.klass) for p, _ in ev]),
             c_class=np.array([cid(p.klass) for p in cand_pts]), measured={cid(k) for k in fit.klasses},
             classes_known=bool(fit.klasses), scale=fit.interval_scale))
+        labels.append([f"{op}: {_label(q)}" for q, _ in ev])
     if not groups:
         raise UsageError(f"{system}: none of the targets has an option on {fs.name}")
     wsum = sum(float(g.weight.sum()) for g in groups)
 
+    def var(g: design.Group, noise: bool) -> Any:
+        return g.target_var() - (0.0 if noise else (g.sigma * g.scale) ** 2)
+
     def mean_width(gs: Sequence[design.Group], noise: bool = True) -> float:
-        return sum(float((g.weight * _width(g.target_var() - (0.0 if noise else (g.sigma * g.scale) ** 2))).sum())
-                   for g in gs) / wsum
+        """The weighted geometric mean over the targets' options of their 90% intervals' high/low (each at most
+        WIDE): exp of the mean of 2 * 1.645 * sd of log bandwidth."""
+        return math.exp(sum(float((g.weight * _log_width(var(g, noise))).sum()) for g in gs) / wsum)
+
+    def wide(gs: Sequence[design.Group]) -> float:
+        """The weighted share of the targets' options whose interval of the mean is wider than WIDE."""
+        return sum(float((g.weight * (_log_width(var(g, False)) >= math.log(WIDE))).sum()) for g in gs) / wsum
 
     def clone(g: design.Group) -> design.Group:
         return replace(g, cov=g.cov.copy(), measured=set(g.measured))
 
-    now, post_now = mean_width(groups), mean_width(groups, noise=False)
+    def each(gs: Sequence[design.Group]) -> list[float]:
+        return [float(v) for g in gs for v in np.exp(_log_width(var(g, False)))]
+
+    now, post_now, wide_now = mean_width(groups), mean_width(groups, noise=False), wide(groups)
+    each_now = each(groups)
     rnd = random.Random(seed)
-    trials, post_trials = [], []
+    trials, post_trials, wide_trials = [], [], []
     for _ in range(RANDOM_TRIALS):
         gs = [clone(g) for g in groups]
         for i in [rnd.randrange(len(grid)) for _ in range(budget)]:
@@ -345,6 +382,7 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
                 g.add(i)
         trials.append(mean_width(gs))
         post_trials.append(mean_width(gs, noise=False))
+        wide_trials.append(wide(gs))
     proposals = []
     for i, removed in design.greedy(groups, budget):
         proposals.append(Proposal(grid[i], mean_width(groups), mean_width(groups, noise=False), removed))
@@ -353,7 +391,13 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
                      width_random=sum(trials) / len(trials), posterior_now=post_now,
                      posterior_random=sum(post_trials) / len(post_trials), candidates=len(grid),
                      notes=tuple(notes), evaluation=evaluation, grid=tuple(grid), objective=objective,
-                     decisions=decisions)
+                     decisions=decisions, wide_now=wide_now, wide_after=wide(groups),
+                     wide_random=sum(wide_trials) / len(wide_trials),
+                     options=tuple({"option": lab, "weight": round(float(w) / wsum, 6), "posterior_now": a,
+                                    "posterior_after": b}
+                                   for lab, w, a, b in zip([x for ls in labels for x in ls],
+                                                           [w for g in groups for w in g.weight],
+                                                           each_now, each(groups))))
 
 
 def plan_for(kb: Any, system: str | None, center: Center | None, budget: int, *, filesystem: str | None = None,
@@ -449,11 +493,19 @@ def sweep_text(plan: BenchPlan, *, directory: str, transfer_size: str = "1MiB", 
 
 
 def default_dir(fs: FileSystem) -> str | None:
-    """A directory on the file system for the benchmarks: its mount (variables expanded) + `ioadvise-plan`."""
+    """A directory on the file system for the benchmarks: its mount with its variables ($USER) expanded from
+    the environment, as the shell expands them in every command ioadvisor prints, + `ioadvise-plan`; None
+    when the center file gives no mount. UsageError naming the variable when one is not set."""
     if not fs.mount:
         return None
     m = os.path.expandvars(fs.mount)
-    return None if "$" in m else os.path.join(m, "ioadvise-plan")
+    unset = next(pattern_vars(m), None)
+    if unset:
+        var = unset[0]
+        how = " (export USER=$(id -un))" if var == "USER" else ""
+        raise UsageError(f"the mount of {fs.name}, {fs.mount}, uses ${var}, which is not set here: set it{how} "
+                         f"or give --dir")
+    return os.path.join(m, "ioadvise-plan")
 
 
 __all__ = ["BenchPlan", "BenchPoint", "Proposal", "Target", "candidate_grid", "default_targets", "make_plan",

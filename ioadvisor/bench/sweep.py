@@ -47,8 +47,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..errors import ConfigError, SlurmError, UsageError
-from ..util import atomic_write, check_line_value
+from ..errors import ConfigError, UsageError
+from ..util import atomic_write, check_line_value, loads_toml
 from .params import DATA_KEYS, MD_KEYS, data_params, md_params
 
 TOP_KEYS = ("name", "kind", "launcher", "base", "vary", "exclude", "include", "config", "slurm")
@@ -96,9 +96,10 @@ class Plan:
 
 def load_plan(path: str | Path) -> Plan:
     """A plan JSON written by `Plan.to_json`."""
+    from ..inputs import PLAN, read_input
     try:
-        d = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as e:
+        d = json.loads(read_input(path, PLAN))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:    # also a 5,000-digit integer, deep nesting
         raise UsageError(f"{path}: not a readable sweep plan ({e})") from None
     if not isinstance(d, dict) or d.pop(PLAN_MARKER, None) != 1:
         raise UsageError(f"{path}: not a sweep plan")
@@ -124,11 +125,11 @@ def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_r
 
     Every config is validated before the plan is returned, so nothing runs when any config is impossible.
     """
+    from ..inputs import TOML
+    from ..util import read_text
     src = str(path)
     try:
-        doc = tomllib.loads(text if text is not None else Path(path).read_text())
-    except FileNotFoundError:
-        raise UsageError(f"{src}: no such file") from None
+        doc = loads_toml(text if text is not None else read_text(path, TOML))
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{src}: {e}") from None
     unknown = sorted(set(doc) - set(TOP_KEYS))
@@ -176,8 +177,9 @@ def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_r
     if "options" in slurm and not isinstance(slurm["options"], list):
         raise ConfigError(f"{src}: [slurm] options must be a list of strings")
     launcher = doc.get("launcher", "mpiexec")
-    if launcher not in ("mpiexec", "srun"):
-        raise ConfigError(f"{src}: launcher: {launcher!r} is not mpiexec or srun")
+    if _launcher_words(launcher) is None:
+        raise ConfigError(f"{src}: launcher: {launcher!r} is not mpiexec, srun or srun with options "
+                          f"(e.g. \"srun --mpi=pmi2\")")
 
     keys = list(vary)
     explicit = [dict(c) for c in doc.get("config", [])]
@@ -234,12 +236,25 @@ def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_r
 
 
 # ---- running ------------------------------------------------------------------------------------------------
+def _launcher_words(launcher: Any) -> list[str] | None:
+    """The launcher setting as words: `mpiexec`, `srun`, or `srun` followed by its options in --opt=value form
+    (None when it is none of these)."""
+    try:
+        words = shlex.split(launcher) if isinstance(launcher, str) else []
+    except ValueError:
+        return None
+    if not words or words[0] not in ("mpiexec", "srun") or (words[0] == "mpiexec" and len(words) > 1):
+        return None
+    return words if all(w.startswith("-") for w in words[1:]) else None
+
+
 def launcher_command(plan: Plan, cfg: SweepConfig, plan_path: str | Path) -> list[str]:
     """The command that runs one config under the plan's launcher."""
     worker = [sys.executable, "-m", "ioadvisor.bench.worker", "run", str(plan_path), str(cfg.index)]
-    if plan.launcher == "srun":
+    words = _launcher_words(plan.launcher) or ["mpiexec"]
+    if words[0] == "srun":
         spread = [] if cfg.nodes is None else ["-N", str(cfg.nodes), f"--ntasks-per-node={cfg.ranks_per_node}"]
-        return ["srun", "-n", str(cfg.ranks), *spread, *worker]
+        return ["srun", *words[1:], "-n", str(cfg.ranks), *spread, *worker]
     mpiexec = mpiexec_path()
     return [mpiexec, "-n", str(cfg.ranks), *_mpiexec_spread(mpiexec, cfg), *worker]
 
@@ -269,6 +284,70 @@ def mpiexec_path() -> str:
     return found
 
 
+def slurm_mpi_default() -> str | None:
+    """slurm.conf's MpiDefault as `scontrol show config` reports it ("none" when the line is absent); None when
+    scontrol cannot be asked."""
+    try:
+        p = subprocess.run(["scontrol", "show", "config"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if p.returncode != 0:
+        return None
+    found = [ln.split("=", 1)[1].strip() for ln in p.stdout.splitlines()
+             if ln.split("=", 1)[0].strip() == "MpiDefault" and "=" in ln]
+    return found[0] if found else "none"
+
+
+def srun_without_mpi(plan: Plan) -> str | None:
+    """Why srun would start a config's ranks as separate one-rank programs instead of one MPI job: srun with no
+    MPI plugin (no --mpi= in the launcher, no $SLURM_MPI_TYPE, slurm.conf's MpiDefault none or absent), or
+    --mpi=none. None when the launcher is not srun, no config has two ranks, or scontrol cannot tell; the ranks
+    each result reports are checked in any case."""
+    words = _launcher_words(plan.launcher) or ["mpiexec"]
+    ranks = max(c.ranks for c in plan.configs)
+    if words[0] != "srun" or ranks < 2:
+        return None
+    given = [w.split("=", 1)[1] for w in words[1:] if w.startswith("--mpi=")]
+    if given:
+        mpi, source = given[-1], "the launcher's --mpi"
+    elif os.environ.get("SLURM_MPI_TYPE"):
+        mpi, source = os.environ["SLURM_MPI_TYPE"], "$SLURM_MPI_TYPE"
+    else:
+        mpi, source = slurm_mpi_default(), "MpiDefault in slurm.conf (scontrol show config)"
+        if mpi is None:
+            return None
+    if mpi.strip().lower() not in ("none", "(null)", ""):
+        return None
+    return (f"launcher {plan.launcher!r} would start {ranks} ranks as {ranks} separate one-rank programs: srun has "
+            f"no MPI plugin ({source} is {mpi or 'empty'}). Set launcher = \"srun --mpi=pmi2\" in the sweep file "
+            f"(`srun --mpi=list` shows the plugins; pmix for Open MPI), or launcher = \"mpiexec\"")
+
+
+def verify_result(plan: Plan, cfg: SweepConfig, path: Path, job_id: str | None = None) -> str | None:
+    """Why the result file at `path` is not a measurement of `cfg` as asked (None when it is): the ranks and
+    nodes it reports, the file system it is filed under, and in an array the job and task that wrote it."""
+    try:
+        doc = json.loads(path.read_text())
+        eff = doc["effective"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return f"{path}: not a readable result ({e})"
+    where = doc.get("sweep") or {}
+    if where.get("index") != cfg.index:
+        return f"{path.name} holds config {where.get('index')}, not config {cfg.index}"
+    if job_id is not None and (str(eff.get("slurm_array_job_id")), str(eff.get("slurm_array_task_id"))) != \
+            (job_id, str(cfg.index)):
+        return (f"{path.name} was written by job {eff.get('slurm_array_job_id')} task "
+                f"{eff.get('slurm_array_task_id')}, not by task {cfg.index} of array job {job_id}")
+    if eff.get("ranks") != cfg.ranks:
+        return f"the result reports {eff.get('ranks')} rank(s), the config asked for {cfg.ranks}"
+    if cfg.nodes is not None and eff.get("nodes") != cfg.nodes:
+        return f"the result reports {eff.get('nodes')} node(s), the config asked for {cfg.nodes}"
+    asked = cfg.settings.get("filesystem")
+    if asked and doc.get("filesystem") != asked:
+        return f"the result is filed under file system {doc.get('filesystem')!r}, the config asked for {asked!r}"
+    return None
+
+
 def write_plan(plan: Plan) -> Path:
     path = Path(plan.results) / PLAN_FILE
     atomic_write(path, plan.to_json())
@@ -291,8 +370,13 @@ def _ingest(kb_path: str | Path | None, path: Path) -> int:
     if kb_path is False:
         return 0
     from ..kb import KB
+    try:
+        center = json.loads(path.read_text()).get("params", {}).get("center")
+    except (OSError, ValueError, AttributeError):
+        center = None      # the import names what is wrong with the file
     with KB.open(kb_path) as store:
-        res = store.import_file(path, "bench")
+        # flagged against the center the benchmark ran under, as `kb import --center` would
+        res = store.import_file(path, "bench", center=center)
     return 0 if res.skipped else res.runs
 
 
@@ -320,11 +404,12 @@ def run_allocation(plan: Plan, *, kb: str | Path | None | bool = None, progress:
         except OSError as e:
             raise UsageError(f"{cmd[0]}: cannot start: {e.strerror}") from None
         target = plan.result_path(cfg.index)
-        if ok and target.exists():
+        wrong = verify_result(plan, cfg, target) if ok and target.exists() else None
+        if ok and target.exists() and wrong is None:
             out.results.append(str(target))
             out.kb_runs += _ingest(kb, target)
         else:
-            out.failed.append((cfg.index, why if not ok else "no result file written"))
+            out.failed.append((cfg.index, why if not ok else wrong or "no result file written"))
         if progress:
             progress("done", n + 1, total, cfg.label)
     return out
@@ -337,98 +422,65 @@ def _last_error(text: str) -> str:
 
 
 # ---- Slurm job array ---------------------------------------------------------------------------------------
-def _q(value: str) -> str:
-    from ..slurm.submit import sbatch_value
-    return sbatch_value(value)
-
-
 def render_array_script(plan: Plan, plan_path: str | Path) -> str:
     """The job-array script: one task per config, each reading its config from the plan JSON. Pure."""
+    from ..slurm.array import render
     s = plan.slurm
-    spread = [c for c in plan.configs if c.nodes is not None]
-    if spread:
+    if any(c.nodes is not None for c in plan.configs):
         # every task asks for what the largest config needs: its nodes, and the most ranks any config puts on one
-        size = [f"#SBATCH --nodes={max(c.nodes or 1 for c in plan.configs)}",
-                f"#SBATCH --ntasks-per-node={max(c.ranks_per_node or c.ranks for c in plan.configs)}"]
+        size = [f"--nodes={max(c.nodes or 1 for c in plan.configs)}",
+                f"--ntasks-per-node={max(c.ranks_per_node or c.ranks for c in plan.configs)}"]
     else:
-        size = [f"#SBATCH --ntasks={max(c.ranks for c in plan.configs)}"]
-    lines = ["#!/bin/bash",
-             f"#SBATCH --job-name=ioadvise-{plan.name}",
-             f"#SBATCH --array=0-{len(plan.configs) - 1}",
-             *size,
-             f"#SBATCH --output={_q(str(Path(plan.results) / LOG_PATTERN.format(job='%A', task='%a')))}"]
-    for key, opt in (("nodes", "--nodes"), ("ntasks_per_node", "--ntasks-per-node"), ("partition", "--partition"),
-                     ("time", "--time"), ("account", "--account"), ("qos", "--qos"), ("constraint", "--constraint")):
-        if s.get(key) not in (None, ""):
-            lines.append(f"#SBATCH {opt}={_q(str(s[key]))}")
-    for opt in s.get("options", []):
-        lines.append(f"#SBATCH {check_line_value(opt, '[slurm] options')}")
-    lines += ["", "# each task runs the config whose index is its array task id (see .plan.json)",
-              "set -eu",
-              f"exec {shlex.quote(sys.executable)} -m ioadvisor.bench.worker launch "
-              f"{shlex.quote(str(plan_path))} \"$SLURM_ARRAY_TASK_ID\"", ""]
-    return "\n".join(lines)
-
-
-def _slurm_env() -> dict[str, str]:
-    # the script decides everything: SBATCH_* from the caller's environment would override it
-    return {k: v for k, v in os.environ.items() if not k.startswith("SBATCH_")}
+        size = [f"--ntasks={max(c.ranks for c in plan.configs)}"]
+    options = {"--nodes": s.get("nodes"), "--ntasks-per-node": s.get("ntasks_per_node"),
+               "--partition": s.get("partition"), "--time": s.get("time"), "--account": s.get("account"),
+               "--qos": s.get("qos"), "--constraint": s.get("constraint")}
+    return render(name=f"ioadvise-{plan.name}", tasks=len(plan.configs), size=size,
+                  output=str(Path(plan.results) / LOG_PATTERN.format(job="%A", task="%a")), options=options,
+                  raw=[check_line_value(opt, "[slurm] options") for opt in s.get("options", [])],
+                  comment="each task runs the config whose index is its array task id (see .plan.json)",
+                  command=f"exec {shlex.quote(sys.executable)} -m ioadvisor.bench.worker launch "
+                          f"{shlex.quote(str(plan_path))} \"$SLURM_ARRAY_TASK_ID\"")
 
 
 def submit_array(plan: Plan) -> tuple[str, Path]:
-    """Write plan and script, submit with `sbatch --parsable`; returns (job id, script path)."""
+    """Write plan and script, submit the script; returns (job id, script path)."""
+    from ..slurm.array import submit
     plan_path = write_plan(plan)
     script = Path(plan.results) / SCRIPT_FILE
     atomic_write(script, render_array_script(plan, plan_path), mode=0o755)
-    try:
-        p = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True, timeout=60,
-                           env=_slurm_env())
-    except FileNotFoundError:
-        raise SlurmError("sbatch not found: array mode needs Slurm (use --mode allocation)") from None
-    except subprocess.TimeoutExpired:
-        raise SlurmError("sbatch did not answer within 60 s") from None
-    if p.returncode != 0:
-        raise SlurmError(f"sbatch failed: {_last_error(p.stderr) or p.returncode}")
-    job_id = p.stdout.strip().split(";")[0]
-    if not job_id.isdigit():
-        raise SlurmError(f"sbatch printed no job id: {p.stdout.strip()!r}")
-    return job_id, script
-
-
-def _in_queue(job_id: str) -> bool | None:
-    from ..slurm.submit import in_queue
-    return in_queue(job_id, _slurm_env())
+    return submit(script), script
 
 
 def wait_and_ingest(plan: Plan, job_id: str, *, kb: str | Path | None | bool = None,
                     progress: Progress | None = None, timeout: float = 3600, poll: float = 1.0) -> SweepOutcome:
     """Wait for the array's result files and add each to the KB as it arrives (a file is added once)."""
+    from ..slurm.array import wait
     out = SweepOutcome(plan, job_id=job_id)
     pending = {c.index: plan.result_path(c.index) for c in plan.configs}
     total = len(pending)
-    deadline = time.monotonic() + timeout
-    gone_since: float | None = None
-    while pending:
+
+    def task_error(idx: int) -> str:
+        log = Path(plan.results) / LOG_PATTERN.format(job=job_id, task=idx)
+        return _last_error(log.read_text(errors="replace")) if log.exists() else ""
+
+    def collect() -> int:
         for idx, path in sorted(pending.items()):
             if path.exists():
-                out.results.append(str(path))
-                out.kb_runs += _ingest(kb, path)
                 del pending[idx]
+                wrong = verify_result(plan, plan.configs[idx], path, job_id)
+                if wrong is None:
+                    out.results.append(str(path))
+                    out.kb_runs += _ingest(kb, path)
+                else:   # not added to the KB: it would be filed as what was asked, not what ran
+                    err = task_error(idx)
+                    out.failed.append((idx, wrong + (f"; task {idx} said: {err}" if err else "")))
                 if progress:
                     progress("done", total - len(pending), total, plan.configs[idx].label)
-        if not pending:
-            break
-        queued = _in_queue(job_id)
-        now = time.monotonic()
-        if queued is False:
-            gone_since = gone_since or now
-            if now - gone_since > 3 * poll + 2:   # files land just before the task leaves the queue
-                break
-        if now > deadline:
-            break
-        time.sleep(poll)
+        return total - len(pending)
+
+    wait(job_id, collect, total, timeout=timeout, poll=poll)
     for idx in sorted(pending):
-        log = Path(plan.results) / LOG_PATTERN.format(job=job_id, task=idx)
-        why = _last_error(log.read_text(errors="replace")) if log.exists() else "no output"
-        out.failed.append((idx, why or "no result file written"))
+        out.failed.append((idx, task_error(idx) or "no output and no result file written"))
+    out.failed.sort()
     return out

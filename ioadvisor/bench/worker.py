@@ -5,8 +5,10 @@
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from typing import Any
 
 from ..errors import IOAdvisorError
 from ..util import printable
@@ -20,14 +22,32 @@ def _run(plan_path: str, index: int) -> int:
     from .sweep import load_plan
     plan = load_plan(plan_path)
     cfg = plan.configs[index]
+    comm = _world(plan, index)
     if plan.kind == "data":
-        res = run_data(data_params(cfg.settings))
+        res = run_data(data_params(cfg.settings), comm)
     else:
-        res = run_md(md_params(cfg.settings))
+        res = run_md(md_params(cfg.settings), comm)
     if res is not None:
         res["sweep"] = {"name": plan.name, "index": index, "label": cfg.label, "plan": plan_path}
         result.write(result.document(res, system=cfg.settings.get("system")), path=plan.result_path(index))
     return 0
+
+
+def _world(plan: Any, index: int) -> Any:
+    """The communicator, refused before any file is touched unless it holds the ranks the config asked for:
+    ranks that do not form one MPI job each see a world of one, all act as rank 0 and write the same files."""
+    from . import BenchError
+    from .comm import world
+    cfg = plan.configs[index]
+    comm = world(require_mpi=cfg.ranks > 1)
+    size = comm.Get_size()
+    if size != cfg.ranks:
+        started = os.environ.get("SLURM_STEP_NUM_TASKS")
+        why = (f": srun started {started} tasks that do not form one MPI job (srun without an MPI plugin: set "
+               f"launcher = \"srun --mpi=pmi2\" in the sweep file, or use mpiexec)"
+               if size == 1 and started and started != "1" else "")
+        raise BenchError(f"config {index} asked for {cfg.ranks} ranks but its MPI job has {size}{why}")
+    return comm
 
 
 def _launch(plan_path: str, index: int) -> int:

@@ -7,22 +7,45 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import ConfigError, UsageError
+from ..lustre import MAX_STRIPE_COUNT, constraint_of, mount_regex, stripe_count_problem, stripe_size_problem
 from ..model.types import Center, FileSystem, Tier
 from ..model.units import parse_size
+from ..model.validate import INT_RANGES, MAX_NAME, _name, _text
+from ..util import loads_toml
 
-from .schema import FS_STRIPING, KEYS, MPI_FLAVOURS, STRIPE_UNIT, TIER_KINDS, keys_of
+from .schema import FS_STRIPING, KEYS, MPI_FLAVOURS, TIER_KINDS, keys_of
 
 UNKNOWN_FS = "unknown"         # the file system of runs that do not name one
 _STRIPING = FS_STRIPING
 _MPIS = MPI_FLAVOURS
 _FEATURES = re.compile(r"^[A-Za-z0-9_-]+(?:[&|,][A-Za-z0-9_-]+)*$")
+MAX_PATH = 4096                # characters of a mount path
 _VERSION = re.compile(r"^[0-9]+(?:\.[0-9]+){0,3}[A-Za-z0-9._-]*$")
+
+
+CENTERS_ENV = "IOADVISE_CENTERS"
 
 
 def centers_dir() -> Path:
     """Directory of the shipped center configurations (data/centers)."""
-    from ..kb.reference import data_dir
+    from ..resources import data_dir
     return data_dir() / "centers"
+
+
+def center_dirs() -> list[Path]:
+    """Where center files are looked up by name, first match winning: the directories of $IOADVISE_CENTERS
+    (a colon-separated list, like PATH; a site's own center files), then the shipped data/centers."""
+    import os
+    site = [Path(d).expanduser() for d in os.environ.get(CENTERS_ENV, "").split(os.pathsep) if d.strip()]
+    return site + [centers_dir()]
+
+
+def is_shipped(path: str | Path) -> bool:
+    """Whether a center file is one shipped with ioadvisor (not a site's own)."""
+    try:
+        return Path(path).resolve().parent == centers_dir().resolve()
+    except OSError:
+        return False
 
 
 def key_line(text: str, key: str) -> int | None:
@@ -74,8 +97,18 @@ class _Reader:
         if v is None:
             return None
         at = f"{where}{key}"
-        if spec.kind in ("string", "choice", "version", "bandwidth") and not isinstance(v, str):
-            raise self.fail(at, f"{at} must be str, got {v!r}")
+        if spec.kind in ("string", "text", "choice", "version", "bandwidth"):
+            if not isinstance(v, str):
+                raise self.fail(at, f"{at} must be str, got {v!r}")
+            # what a job script, an #SBATCH line, the KB or a terminal would refuse later is refused here: a
+            # value of one line has no control character at all, free text no escape, NUL ...
+            try:
+                if spec.kind == "text":
+                    _text(v, at)
+                else:
+                    _name(v, at, limit=MAX_PATH if key == "mount" else MAX_NAME)
+            except UsageError as e:
+                raise self.fail(at, str(e)) from None
         if spec.kind == "integer" and (not isinstance(v, int) or isinstance(v, bool)):
             raise self.fail(at, f"{at} must be int, got {v!r}")
         if spec.kind == "boolean" and not isinstance(v, bool):
@@ -165,15 +198,18 @@ def _filesystem(rd: _Reader, where: str, fs: dict[str, Any]) -> FileSystem:
     osts, count, size = v.get("ost_count"), v.get("default_stripe_count"), v.get("default_stripe_size")
     if osts is not None and osts < 1:
         raise rd.fail(f"{where}ost_count", f"{where}ost_count must be positive, got {osts}")
-    if count is not None and (count < -1 or count == 0):
+    if osts is not None and osts > INT_RANGES["ost_count"][1]:
+        raise rd.fail(f"{where}ost_count", f"{where}ost_count must be between 1 and {INT_RANGES['ost_count'][1]}, "
+                                           f"got {osts}")
+    if count is not None and stripe_count_problem(count):
         raise rd.fail(f"{where}default_stripe_count", f"{where}default_stripe_count must be -1 (all OSTs) or "
-                                                      f"positive, got {count}")
+                                                      f"1 to {MAX_STRIPE_COUNT}, got {count}")
     if count is not None and osts is not None and count > osts:
         raise rd.fail(f"{where}default_stripe_count", f"{where}default_stripe_count {count} is more than "
                                                       f"ost_count {osts}")
-    if size is not None and (size <= 0 or size % STRIPE_UNIT):
-        raise rd.fail(f"{where}default_stripe_size", f"{where}default_stripe_size {size} bytes is not a positive "
-                                                     f"multiple of 64 KiB ({STRIPE_UNIT} bytes); Lustre refuses it")
+    if size is not None and stripe_size_problem(size):
+        raise rd.fail(f"{where}default_stripe_size", f"{where}default_stripe_size {stripe_size_problem(size)}; "
+                                                     f"Lustre refuses it")
     fstype = v["type"].lower()
     mount = v.get("mount")
     if mount is not None and not mount.startswith(("/", "$")):
@@ -194,11 +230,11 @@ def _tier(rd: _Reader, where: str, t: dict[str, Any], fs_names: list[str]) -> Ti
                                             f"systems ({', '.join(fs_names) or 'none'})")
     request = v.get("request")
     if request is not None:
-        m = re.match(r"^(?:--constraint=|-C\s*)(.*)$", request.strip())
-        if m and not _FEATURES.match(m.group(1)):
-            raise rd.fail(f"{where}request", f"{where}request: {m.group(1)!r} is not a feature list (letters, "
+        features = constraint_of(request)
+        if features is not None and not _FEATURES.match(features):
+            raise rd.fail(f"{where}request", f"{where}request: {features!r} is not a feature list (letters, "
                                               f"digits, _ and - joined by &, | or ,)")
-        if not m and not re.match(r"^--[a-z][a-z-]*(?:[= ]\S+)?$", request.strip()):
+        if features is None and not re.match(r"^--[a-z][a-z-]*(?:[= ]\S+)?$", request.strip()):
             raise rd.fail(f"{where}request", f"{where}request {request!r} is not one sbatch option such as "
                                               f"--constraint=BEEOND or --gres=nvme:1")
         if '"' in request or "'" in request or "#" in request:
@@ -238,14 +274,16 @@ def load_center_file(path: str | Path) -> Center:
 
 
 def _load_center_file(p: Path) -> Center:
+    from ..inputs import TOML, read_input
+    if not p.exists() and not p.is_symlink():
+        raise UsageError(f"{p}: no such center file")
+    data = read_input(p, TOML, ConfigError)
     try:
-        text = p.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{p}: no such center file") from None
-    except (OSError, UnicodeDecodeError) as e:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
         raise ConfigError(f"{p}: cannot read: {e}") from None
     try:
-        data = tomllib.loads(text)
+        data = loads_toml(text)
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"at line (\d+)", str(e))
         line = int(m.group(1)) if m else None
@@ -255,32 +293,48 @@ def _load_center_file(p: Path) -> Center:
 
 
 def available_centers(directory: Path | None = None) -> list[Path]:
-    d = directory or centers_dir()
-    return sorted(d.glob("*.toml")) if d.is_dir() else []
+    """The center files of `directory`, or of every directory of `center_dirs` (a file stem met again in a
+    later directory is left out: $IOADVISE_CENTERS overrides a shipped file of the same name)."""
+    out: list[Path] = []
+    seen: set[str] = set()
+    for d in ([directory] if directory is not None else center_dirs()):
+        for p in (sorted(d.glob("*.toml")) if d.is_dir() else []):
+            if p.stem.lower() not in seen:
+                seen.add(p.stem.lower())
+                out.append(p)
+    return out
 
 
-def find_center(name: str, directory: Path | None = None) -> Center | None:
-    """The shipped center whose `name` or file stem matches `name` (case-insensitive), or None."""
+def find_center_file(name: str, directory: Path | None = None) -> Path | None:
+    """The center file (a site's in $IOADVISE_CENTERS, else shipped) whose file stem or `name` matches `name`
+    (case-insensitive), or None. This is the one place center names are resolved."""
     key = name.strip().lower()
-    for p in available_centers(directory):
+    paths = available_centers(directory)
+    for p in paths:
         if p.stem.lower() == key:
-            return load_center_file(p)
-    for p in available_centers(directory):
-        c = load_center_file(p)
-        if c.name.lower() == key:
-            return c
+            return p
+    for p in paths:
+        if load_center_file(p).name.lower() == key:
+            return p
     return None
 
 
+def find_center(name: str, directory: Path | None = None) -> Center | None:
+    """The center named `name` (`find_center_file`), or None."""
+    p = find_center_file(name, directory)
+    return None if p is None else load_center_file(p)
+
+
 def load_center(spec: str | Path) -> Center:
-    """A center from a file path (anything that exists or ends in .toml) or a shipped center's name."""
+    """A center from a file path (anything that exists or ends in .toml) or a center's name (`find_center`)."""
     s = str(spec)
     if s.endswith(".toml") or Path(s).is_file():
         return load_center_file(s)
     c = find_center(s)
     if c is None:
         known = ", ".join(load_center_file(p).name for p in available_centers())
-        raise UsageError(f"unknown center {s!r} (known: {known}; or give a .toml file)")
+        raise UsageError(f"unknown center {s!r} (known: {known}; or give a .toml file, or put NAME.toml in a "
+                         f"directory of ${CENTERS_ENV})")
     return c
 
 
@@ -339,17 +393,6 @@ def resolve_center(system: str | None, center: str | Path | None, kb: Any | None
     raise UsageError(f"unknown system {system!r} (known: {', '.join(known)})")
 
 
-def _mount_regex(pattern: str) -> re.Pattern[str]:
-    """A mount pattern as a regex matching it and anything below it; `$VAR` matches one path component."""
-    parts, pos = [], 0
-    for m in re.finditer(r"\$(?:\{\w+\}|\w+)", pattern):
-        parts.append(re.escape(pattern[pos:m.start()]))
-        parts.append(r"[^/]+")
-        pos = m.end()
-    parts.append(re.escape(pattern[pos:].rstrip("/")))
-    return re.compile("^" + "".join(parts) + r"(?:/|$)")
-
-
 def place_of_path(center: Center, path: str | Path) -> tuple[str, str | None] | None:
     """(file system name, tier name or None) of the center whose mount (or tier mount) holds `path`, the
     longest mount winning; None when no mount of the center holds it."""
@@ -358,7 +401,7 @@ def place_of_path(center: Center, path: str | Path) -> tuple[str, str | None] | 
     candidates = [(fs.mount, fs.name, None) for fs in center.filesystems if fs.mount]
     candidates += [(t.mount, t.filesystem, t.name) for t in center.tiers if t.mount]
     for mount, fs, tier in candidates:
-        if mount.startswith("/") and _mount_regex(mount).match(p):
+        if mount.startswith("/") and mount_regex(mount).match(p):
             score = len(mount)
             if best is None or score > best[0]:
                 best = (score, fs, tier)
@@ -372,8 +415,8 @@ def default_system_name(center: Center | None = None, explicit: str | None = Non
 
 
 def center_for(spec: str | Path | None, system: str | None) -> Center | None:
-    """The center named by `spec` (file or shipped name) or, without one, the shipped center whose name is
-    `system`; None when there is neither."""
+    """The center named by `spec` (file or name) or, without one, the center whose name is `system` (a site's
+    in $IOADVISE_CENTERS, else shipped); None when there is neither."""
     if spec is not None:
         return load_center(spec)
     return find_center(system) if system else None

@@ -13,7 +13,6 @@ FS_STRIPING = ("user", "pfl-managed", "none")
 TIER_KINDS = ("per-job", "node-local", "burst-buffer")
 # file system types ioadvisor knows something about; others load with a warning from `center check`
 FS_TYPES = ("lustre", "gpfs", "beegfs", "nfs", "hsfs", "ext3", "ext4", "xfs", "tmpfs", "cephfs", "wekafs")
-STRIPE_UNIT = 64 << 10          # Lustre refuses stripe sizes that are not multiples of 64 KiB
 
 
 @dataclass(frozen=True)
@@ -22,7 +21,7 @@ class Key:
 
     section: str            # "" (top level), "filesystems" or "tiers"
     name: str
-    kind: str               # string | integer | boolean | size | bandwidth | version | choice
+    kind: str               # string (one line) | text | integer | boolean | size | bandwidth | version | choice
     default: str            # as documented; "required" for keys that must be present
     meaning: str
     unit: str = "-"
@@ -36,8 +35,8 @@ class Key:
 KEYS: tuple[Key, ...] = (
     Key("", "name", "string", "required", "system name runs are filed under (matches `--system` and "
         "`SLURM_CLUSTER_NAME`, case-insensitive)"),
-    Key("", "title", "string", "none", "long name shown in the guide"),
-    Key("", "source", "string", "none", "where the facts in this file come from"),
+    Key("", "title", "text", "none", "long name shown in the guide"),
+    Key("", "source", "text", "none", "where the facts in this file come from"),
     Key("", "mpi", "choice", "mpich", "the MPI flavour most jobs use; picks how hints are passed",
         choices=MPI_FLAVOURS),
     Key("", "mpi_version", "version", "none", "version of that MPI, e.g. `4.1.4`"),
@@ -52,20 +51,20 @@ KEYS: tuple[Key, ...] = (
     Key("filesystems", "ost_count", "integer", "none", "object storage targets (Lustre OSTs, BeeGFS targets); "
         "at least 1"),
     Key("filesystems", "default_stripe_count", "integer", "none", "stripe count a new file gets (-1: all OSTs); "
-        "not above ost_count"),
+        "not above ost_count or 2000"),
     Key("filesystems", "default_stripe_size", "size", "none", "stripe size a new file gets; a multiple of "
-        "64 KiB", unit="bytes"),
+        "64 KiB below 4 GiB", unit="bytes"),
     Key("filesystems", "striping", "choice", "user for lustre and beegfs, else none",
-        "who sets striping: users (`lfs setstripe`), a progressive layout the center manages, or nobody",
+        "who sets striping: users (`lfs setstripe`, Lustre only), a progressive layout the center manages, or nobody",
         choices=FS_STRIPING),
     Key("filesystems", "persistent", "boolean", "true", "data outlives the job"),
     Key("filesystems", "rated_write_bandwidth", "bandwidth", "none", "the file system's rated peak write "
         "bandwidth; runs above it are flagged `above-peak`", unit="bytes/s"),
     Key("filesystems", "rated_read_bandwidth", "bandwidth", "none", "the rated peak read bandwidth",
         unit="bytes/s"),
-    Key("filesystems", "quota", "string", "none", "quota policy, as text for the guide"),
-    Key("filesystems", "purpose", "string", "none", "what the file system is for, as text for the guide"),
-    Key("filesystems", "citation", "string", "none", "where in the source these facts are stated"),
+    Key("filesystems", "quota", "text", "none", "quota policy, as text for the guide"),
+    Key("filesystems", "purpose", "text", "none", "what the file system is for, as text for the guide"),
+    Key("filesystems", "citation", "text", "none", "where in the source these facts are stated"),
     Key("tiers", "name", "string", "required", "unique name of the scratch tier"),
     Key("tiers", "filesystem", "string", "required", "the `filesystems` entry that describes the tier"),
     Key("tiers", "kind", "choice", "per-job", "how the tier lives", choices=TIER_KINDS),
@@ -76,7 +75,7 @@ KEYS: tuple[Key, ...] = (
         "$TMPDIR, $HOME, $SLURM_JOBID, $SLURM_JOB_USER only"),
     Key("tiers", "capacity_per_node", "size", "none", "space per node", unit="bytes"),
     Key("tiers", "stage", "boolean", "true", "copy inputs in and results out around the job"),
-    Key("tiers", "notes", "string", "none", "anything staff want users to read"),
+    Key("tiers", "notes", "text", "none", "anything staff want users to read"),
 )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import importlib
+import sys
 from collections.abc import MutableMapping
 from typing import Any, Callable, Iterator
 
@@ -183,5 +184,21 @@ def _root(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: the command, then its output flushed; a failed write to stdout (a full disk,
+    a closed pipe) is one line and exit 1, never a silent truncation, a traceback or exit 0."""
+    from .common import OutputError, checked_stdout, err_console
+    out = checked_stdout()
+    code: Any = 0
+    try:
+        app()
+    except SystemExit as e:
+        code = e.code
+    except OutputError as e:                     # raised outside a command's own error handling
+        err_console.print(f"Error: {e}", highlight=False, soft_wrap=True)
+        code = e.exit_code
+    try:
+        out.flush()
+    except OutputError as e:
+        err_console.print(f"Error: {e}", highlight=False, soft_wrap=True)
+        code = e.exit_code
+    sys.exit(code)

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..errors import UsageError
+from ..inputs import SCRIPT, TOML
 from ..util import read_text
 from . import command_app
 from .common import JsonOption, KBOption, cli_errors, console, print_json
@@ -26,7 +27,7 @@ def parse_hints(text: str | None) -> dict[str, str]:
 
 
 def _row(opt: Any, label: str) -> list[str]:
-    from ..model.units import format_size
+    from ..model.units import format_estimate, format_size
     c, p = opt.config, opt.prediction
     where = f"{c.tier} (tier)" if c.tier else c.filesystem
     stripes = "-" if c.stripe_count is None else f"{c.stripe_count} x {format_size(c.stripe_size)}"
@@ -35,20 +36,16 @@ def _row(opt: Any, label: str) -> list[str]:
     cb = [f"{k[6:]} {word.get(v, v)}" for k, v in c.hints.items() if k.startswith("romio_cb_")]
     if cb:
         mode += " " + ",".join(cb)
-    pred = "-" if p.value is None else f"{_num(p.value)} ({_num(p.low)}-{_num(p.high)}) {p.unit}"
+    pred = "-" if p.value is None else format_estimate(p.value, p.low, p.high, p.unit)
     return [label, where, c.layout, mode, stripes, pred]
 
 
-def _num(v: float) -> str:
-    if v >= 1e6:
-        return f"{v / 1e6:.3g}M"
-    return f"{v:,.0f}"
 
 
 def render_advice(advice: Any, flavour: str, commands: str, unpinned: Any = None) -> None:
     from rich.table import Table
     from rich.text import Text
-    from ..model.units import format_size
+    from ..model.units import format_rate, format_size
     rec, base = advice.recommendation, advice.baseline
     w = advice.workload
     console.print(Text.assemble((advice.system, "bold"), f": {w.nodes} node(s) x {w.ranks_per_node} rank(s), "
@@ -77,7 +74,7 @@ def render_advice(advice: Any, flavour: str, commands: str, unpinned: Any = None
         console.print(Text("Evidence", style="bold"))
         for e in rec.evidence[:10]:
             head = f"run {e.run_id}" if e.run_id else "comparison"
-            val = f" = {_num(e.value)} {e.unit}" if e.value is not None else ""
+            val = f" = {format_rate(e.value, e.unit)}" if e.value is not None else ""
             summary = (e.summary or "").split(" (")[0] if not e.run_id else e.summary
             console.print(f"  - {head}{val}: {summary} [{e.source}, {e.citation}]", highlight=False, markup=False)
     if commands:
@@ -125,8 +122,8 @@ def advice_json(advice: Any) -> dict[str, Any]:
 
 @app.command("advise")
 def advise_cmd(
-    center: Annotated[Optional[str], typer.Option(help="Center config: a TOML file or a shipped center's name.")] = None,
-    system: Annotated[Optional[str], typer.Option(help="System name (a shipped center or a system in the KB).")] = None,
+    center: Annotated[Optional[str], typer.Option(help="Center config: a TOML file or a center's name (in $IOADVISE_CENTERS or shipped).")] = None,
+    system: Annotated[Optional[str], typer.Option(help="System name (a center in $IOADVISE_CENTERS or shipped, or a system in the KB).")] = None,
     kb: KBOption = None,
     nodes: Annotated[Optional[int], typer.Option("-N", "--nodes", help="Nodes of the job (as sbatch -N).")] = None,
     ntasks: Annotated[Optional[int], typer.Option("-n", "--ntasks", help="MPI ranks in all (as sbatch -n): "
@@ -173,8 +170,8 @@ def advise_cmd(
         nodes_given = given.pop("nodes")
         if nodes_given is not None:
             sb["nodes"] = nodes_given          # -N/--nodes: the sbatch-style option
-        spec = describe(script=read_text(script) if script else None, script_path=str(script),
-                        toml=read_text(workload) if workload else None, toml_path=str(workload),
+        spec = describe(script=read_text(script, SCRIPT) if script else None, script_path=str(script),
+                        toml=read_text(workload, TOML) if workload else None, toml_path=str(workload),
                         sbatch=sb, explicit=given, strict=True)
         flavour, version = parse_mpi(spec.mpi) if spec.mpi else (None, None)
         w, pins = spec.workload(), spec.pins()

@@ -30,7 +30,9 @@ def scan_cmd(
     system: Annotated[Optional[str], typer.Option(help="System the jobs ran on (default: the center's name, "
                                                        "else $SLURM_CLUSTER_NAME, else unknown).")] = None,
     center: Annotated[Optional[str], typer.Option(help="Center file or shipped name: the OST count the striping "
-                                                       "rules use, as in `ioadvise diagnose --center`.")] = None,
+                                                       "rules use, as in `ioadvise diagnose --center`, and the "
+                                                       "mounts a job's files must lie under for it to become "
+                                                       "production runs (else it is kept as a diagnosis).")] = None,
     thresholds: Annotated[Optional[Path], typer.Option(help="TOML file of [RULE_ID] thresholds laid over the "
                                                             "shipped ones.")] = None,
     retry_failed: Annotated[bool, typer.Option("--retry-failed", help="Read again the logs an earlier scan "
@@ -99,11 +101,17 @@ def _settings(system: str | None, center: str | None, thresholds: Path | None) -
 def _scan(roots: list[Path], kb: Path | None, workers: int | None, system: str | None, center: str | None,
           thresholds: Path | None, retry_failed: bool, timeout: float, quiet: bool) -> dict[str, Any]:
     from ..archive.pool import default_workers
-    from ..archive.scan import scan
+    from ..archive.scan import one_scan_at_a_time, scan
     from ..kb import KB
+    from .common import err_console
     settings, where = _settings(system, center, thresholds)
     n = workers or default_workers()
-    with KB.open(kb) as store, progress_bar(quiet) as bar:
+
+    def waiting() -> None:
+        err_console.print(printable(f"another archive scan of {store.path} is running: waiting for it to end"),
+                          highlight=False, soft_wrap=True)
+
+    with KB.open(kb) as store, one_scan_at_a_time(store.path, waiting), progress_bar(quiet) as bar:
         task = bar.add_task("Scanning Darshan logs", total=None)
         out = scan(roots, store, settings, workers=n, timeout=timeout, retry_failed=retry_failed, center=where,
                    progress=lambda done, total: bar.update(task, completed=done, total=total))
@@ -173,8 +181,8 @@ def _render_array(out: dict[str, Any]) -> None:
     for f in out["failed"]:
         console.print(printable(f"Not read (skipped): {f['path']}: {f['error']}"), highlight=False)
     for m in out["missing"]:
-        console.print(f"Task {m['task']} has no results: re-run it alone with `{m['rerun']}`, then "
-                      f"`ioadvise archive merge {out['work']}`", highlight=False)
+        console.print(printable(f"Task {m['task']} has no results: re-run it alone with `{m['rerun']}`, then "
+                                f"`ioadvise archive merge {out['work']}`"), highlight=False)
 
 
 def _render_scan(out: dict[str, Any]) -> None:
@@ -191,7 +199,7 @@ def _render_scan(out: dict[str, Any]) -> None:
         t.add_column("log")
         t.add_column("why")
         for f in out["failed"]:
-            t.add_row(f["path"], f["error"])
+            t.add_row(printable(f["path"]), printable(f["error"]))
         console.print(t)
     if out["worker_restarts"]:
         console.print(f"{out['worker_restarts']} worker(s) replaced after a log crashed or hung them.")
@@ -256,11 +264,14 @@ def _render_report(doc: dict[str, Any]) -> None:
     saving = (f"the savings backed by the evidence (a saving the rule derives from the counters, or a measured "
               f"gain; on {tot['jobs_with_saving']} job(s)) come to about {_h(tot['saving_process_hours'])}"
               if tot["jobs_with_saving"] else "no measurement backs a saving for any of them")
-    console.print(f"{logs['scanned']} logs scanned ({logs['failed']} unreadable), {tot['jobs']} jobs using "
+    empty = f", {logs['empty_files']} empty files" if logs["empty_files"] else ""
+    console.print(f"{logs['scanned']} logs scanned ({logs['failed']} unreadable{empty}), {tot['jobs']} jobs using "
                   f"{_h(tot['process_hours'])} process-hours; {tot['jobs_with_findings']} jobs with findings put "
                   f"{_h(tot['at_stake_process_hours'])} process-hours of I/O time at stake; {saving}. Node counts: "
                   f"{tot['jobs_with_nodes']} of {tot['jobs']} jobs ({_h(tot['at_stake_node_hours'])} node-hours "
-                  f"at stake among them); the others are counted in processes only.", highlight=False)
+                  f"at stake among them); the others are counted in processes only. {tot['jobs_measured']} job(s) "
+                  f"had their files under the center's mounts (measurements); the rest are diagnoses only.",
+                  highlight=False)
     if not tot["jobs"]:
         console.print("No jobs in the KB's archive tables: run `ioadvise archive scan` first.")
         return

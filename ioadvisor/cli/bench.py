@@ -31,7 +31,7 @@ FilesystemOpt = Annotated[Optional[str], typer.Option(
     help="File system the runs are filed under (default: the center file system whose mount holds --dir, "
          "else the mount point).")]
 CenterOpt = Annotated[Optional[str], typer.Option(
-    help="Center file or shipped center name: gives the system name and maps --dir to a file system "
+    help="Center file or name (in $IOADVISE_CENTERS or shipped): gives the system name and maps --dir to a file system "
          "(docs/center.md).")]
 
 
@@ -77,7 +77,8 @@ def _finish(doc: dict[str, Any], result_dir: Optional[Path], kb: Optional[Path],
     if kb is not None:
         from ..kb import KB
         with KB.open(kb) as store:
-            imported = store.import_file(path, "bench")
+            # flagged against the center the benchmark ran under, as `kb import --center` would
+            imported = store.import_file(path, "bench", center=doc.get("params", {}).get("center"))
     for w in doc.get("warnings", []):
         err_console.print(f"[yellow]Warning:[/] {escape(str(w))}", highlight=False, markup=True)
     if json_out:
@@ -250,6 +251,9 @@ def sweep(
             if mode == "array":
                 typer.echo(doc["script"], nl=False)
             return
+        refused = sw.srun_without_mpi(plan)
+        if refused:
+            raise UsageError(f"{file}: {refused}")
         with progress_bar(json_out) as prog:
             task = prog.add_task(f"sweep {plan.name}", total=len(plan.configs))
 
@@ -267,14 +271,16 @@ def sweep(
                     out = sw.wait_and_ingest(plan, job_id, kb=target_kb, progress=progress, timeout=timeout)
         summary = {"name": plan.name, "mode": mode, "configs": len(plan.configs), "results_dir": plan.results,
                    "job_id": out.job_id, "results": out.results, "kb_runs": out.kb_runs,
-                   "failed": [{"index": i, "config": plan.configs[i].label, "error": e} for i, e in out.failed]}
+                   "failed": [{"index": i, "config": plan.configs[i].label, "error": e,
+                               "task": f"{out.job_id}_{i}" if out.job_id else None} for i, e in out.failed]}
         if json_out:
             print_json(summary)
         else:
             console.print(f"sweep {plan.name}: {len(out.results)} of {len(plan.configs)} config(s) measured, "
                           f"{out.kb_runs} run(s) added to the KB; results in {plan.results}", highlight=False)
             for f in summary["failed"]:
-                err_console.print(f"[red]failed[/] config {f['index']} ({escape(str(f['config']))}): "
+                task = f" (array task {f['task']})" if f["task"] else ""
+                err_console.print(f"[red]failed[/] config {f['index']}{task} ({escape(str(f['config']))}): "
                                   f"{escape(str(f['error']))}", highlight=False, markup=True)
         if out.failed and not (mode == "array" and no_wait):
             raise typer.Exit(1)
@@ -365,7 +371,8 @@ def _render_plan(result: Any, path: Path) -> None:
     console.print(f"{result.system} ({result.filesystem}): {len(result.proposals)} of {result.candidates} "
                   f"candidate point(s), for {len(result.targets)} workload(s) from {src}", highlight=False)
     decision = result.objective == "decision"
-    table = Table(title="proposed benchmarks and the mean 90% interval (high/low) expected "
+    from ..bench.plan import WIDE
+    table = Table(title="proposed benchmarks and the typical 90% interval (high/low) expected "
                         + ("of the ratio best option / default at each target" if decision else
                            "at the targets' options") + " once each is measured")
     cols = ["#", "nodes", "ranks/node", "API", "layout", "stripes"] + \
@@ -385,10 +392,16 @@ def _render_plan(result: Any, path: Path) -> None:
     console.print(table)
     last = result.proposals[-1]
     what = "of best option / default" if decision else "of the mean bandwidth"
-    console.print(f"mean interval {what} now {result.posterior_now:.2f}x, after these points "
+    pct = lambda v: f"{100 * v:.0f}%"  # noqa: E731
+    console.print(f"typical 90% interval {what} (high/low): now {result.posterior_now:.2f}x, after these points "
                   f"{last.posterior_after:.2f}x, after as many random points of the grid {result.posterior_random:.2f}x"
                   + ("" if decision else f"; of one run: {result.width_now:.2f}x, {last.width_after:.2f}x, "
-                     f"{result.width_random:.2f}x"), highlight=False)
+                     f"{result.width_random:.2f}x"), highlight=False, soft_wrap=True)
+    console.print(f"typical: the geometric mean over the targets' options (weighted), each counted at most "
+                  f"{WIDE:.0f}x; an interval wider than {WIDE:.0f}x (the prediction within 10x either way) means "
+                  f"the model cannot predict there: {pct(result.wide_now)} of the options now, "
+                  f"{pct(result.wide_after)} after these points, {pct(result.wide_random)} after random points",
+                  highlight=False, soft_wrap=True)
     for n in result.notes:
         console.print(f"Note: {n}", highlight=False)
     console.print(printable(f"sweep file: {path} (run it with: ioadvise bench sweep {path} --mode array)"), highlight=False)

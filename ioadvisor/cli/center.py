@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
-from ..errors import IOAdvisorError
+from ..errors import IOAdvisorError, UsageError
 from . import command_app
 from .common import JsonOption, console, escape, print_error, print_json, printable
 
@@ -17,7 +17,9 @@ app.add_typer(center_app, name="center")
 
 @center_app.command("check")
 def check(
-    files: Annotated[list[Path], typer.Argument(help="Center TOML files.")],
+    files: Annotated[Optional[list[str]], typer.Argument(
+        help="Center TOML files or names (found in $IOADVISE_CENTERS, then the shipped ones); none: every "
+             "center file found by name.", show_default=False)] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Load each center file as every command will and list what it leaves out.
@@ -26,12 +28,20 @@ def check(
     tier request or mount the wrapped job and the hooks cannot use) prints one line naming the file, line and
     key, and the exit code is 2. Warnings leave the exit code 0.
     """
+    from ..center import available_centers, find_center_file
     from ..center.check import check_center
     reports = []
     failed = False
-    for f in files:
+    for f in files or [str(p) for p in available_centers()]:
         try:
-            reports.append(check_center(f))
+            path = Path(f)
+            if not path.exists() and path.suffix != ".toml" and "/" not in f:
+                found = find_center_file(f)
+                if found is None:
+                    raise UsageError(f"unknown center {f!r} (no {f}.toml in $IOADVISE_CENTERS or the shipped "
+                                     f"centers; or give a .toml file)")
+                path = found
+            reports.append(check_center(path))
         except IOAdvisorError as e:
             failed = True
             reports.append({"file": str(f), "ok": False, "error": str(e)})

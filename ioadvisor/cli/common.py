@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Iterator, Optional
@@ -10,6 +11,9 @@ import typer
 
 from ..errors import IOAdvisorError
 from ..util import printable
+
+
+PIPE_WIDTH = 4096     # the width tables are laid out for when stdout is not a terminal: no table is cut
 
 
 class _LazyConsole:
@@ -25,6 +29,13 @@ class _LazyConsole:
         if self._console is None:
             from rich.console import Console
             self._console = Console(**self._options)
+            # to a pipe or a file, nothing is broken at 80 columns (rich's width when there is no terminal): a
+            # sentence stays on one line and a table has its natural width, for grep and for whatever displays
+            # it later ($COLUMNS, when set, still gives tables a width)
+            if not self._console.is_terminal:
+                self._console.soft_wrap = True
+                if not os.environ.get("COLUMNS", "").isdigit():
+                    self._console.width = PIPE_WIDTH
         return self._console
 
     def __getattr__(self, name: str) -> Any:
@@ -72,6 +83,71 @@ def cli_errors() -> Iterator[None]:
     except KeyboardInterrupt:
         err_console.print("Interrupted")
         raise typer.Exit(130) from None
+    except Exception as e:
+        # the knowledge base failing under a command (a full disk, a read-only or corrupt file): one line
+        sqlite3 = sys.modules.get("sqlite3")
+        if sqlite3 is None or not isinstance(e, sqlite3.Error):
+            raise
+        err_console.print(f"Error: knowledge base: {e}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
+class OutputError(IOAdvisorError):
+    """Standard output refused a write: the disk is full, the pipe closed, the device failed."""
+
+
+class _CheckedStdout:
+    """Standard output whose every refused write raises OutputError (exit 1, one line), and which then drops
+    the rest, so that nothing half-written is taken for a result and no second error follows at exit. Writes go
+    through a buffered writer: Python's unbuffered stdout (PYTHONUNBUFFERED, as in many batch jobs) drops the
+    rest of a partly written block without a word."""
+
+    def __init__(self, stream: Any) -> None:
+        import io
+        raw = stream.buffer
+        if not isinstance(raw, io.BufferedIOBase):                  # a raw FileIO: give it a buffer
+            raw = io.BufferedWriter(raw)
+        self._stream = io.TextIOWrapper(raw, encoding=stream.encoding, errors=stream.errors,
+                                        line_buffering=stream.isatty(), write_through=False)
+        self._failed: OSError | None = None
+
+    def _refused(self, e: OSError) -> OutputError:
+        import os
+        if self._failed is None:
+            self._failed = e
+            try:           # what is left in the buffers goes nowhere, not into a second error at exit
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, self._stream.fileno())
+                os.close(devnull)
+            except OSError:
+                pass
+        return OutputError(f"cannot write the output: {e.strerror or e}")
+
+    def write(self, text: str) -> int:
+        if self._failed is not None:
+            raise self._refused(self._failed)
+        try:
+            return self._stream.write(text)
+        except OSError as e:
+            raise self._refused(e) from None
+
+    def flush(self) -> None:
+        if self._failed is not None:
+            return
+        try:
+            self._stream.flush()
+        except OSError as e:
+            raise self._refused(e) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def checked_stdout() -> Any:
+    """Replace sys.stdout by one whose failures are OutputError (see _CheckedStdout); returns it."""
+    if not isinstance(sys.stdout, _CheckedStdout) and hasattr(sys.stdout, "buffer"):
+        sys.stdout = _CheckedStdout(sys.stdout)
+    return sys.stdout
 
 
 def progress_bar(quiet: bool = False, *, unit: str = "count") -> Any:

@@ -62,7 +62,7 @@ def _render(doc: dict[str, Any], con: Any) -> None:
         con.print(Text(f"No rule fired on what was read ({', '.join(job['modules'])}): nothing there calls for "
                        f"a change.", style="green"))
         return
-    table = Table(show_lines=True, expand=True)
+    table = Table(show_lines=True, expand=con.is_terminal)   # natural width into a pipe
     table.add_column("ID", no_wrap=True)
     table.add_column("Severity", no_wrap=True)
     table.add_column("Finding", ratio=1)
@@ -92,7 +92,7 @@ def _render(doc: dict[str, Any], con: Any) -> None:
 def diagnose_cmd(
     log: Annotated[Path, typer.Argument(help="Darshan log (.darshan) of the job.", show_default=False)],
     center: Annotated[Optional[str], typer.Option(
-        "--center", help="Center config (TOML file or name in data/centers/): gives the OST count.")] = None,
+        "--center", help="Center config (TOML file, or name in $IOADVISE_CENTERS or data/centers/): gives the OST count.")] = None,
     kb: KBOption = None,
     json_out: JsonOption = False,
     html: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained HTML report here.",

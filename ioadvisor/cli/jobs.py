@@ -36,7 +36,9 @@ def collect(
     anything is imported; a record imported before adds nothing.
     """
     with cli_errors():
+        from ..errors import ImportFormatError
         from ..importers import ImportContext
+        from ..inputs import RECORD, read_input
         from ..importers.jobrecord import read_record, record_runs
         from ..kb import KB
         from ..center import center_for, default_system_name
@@ -46,7 +48,7 @@ def collect(
         paths = find_records(targets)
         checked = []
         for p in paths:
-            rec = read_record(p.read_bytes(), str(p))
+            rec = read_record(read_input(p, RECORD, ImportFormatError), str(p))
             tier = where.tier(rec.tier) if where is not None and rec.tier else None
             fs = tier.filesystem if tier is not None else None
             ctx = ImportContext(source=str(p), system=system, filesystem=fs)

@@ -1,4 +1,4 @@
-"""`ioadvise kb ...`: import, list, show, stats, export, publish, delete, relabel."""
+"""`ioadvise kb ...`: import, list, show, stats, export, publish, delete, relabel, check."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,8 +36,8 @@ def import_(
     system: Annotated[Optional[str], typer.Option(help="System the runs were measured on.")] = None,
     filesystem: Annotated[Optional[str], typer.Option(help="File system or tier name.")] = None,
     center: Annotated[Optional[str], typer.Option(
-        help="Center file or shipped name whose node_memory and rated bandwidths flag runs that measured a "
-             "cache or exceed the peak (default: the shipped center named like the system).")] = None,
+        help="Center file or name ($IOADVISE_CENTERS, shipped) whose node_memory and rated bandwidths flag runs that measured a "
+             "cache or exceed the peak (default: the center named like the system).")] = None,
     kb: KBOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -67,6 +67,8 @@ def import_(
             return
         for r in results:
             state = "already in the KB" if r.skipped and not r.note else f"{r.runs} run(s) added"
+            if r.skipped and center is not None:
+                state += f" (`ioadvise kb check --center {center.name}` judges their flags again)"
             console.print(printable(f"{r.path}: {r.format}, {state}" + (f"; {r.note}" if r.note else "")),
                           highlight=False, markup=False)
 
@@ -114,7 +116,7 @@ def list_(
             total = store.count(flt)
             shown = store.runs(RunFilter(**{**flt.__dict__, "limit": limit}))
         cols = ("id", "system", "fs", "op", "api", "layout", "coll", "nodes", "ranks", "xfer", "stripes",
-                "value", "citation")
+                "value", "flags", "citation")
         rows = []
         for r in shown:
             coll = "-" if r.collective is None else ("yes" if r.collective else "no")
@@ -122,7 +124,8 @@ def list_(
             rows.append((r.id, r.system, r.filesystem or "-", r.op, r.api or "-", r.layout or "-", coll,
                          str(r.nodes or "-"), str(r.ranks or "-"), format_size(r.transfer_size),
                          str(r.stripe_count if r.stripe_count is not None else "-"),
-                         f"{value} {r.unit_given or r.unit}", r.provenance.citation or Path(r.provenance.source).name))
+                         f"{value} {r.unit_given or r.unit}", ",".join(r.flags) or "-",
+                         r.provenance.citation or Path(r.provenance.source).name))
         # a column with one value in every shown row is said once above the table, so the table fits a terminal
         always = {"id", "op", "value", "citation"}
         # (with one row, only its empty columns: a lone run is shown in full)
@@ -141,6 +144,10 @@ def list_(
         if rows:
             echo(table([cols[i] for i in keep], [[row[i] for i in keep] for row in rows], width=width,
                        right=("nodes", "ranks", "value", "stripes"), shrink="citation"))
+        flagged = sorted({f for r in shown for f in r.flags})
+        if flagged:
+            from ..center.evidence import explain
+            echo(wrap("flags (left out of fits): " + "; ".join(f"{f}: {explain(f)}" for f in flagged), width))
 
 
 @kb_app.command("show")
@@ -154,9 +161,12 @@ def show(run_id: Annotated[str, typer.Argument(help="Run id (a unique prefix is 
             print_json(data)
             return
         from rich.table import Table
+        from ..center.evidence import explain
         table = Table(show_header=False, title=f"run {data['id']}")
         for k, v in data.items():
-            if isinstance(v, dict):
+            if k == "flags":
+                v = "; ".join(f"{f} ({explain(f)})" for f in v) + "; left out of fits" if v else None
+            elif isinstance(v, dict):
                 v = ", ".join(f"{a}={b}" for a, b in v.items() if b not in (None, "")) or "-"
             table.add_row(k, "-" if v is None else str(v))
         console.print(table)
@@ -251,7 +261,9 @@ def validate_cmd(
                         f"above {SAMPLE_ABOVE:,})", title_justify="left")
         for col in ("system", "runs", "median |err|", "p90 |err|", "within clients", "extrapolated",
                     "90% coverage", "not predictable", "regret cases", "median regret"):
-            t.add_column(col, justify="left" if col == "system" else "right")
+            # system names are never cut ("Dell-EE-Lustre-…" names no system): the figures wrap instead
+            t.add_column(col, justify="left" if col == "system" else "right", no_wrap=col == "system",
+                         min_width=max(len(n) for n in (*rep["systems"], "overall")) if col == "system" else None)
 
         def pct(v: float | None) -> str:
             return "-" if v is None else f"{100 * v:.1f}%"
@@ -282,15 +294,18 @@ YesOpt = Annotated[bool, typer.Option("--yes", help="Do it (without --yes only s
 
 
 def _repair_report(rows: list[dict], action: str, done: dict | None, json_out: bool, listed: bool = False) -> None:
+    new_ids = (done or {}).get("ids") or {}      # relabelling changes ids (they follow the content): old -> new
     if json_out:
         print_json({"action": action, "dry_run": done is None, "runs": len(rows),
                     "selected": [{"id": r["id"], "system": r["system"], "filesystem": r["filesystem"], "op": r["op"],
                                   "value": r["value"], "unit": r["unit"], "source": r["source"],
-                                  **({"reason": r["reason"]} if "reason" in r else {})} for r in rows],
+                                  **({"reason": r["reason"]} if "reason" in r else {}),
+                                  **({"new_id": new_ids[r["id"]]} if r["id"] in new_ids else {})} for r in rows],
                     **(done or {})})
         return
     for r in ([] if listed else rows[:50]):
-        console.print(f"  {r['id']}  {r['system']}  {r['filesystem'] or '-'}  {r['op']}  "
+        rid = f"{r['id']} -> {new_ids[r['id']]}" if r["id"] in new_ids else r["id"]
+        console.print(f"  {rid}  {r['system']}  {r['filesystem'] or '-'}  {r['op']}  "
                       f"{_fmt_value(r['value'])} {r['unit']}  {r['source'] or '-'}", highlight=False, markup=False)
     if len(rows) > 50:
         console.print(f"  ... and {len(rows) - 50} more", highlight=False, markup=False)
@@ -347,3 +362,36 @@ def relabel(
             rows = store.select(ids or (), _filter(system, filesystem, op, api, layout, kind, None, source))
             done = store.relabel(rows, system=to_system, filesystem=to_filesystem) if yes else None
         _repair_report(rows, "relabel", done, json_out)
+
+
+@kb_app.command("check")
+def check(
+    center: Annotated[str, typer.Option(help="Center file or name (shipped, or in IOADVISE_CENTERS) whose "
+                                             "node_memory and rated bandwidths judge the runs.")],
+    system: Annotated[Optional[str], typer.Option(help="The system whose runs are judged (default: the "
+                                                       "center's name).")] = None,
+    yes: YesOpt = False, kb: KBOption = None, json_out: JsonOption = False,
+) -> None:
+    """Judge the evidence flags of your runs against a center file again: flags added and removed (a dry run
+    unless --yes). Runs imported before the center file said node_memory or a rated peak gain their flags."""
+    with cli_errors():
+        from ..center import load_center
+        c = load_center(center)
+        with KB.open(kb, create=False) as store:
+            changes = store.check_flags(c, system=system, apply=yes)
+        if json_out:
+            print_json({"center": c.name, "system": system or c.name, "dry_run": not yes, "changed": changes})
+            return
+        for ch in changes[:50]:
+            what = ", ".join([f"+{f}" for f in ch["added"]] + [f"-{f}" for f in ch["removed"]])
+            console.print(printable(f"  {ch['id']}  {ch['system']}  {ch['filesystem'] or '-'}  {ch['op']}  "
+                                    f"{_fmt_value(ch['value'])} {ch['unit']}  {what}"),
+                          highlight=False, markup=False, soft_wrap=True)
+        if len(changes) > 50:
+            console.print(f"  ... and {len(changes) - 50} more", highlight=False, markup=False)
+        added = sum(len(ch["added"]) for ch in changes)
+        removed = sum(len(ch["removed"]) for ch in changes)
+        verb = "changed" if yes else "would change"
+        console.print(printable(f"{len(changes)} run(s) of {system or c.name} {verb}: {added} flag(s) added, "
+                                f"{removed} removed" + ("" if yes or not changes else "; add --yes to do it")),
+                      highlight=False, markup=False, soft_wrap=True)

@@ -1,4 +1,4 @@
-"""`ioadvise systems`: the systems the knowledge base and the shipped center files know."""
+"""`ioadvise systems`: the systems the knowledge base and the center files (a site's, shipped) know."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,6 +10,12 @@ from . import command_app
 from .common import JsonOption, KBOption, cli_errors, console, print_json
 
 app = command_app()
+
+
+def _quoted(name: str) -> str:
+    """A file-system name as one item of a comma-separated list: quoted when it holds a comma, a quote or a
+    space, so `a, b` reads as one name and not two."""
+    return '"' + name.replace('"', '\\"') + '"' if any(c in name for c in ',"') or name != name.strip() else name
 
 
 @app.command("systems")
@@ -28,5 +34,12 @@ def systems(kb: KBOption = None, json_out: JsonOption = False) -> None:
         t.add_column(col, justify="right" if col in ("runs", "yours", "sources") else "left")
     for r in rows:
         t.add_row(r["system"], str(r["runs"]), str(r["user_runs"]), str(len(r["sources"])),
-                  ", ".join(r["filesystems"]) or "-", Path(r["center_file"]).name if r["center_file"] else "-")
+                  ", ".join(_quoted(f) for f in r["filesystems"]) or "-", _center_file(r))
     console.print(t)
+
+
+def _center_file(r: dict) -> str:
+    """A shipped center by its file name, a site's own (from $IOADVISE_CENTERS) by its whole path."""
+    if not r["center_file"]:
+        return "-"
+    return Path(r["center_file"]).name if r["center_origin"] == "shipped" else r["center_file"]

@@ -31,6 +31,39 @@ StageIn = Annotated[Optional[list[str]], typer.Option("--stage-in", help="File o
 DiffOpt = Annotated[bool, typer.Option("--diff", help="Also print the change to the script as a unified diff.")]
 OutDir = Annotated[Optional[str], typer.Option("--outdir", help="Persistent directory for results (default: "
                                                 "#IOADVISE outdir=, else the job's start directory).")]
+# the workload options of `advise`; they beat the script's #IOADVISE lines
+RanksPerNode = Annotated[Optional[int], typer.Option("--ranks-per-node", help="MPI ranks per node (wins over -n and "
+                                                     "--ntasks-per-node).")]
+BytesPerRank = Annotated[Optional[str], typer.Option("--bytes-per-rank", help="Data each rank writes or reads, "
+                                                     "e.g. 1GiB.")]
+TotalBytes = Annotated[Optional[str], typer.Option("--total-bytes", help="Total data instead of --bytes-per-rank.")]
+ApiOpt = Annotated[Optional[str], typer.Option("--api", help="posix, mpiio or hdf5.")]
+LayoutOpt = Annotated[Optional[str], typer.Option("--layout", help="shared (one file), fpp (file per process) or any.")]
+OpOpt = Annotated[Optional[str], typer.Option("--op", help="write or read.")]
+AccessSize = Annotated[Optional[str], typer.Option("--access-size", help="Bytes per I/O request, e.g. 4MiB.")]
+RandomOpt = Annotated[Optional[bool], typer.Option("--random", help="Random rather than sequential access.")]
+FilesOpt = Annotated[Optional[int], typer.Option("--files", help="Files each rank creates (metadata load).")]
+LifetimeOpt = Annotated[Optional[str], typer.Option("--lifetime", help="job (scratch only) or after-job (must "
+                                                    "persist).")]
+CollectiveOpt = Annotated[Optional[bool], typer.Option("--collective/--independent", help="Pin collective or "
+                                                       "independent MPI-IO.")]
+
+
+def _workload(**given) -> dict:
+    """The workload options given (as given: `describe` reads them), each value checked as `advise` checks it
+    (UsageError naming the option)."""
+    from ..errors import ImportFormatError
+    from ..job import read_value
+    out = {}
+    for k, v in given.items():
+        if v is None:
+            continue
+        try:
+            read_value(k, v)
+        except ImportFormatError as e:
+            raise UsageError(f"--{k.replace('_', '-')}: {e.reason}") from None
+        out[k] = v
+    return out
 
 
 def _explicit(stripe_count, stripe_size, hints, tier, mpi, outdir, stage_in):
@@ -39,8 +72,6 @@ def _explicit(stripe_count, stripe_size, hints, tier, mpi, outdir, stage_in):
     from .advise import parse_hints
     from ..mpiio import parse_mpi
     flavour, version = parse_mpi(mpi) if mpi is not None else (None, None)
-    if stripe_count is not None and (stripe_count == 0 or stripe_count < -1):
-        raise UsageError("--stripe-count must be positive (or -1 for all targets)")
     return Explicit(stripe_count=stripe_count, stripe_size=parse_size(stripe_size) if stripe_size else None,
                     hints=parse_hints(hints), tier=tier, mpi=flavour, mpi_version=version, outdir=outdir, stage_in=tuple(stage_in or ()))
 
@@ -70,10 +101,27 @@ def _print_diff(old: str, new: str, name: str) -> None:
     console.print(shown, markup=False, highlight=False, end="", soft_wrap=True)
 
 
+def uncovered(script: str) -> list[str]:
+    """What the striping does not reach: the paths the script's commands name outside $IOADVISE_DIR, and
+    whether they use $IOADVISE_DIR at all."""
+    import re
+    from ..slurm.rewrite import command_paths, strip_wrap
+    paths = command_paths(script)
+    outside = [f"{p} (line {n})" for n, p in paths if not re.match(r"^\$\{?IOADVISE_DIR\b", p)]
+    out = []
+    if outside:
+        out.append("striping for paths your commands name outside $IOADVISE_DIR (lfs setstripe acts only on files "
+                   "created below it): " + ", ".join(outside))
+    if not re.search(r"\$\{?IOADVISE_DIR\b", strip_wrap(script)):
+        out.append("your commands do not use $IOADVISE_DIR: the striping reaches no file unless the application "
+                   "writes below it (e.g. srun ./app --out \"$IOADVISE_DIR/out\")")
+    return out
+
+
 def summary(w) -> dict:
     """What was decided, for people: the job, the settings, the prediction, why, and what was left alone."""
     from ..mpiio import render
-    from ..model.units import format_size
+    from ..mpiio.render import explain_hint
     spec, st = w.spec, w.settings
     out: dict = {"job": None, "settings": [], "prediction": None, "why": [], "not_changed": []}
     if spec is not None and spec.nodes:
@@ -83,14 +131,15 @@ def summary(w) -> dict:
         out["not_changed"].append("the script is unchanged: " + "; ".join(w.warnings[-1:]))
         return out
     cmds = render(st.plan())
-    if cmds.lfs:
-        out["settings"].append(f"striping: {cmds.lfs.split(' ', 2)[2].rsplit(' ', 1)[0]} on a new directory "
-                               f"ioadvise-JOBID below {st.outdir or 'the output directory'} ($IOADVISE_DIR), "
-                               f"if it is on Lustre")
+    below = st.stripe_base or st.outdir or "the output directory"
+    if cmds.setstripe:
+        out["settings"].append(f"striping: {cmds.setstripe.flags()} on a new directory "
+                               f"ioadvise-JOBID below {below} ($IOADVISE_DIR), if it is on Lustre")
     if cmds.hints:
         how = ", ".join(line[len("export "):] for line in cmds.env)
         out["settings"].append(f"MPI-IO hints: {','.join(f'{k}={v}' for k, v in cmds.hints.items())} "
                                f"for {cmds.mpi_label} ({how})")
+        out["settings"] += [f"hint {k}={v}: {explain_hint(k, v)}" for k, v in cmds.hints.items()]
     if st.tier is not None:
         staged = (f"stage-in {', '.join(st.stage_in)}; " if st.stage_in else "") + (
             "new files staged out at the end" if st.tier.stage else "not staged")
@@ -104,7 +153,9 @@ def summary(w) -> dict:
         p = rec.prediction
         if p.value is not None:
             gain = f", {p.value / base.prediction.value:.1f}x the default" if base.prediction.value else ""
-            out["prediction"] = f"{p.value:,.0f} {p.unit} (interval {p.low:,.0f}-{p.high:,.0f}){gain}"
+            from ..model.units import format_range, format_rate
+            out["prediction"] = (f"{format_rate(p.value, p.unit)} (interval {format_range(p.low, p.high, p.unit)})"
+                                 f"{gain}")
         else:
             out["prediction"] = "not predicted (no measured runs for this configuration)"
         out["why"] = list(rec.reasons[:4])
@@ -116,6 +167,8 @@ def summary(w) -> dict:
                 f"{c.layout}, {c.api}; see the reasons above")
         if c.stripe_count is not None and not cmds.lfs and (spec is None or spec.op != "read"):
             out["not_changed"].append("striping: the center does not let users stripe this file system")
+    if cmds.lfs:
+        out["not_changed"] += uncovered(w.original)
     out["not_changed"].append("your commands, paths and #SBATCH lines (they run unchanged after the block)")
     if not out["settings"]:
         out["settings"].append("none")
@@ -159,12 +212,16 @@ def wrap_cmd(
                                                  "written as #SBATCH into the copy.")] = None,
     ntasks: Annotated[Optional[int], typer.Option("-n", "--ntasks", help="Tasks (as sbatch -n), likewise.")] = None,
     ntasks_per_node: Annotated[Optional[int], typer.Option("--ntasks-per-node", help="As sbatch, likewise.")] = None,
+    ranks_per_node: RanksPerNode = None, bytes_per_rank: BytesPerRank = None, total_bytes: TotalBytes = None,
+    api: ApiOpt = None, layout: LayoutOpt = None, op: OpOpt = None, access_size: AccessSize = None,
+    random: RandomOpt = None, files: FilesOpt = None, lifetime: LifetimeOpt = None,
+    collective: CollectiveOpt = None,
 ) -> None:
     """Write a copy of SCRIPT that applies I/O settings: scratch tier with staging, Lustre striping,
     MPI-IO hints, and a JSON record of what was applied next to the job output.
 
     Without explicit settings and with --center, the settings come from `ioadvise advise` for the
-    workload in the script's `#IOADVISE` lines.
+    workload in the script's `#IOADVISE` lines, or given as options (--bytes-per-rank, --api, ...: they win).
     """
     with cli_errors():
         from ..slurm.submit import read_script, wrap_script
@@ -177,8 +234,11 @@ def wrap_cmd(
               if v is not None]
         if any(v is not None and v < 1 for v in (nodes, ntasks, ntasks_per_node)):
             raise UsageError("-N, -n and --ntasks-per-node must be at least 1")
+        wl = _workload(ranks_per_node=ranks_per_node, bytes_per_rank=bytes_per_rank, total_bytes=total_bytes,
+                       api=api, layout=layout, op=op, access_size=access_size, random=random, files=files,
+                       lifetime=lifetime, collective=collective)
         w = wrap_script(text, ex, center=_center(center), kb_path=kb, path=str(script), strict=True,
-                        sbatch_args=sb, directives=tuple(sb))
+                        sbatch_args=sb, directives=tuple(sb), workload=wl)
         atomic_write(output, w.text, mode=0o755)
         if json:
             print_json({**_report(w, str(script)), "output": str(output)})
@@ -203,6 +263,10 @@ def submit_cmd(
     tier: TierOpt = None, center: CenterOpt = None, mpi: MpiOpt = None,
     stage_in: StageIn = None, outdir: OutDir = None, kb: KBOption = None, json: JsonOption = False,
     diff: DiffOpt = False,
+    ranks_per_node: RanksPerNode = None, bytes_per_rank: BytesPerRank = None, total_bytes: TotalBytes = None,
+    api: ApiOpt = None, layout: LayoutOpt = None, op: OpOpt = None, access_size: AccessSize = None,
+    random: RandomOpt = None, files: FilesOpt = None, lifetime: LifetimeOpt = None,
+    collective: CollectiveOpt = None,
 ) -> None:
     """Wrap SCRIPT (as `ioadvise wrap` does), say what was decided (--diff: the change) and submit it with sbatch.
 
@@ -217,8 +281,11 @@ def submit_cmd(
         try:
             # fail open: a bad option value, center file or KB, or advice that fails, must not stop the job
             ex = _explicit(stripe_count, stripe_size, hints, tier, mpi, outdir, stage_in)
+            wl = _workload(ranks_per_node=ranks_per_node, bytes_per_rank=bytes_per_rank, total_bytes=total_bytes,
+                           api=api, layout=layout, op=op, access_size=access_size, random=random, files=files,
+                           lifetime=lifetime, collective=collective)
             w = wrap_script(text, ex, center=_center(center), kb_path=kb, path=str(script), strict=strict,
-                            sbatch_args=sbatch_opts)
+                            sbatch_args=sbatch_opts, workload=wl)
         except Exception as e:  # noqa: BLE001 - the promise is that the advisor never stops a job
             if strict:
                 if isinstance(e, IOAdvisorError):

@@ -4,7 +4,6 @@ Output is deterministic (sorted iteration, no timestamps, fixed plot metadata) a
 atomically, so the same KB and centers always give byte-identical files."""
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -17,10 +16,10 @@ from ..kb import KB
 from ..util import atomic_write
 from . import collect, decisions, plots, recipes
 from .centers import load_centers
+from .i18n import catalogue, translator
 
 HERE = Path(__file__).resolve().parent
 ARCHIVE_ROWS = 20          # rows per ranking on the archive page
-LANGS = ("en", "ja")
 FORMATS = ("html", "md")
 
 
@@ -33,21 +32,6 @@ class BuildResult:
     files: int
     plots: int
     runs: int
-
-
-def catalogue(lang: str) -> dict[str, str]:
-    """The message catalogue of one language (i18n/<lang>.toml)."""
-    path = HERE / "i18n" / f"{lang}.toml"
-    if not path.is_file():
-        raise UsageError(f"no message catalogue for language {lang!r} (have: {', '.join(LANGS)})")
-    with path.open("rb") as f:
-        return {k: str(v) for k, v in tomllib.load(f).items()}
-
-
-def _translator(cat: dict[str, str]) -> Callable[..., str]:
-    def t(key: str, **kw: Any) -> str:
-        return cat[key].format(**kw) if kw else cat[key]
-    return t
 
 
 def _md_cell(v: Any) -> str:
@@ -63,6 +47,23 @@ def _md_text(v: Any) -> Any:
         if any(c in str(v) for c in "<>") else v
 
 
+def _command(v: Any) -> Markup:
+    """HTML of a command that breaks across lines only at its spaces: each word unbreakable, so a browser never
+    splits `--constraint=X` after its `--` or a path at a hyphen (the text copies as written)."""
+    return Markup(" ").join(Markup('<span class="nw">{}</span>').format(w) if w else Markup("")
+                            for w in str(v).split(" "))
+
+
+def _code_spans(v: Any) -> Markup:
+    """HTML of a text whose `backquoted` parts are code (diagnosis messages and fixes write commands so): the
+    text escaped, each complete pair of backquotes made a <code> element."""
+    parts = str(v).split("`")
+    if len(parts) % 2 == 0:                     # an unpaired backquote: shown as written
+        parts = [str(v)]
+    return Markup("").join(Markup("<code>{}</code>").format(_command(p)) if i % 2 else Markup.escape(p)
+                           for i, p in enumerate(parts))
+
+
 def environment(fmt: str = "html") -> jinja2.Environment:
     """The Jinja environment of one output format: HTML pages are autoescaped; Markdown pages are plain text
     (no `&#39;`-style entities), with only the characters Markdown would read as HTML escaped."""
@@ -72,6 +73,8 @@ def environment(fmt: str = "html") -> jinja2.Environment:
         autoescape=html, finalize=None if html else _md_text,
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["mdcell"] = _md_cell
+    env.filters["code"] = _code_spans if html else (lambda v: v)
+    env.filters["command"] = _command if html else (lambda v: v)
     return env
 
 
@@ -134,7 +137,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
                 sec.slug = sec_pages[sec.name]
             for sec in s.sections:
                 for lang in langs:
-                    t = _translator(catalogue(lang))
+                    t = translator(catalogue(lang))
                     for spec in plots.section_plots(f"{s.slug}-{sec.slug}", f"{s.name} {sec.name}", sec.runs, t,
                                                     sec.points):
                         renderer.submit(spec, (lang, spec.name))
@@ -142,7 +145,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
                         _plot_entry(sec.plots, spec, lang)
                 sec.runs, sec.points = [], None
             for lang in langs:
-                for spec in plots.ci_plots(s.slug, s.name, s.ci_runs, _translator(catalogue(lang))):
+                for spec in plots.ci_plots(s.slug, s.name, s.ci_runs, translator(catalogue(lang))):
                     renderer.submit(spec, (lang, spec.name))
                     n_specs += 1
                     _plot_entry(s.plots, spec, lang)
@@ -154,7 +157,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
         for i, s in enumerate(systems):
             report("decision guides", i, len(systems))
             guide[s.name] = decisions.decision_guide(kb, s.center)
-        recs = {s.name: recipes.recipes(s.center, s.comparisons, guide[s.name]) for s in systems}
+        recs = {s.name: recipes.recipes(s.center, guide[s.name]) for s in systems}
 
         archive = None
         from ..archive.report import center_report, has_jobs
@@ -199,9 +202,10 @@ def _write_pages(out: Path, langs: tuple[str, ...], formats: tuple[str, ...], sy
         cat = catalogue(lang)
         root = out / lang
         for fmt in formats:
-            ctx = {"t": _translator(cat), "lang": lang, "ext": fmt, "systems": systems, "recipes": recs,
+            ctx = {"t": translator(cat), "lang": lang, "ext": fmt, "systems": systems, "recipes": recs,
                    "lang_names": {x: catalogue(x)["language_name"] for x in langs},
                    "tv": lambda prefix, v, cat=cat: cat.get(f"{prefix}{v}", v),
+                   "t_or": lambda key, default, cat=cat: cat.get(key, default),
                    "guide": guide, "langs": langs, "archive": archive, "limits": {"rows": collect.ROW_LIMIT,
                                                               "groups": collect.GROUP_LIMIT,
                                                               "provenance": collect.PROVENANCE_LIMIT}}

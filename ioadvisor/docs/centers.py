@@ -1,5 +1,5 @@
 """Center descriptions for the guide: from `ioadvisor.center` when it is available, else read directly from the
-center TOML files (data/centers/*.toml) as plain dicts."""
+center TOML files ($IOADVISE_CENTERS, data/centers/*.toml) as plain dicts."""
 from __future__ import annotations
 
 import importlib.util
@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, UsageError
-from ..kb.reference import data_dir
 
 FS_KEYS = ("name", "type", "mount", "ost_count", "default_stripe_count", "default_stripe_size", "striping",
            "persistent", "quota", "purpose", "citation")
@@ -74,12 +73,14 @@ def load_center_file(path: Path) -> dict[str, Any]:
 
 
 def shipped_center_files() -> list[Path]:
-    d = data_dir() / "centers"
-    return sorted(d.glob("*.toml")) if d.is_dir() else []
+    """The center files by name: a site's ($IOADVISE_CENTERS) and the shipped ones (`center.available_centers`)."""
+    from ..center import available_centers
+    return available_centers()
 
 
 def load_centers(spec: str | None) -> list[dict[str, Any]]:
-    """Centers for the guide: all shipped ones (spec None), one file (an existing path), or one by name."""
+    """Centers for the guide: all known ones (spec None: a site's in $IOADVISE_CENTERS and the shipped), one
+    file (an existing path), or one by name."""
     if spec is None:
         return sorted((load_center_file(p) for p in shipped_center_files()), key=lambda c: c["name"].lower())
     p = Path(spec)

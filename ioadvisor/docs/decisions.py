@@ -63,5 +63,9 @@ def decision_guide(kb: KB, center: dict[str, Any] | None) -> list[dict[str, Any]
                      # a prediction for client counts outside the measured ones is marked on the page
                      "extrapolated": note.startswith("extrapolated"),
                      "n_runs": _get(pred, "n_runs") or 0,
-                     "reasons": list(_get(a, "recommendation", "reasons") or ())[:2]})
+                     "reasons": list(_get(a, "recommendation", "reasons") or ())[:2],
+                     # what `advise` prints for this workload: the recipes are these commands
+                     "workload": wl, "commands": dict(_get(a, "recommendation", "commands") or {}),
+                     # every caveat of the advice (extrapolation, caps, unmeasured modes) is on the page too
+                     "warnings": list(_get(a, "warnings") or ())})
     return rows

@@ -80,9 +80,10 @@ def quantity_of(r: Any) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1)
 def _english() -> Any:
-    from .build import _translator, catalogue
-    return _translator(catalogue("en"))
+    from .i18n import catalogue, translator
+    return translator(catalogue("en"))
 
 
 def _aggregate(points: dict[str, dict[Any, list[Run]]]) -> tuple[Series, ...]:
@@ -105,13 +106,22 @@ def _aggregate(points: dict[str, dict[Any, list[Run]]]) -> tuple[Series, ...]:
     return tuple(out)
 
 
+def _word(t: Any, key: str, default: str) -> str:
+    """The catalogue's word for `key` (an operation, a layout), else `default` as the KB writes it."""
+    try:
+        return t(key)
+    except KeyError:
+        return default
+
+
 @functools.lru_cache(maxsize=1024)
-def _label_of(op: str, layout: str | None, api: str | None) -> str:
-    return " ".join(x for x in (op, layout, api if api != "POSIX" else None) if x)
+def _label_of(op: str, layout: str | None, api: str | None, t: Any) -> str:
+    return " ".join(x for x in (_word(t, f"op_{op}", op), layout and _word(t, f"plot_layout_{layout}", layout),
+                                api if api != "POSIX" else None) if x)
 
 
-def _label(r: Run) -> str:
-    return _label_of(r.op, r.layout, r.api)
+def _label(r: Run, t: Any = None) -> str:
+    return _label_of(r.op, r.layout, r.api, t or _english())
 
 
 def _label_clients(r: Run, t: Any = None) -> str:
@@ -119,15 +129,15 @@ def _label_clients(r: Run, t: Any = None) -> str:
     t = t or _english()
     clients = (t("plot_clients_unknown") if r.nodes is None
                else t("plot_client_one" if r.nodes == 1 else "plot_client_many", n=r.nodes))
-    return f"{_label(r)}, {clients}"
+    return f"{_label(r, t)}, {clients}"
 
 
 def _label_stripes(r: Run, t: Any = None) -> str:
     """A curve per stripe count too, for the same reason along the other axis."""
     if r.stripe_count is None:
-        return _label(r)
+        return _label(r, t)
     t = t or _english()
-    return f"{_label(r)}, {t('plot_stripe_one' if r.stripe_count == 1 else 'plot_stripe_many', n=r.stripe_count)}"
+    return f"{_label(r, t)}, {t('plot_stripe_one' if r.stripe_count == 1 else 'plot_stripe_many', n=r.stripe_count)}"
 
 
 def _line(name: str, runs: list[Run], xattr: str, title: str, xlabel: str, ylabel: str,
@@ -170,9 +180,10 @@ def section_plots(prefix: str, fs: str, runs: list[Run], t: Any = None,
         _line(f"{prefix}-clients", p["clients"], "ranks", t("plot_clients_title", fs=fs), t("plot_clients_x"),
               t("plot_bandwidth_y"), label=lambda r: _label_stripes(r, t), t=t),
         _line(f"{prefix}-metadata", p["metadata"], "ranks", t("plot_metadata_title", fs=fs),
-              t("plot_processes_x"), t("plot_metadata_y"), label=lambda r: r.op, quantity="metadata", t=t),
+              t("plot_processes_x"), t("plot_metadata_y"), label=lambda r: _word(t, f"op_{r.op}", r.op),
+              quantity="metadata", t=t),
         _line(f"{prefix}-iops", p["iops"], "ranks", t("plot_iops_title", fs=fs), t("plot_processes_x"),
-              t("plot_iops_y"), label=_label, quantity="iops", t=t),
+              t("plot_iops_y"), label=lambda r: _label(r, t), quantity="iops", t=t),
     ]
     layouts: dict[str, dict[Any, list[Run]]] = {}
     for r in p["layout"]:
@@ -181,7 +192,9 @@ def section_plots(prefix: str, fs: str, runs: list[Run], t: Any = None,
     if len(layouts) == 2 and set(layouts["fpp"]) & set(layouts["shared"]):
         common = set(layouts["fpp"]) & set(layouts["shared"])
         # the best measured value of each layout per operation
-        best = {lay: {op: [max(rs, key=lambda r: (r.value, r.id or ""))] for op, rs in ops.items() if op in common}
+        best = {_word(t, f"plot_layout_{lay}", lay):
+                {_word(t, f"op_{op}", op): [max(rs, key=lambda r: (r.value, r.id or ""))]
+                 for op, rs in ops.items() if op in common}
                 for lay, ops in layouts.items()}
         specs.append(PlotSpec(f"{prefix}-layout", "bar", t("plot_layout_title", fs=fs), t("plot_operation_x"),
                               t("plot_bandwidth_y"), _aggregate(best)))
@@ -197,7 +210,7 @@ def ci_plots(prefix: str, system: str, runs: list[Run], t: Any = None) -> list[P
         pts: dict[str, dict[Any, list[Run]]] = {}
         for r in runs:
             if quantity_of(r) == quantity:
-                pts.setdefault(r.op, {}).setdefault(r.filesystem or "-", []).append(r)
+                pts.setdefault(_word(t, f"op_{r.op}", r.op), {}).setdefault(r.filesystem or "-", []).append(r)
         if pts:
             out.append(PlotSpec(f"{prefix}-ci95-{quantity}", "bar",
                                 t("plot_ci_title", system=system, quantity=t(f"plot_q_{quantity}")),
@@ -354,7 +367,8 @@ class Renderer:
                 # matplotlib imported once here rather than in each worker: forked workers inherit it
                 import matplotlib.backends.backend_agg  # noqa: F401
                 import matplotlib.backends.backend_svg  # noqa: F401
-                self.pool = ProcessPoolExecutor(max_workers=self.workers)
+                from ..util import die_with_parent
+                self.pool = ProcessPoolExecutor(max_workers=self.workers, initializer=die_with_parent)
             future = self.pool.submit(render, spec)
         self.todo.append((key, spec, base, future))
 
@@ -381,16 +395,3 @@ class Renderer:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
             self.pool = None
-
-
-def render_all(specs: list[PlotSpec], cache: bool = True,
-               progress: Callable[[int], None] | None = None) -> dict[str, tuple[bytes, bytes]]:
-    """Render many plots (see Renderer)."""
-    r = Renderer(cache, progress)
-    try:
-        for spec in specs:
-            r.submit(spec)
-    except BaseException:
-        r.close()
-        raise
-    return r.results()

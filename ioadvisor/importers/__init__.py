@@ -6,12 +6,16 @@ An importer is registered with `register(name, sniff, parse)`:
   known) for truncated, foreign or invalid input;
 - optionally `stream(f: BinaryIO, ctx) -> Iterator[Run]`, the same runs read from an open file as they come, so
   that a file of any size imports in bounded memory (the canonical CSV has one);
-- `text=False` for binary formats (no line-length cap applies to them).
+- `text=False` for binary formats (no line-length cap applies to them);
+- optionally `check(path)`, a cheap look at a regular file before it is read whole (a Darshan log's header
+  against the file's size), raising ImportFormatError.
 Modules are imported on first use, so a missing optional dependency (e.g. darshan) only affects its format.
 """
 from __future__ import annotations
 
 import importlib
+import json
+import sys
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator
 
@@ -44,6 +48,7 @@ class Importer:
     parse: Callable[[bytes, ImportContext], list[Run]]
     stream: Callable[[BinaryIO, ImportContext], Iterator[Run]] | None = None
     text: bool = True
+    check: Callable[[str], None] | None = None
 
 
 _REGISTRY: dict[str, Importer] = {}
@@ -51,11 +56,11 @@ _REGISTRY: dict[str, Importer] = {}
 
 def register(name: str, sniff: Callable[[bytes], bool], parse: Callable[[bytes, ImportContext], list[Run]],
              version: int = 1, *, stream: Callable[[BinaryIO, ImportContext], Iterator[Run]] | None = None,
-             text: bool = True) -> Importer:
+             text: bool = True, check: Callable[[str], None] | None = None) -> Importer:
     """Register an importer; a second importer of the same name is an error."""
     if name in _REGISTRY:
         raise ValueError(f"importer {name!r} registered twice")
-    imp = Importer(name, version, sniff, parse, stream, text)
+    imp = Importer(name, version, sniff, parse, stream, text, check)
     _REGISTRY[name] = imp
     return imp
 
@@ -103,3 +108,18 @@ def decode(data: bytes, source: str = "") -> str:
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise ImportFormatError("not UTF-8 text", source, line) from None
+
+
+def load_json(text: str, source: str, what: str, first_line: int = 1) -> object:
+    """A JSON document (`what` names it in errors, e.g. "fio JSON") whose text starts at line `first_line` of
+    `source`; ImportFormatError for invalid JSON, nesting deeper than Python's recursion allows, and integers of
+    more digits than Python converts (neither is a tool's output)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ImportFormatError(f"invalid or truncated {what}: {e.msg}", source, e.lineno + first_line - 1) from None
+    except RecursionError:
+        raise ImportFormatError(f"{what}: arrays or objects nested too deep", source) from None
+    except ValueError:      # int('9' * 5000): beyond the conversion limit of int from text
+        raise ImportFormatError(f"{what}: an integer of more than {sys.get_int_max_str_digits()} digits",
+                                source) from None

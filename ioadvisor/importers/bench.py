@@ -1,12 +1,12 @@
 """The harness's own result JSON (`ioadvise bench run|md`, docs/bench.md) into Runs."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..errors import ImportFormatError, IOAdvisorError
-from ..model.run import Provenance, Run, make_run
-from . import ImportContext, decode, register
+from ..model.run import Provenance, Run
+from ..model.validate import make_run
+from . import ImportContext, decode, load_json, register
 
 MARKER = "ioadvisor_bench"
 SUPPORTED = (1,)
@@ -24,10 +24,7 @@ def _int(v: Any) -> int | None:
 def parse(data: bytes, ctx: ImportContext) -> list[Run]:
     """One Run per operation of the document; hints are the ones MPI reported back after open."""
     text = decode(data, ctx.source)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ImportFormatError(f"invalid JSON: {e.msg}", ctx.source, e.lineno) from None
+    doc = load_json(text, ctx.source, "bench result JSON")
     if not isinstance(doc, dict) or MARKER not in doc:
         raise ImportFormatError(f"not an ioadvise bench result (no {MARKER!r} marker)", ctx.source)
     if doc[MARKER] not in SUPPORTED:
@@ -77,10 +74,10 @@ def _runs(doc: dict[str, Any], ctx: ImportContext) -> list[Run]:
             raise ValueError(f"unknown kind {kind!r}")
         runs.append(make_run(value=res["mean"], unit=res["unit"], spread=spread, op=res["op"],
                              reps=_int(res.get("n")), notes=notes, **common, **settings))
-    # the benchmark syncs before it closes a written file, so only reads can have come from the page cache
-    from ..center.evidence import READ_OPS, flag_runs
-    memory = _int(eff.get("mem_total"))
-    return [flag_runs([r], node_memory=memory)[0] if r.op in READ_OPS else r for r in runs]
+    # the benchmark syncs before it closes a written file (unless fsync = false), so then only reads can have
+    # come from the page cache; the node's memory is the MemTotal it recorded
+    from ..center.evidence import flag_runs
+    return flag_runs(runs, node_memory=_int(eff.get("mem_total")), synced=eff.get("fsync", True) is not False)
 
 
 register("bench", sniff, parse)

@@ -7,7 +7,8 @@ import math
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, TypeVar
 
 from ..errors import ImportFormatError, IOAdvisorError
-from ..model.run import Provenance, Run, make_run, new_instance
+from ..model.run import Provenance, Run, new_instance
+from ..model.validate import make_run
 from . import MAX_CELL, SNIFF_BYTES, ImportContext, decode, register
 
 _csv.field_size_limit(MAX_CELL)
@@ -104,8 +105,8 @@ def parse_hints(text: str) -> dict[str, str]:
 
 class _Rows:
     """Runs from the cells of CSV rows with a given header: the header is looked up once, each row is then read
-    by position (a dict per row cost a third of an import's parsing time). A column named twice is read where
-    it was named last."""
+    by position (a dict per row cost a third of an import's parsing time). The header names each column once
+    (`_read` refuses it otherwise)."""
 
     def __init__(self, header: list[str], ctx: ImportContext):
         at = {name: i for i, name in enumerate(header)}
@@ -157,7 +158,9 @@ def _read(lines: Iterable[str], ctx: ImportContext,
           reader_for: Callable[[list[str], ImportContext], Callable[[list[str]], T]]) -> Iterator[T]:
     """What `reader_for(header, ctx)` makes of each row of a canonical CSV given as lines, one at a time; its
     ValueError or IOAdvisorError is the row's error, named with the line."""
-    reader = _csv.reader(lines)
+    # strict: a quote that is never closed, or text after a closing quote, is an error (not a cell that runs on
+    # through the following rows)
+    reader = _csv.reader(lines, strict=True)
     try:
         header = next(reader)
     except StopIteration:
@@ -167,6 +170,9 @@ def _read(lines: Iterable[str], ctx: ImportContext,
     if header:   # spreadsheet programs start a UTF-8 CSV with a byte-order mark
         header[0] = header[0].removeprefix(BOM)
     header = [h.strip().lower() for h in header]
+    twice = sorted({h for h in header if h and header.count(h) > 1})
+    if twice:
+        raise ImportFormatError(f"CSV header names column(s) more than once: {', '.join(twice)}", ctx.source, 1)
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise ImportFormatError(f"CSV header lacks column(s): {', '.join(missing)}", ctx.source, 1)
@@ -174,11 +180,15 @@ def _read(lines: Iterable[str], ctx: ImportContext,
     width = len(header)
     n = 0
     while True:
+        start = reader.line_num + 1
         try:
             row = next(reader)
         except StopIteration:
             break
         except _csv.Error as e:
+            if "unexpected end of data" in str(e):
+                raise ImportFormatError("a quoted cell of the row starting here has no closing quote",
+                                        ctx.source, start) from None
             # e.g. a cell longer than MAX_CELL: the csv module stops there, so does the import
             raise ImportFormatError(f"not a CSV line: {e}", ctx.source, reader.line_num) from None
         except UnicodeDecodeError:

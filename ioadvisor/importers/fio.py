@@ -12,15 +12,15 @@ file for several jobs, which is `shared`.
 """
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import ImportFormatError, IOAdvisorError, UsageError
-from ..model.run import Provenance, Run, make_run
+from ..model.run import Provenance, Run
+from ..model.validate import make_run
 from ..model.units import parse_size
-from . import ImportContext, decode, register
+from . import ImportContext, decode, load_json, register
 
 RANDOM_RW = ("randread", "randwrite", "randrw", "randtrim", "randtrimwrite")
 
@@ -74,11 +74,7 @@ def parse(data: bytes, ctx: ImportContext) -> list[Run]:
     if start < 0:
         raise ImportFormatError("not a fio JSON output (run fio with --output-format=json)", ctx.source, 1)
     skipped_lines = text[:start].count("\n")
-    try:
-        doc = json.loads(text[start:])
-    except json.JSONDecodeError as e:
-        raise ImportFormatError(f"invalid or truncated fio JSON: {e.msg}", ctx.source,
-                                e.lineno + skipped_lines) from None
+    doc = load_json(text[start:], ctx.source, "fio JSON", skipped_lines + 1)
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise ImportFormatError("fio JSON without a 'jobs' list", ctx.source, skipped_lines + 1)
     version = str(doc.get("fio version", "")).removeprefix("fio-") or None

@@ -7,14 +7,14 @@ tier, or a `du` that could not count) holds no measurement and gives no run.
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ImportFormatError, UsageError
-from ..model.run import Provenance, Run, make_run
-from . import ImportContext, register
+from ..model.run import Provenance, Run
+from ..model.validate import make_run
+from . import ImportContext, load_json, register
 
 PREFIX = b'{"job_id":'
 # a job id (with an array or het-job suffix) and a host name: nothing that could carry markup or a newline
@@ -55,10 +55,10 @@ def _int(d: dict, key: str, source: str, *, required: bool = False) -> int | Non
 def read_record(data: bytes, source: str = "") -> JobRecord:
     """Validate a record's bytes; ImportFormatError (naming `source`) for anything that is not one."""
     try:
-        d = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        line = getattr(e, "lineno", None)
-        raise ImportFormatError(f"job record is not valid JSON: {getattr(e, 'msg', e)}", source or None, line) from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ImportFormatError(f"job record is not valid JSON: {e}", source or None) from None
+    d = load_json(text, source, "job record JSON")
     if not isinstance(d, dict) or "job_id" not in d or not isinstance(d.get("settings"), dict):
         raise ImportFormatError("not an ioadvise job record (job_id and settings expected)", source or None)
     job_id = d["job_id"]

@@ -23,8 +23,8 @@ from ..importers import ImportContext
 from ..importers.csv import _INT_COLS, _SPREAD, _STR_COLS, _Rows, _bool, _float, parse_hints
 from ..model.run import _JSON_STR, APIS, KEY_ORDER, KEY_TEMPLATE, KINDS, LAYOUTS, OPS, norm_api, norm_layout
 from ..model.units import normalize
-from ..model.validate import _HINT_KEY, ACCESS, INT_RANGES, MAX_VALUE, _name, _text
-from .store import VALUES, keyed_row
+from ..model.validate import _HINT_KEY, ACCESS, INT_RANGES, MAX_VALUE, MIN_VALUE, _name, _text, check_date
+from .rows import VALUES, keyed_row
 CACHE_CELLS = 4096       # distinct cells remembered per column (then its cache starts again)
 CACHE_CELL_CHARS = 256   # a longer cell is converted each time it comes
 
@@ -108,7 +108,7 @@ def _column_readers(ctx: ImportContext) -> dict[str, tuple[str, Callable[[str], 
         if not given:
             raise _NotHere
         factor, unit = normalize(1.0, given)
-        return (unit, given, factor, MAX_VALUE[unit]), _json(unit)
+        return (unit, given, factor, (MIN_VALUE[unit], MAX_VALUE[unit])), _json(unit)
 
     def hints(cell: str) -> Pair:
         h = parse_hints(cell)
@@ -145,8 +145,16 @@ def _column_readers(ctx: ImportContext) -> dict[str, tuple[str, Callable[[str], 
     }
     for col in ("filesystem", "fs_type", "tier"):
         readers[col] = (_STR_COLS[col], name(col))
-    for col in ("tool", "tool_version", "date", "job_id"):
+    for col in ("tool", "tool_version", "job_id"):
         readers[col] = (col, name(col))
+
+    def date(cell: str) -> Pair:
+        v = cell.strip() or None
+        if v is not None:
+            _name(v, "date")
+            check_date(v)
+        return v, _json(v)
+    readers["date"] = ("date", date)
     for col, field in _INT_COLS.items():
         readers[col] = (field, whole(field))
     return readers
@@ -181,7 +189,7 @@ class RowReader:
         # where each stored value and each key text comes from: the cached cells, then the values computed per
         # row (EXTRA), then the constants
         extra = ("value", "unit", "value_given", "unit_given") + _SPREAD
-        # (the unit's cell gives the unit, the unit as given, its factor and ceiling: picked from it per row)
+        # (the unit's cell gives the unit, the unit as given, its factor and bounds: picked from it per row)
         names = [f if f != "unit" else "unit cell" for f in fields] + list(extra) + list(consts)
         self.pick = itemgetter(*(names.index(c) for c in VALUES))
         self.consts = tuple(v for v, _ in consts.values())
@@ -199,14 +207,14 @@ class RowReader:
             if pairs is None:
                 return self._keyed(self._run(row))
         values, keys = zip(*pairs)
-        unit, unit_given, factor, ceiling = values[self.unit_at]
+        unit, unit_given, factor, (floor, ceiling) = values[self.unit_at]
         t = row[self.value_at].strip()
         try:
             given = float(t)
         except ValueError:
             return self._keyed(self._run(row))
         value = given * factor
-        if not (math.isfinite(given) and given >= 0 and value <= ceiling):
+        if not (math.isfinite(given) and given >= 0 and value <= ceiling and (value >= floor or value == 0)):
             return self._keyed(self._run(row))
         spread = self._spread(row, given, value, factor, ceiling) if self.any_spread else _NO_SPREAD
         if spread is None:
@@ -325,6 +333,10 @@ def _read_into(f: BinaryIO, ctx: ImportContext, prepare: Callable, send: Any) ->
     """The child of read_aside: batches to the pipe, then ("end",) or the error."""
     import signal
     from ..importers.csv import stream
+    from ..util import die_with_parent
+    # the child holds both ends of the pipe (forked after it was made): were the importing process killed,
+    # a full pipe would block this one in a write for good
+    die_with_parent()
     # Ctrl-C reaches the whole process group: the importing process rolls back and stops this one
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:

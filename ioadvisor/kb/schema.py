@@ -5,15 +5,6 @@ import sqlite3
 
 from ..errors import KBError
 
-RUN_COLUMNS = (
-    "id", "source_hash", "seq", "system", "filesystem", "fs_type", "ost_count", "tier", "op", "api", "layout",
-    "collective", "hints", "stripe_count", "stripe_size", "nodes", "ranks", "ranks_per_node", "transfer_size",
-    "block_size", "segments", "file_size", "total_bytes", "files_per_dir", "items_per_rank", "access", "direct",
-    "reps", "value", "unit", "value_given", "unit_given", "value_min", "value_max", "value_sd", "ci95_low",
-    "ci95_high", "notes", "source", "citation", "command", "tool", "tool_version", "importer", "date", "job_id",
-    "kind", "flags",
-)
-
 COMPARISON_COLUMNS = ("system", "filesystem", "op", "factor", "better", "worse", "condition", "source",
                       "citation", "notes", "nodes_min", "nodes_max")
 
@@ -43,7 +34,7 @@ def _rekey_runs(conn: sqlite3.Connection) -> None:
     from ..errors import IOAdvisorError
     from ..model.run import content_key, run_id
     from ..model.validate import check_run
-    from .store import row_to_run
+    from .rows import row_to_run
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'quarantine'").fetchone():
         conn.execute("CREATE TABLE quarantine AS SELECT * FROM runs WHERE 0")
         conn.execute("ALTER TABLE quarantine ADD COLUMN reason TEXT")
@@ -216,6 +207,16 @@ def _statements(script: str) -> list[str]:
     return out
 
 
+def rollback(conn: sqlite3.Connection) -> None:
+    """End the open transaction, if SQLite has not ended it itself (a full disk or an I/O error rolls back
+    at once, and a second ROLLBACK would replace the error that says so by "no transaction is active")."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
 def migrate(conn: sqlite3.Connection, path: str) -> None:
     """Apply the migrations the database lacks; refuse a database newer than this code."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -238,5 +239,5 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
             conn.execute(f"PRAGMA user_version = {n + 1}")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            rollback(conn)
             raise

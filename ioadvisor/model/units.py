@@ -94,5 +94,31 @@ def convert(value: float, from_unit: str, to_unit: str) -> float:
     return v / one
 
 
-def is_bandwidth_unit(unit: str) -> bool:
-    return normalize(1.0, unit)[1] == BANDWIDTH_UNIT
+def _display(v: float, unit: str) -> tuple[float, str]:
+    """Divisor and unit a figure of this size is printed in: GiB/s from 10 GiB/s up, else the unit itself."""
+    return (1024.0, "GiB/s") if unit == BANDWIDTH_UNIT and v >= 10240 else (1.0, unit)
+
+
+def _number(v: float, divisor: float) -> str:
+    return f"{v / divisor:,.1f}" if divisor != 1 else f"{v:,.0f}"
+
+
+def format_rate(v: float | None, unit: str) -> str:
+    """A bandwidth or rate for people: '5,960 MiB/s', '14.7 GiB/s', 'unknown'."""
+    if v is None:
+        return "unknown"
+    d, u = _display(v, unit)
+    return f"{_number(v, d)} {u}"
+
+
+def format_range(low: float, high: float, unit: str) -> str:
+    """A range in one unit, both ends in it (the one its upper end is printed in): '2.3-14.7 GiB/s', never
+    '2,375 MiB/s-14.7 GiB/s'."""
+    d, u = _display(max(low, high), unit)
+    return f"{_number(low, d)}-{_number(high, d)} {u}"
+
+
+def format_estimate(value: float, low: float, high: float, unit: str) -> str:
+    """A value with its interval, all three in one unit: '5,960 (4,289-8,281) MiB/s'."""
+    d, u = _display(max(value, low, high), unit)
+    return f"{_number(value, d)} ({_number(low, d)}-{_number(high, d)}) {u}"

@@ -12,13 +12,18 @@ from __future__ import annotations
 import math
 import re
 from operator import attrgetter
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import UsageError
-from .run import APIS, KINDS, LAYOUTS, OPS, Run
+from .run import APIS, KINDS, LAYOUTS, OPS, Run, new_instance, norm_api, norm_layout
+from .units import normalize
 
 #: normalised value ceilings: 1e10 MiB/s is about 10 EiB/s, 1e12 ops/s far beyond any metadata server
 MAX_VALUE = {"MiB/s": 1e10, "ops/s": 1e12}
+#: the smallest non-zero values: one byte per second, one operation per hour. Below them a value is no
+#: measurement, and its logarithm (the model fits in log space) is far enough from any real run's to make the
+#: model's intervals overflow
+MIN_VALUE = {"MiB/s": 2.0 ** -20, "ops/s": 1 / 3600}
 #: SQLite stores integers in 64 bits
 INT64 = (1 << 63) - 1
 #: (min, max) of the integer settings; sizes in bytes may go up to what SQLite stores
@@ -121,6 +126,34 @@ def check_int(value: Any, what: str) -> None:
         raise UsageError(f"{what} must be between {lo} and {hi}, got {value}")
 
 
+_DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2})(T.*)?)?)?$")
+#: dates found valid (few distinct ones come back in every run of an import)
+_VALID_DATES: set[str] = set()
+
+
+def check_date(value: str) -> None:
+    """An ISO date of a measurement or publication: a year, a year and month, a day, or a day and time, each a
+    real one of the calendar (UsageError otherwise)."""
+    if value in _VALID_DATES:
+        return
+    import datetime as dt
+    m = _DATE.match(value)
+    ok = m is not None and 1900 <= int(m.group(1)) <= 2999
+    if ok:
+        try:
+            if m.group(4):
+                dt.datetime.fromisoformat(value)
+            else:
+                dt.date(int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1))
+        except ValueError:
+            ok = False
+    if not ok:
+        raise UsageError(f"date {value[:40]!r} is not a date of the calendar (YYYY-MM-DD, from 1900)")
+    if len(_VALID_DATES) >= 4096:
+        _VALID_DATES.clear()
+    _VALID_DATES.add(value)
+
+
 def check_run(run: Run) -> Run:
     """`run` itself if every value may enter the KB; UsageError naming the first one that may not."""
     if run.op not in OPS:
@@ -146,6 +179,9 @@ def check_run(run: Run) -> Run:
     ceiling = MAX_VALUE[run.unit]
     if value > ceiling:
         raise UsageError(f"value {value:g} {run.unit} is beyond any real system (at most {ceiling:g} {run.unit})")
+    if 0 < value < MIN_VALUE[run.unit]:
+        raise UsageError(f"value {value:g} {run.unit} is below any real measurement (0, or at least "
+                         f"{MIN_VALUE[run.unit]:.3g} {run.unit})")
     if run.value_given is not None:
         _finite(run.value_given, "value")
     given = _GET_SPREAD(run)
@@ -182,6 +218,8 @@ def check_run(run: Run) -> Run:
     for f, v in zip(_PROV_NAMES, _GET_PROV_NAMES(p)):
         if v is not None:
             _name(v, f)
+    if p.date is not None:
+        check_date(p.date)
     for f, v in zip(_PROV_TEXT, _GET_PROV_TEXT(p)):
         if v is not None:
             _text(v, f)
@@ -197,3 +235,49 @@ _MARK = "_ioadvise_checked"
 def checked(run: Run) -> Run:
     """`run` once it has passed check_run (at most one check per instance)."""
     return run if run.__dict__.get(_MARK) else check_run(run)
+
+
+def make_run(*, value: float, unit: str, spread: Mapping[str, float | None] | None = None, **kw: Any) -> Run:
+    """Build a Run from a value in any supported unit; normalises value and spread together.
+
+    Raises UsageError for an unknown unit or a negative value.
+    """
+    if value is None:
+        raise UsageError("missing value")
+    value = _number(value, "value")
+    if value < 0:
+        raise UsageError(f"value must be a non-negative number, got {value:g}")
+    if not isinstance(unit, str):
+        raise UsageError(f"unit must be text, got {unit!r}")
+    norm, norm_unit = normalize(value, unit)
+    factor = norm / value if value else normalize(1.0, unit)[0]
+    extra = {}
+    for key, v in (spread or {}).items():
+        if v is None:
+            continue
+        v = _number(v, key)
+        if v < 0:
+            raise UsageError(f"{key} must not be negative, got {v:g}")
+        extra[key] = v * factor
+    kw.setdefault("api", None)
+    for name in ("api", "layout"):
+        if kw.get(name) is not None and not isinstance(kw[name], str):
+            raise UsageError(f"{name} must be text, got {kw[name]!r}")
+    kw["api"] = norm_api(kw["api"])
+    if kw.get("layout") is not None:
+        kw["layout"] = norm_layout(kw["layout"])
+    kw.update(extra, value=norm, unit=norm_unit, value_given=value, unit_given=unit.strip())
+    return check_run(new_instance(Run, kw))
+
+
+def _number(v: Any, what: str) -> float:
+    """A finite float from a number; UsageError for text, booleans, NaN and infinities."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise UsageError(f"{what} must be a number, got {v!r}")
+    try:
+        f = float(v)
+    except OverflowError:
+        raise UsageError(f"{what} is too large: {v}") from None
+    if not math.isfinite(f):
+        raise UsageError(f"{what} must be a finite number, got {v}")
+    return f

@@ -65,6 +65,9 @@ def find_records(targets: list[str], env: Mapping[str, str] | None = None) -> li
             found += recs
         elif p.is_file():
             found.append(p)
+        elif p.exists():
+            from ..inputs import RECORD, check_input
+            check_input(p, RECORD)              # says what it is instead (a named pipe, a device)
         elif is_job_id(t):
             for jid, dirs in job_dirs(t, env).items():
                 hit = next((d / record_name(jid) for d in dirs if (d / record_name(jid)).is_file()), None)

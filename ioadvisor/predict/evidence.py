@@ -1,0 +1,220 @@
+"""What the measured runs near a job say, before any model: the band a prediction may not leave.
+
+Runs are near a job when they share its system, file system, op, API class (API and collective mode), layout and
+unit, come from the same family (ranks per node within a factor of `FAMILY_SPAN`: one-rank-per-node hero runs say
+little of a 24-rank application kernel), and were measured at the nearest node counts on either side of the
+job's (within a factor of `NODE_SPAN`), at the volume per rank nearest the job's. At each such node count the
+runs give, per stripe count, the range they measured (repetitions included); a stripe count between measured ones
+takes the log-log interpolation of its neighbours' ranges; one outside them is held under the nearest measured
+count's highest value (no gain is claimed beyond what was measured), with no floor. The band at the job is the envelope of the neighbouring node
+counts' ranges (the job lies between them), or the one side's range scaled by the node ratio where the job lies
+beyond the measured scales, widened by `MARGIN` (one run's noise). A model may interpolate inside the band; it
+may not overrule the runs beyond it, which is what keeps a cliff the runs measured from being recommended.
+
+`measured_peak` is the other bound: the largest bandwidth any run of the group measured, scaled linearly in nodes
+up to the job's (a job on more nodes may at best scale perfectly), widened by `MARGIN`.
+
+Everything here is pure.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from ..lustre import striped, stripes_of
+from ..model.run import Run, bytes_moved
+from . import io_class
+from .physical import INF
+
+MARGIN = 1.25          # one run's noise (about OBS_SIGMA in log space) beyond the range the runs measured
+NODE_SPAN = 4.0        # neighbouring node counts within this factor of the job's
+FAMILY_SPAN = 2.0      # ... and ranks per node within this factor: the same family of runs
+VOLUME_SPAN = 2.0      # volumes per rank within this factor of the nearest one count as the same volume
+VOLUME_FAR = 4.0       # a node count whose runs all moved 4x more or less per rank than the job is not near:
+                       # ARCHER's 128-node file-per-process sweeps favoured 48 stripes at 1 GiB per rank and 1 at 8
+
+
+@dataclass(frozen=True)
+class Band:
+    """The range the runs near a job allow its value: `low`-`high`, from `n_runs` runs at `nodes`."""
+
+    low: float
+    high: float
+    n_runs: int
+    nodes: tuple[float, ...]
+    exact: bool                 # measured at the job's own node count and stripe count
+
+    def clamp(self, v: float) -> float:
+        return min(max(v, self.low), self.high)
+
+
+@dataclass(frozen=True)
+class _Obs:
+    nodes: float
+    rpn: float
+    volume: float | None        # bytes per rank
+    stripes: float
+    value: float
+
+
+def _stripes(r: Run, osts: int | None, dflt: int | None) -> float:
+    if not striped((r.fs_type or "lustre").lower()):
+        return 0.0              # the file system spreads data itself: stripe counts do not apply
+    return float(stripes_of(r.stripe_count, r.ost_count or osts, dflt))
+
+
+def _log_interp(x: float, a: float, b: float, va: float, vb: float) -> float:
+    t = (math.log(x) - math.log(a)) / (math.log(b) - math.log(a))
+    return math.exp((1 - t) * math.log(va) + t * math.log(vb))
+
+
+class Evidence:
+    """The runs of one system indexed by (file system, op, API class, layout, unit), for `band` and
+    `measured_peak`. `osts` and `dflt` give each file system's OST count and default stripe count."""
+
+    def __init__(self, runs: Iterable[Run], osts: Mapping | None = None, dflt: Mapping | None = None):
+        self._by: dict[tuple, list[_Obs]] = {}
+        self._peak: dict[tuple, list[tuple[float, float]]] = {}
+        osts, dflt = osts or {}, dflt or {}
+        for r in runs:
+            if not r.value or r.value <= 0 or not math.isfinite(r.value):
+                continue
+            nodes = r.nodes or None
+            ranks = r.ranks or (nodes * r.ranks_per_node if nodes and r.ranks_per_node else None)
+            self._peak.setdefault((r.filesystem, r.op, r.unit), []).append(
+                (float(nodes) if nodes else INF, r.value))
+            if not nodes:
+                continue
+            ranks = ranks or nodes
+            moved = bytes_moved(r)
+            obs = _Obs(nodes=float(nodes), rpn=ranks / nodes, volume=moved / ranks if moved else None,
+                       stripes=_stripes(r, osts.get(r.filesystem), dflt.get(r.filesystem)), value=r.value)
+            key = (r.filesystem, r.op, io_class(r.api, r.collective), r.layout, r.unit)
+            self._by.setdefault(key, []).append(obs)
+
+    def to_json(self) -> dict:
+        return {"by": [[list(k), [[o.nodes, o.rpn, o.volume, o.stripes, o.value] for o in v]]
+                       for k, v in self._by.items()],
+                "peak": [[list(k), [list(x) for x in v]] for k, v in self._peak.items()]}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> "Evidence":
+        ev = cls(())
+        ev._by = {tuple(k): [_Obs(*o) for o in v] for k, v in d["by"]}
+        ev._peak = {tuple(k): [tuple(x) for x in v] for k, v in d["peak"]}
+        return ev
+
+    def modes(self, filesystem: str | None, op: str, unit: str) -> set[tuple[str, str | None]]:
+        """The (API class, layout) pairs runs measured on a file system for an op."""
+        return {(k[2], k[3]) for k, v in self._by.items() if (k[0], k[1], k[4]) == (filesystem, op, unit) and v}
+
+    def measured(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str) -> bool:
+        return bool(self._by.get((filesystem, op, klass, layout, unit)))
+
+    def band(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *, nodes: float,
+             rpn: float, volume: float | None, stripes: float) -> Band | None:
+        """The band the runs near the job allow (see the module docstring), or None where none is near."""
+        pool = self._by.get((filesystem, op, klass, layout, unit))
+        if not pool or not nodes or not math.isfinite(nodes):
+            return None
+        fam = min({o.rpn for o in pool}, key=lambda x: abs(math.log(x / rpn)))
+        if abs(math.log(fam / rpn)) > math.log(FAMILY_SPAN) + 1e-9:
+            return None
+        pool = [o for o in pool if o.rpn == fam]
+        if volume:
+            pool = [o for o in pool if o.volume is None or abs(math.log(o.volume / volume)) <= math.log(VOLUME_FAR)]
+        counts = sorted({o.nodes for o in pool})
+        below = [n for n in counts if n <= nodes and nodes / n <= NODE_SPAN + 1e-9]
+        above = [n for n in counts if n >= nodes and n / nodes <= NODE_SPAN + 1e-9]
+        sides = sorted({x for x in (below[-1] if below else None, above[0] if above else None) if x is not None})
+        if not sides:
+            return None
+        ranges, used = [], 0
+        for n in sides:
+            at = [o for o in pool if o.nodes == n]
+            vols = [o.volume for o in at if o.volume]
+            if volume and vols:
+                near = min(vols, key=lambda v: abs(math.log(v / volume)))
+                at = [o for o in at if o.volume is None or abs(math.log(o.volume / near)) <= math.log(VOLUME_SPAN)]
+            lo, hi, exact = _range_at(at, stripes)
+            scale = nodes / n if len(sides) == 1 else 1.0
+            ranges.append((lo * min(scale, 1.0), hi * max(scale, 1.0), exact and n == nodes))
+            used += len(at)
+        return Band(low=min(r[0] for r in ranges) / MARGIN, high=max(r[1] for r in ranges) * MARGIN,
+                    n_runs=used, nodes=tuple(sides), exact=any(r[2] for r in ranges))
+
+    def measured_peak(self, filesystem: str | None, op: str, unit: str, nodes: float) -> float | None:
+        """The largest value runs of the group measured, those at fewer nodes scaled linearly to `nodes`."""
+        pts = self._peak.get((filesystem, op, unit))
+        if not pts or not nodes or not math.isfinite(nodes):
+            return None
+        return MARGIN * max(v * max(1.0, nodes / n) if math.isfinite(n) else v for n, v in pts)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What a prediction may not leave: `floor`-`ceiling`, what sets each, and the runs of the band."""
+
+    floor: float = 0.0
+    ceiling: float = INF
+    floor_by: str | None = None
+    ceiling_by: str | None = None
+    band_runs: int = 0
+    cap: float = INF            # the physical ceiling alone (rated and measured peaks), which intervals respect too
+
+    def interval(self, v: float, low: float, high: float) -> tuple[float, float]:
+        """A model's interval around the bounded value `v`: under the physical ceiling, and holding `v`; the band
+        moves the value, not the interval's width (the runs near the job are themselves one noisy sample each)."""
+        return min(low, v), max(min(high, self.cap), v)
+
+    def clamp(self, v: float) -> float:
+        return min(max(v, self.floor), self.ceiling)
+
+    def by(self, model: float) -> str | None:
+        """What moved a model's value, or None where it lies inside."""
+        return self.ceiling_by if model > self.ceiling else self.floor_by if model < self.floor else None
+
+
+def bounds(ev: "Evidence | None", filesystem: str | None, op: str, klass: str, layout: str | None, unit: str,
+           bandwidth: bool, *, nodes: float, rpn: float, volume: float | None, stripes: float,
+           rated: float | None = None) -> Bounds:
+    """The band of the runs near the job, under the largest bandwidth measured (scaled to the job's nodes) and
+    the rated peak (MiB/s, from the center file): the bounds the advice and its validation put on a value."""
+    lows, highs = [(0.0, None)], [(INF, None)]
+    band = ev.band(filesystem, op, klass, layout, unit, nodes=nodes, rpn=rpn, volume=volume,
+                   stripes=stripes) if ev is not None else None
+    if band is not None:
+        lows.append((band.low, "runs"))
+        highs.append((band.high, "runs"))
+    if bandwidth:
+        peak = ev.measured_peak(filesystem, op, unit, nodes) if ev is not None else None
+        if peak is not None:
+            highs.append((peak, "measured peak"))
+        if rated:
+            highs.append((rated, "rated peak"))
+    hi, hi_by = min(highs, key=lambda x: x[0])
+    lo, lo_by = max(lows, key=lambda x: x[0])
+    return Bounds(floor=min(lo, hi), ceiling=hi, floor_by=lo_by, ceiling_by=hi_by,
+                  band_runs=band.n_runs if band else 0, cap=min(x for x, by in highs if by != "runs"))
+
+
+def _range_at(obs: list[_Obs], stripes: float) -> tuple[float, float, bool]:
+    """(lowest, highest, measured exactly) value the runs at one node count give at a stripe count."""
+    by: dict[float, list[float]] = {}
+    for o in obs:
+        by.setdefault(o.stripes, []).append(o.value)
+    xs = sorted(by)
+    s = stripes if xs[0] > 0 else 0.0
+    if s in by:
+        return min(by[s]), max(by[s]), True
+    if s <= xs[0] or s >= xs[-1]:
+        # beyond the measured counts no gain over the nearest one is claimed, and no floor is known (fewer
+        # stripes take fewer OSTs; more may fall off a cliff)
+        return 0.0, max(by[xs[0] if s <= xs[0] else xs[-1]]), False
+    a = max(x for x in xs if x < s)
+    b = min(x for x in xs if x > s)
+    return (_log_interp(s, a, b, min(by[a]), min(by[b])), _log_interp(s, a, b, max(by[a]), max(by[b])), False)
+
+
+__all__ = ["Band", "Bounds", "Evidence", "MARGIN", "bounds"]
