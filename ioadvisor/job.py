@@ -23,6 +23,7 @@ from typing import Any, Mapping, Sequence
 from .errors import ImportFormatError, UsageError
 from .ioadvise_lines import ioadvise_lines, read_line
 from .lustre import stripe_count_problem
+from .tomlschema import Field, Table, first_problem, key_line
 from .util import loads_toml
 
 
@@ -206,11 +207,8 @@ def _hints(hints: Mapping[str, Any], where: tuple[str | None, int | None]) -> di
         raise _fail(f"bad hint: {e}", where) from None
 
 
-def _toml_line(text: str, key: str) -> int | None:
-    for n, line in enumerate(text.split("\n"), 1):   # TOML lines end at LF (or CRLF) only
-        if re.match(rf"^\s*{re.escape(key)}\s*=", line):
-            return n
-    return None
+#: the workload file's shape: the keys of KEYS (a - read as _), their values read by `read_value`
+WORKLOAD = Table(tuple(Field(k.name) for k in KEYS), dashes=True)
 
 
 def _script_layers(script: str, path: str, strict: bool) -> tuple[dict, dict, dict, list[str]]:
@@ -283,14 +281,18 @@ def describe(*, script: str | None = None, script_path: str = "<script>", toml: 
         except tomllib.TOMLDecodeError as e:
             m = re.search(r"line (\d+)", str(e))
             raise ImportFormatError(f"not valid TOML: {e}", toml_path, int(m.group(1)) if m else None) from None
+        at: tuple[str, ...] = ("workload",) if "workload" in data else ()
         data = data.get("workload", data)
+        if not isinstance(data, dict):
+            raise ImportFormatError("workload must be a table ([workload])", toml_path, key_line(toml, at))
+        bad = first_problem(data, WORKLOAD)
+        if bad is not None:
+            raise ImportFormatError(f"unknown key {bad.keys[0]!r} (known: {', '.join(KEY)})", toml_path,
+                                    key_line(toml, at + bad.keys[0:1]))
         vals: dict[str, Any] = {}
         for key, raw in data.items():
             k = key.replace("-", "_")
-            if k not in KEY:
-                raise ImportFormatError(f"unknown key {key!r} (known: {', '.join(KEY)})", toml_path,
-                                        _toml_line(toml, key))
-            where = (toml_path, _toml_line(toml, key))
+            where = (toml_path, key_line(toml, at + (key,)))
             if KEY[k].repeat and isinstance(raw, list):
                 vals[k] = tuple(read_value(k, x, where) for x in raw) if k != "hint" else {
                     a: b for x in raw for a, b in read_value(k, x, where).items()}

@@ -172,6 +172,14 @@ def test_user_thresholds_override_and_validate(tmp_path, summaries):
     t = load_thresholds(p)
     assert t["LUS002"]["factor"] == 100.0
     assert not any(f.id == "LUS002" for f in run_rules(summaries["sample-badost.darshan"], t))
+    # a list threshold takes a list, a number threshold a number of either kind; the wrong type is refused
+    steps = tmp_path / "steps.toml"
+    steps.write_text("[LUS001]\nsize_steps = [1, 2, 3]\n[LUS002]\nfactor = 3\n")
+    assert load_thresholds(steps)["LUS001"]["size_steps"] == [1, 2, 3]
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text("[LUS001]\nsize_steps = 5\n")
+    with pytest.raises(ConfigError, match=r"\[LUS001\] size_steps must be a list"):
+        load_thresholds(wrong)
     bad = tmp_path / "bad.toml"
     bad.write_text("[LUS999]\nx = 1\n")
     with pytest.raises(ConfigError, match="LUS999"):

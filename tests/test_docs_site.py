@@ -248,6 +248,24 @@ def test_cli_bad_center_file_names_the_file(tmp_path):
     assert str(bad) in r.output and "Traceback" not in r.output
 
 
+def test_an_error_in_a_site_center_file_stops_the_build_with_the_loaders_message(tmp_path, monkeypatch):
+    # every known center is documented when --center is not given; a site's file whose stripe size Lustre
+    # refuses (100 KiB is not a multiple of 64 KiB) must not be skipped or shown half-read: the build stops with
+    # the center loader's one line (file, line, key) and writes nothing
+    site = tmp_path / "centers"
+    site.mkdir()
+    bad = site / "mysite.toml"
+    bad.write_text('name = "MySite"\n\n[[filesystems]]\nname = "scratch"\ntype = "lustre"\n'
+                   'default_stripe_size = "100KiB"\n')
+    monkeypatch.setenv("IOADVISE_CENTERS", str(site))
+    out = tmp_path / "s"
+    r = runner.invoke(app, ["docs", "build", "--out", str(out), "--kb", str(tmp_path / "k.sqlite")])
+    assert r.exit_code == 2, r.output
+    assert f"{bad}:6: filesystems[0].default_stripe_size" in r.output
+    assert "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+    assert not out.exists() or not any(out.rglob("*.html"))
+
+
 def test_stripe_plot_keeps_client_counts_apart(kb_path):
     from ioadvisor.docs.plots import section_plots
     with KB.open(kb_path) as kb:

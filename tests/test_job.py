@@ -57,6 +57,12 @@ def test_bad_values_name_file_and_line():
         describe(script="#!/bin/sh\n#SBATCH -N 1\n#IOADVISE bytes_per_rank=lots\n", script_path="job.sh")
     with pytest.raises(ImportFormatError, match=r"^w.toml:2: unknown key 'nodez'"):
         describe(toml="nodes = 1\nnodez = 2\n", toml_path="w.toml")
+    # under [workload] the line is the key's in that table, not an earlier one of the same name elsewhere
+    with pytest.raises(ImportFormatError, match=r"^w.toml:4: unknown key 'nodez'"):
+        describe(toml="# nodez = 1\n[workload]\nnodes = 1\nnodez = 2\n", toml_path="w.toml")
+    # `workload` that is not a table is refused in one line (it was an AttributeError, a traceback)
+    with pytest.raises(ImportFormatError, match=r"^w.toml:1: workload must be a table"):
+        describe(toml="workload = 5\n", toml_path="w.toml")
     with pytest.raises(ImportFormatError, match=r"^job.sh:2: unknown key 'colour'"):
         describe(script="#!/bin/sh\n#IOADVISE colour=blue\n", script_path="job.sh")
     s = describe(script="#!/bin/sh\n#IOADVISE colour=blue\n", script_path="job.sh", strict=False)

@@ -11,6 +11,7 @@ from ..lustre import MAX_STRIPE_COUNT, constraint_of, mount_regex, stripe_count_
 from ..model.types import Center, FileSystem, Tier
 from ..model.units import parse_size
 from ..model.validate import INT_RANGES, MAX_NAME, _name, _text
+from ..tomlschema import Field, Problem, Table, dotted, first_problem, key_line
 from ..util import loads_toml
 
 from .schema import FS_STRIPING, KEYS, MPI_FLAVOURS, TIER_KINDS, keys_of
@@ -48,27 +49,25 @@ def is_shipped(path: str | Path) -> bool:
         return False
 
 
-def key_line(text: str, key: str) -> int | None:
-    """The line of `key` ("mpi", "filesystems[1].ost_count", "tiers[0]") in a center file's TOML text."""
-    lines = text.splitlines()
+def _key_path(key: str) -> tuple[str | int, ...]:
+    """("filesystems", 1, "ost_count") from "filesystems[1].ost_count"; ("tiers", 0) from "tiers[0]"."""
     m = re.match(r"^(\w+)\[(\d+)\](?:\.(\w+))?$", key)
     if m is None:
-        name, lo = key.split(".")[0], 0
-        hi = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("[")), len(lines))
-    else:
-        heads = [i for i, ln in enumerate(lines) if re.match(rf"^\s*\[\[\s*{m.group(1)}\s*\]\]", ln)]
-        if int(m.group(2)) >= len(heads):
-            return None
-        lo = heads[int(m.group(2))]
-        if m.group(3) is None:
-            return lo + 1
-        name = m.group(3)
-        hi = next((i for i in range(lo + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
-        lo += 1
-    for i in range(lo, hi):
-        if re.match(rf"^\s*{re.escape(name)}\s*=", lines[i]):
-            return i + 1
-    return None if m is None else lo
+        return (key.split(".")[0],)
+    return (m.group(1), int(m.group(2))) + ((m.group(3),) if m.group(3) else ())
+
+
+_TYPES = {"integer": "int", "boolean": "bool", "size": "any"}      # every other kind is text
+
+
+def _table(section: str, *more: Field) -> Table:
+    return Table(tuple(Field(k.name, _TYPES.get(k.kind, "str"), required=k.default == "required")
+                       for k in KEYS if k.section == section) + more)
+
+
+#: the center file's shape, from the key table
+SCHEMA = _table("", Field("filesystems", "tables", table=_table("filesystems")),
+                Field("tiers", "tables", table=_table("tiers")))
 
 
 class _Reader:
@@ -78,17 +77,34 @@ class _Reader:
         self.path, self.text = path, text
 
     def fail(self, key: str, message: str) -> ConfigError:
-        line = key_line(self.text, key) if self.text is not None else None
+        line = key_line(self.text, _key_path(key)) if self.text is not None else None
         err = ConfigError(f"{self.path}:{line}: {message}" if line else f"{self.path}: {message}")
         err.key = key  # type: ignore[attr-defined]
         return err
 
-    def check_keys(self, table: dict[str, Any], section: str, where: str) -> None:
-        allowed = list(keys_of(section)) + (["filesystems", "tiers"] if section == "" else [])
-        unknown = sorted(set(table) - set(allowed))
-        if unknown:
-            raise self.fail(f"{where}{unknown[0]}", f"unknown key {where}{unknown[0]!r} "
-                                                    f"(allowed: {', '.join(sorted(allowed))})")
+    def check_shape(self, data: dict[str, Any]) -> None:
+        """Unknown and missing keys, values of the wrong type: the first, as users of center files know it."""
+        p = first_problem(data, SCHEMA)
+        if p is not None:
+            raise self.shape_error(p, data)
+
+    def shape_error(self, p: Problem, data: dict[str, Any]) -> ConfigError:
+        at = dotted(p.path)
+        where = f"{at}." if at else ""
+        if p.code == "unknown":
+            return self.fail(f"{where}{p.keys[0]}", f"unknown key {where}{p.keys[0]!r} "
+                                                    f"(allowed: {', '.join(sorted(p.allowed))})")
+        if p.code == "missing":
+            table = dotted(p.path[:-1])
+            if not table:
+                return self.fail(at, f"missing key {at!r}")
+            return self.fail(table, f"missing key {at}")
+        if p.expected == "tables":
+            if not isinstance(p.value, list):
+                return self.fail(at, f"{at} must be an array of tables ([[{at}]])")
+            i = next(i for i, t in enumerate(p.value) if not isinstance(t, dict))
+            return self.fail(at, f"{at}[{i}] must be a table")
+        return self.fail(at, f"{at} must be {p.expected}, got {p.value!r}")
 
     def value(self, table: dict[str, Any], section: str, key: str, where: str) -> Any:
         """The key's value read as its schema kind says (None when absent)."""
@@ -98,8 +114,6 @@ class _Reader:
             return None
         at = f"{where}{key}"
         if spec.kind in ("string", "text", "choice", "version", "bandwidth"):
-            if not isinstance(v, str):
-                raise self.fail(at, f"{at} must be str, got {v!r}")
             # what a job script, an #SBATCH line, the KB or a terminal would refuse later is refused here: a
             # value of one line has no control character at all, free text no escape, NUL ...
             try:
@@ -109,10 +123,6 @@ class _Reader:
                     _name(v, at, limit=MAX_PATH if key == "mount" else MAX_NAME)
             except UsageError as e:
                 raise self.fail(at, str(e)) from None
-        if spec.kind == "integer" and (not isinstance(v, int) or isinstance(v, bool)):
-            raise self.fail(at, f"{at} must be int, got {v!r}")
-        if spec.kind == "boolean" and not isinstance(v, bool):
-            raise self.fail(at, f"{at} must be bool, got {v!r}")
         if spec.kind == "choice":
             v = v.lower()
             if v not in spec.choices:
@@ -143,20 +153,9 @@ class _Reader:
         return mib * (1 << 20)
 
     def tables(self, data: dict[str, Any], section: str) -> Iterable[tuple[str, dict[str, Any]]]:
-        """The tables of an array such as `filesystems`, each checked for unknown and missing keys."""
-        required = [k.name for k in KEYS if k.section == section and k.default == "required"]
-        items = data.get(section) or []
-        if not isinstance(items, list):
-            raise self.fail(section, f"{section} must be an array of tables ([[{section}]])")
-        for i, table in enumerate(items):
-            where = f"{section}[{i}]."
-            if not isinstance(table, dict):
-                raise self.fail(section, f"{section}[{i}] must be a table")
-            self.check_keys(table, section, where)
-            for req in required:
-                if not table.get(req):
-                    raise self.fail(f"{section}[{i}]", f"missing key {where}{req}")
-            yield where, table
+        """The tables of an array such as `filesystems` (their shape checked by `check_shape`)."""
+        for i, table in enumerate(data.get(section) or []):
+            yield f"{section}[{i}].", table
 
 
 def center_from_dict(data: dict[str, Any], path: str = "<center>", text: str | None = None) -> Center:
@@ -164,10 +163,8 @@ def center_from_dict(data: dict[str, Any], path: str = "<center>", text: str | N
 
     `text`, the document's TOML source, lets errors give the line of the key."""
     rd = _Reader(path, text)
-    rd.check_keys(data, "", "")
+    rd.check_shape(data)
     name = rd.value(data, "", "name", "")
-    if not name:
-        raise rd.fail("name", "missing key 'name'")
     fss = [_filesystem(rd, where, fs) for where, fs in rd.tables(data, "filesystems")]
     names = [f.name for f in fss]
     dup = next((n for n in names if names.count(n) > 1), None)

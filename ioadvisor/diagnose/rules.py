@@ -21,6 +21,7 @@ from ..errors import ConfigError
 from ..lustre import Setstripe, shell_word, stripe_size_problem
 from ..model.types import Finding
 from ..model.units import format_size
+from ..tomlschema import Field, Table, first_problem
 from .summary import FileSummary, LogSummary, RankSpread
 
 SCALE_FACTOR = 2              # a measured client count within this factor of the job's ranks is the job's scale
@@ -35,13 +36,28 @@ def _default_path() -> Path:
     return data_dir() / "thresholds.toml"
 
 
+#: a thresholds file: [RULE_ID] tables only
+RULE_TABLES = Table(other=Field("", "table"))
+
+
 @functools.lru_cache(maxsize=4)
 def _load_toml(path: str) -> dict[str, dict[str, Any]]:
     from ..util import read_toml
     data = read_toml(path, ConfigError)
-    if not all(isinstance(v, dict) for v in data.values()):
+    if first_problem(data, RULE_TABLES) is not None:
         raise ConfigError(f"{path}: every top-level entry must be a [RULE_ID] table")
     return data
+
+
+def _shape(base: Mapping[str, Mapping[str, Any]]) -> Table:
+    """What a user's thresholds file may hold: the shipped rules and keys, each of its shipped value's type (a
+    number for a number)."""
+    def kind(v: Any) -> str:
+        if isinstance(v, bool):
+            return "bool"
+        return "number" if isinstance(v, (int, float)) else "list" if isinstance(v, list) else "str"
+    return Table(tuple(Field(rid, "table", table=Table(tuple(Field(k, kind(v)) for k, v in t.items())))
+                       for rid, t in base.items()))
 
 
 def load_thresholds(user: str | Path | None = None) -> dict[str, dict[str, Any]]:
@@ -50,16 +66,17 @@ def load_thresholds(user: str | Path | None = None) -> dict[str, dict[str, Any]]
     if user is None:
         return base
     over = _load_toml(str(Path(user).resolve()))
+    p = first_problem(over, _shape(base))
+    if p is not None and p.code == "unknown" and not p.path:
+        raise ConfigError(f"{user}: unknown rule {p.keys[0]!r} (known: {', '.join(sorted(base))})")
+    if p is not None and p.code == "unknown":
+        rid = p.path[0]
+        raise ConfigError(f"{user}: [{rid}] has no threshold {p.keys[0]!r} (known: {', '.join(base[rid])})")
+    if p is not None:
+        rid, key = p.path
+        raise ConfigError(f"{user}: [{rid}] {key} must be a {type(base[rid][key]).__name__}")
     for rid, table in over.items():
-        if rid not in base:
-            raise ConfigError(f"{user}: unknown rule {rid!r} (known: {', '.join(sorted(base))})")
-        for key, val in table.items():
-            if key not in base[rid]:
-                raise ConfigError(f"{user}: [{rid}] has no threshold {key!r} (known: {', '.join(base[rid])})")
-            if type(val) is not type(base[rid][key]) and not (
-                    isinstance(val, (int, float)) and isinstance(base[rid][key], (int, float))):
-                raise ConfigError(f"{user}: [{rid}] {key} must be a {type(base[rid][key]).__name__}")
-            base[rid][key] = val
+        base[rid].update(table)
     return base
 
 

@@ -13,9 +13,9 @@ from markupsafe import Markup
 
 from ..errors import UsageError
 from ..kb import KB
+from ..model.types import Center
 from ..util import atomic_write
 from . import collect, decisions, plots, recipes
-from .centers import load_centers
 from .i18n import catalogue, translator
 
 HERE = Path(__file__).resolve().parent
@@ -102,6 +102,16 @@ def parse_list(value: str | None, allowed: tuple[str, ...], what: str) -> tuple[
     return items
 
 
+def _centers(spec: str | None) -> list[Center]:
+    """The centers the guide describes: every known one (a site's in $IOADVISE_CENTERS and the shipped) when
+    `spec` is None, else the one `spec` names (a file or a name). Each is read by the center loader, so a center
+    file with an error stops the build with that loader's one-line message (file, line, key)."""
+    from ..center import available_centers, load_center, load_center_file
+    if spec is not None:
+        return [load_center(spec)]
+    return sorted((load_center_file(p) for p in available_centers()), key=lambda c: c.name.lower())
+
+
 def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tuple[str, ...] = ("en",),
                formats: tuple[str, ...] = ("html",), plot_cache: bool = True,
                progress: Callable[[str, int, int], None] | None = None) -> BuildResult:
@@ -113,8 +123,8 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a directory")
-    centers = load_centers(center)
-    by_name = {c["name"].lower(): c for c in centers}
+    centers = _centers(center)
+    by_name = {c.name.lower(): c for c in centers}
     names = collect.system_names(kb, centers, only=center is not None)
     # one system at a time: its runs (or, for a large file system, their summaries) are freed once its tables
     # and plot data are made; plots are drawn per language (titles, axis labels and legends are translated),
@@ -164,7 +174,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
         if has_jobs(kb):
             report("archive", 0, 1)
             archive = center_report(kb, top=ARCHIVE_ROWS, systems=names if center is not None else None,
-                                    center_rpn={c["name"]: c.get("ranks_per_node") for c in centers})
+                                    center_rpn={c.name: c.ranks_per_node for c in centers})
             if not archive["totals"]["jobs"]:
                 archive = None
         files = _write_pages(out, langs, formats, systems, recs, guide, archive, report)

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 from ..archive.store import ARCHIVE_RUN_SQL
 from ..kb import KB
 from ..model.run import META_OPS
+from ..model.types import Center, FileSystem
 from ..model.units import format_size
 
 # Up to this many runs per file system the tables list every run; above it they list groups of runs with the
@@ -93,7 +94,7 @@ class Row:
 class FsSection:
     name: str
     slug: str
-    info: dict[str, Any] | None
+    info: FileSystem | None
     total_runs: int
     grouped: bool
     rows: list[Row]
@@ -107,7 +108,7 @@ class FsSection:
 class SystemData:
     name: str
     slug: str
-    center: dict[str, Any] | None
+    center: Center | None
     sections: list[FsSection]
     comparisons: list[dict[str, Any]]
     provenance: list[dict[str, Any]]
@@ -368,12 +369,12 @@ def _prov_runs(kb: KB, ids: list[str]) -> dict[str, _Prov]:
     return out
 
 
-def collect_system(kb: KB, name: str, center: dict[str, Any] | None) -> SystemData:
+def collect_system(kb: KB, name: str, center: Center | None) -> SystemData:
     """Everything the pages of one system show, in a stable order. A file system with more than ROW_LIMIT
     runs is summarised in sqlite (memory does not grow with its runs); smaller ones are read whole."""
     src = _SystemRuns(kb, name)
     try:
-        fs_info = {f["name"]: f for f in (center or {}).get("filesystems", [])}
+        fs_info = {f.name: f for f in (center.filesystems if center else ())}
         names = sorted(set(src.counts) | set(fs_info), key=str.lower)
         sections, linked = [], []
         for fs in names:
@@ -424,10 +425,10 @@ def smallest_first(kb: KB, names: list[str]) -> list[str]:
     return sorted(names, key=lambda n: (size.get(n.lower(), 0), n.lower(), n))
 
 
-def system_names(kb: KB, centers: list[dict[str, Any]], only: bool) -> list[str]:
+def system_names(kb: KB, centers: list[Center], only: bool) -> list[str]:
     """Systems to document: the given centers only (only=True), else every system with runs, comparisons or a
     center description."""
-    names = {c["name"] for c in centers}
+    names = {c.name for c in centers}
     if not only:
         names |= {n for n in kb.systems() if kb.conn.execute(
             f"SELECT 1 FROM all_runs WHERE system = ? COLLATE NOCASE AND NOT {ARCHIVE_RUN_SQL} LIMIT 1",

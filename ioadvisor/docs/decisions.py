@@ -6,7 +6,7 @@ import importlib.util
 from typing import Any
 
 from ..kb import KB
-from ..model.types import Workload
+from ..model.types import Center, Workload
 from .collect import fmt_num
 
 GIB = 1 << 30
@@ -35,8 +35,8 @@ def _get(obj: Any, *names: str) -> Any:
     return obj
 
 
-def decision_guide(kb: KB, center: dict[str, Any] | None) -> list[dict[str, Any]]:
-    if center is None or center.get("object") is None or importlib.util.find_spec("ioadvisor.advise") is None:
+def decision_guide(kb: KB, center: Center | None) -> list[dict[str, Any]]:
+    if center is None or importlib.util.find_spec("ioadvisor.advise") is None:
         return []
     import ioadvisor.advise as adv
     fn = getattr(adv, "advise", None)
@@ -45,7 +45,7 @@ def decision_guide(kb: KB, center: dict[str, Any] | None) -> list[dict[str, Any]
     rows = []
     for key, wl in WORKLOADS:
         try:
-            a = fn(wl, kb, center["object"])
+            a = fn(wl, kb, center)
         except Exception:        # a workload the engine cannot answer for this system: leave the row out
             continue
         cfg = _get(a, "recommendation", "config")

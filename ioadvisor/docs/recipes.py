@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.types import Workload
+from ..model.types import Center, Workload
 
 # a basis entry that names a decision-guide row: "advice:<workload catalogue key>"
 ADVICE = "advice:"
@@ -43,7 +43,7 @@ def ioadvise_line(w: Workload) -> str:
     return "#IOADVISE " + " ".join(items + [f"lifetime={w.lifetime}"])
 
 
-def recipes(center: dict[str, Any] | None, guide: list[dict[str, Any]] | None = None) -> list[Recipe]:
+def recipes(center: Center | None, guide: list[dict[str, Any]] | None = None) -> list[Recipe]:
     """The recipes of one system: one per decision-guide row whose advice has commands (the advice's own
     `commands.text`, as `advise --json` gives it for that workload), then the job-script lines."""
     out: list[Recipe] = []
@@ -61,7 +61,7 @@ def recipes(center: dict[str, Any] | None, guide: list[dict[str, Any]] | None = 
         request = job["commands"].get("request")
         lines = ["#!/bin/bash", f"#SBATCH --nodes={w.nodes}", f"#SBATCH --ntasks-per-node={w.ranks_per_node}",
                  *([request] if request else []), ioadvise_line(w), "srun ./app",
-                 f"# ioadvise wrap job.sh -o job.wrapped.sh --center {center['name']}: applies this advice"]
+                 f"# ioadvise wrap job.sh -o job.wrapped.sh --center {center.name}: applies this advice"]
         where = job["tier"] if job["tier"] != "-" else job["filesystem"]
         out.append(Recipe("recipe_job", where, "\n".join(lines), (ADVICE + job["key"],), job["key"]))
     return out
