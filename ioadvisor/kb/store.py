@@ -69,12 +69,13 @@ def _check_published(path: Path) -> None:
 
 
 def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
-    """The published KB is read as it is (never migrated): its schema must be this ioadvisor's."""
-    from .schema import SCHEMA_VERSION
+    """The published KB is read as it is (never migrated): its schema must be one this ioadvisor reads so."""
+    from .schema import READ_AS_IS_FROM, SCHEMA_VERSION
     version = conn.execute("PRAGMA ref.user_version").fetchone()[0]
-    if version != SCHEMA_VERSION:
+    if not READ_AS_IS_FROM <= version <= SCHEMA_VERSION:
+        reads = f"v{SCHEMA_VERSION}" if READ_AS_IS_FROM == SCHEMA_VERSION else f"v{READ_AS_IS_FROM} to v{SCHEMA_VERSION}"
         raise KBError(f"{path}: published with knowledge base schema v{version}, this ioadvisor reads "
-                      f"v{SCHEMA_VERSION}; publish it again with this version (`ioadvise kb publish`)")
+                      f"{reads}; publish it again with this version (`ioadvise kb publish`)")
 
 
 def _cannot_write(e: sqlite3.Error) -> bool:
@@ -455,7 +456,7 @@ class KB:
             conn = None
             try:
                 conn = _connect(target, mode)
-                migrate(conn, target)
+                migrate(conn, target, write=mode == "rw")
                 conn.execute("SELECT count(*) FROM main.sqlite_master").fetchone()
                 break
             except sqlite3.OperationalError as e:
