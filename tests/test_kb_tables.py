@@ -166,3 +166,20 @@ def test_a_working_kb_is_not_taken_for_a_snapshot(tmp_path):
     c.close()
     shutil.copy(staff, tmp_path / "again.sqlite")
     assert publish(tmp_path / "again.sqlite", tmp_path / "kb2.sqlite")["snapshot"] != res["snapshot"]
+
+
+# a statement that writes the `sources` table (which names every run's source)
+WRITES_SOURCES = re.compile(r"\b(?:INSERT\s+(?:OR\s+\w+\s+)?INTO|UPDATE|DELETE\s+FROM)\s+(?:main\.)?sources\b",
+                            re.IGNORECASE)
+
+
+def test_only_the_kb_store_writes_the_sources_table():
+    """`kb import`, the reference build and `archive scan` record a source through the KB's one method
+    (KB.add_source): a second writer would keep its own rules for when a source is recorded."""
+    store = ROOT / "ioadvisor" / "kb" / "store.py"
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((ROOT / "ioadvisor").rglob("*.py")) if p != store
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if WRITES_SOURCES.search(line)]
+    assert not found, "the sources table written outside kb/store.py: " + ", ".join(found)
+    assert WRITES_SOURCES.search('"INSERT INTO main.sources VALUES (?,?)"')
+    assert WRITES_SOURCES.search("DELETE FROM sources WHERE hash = ?")
+    assert not WRITES_SOURCES.search("SELECT 1 FROM main.sources WHERE hash = ?")
