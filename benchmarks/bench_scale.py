@@ -104,8 +104,10 @@ def main() -> None:
     if "advise" not in skip:
         advise = ["advise", "--kb", str(kb), "--system", scale_data.BIG, "--nodes", "16", "--ranks-per-node", "8",
                   "--bytes-per-rank", "1GiB", "--api", "mpiio", "--layout", "any", "--json"]
-        # as after an import: the first call fits and stores (a KB no advice has used yet has no such table)
-        conn.execute("CREATE TABLE IF NOT EXISTS advise_fits (system TEXT PRIMARY KEY, signature TEXT, fits TEXT)")
+        # as after an import: the first call fits and stores (the KB is brought to this schema, which has the
+        # table, first)
+        from ioadvisor.kb import KB
+        KB.open(kb, reference=False).close()
         conn.execute("DELETE FROM advise_fits")
         conn.commit()
         report("advise, first call after the runs changed (fits the system, stores the fits)",

@@ -16,6 +16,7 @@ from darshan.backend import cffi_backend as raw  # noqa: E402
 
 from ioadvisor.cli import app  # noqa: E402
 from ioadvisor.diagnose.derive import LogSummary, summarize, to_workload  # noqa: E402
+from ioadvisor.diagnose.facts import KBFile  # noqa: E402
 from ioadvisor.diagnose.rules import Context, load_thresholds, run_rules  # noqa: E402
 from ioadvisor.errors import ConfigError, ImportFormatError  # noqa: E402
 
@@ -345,7 +346,7 @@ def test_mpi001_warns_where_the_center_measured_two_phase_losing(summaries):
     s = _independent_macsio(summaries)
     with KB.open(None, create=False) as kb:
         measured = [c for c in kb.comparisons("TSUBAME3.0") if c["factor"] == "cb_write"]
-    (f,) = [x for x in run_rules(s, ctx=Context(center_name="TSUBAME3.0")) if x.id == "MPI001"]
+    (f,) = [x for x in run_rules(s, ctx=Context(center_name="TSUBAME3.0", kb=KBFile())) if x.id == "MPI001"]
     assert measured and measured[0]["better"] == "disable"
     assert f.evidence["contrary_comparisons"] and "TSUBAME3.0" in f.message
     (plain,) = [x for x in run_rules(s) if x.id == "MPI001"]

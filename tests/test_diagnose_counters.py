@@ -12,6 +12,7 @@ from darshan.backend import cffi_backend as raw  # noqa: E402
 
 from ioadvisor.diagnose import analyze  # noqa: E402
 from ioadvisor.diagnose.derive import _derive  # noqa: E402
+from ioadvisor.diagnose.facts import KBFile  # noqa: E402
 from ioadvisor.diagnose.rules import Context, load_thresholds, run_rules  # noqa: E402
 
 WHEEL = Path(darshan.__file__).parent
@@ -153,12 +154,12 @@ def test_a_one_stripe_file_written_through_mpiio_counts_with_mpiio_bytes():
     (MPIIO_F_WRITE_TIME 555 x 512 rank-s / 512 ranks). ckpt.dat, with no POSIX record, is a file of the summary."""
     s = _partial_mpiio_file(1)
     assert {f.path for f in s.files} == {"/lus/proj/out.dat", "/lus/proj/ckpt.dat"}
-    (lus,) = [f for f in run_rules(s, ctx=Context(use_kb=False)) if f.id == "LUS001"]
+    (lus,) = [f for f in run_rules(s, ctx=Context()) if f.id == "LUS001"]
     assert lus.evidence["file"] == "/lus/proj/out.dat" and lus.evidence["layer"] == "MPI-IO"
     assert lus.evidence["bytes"] == 25_100_000_000 and lus.time_at_stake_s == pytest.approx(555.0)
     assert lus.evidence["files_affected"] == 2 and "through MPI-IO" in lus.message
     # striped over 8 OSTs, the same file must not fire it (8 > max_stripe_count 1), and ckpt.dat does (1.49 GB)
-    (lus8,) = [f for f in run_rules(_partial_mpiio_file(8), ctx=Context(use_kb=False)) if f.id == "LUS001"]
+    (lus8,) = [f for f in run_rules(_partial_mpiio_file(8), ctx=Context()) if f.id == "LUS001"]
     assert lus8.evidence["file"] == "/lus/proj/ckpt.dat" and lus8.evidence["files_affected"] == 1
 
 
@@ -177,15 +178,15 @@ def test_a_gain_is_quoted_only_from_the_jobs_own_system_at_its_scale(tmp_path):
     measured (> 2x): no gain at its scale either. Only an HA8000 job of 1-2 ranks would get the 3.2x."""
     s = _example_one_stripe()
     kb = tmp_path / "none.sqlite"            # absent: the shipped reference runs stand alone
-    for ctx in (Context(kb_path=str(kb)), Context(kb_path=str(kb), center_name="theta")):
+    for ctx in (Context(kb=KBFile(kb)), Context(kb=KBFile(kb), center_name="theta")):
         (lus,) = [f for f in run_rules(s, ctx=ctx) if f.id == "LUS001"]
         assert lus.evidence["expected_gain"] is None and lus.evidence["gain_basis"] is None
         assert "no measurement for this system" in lus.message and "HA8000" not in lus.message
-    (lus,) = [f for f in run_rules(s, ctx=Context(kb_path=str(kb), center_name="HA8000")) if f.id == "LUS001"]
+    (lus,) = [f for f in run_rules(s, ctx=Context(kb=KBFile(kb), center_name="HA8000")) if f.id == "LUS001"]
     assert lus.evidence["expected_gain"] is None and lus.evidence["gain_basis"]["clients"] == 1
     assert "at this job's scale" in lus.message and "2048 ranks" in lus.message
     from ioadvisor.diagnose.rules import measured_stripe_gain
-    one = measured_stripe_gain(str(kb), 4, "HA8000", 2)
+    one = measured_stripe_gain(KBFile(kb), 4, "HA8000", 2)
     assert one["at_job_scale"] and one["gain"] == pytest.approx(309.9 / 95.4, rel=0.01)
 
 
@@ -219,21 +220,21 @@ def test_one_posix_writer_under_collective_mpiio_is_a_single_writer_finding():
     at the POSIX layer, naming one aggregator since MPI-IO spread the bytes (each rank TOTAL / 495 < 0.99 TOTAL).
     IMB001 must not fire: a rank with everything is a serial pattern, not imbalance. With rank 0 at half the
     bytes (0.5 < 0.99) SER001 must not fire."""
-    found = {f.id: f for f in run_rules(_single_writer(ONE), ctx=Context(use_kb=False))}
+    found = {f.id: f for f in run_rules(_single_writer(ONE), ctx=Context())}
     ser = found["SER001"]
     assert ser.evidence["layer"] == "POSIX" and ser.evidence["rank"] == 0 and ser.evidence["rank_bytes"] == ONE
     assert ser.time_at_stake_s == pytest.approx(900.0) and "aggregator" in ser.message
     assert "IMB001" not in found
-    assert "SER001" not in ids(run_rules(_single_writer(TOTAL // 2), ctx=Context(use_kb=False)))
+    assert "SER001" not in ids(run_rules(_single_writer(TOTAL // 2), ctx=Context()))
 
 
 def test_stdio_small_writes_count_by_the_time_they_cost():
     """956 STDIO writes of 44,784 bytes = 42,813,504 bytes, 0.0004 of the job's 105.9 GB (<= 0.10: the byte share
     alone says nothing), but 113 s on rank 0 of a 1,467 s run = 0.077 >= 0.05: STDIO001 must fire with 113 s at
     stake. At 10 s (0.0068 < 0.05) it must not."""
-    (st,) = [f for f in run_rules(_single_writer(ONE), ctx=Context(use_kb=False)) if f.id == "STDIO001"]
+    (st,) = [f for f in run_rules(_single_writer(ONE), ctx=Context()) if f.id == "STDIO001"]
     assert st.time_at_stake_s == pytest.approx(113.0) and st.evidence["stdio_ops"] == 956
-    assert "STDIO001" not in ids(run_rules(_single_writer(ONE, stdio_time=10.0), ctx=Context(use_kb=False)))
+    assert "STDIO001" not in ids(run_rules(_single_writer(ONE, stdio_time=10.0), ctx=Context()))
 
 
 @pytest.mark.parametrize("name", ["example.darshan", "sample-badost.darshan", "shane_macsio"])
@@ -258,7 +259,7 @@ def test_html_plots_the_layer_that_carried_the_bytes_on_a_log_axis_where_counts_
     from ioadvisor.diagnose.derive import to_workload
     from ioadvisor.diagnose.report import render_html
     s = _single_writer(ONE)
-    page = render_html(document(s, run_rules(s, ctx=Context(use_kb=False)), to_workload(s), None))
+    page = render_html(document(s, run_rules(s, ctx=Context()), to_workload(s), None))
     assert "carried its bytes (POSIX)" in page and "MPI-IO)" not in page
     for name, spans in (("example.darshan", True), ("ior_hdf5_example.darshan", False)):
         d = analyze(EXAMPLES / name, use_kb=False)

@@ -189,3 +189,13 @@ def test_known_exceptions_still_break_a_rule():
     for a, b in sorted(KNOWN):
         assert b in GRAPH[a], f"{a} no longer imports {b}: remove it from KNOWN"
         assert layer_of(b) > layer_of(a) or _reaches(GRAPH, b, a), f"{a} -> {b} breaks no rule: remove it from KNOWN"
+
+
+def test_diagnosis_rules_do_not_open_the_kb():
+    """The rules get what they know from the KB in their Context (diagnose.facts reads it for them): neither
+    rules.py nor anything it imports, directly or further down, is a module of the KB."""
+    rules = "ioadvisor.diagnose.rules"
+    kb = sorted(m for m in MODULES if m == "ioadvisor.kb" or m.startswith("ioadvisor.kb."))
+    assert "ioadvisor.kb.store" in kb
+    assert not [m for m in kb if _reaches(GRAPH, rules, m)], f"{rules} reaches the KB's modules"
+    assert _reaches(GRAPH, "ioadvisor.diagnose", "ioadvisor.kb.store")     # the caller reads the KB instead

@@ -13,7 +13,6 @@ from ..predict.evidence import Evidence
 
 _CACHE: dict[tuple[str, str | None, str], tuple[tuple, dict]] = {}
 _EVIDENCE: dict[tuple[str, str | None, str], tuple[tuple, Evidence]] = {}
-_TABLE = ("CREATE TABLE IF NOT EXISTS main.advise_fits (system TEXT PRIMARY KEY, signature TEXT, fits TEXT)")
 MAX_EVIDENCE_IDS = 40
 MODEL_VERSION = "physical/6"   # stored fits of another version are refitted
 
@@ -101,7 +100,6 @@ def _store_table(kb: KB, system: str, sig: tuple, fits: dict) -> None:
         d["posterior"] = posterior_to_json(f.posterior)
         rows.append(d)
     try:
-        kb.conn.execute(_TABLE)
         kb.conn.execute("INSERT OR REPLACE INTO main.advise_fits VALUES (?,?,?)",
                         (system, json.dumps(sig, default=str), json.dumps(rows)))
     except sqlite3.Error:
@@ -137,9 +135,6 @@ def system_evidence(kb: KB, system: str, center: Center | None = None) -> Eviden
     return _memoised(kb, system, center, _EVIDENCE, _load_evidence, Evidence, _store_evidence)
 
 
-_EV_TABLE = "CREATE TABLE IF NOT EXISTS main.advise_evidence (system TEXT PRIMARY KEY, signature TEXT, obs TEXT)"
-
-
 def _load_evidence(kb: KB, system: str, sig: tuple) -> Evidence | None:
     """The stored evidence index (a cold advice reads it instead of the system's runs, as it reads the fits)."""
     try:
@@ -156,7 +151,6 @@ def _store_evidence(kb: KB, system: str, sig: tuple, ev: Evidence) -> None:
     if kb.path == ":memory:":
         return
     try:
-        kb.conn.execute(_EV_TABLE)
         kb.conn.execute("INSERT OR REPLACE INTO main.advise_evidence VALUES (?,?,?)",
                         (system, json.dumps(sig, default=str), json.dumps(ev.to_json())))
     except sqlite3.Error:

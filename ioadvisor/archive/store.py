@@ -108,15 +108,12 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
                              [(digest, f["id"], f["severity"], f["time_at_stake_s"],
                                json.dumps(f, sort_keys=True)) for f in r["findings"]])
             added["findings"] += len(r["findings"])
-            if r["runs"] and not conn.execute("SELECT 1 FROM main.sources WHERE hash = ?", (digest,)).fetchone():
-                conn.execute("INSERT INTO main.sources VALUES (?,?,?,?,?,?)",
-                             (digest, printable(r["path"]), "darshan", "darshan/1", now, 0))
-                runs = [run_from_dict(d) for d in r["runs"]]
-                n, _ = kb.insert_runs(runs, source=printable(r["path"]), source_hash=digest, center=center)
-                if n:
-                    conn.execute("UPDATE main.sources SET n_runs = ? WHERE hash = ?", (n, digest))
-                else:                    # every run is in the KB already (another copy of the job's record)
-                    conn.execute("DELETE FROM main.sources WHERE hash = ?", (digest,))
+            if r["runs"]:
+                # a log already imported with `kb import` keeps its runs; one whose every run is in the KB already
+                # (another copy of the job's record) adds none
+                n, _ = kb.add_source((run_from_dict(d) for d in r["runs"]), source=printable(r["path"]),
+                                     source_hash=digest, fmt="darshan", importer="darshan/1",
+                                     center=center) or (0, 0)
                 added["runs"] += n
         later = []
         for p in paths:

@@ -95,7 +95,11 @@ def judge(s: LogSummary, thresholds: dict[str, Any], center: Any = None, *, kb: 
             f"the center {c_obj.name} has {osts} Lustre OSTs, but this log names OST index "
             f"{s.fs_ost_count_at_least - 1}: its OST count is not used for this log",))
         osts = None
-    ctx = Context(kb_path=str(kb) if kb else None, use_kb=use_kb, center_ost_count=osts,
+    facts = None
+    if use_kb:             # imported here: an archive worker, which reads no KB, does not load the KB's modules
+        from .facts import KBFile
+        facts = KBFile(kb)
+    ctx = Context(kb=facts, center_ost_count=osts,
                   center_name=c_obj.name if c_obj else None)
     return Diagnosis(summary=s, findings=tuple(run_rules(s, t, ctx)))
 

@@ -1,7 +1,8 @@
 """Diagnosis rules: small classes named by a stable ID, each turning a `LogSummary` into at most one `Finding`.
 
 A rule's class docstring is its title. Thresholds come from data/thresholds.toml (a user file may override keys).
-Rules only read the summary, the thresholds and a `Context` (the center's OST count, the KB for measured gains).
+Rules only read the summary, the thresholds and a `Context` (the center's OST count; the KB's measured runs and
+published comparisons, which the caller reads for them: rules never open the KB).
 
 Every finding states the run time it puts at stake, in seconds per rank, and its severity follows from that time and
 its share of the run ([SEVERITY] in the thresholds): below `min_seconds` a rule stays silent, so nothing that costs a
@@ -15,10 +16,11 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 from ..errors import ConfigError
 from ..lustre import Setstripe, shell_word, stripe_size_problem
+from ..model.run import Run
 from ..model.types import Finding
 from ..model.units import format_size
 from ..tomlschema import Field, Table, first_problem
@@ -83,12 +85,24 @@ def load_thresholds(user: str | Path | None = None) -> dict[str, dict[str, Any]]
 # ----------------------------------------------------------------------------------------------------
 # context, severity, the rule base
 
+class KBFacts(Protocol):
+    """What rules ask of the KB (diagnose.facts answers from a KB file)."""
+
+    def write_runs(self, system: str) -> list[Run]:
+        """The KB's write runs (user and reference) of `system`, its name matched case-insensitively."""
+        ...
+
+    def comparisons(self, system: str) -> list[Mapping[str, Any]]:
+        """The published comparisons measured on `system`."""
+        ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class Context:
-    """Optional knowledge beyond the log: the KB (for measured striping gains) and the center's OST count."""
+    """Optional knowledge beyond the log: the KB's facts (measured striping gains, published comparisons; None:
+    no KB) and the center's OST count."""
 
-    kb_path: str | None = None
-    use_kb: bool = True
+    kb: KBFacts | None = None
     center_ost_count: int | None = None
     center_name: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
@@ -191,23 +205,14 @@ def stripe_count_for(size: int, t: Mapping[str, Any]) -> int:
     return count
 
 
-def measured_stripe_gain(kb_path: str | None, target: int, system: str | None, ranks: int) -> dict[str, Any] | None:
+def measured_stripe_gain(kb: KBFacts | None, target: int, system: str | None, ranks: int) -> dict[str, Any] | None:
     """From the KB runs of the job's own `system`: the write gain of `<= target` stripes over 1 stripe measured
     with the same client count, the count closest to the job's `ranks`. Returns the system, both values, their
     run ids and the client count, or None when the system is unknown or no such pair was measured on it (a gain
     measured on another system says nothing about this one)."""
-    if not system:
+    if not system or kb is None:
         return None
-    try:
-        from ..kb.store import KB, RunFilter
-        kb = KB.open(kb_path, create=False)
-    except Exception:
-        return None
-    try:
-        runs = [r for r in kb.runs(RunFilter(op="write")) if r.stripe_count and r.is_bandwidth
-                and (r.system or "").lower() == system.lower()]
-    finally:
-        kb.close()
+    runs = [r for r in kb.write_runs(system) if r.stripe_count and r.is_bandwidth]
     groups: dict[tuple, list] = {}
     for r in runs:
         groups.setdefault((r.system, r.filesystem, r.api, r.nodes, r.ranks), []).append(r)
@@ -283,7 +288,7 @@ class LUS001(Rule):
             "recommended_stripe_count": want, "fs_ost_count": ctx.center_ost_count,
             "fs_ost_count_at_least": s.fs_ost_count_at_least, "stripe_count_reasoning": "; ".join(how),
             "command": cmd}
-        gain = measured_stripe_gain(ctx.kb_path, want, ctx.center_name, f.ranks) if ctx.use_kb else None
+        gain = measured_stripe_gain(ctx.kb, want, ctx.center_name, f.ranks)
         if gain and not gain["at_job_scale"]:
             evidence["expected_gain"] = None
             evidence["gain_basis"] = gain
@@ -514,14 +519,9 @@ class MPI001(Rule):
 
 def _two_phase_losses(ctx: Context) -> list[dict[str, Any]]:
     """Published comparisons on the center's system in which disabling two-phase I/O won."""
-    if not ctx.center_name or not ctx.use_kb:
+    if not ctx.center_name or ctx.kb is None:
         return []
-    try:
-        from ..kb.store import KB
-        with KB.open(ctx.kb_path, create=False) as kb:
-            rows = kb.comparisons(ctx.center_name)
-    except Exception:
-        return []
+    rows = ctx.kb.comparisons(ctx.center_name)
     return [{"system": r["system"], "op": r["op"], "better": r["better"], "worse": r["worse"],
              "citation": r["citation"], "source": r["source"]}
             for r in rows if r["factor"] in ("cb_write", "cb_read") and str(r["better"]).lower() == "disable"]

@@ -25,7 +25,6 @@ from .reference import snapshot_id
 DEFAULT_NAME = "kb.sqlite"
 # the tables a snapshot carries, in the order they are filled (sources before the runs that name them)
 TABLES = ("sources", "runs", "comparisons")
-_META = "CREATE TABLE published (snapshot TEXT NOT NULL, published_at TEXT NOT NULL, source TEXT NOT NULL)"
 
 
 def _is_snapshot(path: Path) -> bool:
@@ -103,7 +102,6 @@ def publish(kb_path: Path, target: Path) -> dict[str, Any]:
             shipped = {t: _copy(conn, "shipped", t) for t in TABLES}
             staff = {t: _copy(conn, "staff", t) for t in TABLES}
             _summarise(conn)
-            conn.execute(_META)
             at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
             conn.execute("INSERT INTO published VALUES (?, ?, ?)", (snap, at, str(kb_path.resolve())))
             conn.execute("COMMIT")

@@ -180,9 +180,22 @@ MIGRATIONS: list = [
     # its files lie under (NULL: under none of the scan's center's mounts; the job is a diagnosis, not a
     # measurement, and has no production runs)
     lambda conn: _add_columns(conn, "archive_jobs", {"nodes": "INTEGER", "filesystem": "TEXT"}),
+    # 9: what advice derives from a system's runs, kept for the next process (advise.fits): its fitted models
+    # and its evidence index, each stored under the signature of what it was derived from; and the row that
+    # names a center's published snapshot (kb.publish; empty in every other KB). Earlier versions created these
+    # tables where they were first written: a KB that has them keeps them and what they hold.
+    """
+    CREATE TABLE IF NOT EXISTS advise_fits (system TEXT PRIMARY KEY, signature TEXT, fits TEXT);
+    CREATE TABLE IF NOT EXISTS advise_evidence (system TEXT PRIMARY KEY, signature TEXT, obs TEXT);
+    CREATE TABLE IF NOT EXISTS published (snapshot TEXT NOT NULL, published_at TEXT NOT NULL, source TEXT NOT NULL);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
+#: the oldest schema read as it is where the KB cannot be written (a read-only file or mount, a center's
+#: published snapshot): the migrations after it add only tables that a reader does without (stored fits, which
+#: such a reader could not store either)
+READ_AS_IS_FROM = 8
 
 
 def _add_columns(conn: sqlite3.Connection, table: str, columns: dict[str, str]) -> None:
@@ -217,12 +230,15 @@ def rollback(conn: sqlite3.Connection) -> None:
             pass
 
 
-def migrate(conn: sqlite3.Connection, path: str) -> None:
-    """Apply the migrations the database lacks; refuse a database newer than this code."""
+def migrate(conn: sqlite3.Connection, path: str, *, write: bool = True) -> None:
+    """Apply the migrations the database lacks; refuse a database newer than this code. With write=False (a KB
+    that cannot be written), one of READ_AS_IS_FROM or later is left as it is."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise KBError(f"{path}: knowledge base schema v{version} is newer than this ioadvisor "
                       f"(v{SCHEMA_VERSION}); upgrade ioadvisor")
+    if not write and version >= READ_AS_IS_FROM:
+        return
     for n in range(version, SCHEMA_VERSION):
         conn.execute("BEGIN IMMEDIATE")
         try:

@@ -69,12 +69,14 @@ def _check_published(path: Path) -> None:
 
 
 def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
-    """The published KB is read as it is (never migrated): its schema must be this ioadvisor's."""
-    from .schema import SCHEMA_VERSION
+    """The published KB is read as it is (never migrated): its schema must be one this ioadvisor reads so."""
+    from .schema import READ_AS_IS_FROM, SCHEMA_VERSION
     version = conn.execute("PRAGMA ref.user_version").fetchone()[0]
-    if version != SCHEMA_VERSION:
+    if not READ_AS_IS_FROM <= version <= SCHEMA_VERSION:
+        reads = (f"v{SCHEMA_VERSION}" if READ_AS_IS_FROM == SCHEMA_VERSION
+                 else f"v{READ_AS_IS_FROM} to v{SCHEMA_VERSION}")
         raise KBError(f"{path}: published with knowledge base schema v{version}, this ioadvisor reads "
-                      f"v{SCHEMA_VERSION}; publish it again with this version (`ioadvise kb publish`)")
+                      f"{reads}; publish it again with this version (`ioadvise kb publish`)")
 
 
 def _cannot_write(e: sqlite3.Error) -> bool:
@@ -455,7 +457,7 @@ class KB:
             conn = None
             try:
                 conn = _connect(target, mode)
-                migrate(conn, target)
+                migrate(conn, target, write=mode == "rw")
                 conn.execute("SELECT count(*) FROM main.sqlite_master").fetchone()
                 break
             except sqlite3.OperationalError as e:
@@ -531,24 +533,22 @@ class KB:
     def _add(self, batches: Iterable[Batch], *, source: str, source_hash: str, fmt: str, importer: str,
              comparisons: Iterable[dict[str, Any]] = (), require_runs: bool = False) -> ImportResult:
         """`add_runs` of batches of checked runs."""
-        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self.conn.execute("BEGIN IMMEDIATE")
         try:
-            if self.conn.execute("SELECT 1 FROM main.sources WHERE hash = ?", (source_hash,)).fetchone():
+            added = self._store_source(batches, source=source, source_hash=source_hash, fmt=fmt,
+                                       importer=importer, keep_empty=True)
+            if added is None:
                 old = sorted({r[0] for r in self.conn.execute(
                     "SELECT DISTINCT system FROM main.runs WHERE source_hash = ?", (source_hash,))})
                 self.conn.execute("ROLLBACK")
                 return ImportResult(source, fmt, 0, True, 0, _other_system_note(old, batches))
-            self.conn.execute("INSERT INTO main.sources VALUES (?,?,?,?,?,?)",
-                              (source_hash, source, fmt, importer, now, 0))
-            n, seq = self._insert_batches(batches, source_hash)
+            n, seq = added
             if require_runs and not seq:
                 raise ImportFormatError(f"no measured results found ({fmt} format)", source)
             dups = seq - n
             if seq and not n:
                 self.conn.execute("ROLLBACK")
                 return ImportResult(source, fmt, 0, True, dups, f"all {dups} run(s) are in the KB already")
-            self.conn.execute("UPDATE main.sources SET n_runs = ? WHERE hash = ?", (n, source_hash))
             cols = ("source_hash",) + COMPARISON_COLUMNS
             self.conn.executemany(
                 f"INSERT INTO main.comparisons ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})",
@@ -560,15 +560,33 @@ class KB:
         note = f"{dups} run(s) are in the KB already" if dups else None
         return ImportResult(source, fmt, n, False, dups, note)
 
-    def insert_runs(self, runs: Iterable[Run], *, source: str, source_hash: str,
-                    center: Any = None) -> tuple[int, int]:
-        """Insert the runs of a source whose `sources` row the caller has just added, inside the caller's open
-        transaction; returns (runs added, runs read). Runs already in the KB are not added again. With a
-        `center` (as for `import_file`), runs get the evidence flags it allows."""
+    def add_source(self, runs: Iterable[Run], *, source: str, source_hash: str, fmt: str, importer: str,
+                   center: Any = None) -> tuple[int, int] | None:
+        """Inside the caller's open transaction, the runs of one source and its `sources` row: returns (runs
+        added, runs read), or None when the source is in the KB already (nothing is added). Runs already in the
+        KB are not added again, and a source none of whose runs is new is not recorded. With a `center` (as for
+        `import_file`), runs get the evidence flags it allows."""
         items = _keyed(runs, source)
         if center is not None:
             items = _flagged(items, center)
-        return self._insert_batches(_batches(items, self._null_default_columns()), source_hash)
+        return self._store_source(_batches(items, self._null_default_columns()), source=source,
+                                  source_hash=source_hash, fmt=fmt, importer=importer, keep_empty=False)
+
+    def _store_source(self, batches: Iterable[Batch], *, source: str, source_hash: str, fmt: str, importer: str,
+                      keep_empty: bool) -> tuple[int, int] | None:
+        """`add_source` of batches of checked runs, the one writer of `sources` rows. With keep_empty, a source
+        that yields no run at all is recorded (its comparisons name it)."""
+        if self.conn.execute("SELECT 1 FROM main.sources WHERE hash = ?", (source_hash,)).fetchone():
+            return None
+        now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        self.conn.execute("INSERT INTO main.sources VALUES (?,?,?,?,?,?)",
+                          (source_hash, source, fmt, importer, now, 0))
+        n, seq = self._insert_batches(batches, source_hash)
+        if n:
+            self.conn.execute("UPDATE main.sources SET n_runs = ? WHERE hash = ?", (n, source_hash))
+        elif seq or not keep_empty:
+            self.conn.execute("DELETE FROM main.sources WHERE hash = ?", (source_hash,))
+        return n, seq
 
     def _insert_batches(self, batches: Iterable[Batch], source_hash: str) -> tuple[int, int]:
         """`insert_runs` of batches of checked runs."""
