@@ -48,7 +48,6 @@ NOT_YET_SPLIT: frozenset[str] = frozenset({
     "model/validate.py:check_run",
     "mpiio/render.py:render",
     "predict/physical.py:fit",
-    "slurm/rewrite.py:preamble",
 })
 
 
