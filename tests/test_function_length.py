@@ -27,7 +27,6 @@ NOT_YET_SPLIT: frozenset[str] = frozenset({
     "archive/store.py:add_results",
     "bench/kernel.py:_hdf5",
     "bench/kernel.py:run_data",
-    "bench/plan.py:make_plan",
     "bench/sweep.py:plan_sweep",
     "cli/advise.py:advise_cmd",
     "cli/bench.py:plan",
