@@ -33,7 +33,6 @@ NOT_YET_SPLIT: frozenset[str] = frozenset({
     "cli/bench.py:sweep",
     "diagnose/derive.py:_derive",
     "diagnose/rules.py:LUS001.check",
-    "docs/build.py:build_site",
     "docs/collect.py:_SystemRuns.summarise",
     "docs/plots.py:render",
     "importers/fio.py:parse",
