@@ -29,8 +29,6 @@ NOT_YET_SPLIT: frozenset[str] = frozenset({
     "bench/kernel.py:run_data",
     "bench/sweep.py:plan_sweep",
     "cli/advise.py:advise_cmd",
-    "cli/bench.py:plan",
-    "cli/bench.py:sweep",
     "diagnose/derive.py:_derive",
     "diagnose/rules.py:LUS001.check",
     "docs/collect.py:_SystemRuns.summarise",
