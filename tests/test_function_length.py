@@ -28,7 +28,6 @@ NOT_YET_SPLIT: frozenset[str] = frozenset({
     "bench/kernel.py:_hdf5",
     "bench/kernel.py:run_data",
     "bench/sweep.py:plan_sweep",
-    "cli/advise.py:advise_cmd",
     "diagnose/derive.py:_derive",
     "diagnose/rules.py:LUS001.check",
     "docs/collect.py:_SystemRuns.summarise",
