@@ -36,7 +36,6 @@ NOT_YET_SPLIT: frozenset[str] = frozenset({
     "importers/ior.py:_parse_text",
     "importers/mdtest.py:parse",
     "job.py:describe",
-    "kb/csvrows.py:_column_readers",
     "kb/publish.py:publish",
     "kb/store.py:KB.import_file",
     "kb/store.py:KB.open",
