@@ -32,7 +32,6 @@ NOT_YET_SPLIT: frozenset[str] = frozenset({
     "docs/collect.py:_SystemRuns.summarise",
     "docs/plots.py:render",
     "importers/fio.py:parse",
-    "importers/ior.py:_parse_text",
     "importers/mdtest.py:parse",
     "job.py:describe",
     "kb/publish.py:publish",
