@@ -78,6 +78,26 @@ def center_report(kb: Any, *, top: int = 10, ranks_per_node: int | None = None, 
     # every empty file is a failure of its own (all of them have one content): counted by path
     empty = conn.execute(f"SELECT count(*) FROM main.archive_paths p JOIN main.archive_logs l ON l.hash = p.hash "
                          f"{also} p.hash = ?", (*args, EMPTY_SHA256)).fetchone()[0]
+    jobs = _jobs(conn, where, args, ranks_per_node, rpn_of)
+    rules = _add_findings(conn, where, args, jobs)
+    for j in jobs.values():
+        j["at_stake_process_hours"] = _hours(j["at_stake_s"], j["nprocs"])
+        j["saving_process_hours"] = _hours(j["saving_s"], j["nprocs"])
+        j["at_stake_node_hours"] = _hours(j["at_stake_s"], j["nodes"])
+        j["saving_node_hours"] = _hours(j["saving_s"], j["nodes"])
+        j["findings"].sort(key=lambda x: (-x["time_at_stake_s"], x["rule"]))
+    ranked = sorted(jobs.values(), key=lambda j: (-j["at_stake_process_hours"], -j["process_hours"], j["log"]))
+    return {"schema": REPORT_SCHEMA, "system": system, "ranks_per_node": ranks_per_node,
+            "logs": {"scanned": sum(logs.values()) + empty, "readable": logs.get("ok", 0),
+                     "failed": logs.get("failed", 0), "empty_files": empty},
+            "totals": _totals(ranked),
+            "jobs": ranked[:top], "users": _groups(ranked, "uid", top), "applications": _groups(ranked, "app", top),
+            "rules": _fixes(rules)}
+
+
+def _jobs(conn: Any, where: str, args: Sequence[str], ranks_per_node: int | None,
+          rpn_of: Mapping[str, int]) -> dict[str, dict[str, Any]]:
+    """The archived jobs (by log hash), their node counts and hours, no findings yet."""
     jobs: dict[str, dict[str, Any]] = {}
     for r in conn.execute(f"SELECT j.*, l.path, l.system FROM main.archive_jobs j JOIN main.archive_logs l "
                           f"ON l.hash = j.hash {where}", args):
@@ -92,6 +112,12 @@ def center_report(kb: Any, *, top: int = 10, ranks_per_node: int | None = None, 
                            "process_hours": _hours(r["run_time_s"], r["nprocs"]),
                            "node_hours": _hours(r["run_time_s"], nodes), "at_stake_s": 0.0, "saving_s": None,
                            "findings": []}
+    return jobs
+
+
+def _add_findings(conn: Any, where: str, args: Sequence[str], jobs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each finding added to its job (raising the job's time at stake and saving), and summed per rule with the
+    job where it costs most; the rules by id."""
     rules: dict[str, dict[str, Any]] = {}
     for r in conn.execute(f"SELECT f.hash, f.finding FROM main.archive_findings f JOIN main.archive_logs l "
                           f"ON l.hash = f.hash {where}", args):
@@ -118,13 +144,11 @@ def center_report(kb: Any, *, top: int = 10, ranks_per_node: int | None = None, 
             g["jobs_with_saving"] += 1
         if g["_best"] is None or ph > g["_best"][0]:
             g["_best"] = (ph, job, f)
-    for j in jobs.values():
-        j["at_stake_process_hours"] = _hours(j["at_stake_s"], j["nprocs"])
-        j["saving_process_hours"] = _hours(j["saving_s"], j["nprocs"])
-        j["at_stake_node_hours"] = _hours(j["at_stake_s"], j["nodes"])
-        j["saving_node_hours"] = _hours(j["saving_s"], j["nodes"])
-        j["findings"].sort(key=lambda x: (-x["time_at_stake_s"], x["rule"]))
-    ranked = sorted(jobs.values(), key=lambda j: (-j["at_stake_process_hours"], -j["process_hours"], j["log"]))
+    return rules
+
+
+def _fixes(rules: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rules ranked by process-hours they would save (then at stake), each with its costliest job."""
     fixes = []
     for g in sorted(rules.values(), key=lambda g: (-g["saving_process_hours"], -g["at_stake_process_hours"],
                                                    g["rule"])):
@@ -134,25 +158,24 @@ def center_report(kb: Any, *, top: int = 10, ranks_per_node: int | None = None, 
         g["example"] = {"log": job["log"], "jobid": job["jobid"], "uid": job["uid"], "app": job["app"],
                         "message": f["message"], "command": (f.get("evidence") or {}).get("command")}
         fixes.append(g)
+    return fixes
 
+
+def _totals(ranked: list[dict[str, Any]]) -> dict[str, Any]:
+    """The jobs' counts and hours summed (node-hours over the jobs whose node count is known)."""
     def total(key: str, over: Sequence[dict[str, Any]]) -> float:
         return round(sum(j[key] or 0.0 for j in over), 3)
     with_nodes = [j for j in ranked if j["nodes"] is not None]
-    return {"schema": REPORT_SCHEMA, "system": system, "ranks_per_node": ranks_per_node,
-            "logs": {"scanned": sum(logs.values()) + empty, "readable": logs.get("ok", 0),
-                     "failed": logs.get("failed", 0), "empty_files": empty},
-            "totals": {"jobs": len(jobs), "jobs_with_findings": sum(1 for j in ranked if j["findings"]),
-                       "jobs_with_saving": sum(1 for j in ranked if j["saving_s"] is not None),
-                       "jobs_with_nodes": len(with_nodes),
-                       "jobs_measured": sum(1 for j in ranked if j["filesystem"] is not None),
-                       "process_hours": total("process_hours", ranked),
-                       "at_stake_process_hours": total("at_stake_process_hours", ranked),
-                       "saving_process_hours": total("saving_process_hours", ranked),
-                       "node_hours": total("node_hours", with_nodes),
-                       "at_stake_node_hours": total("at_stake_node_hours", with_nodes),
-                       "saving_node_hours": total("saving_node_hours", with_nodes)},
-            "jobs": ranked[:top], "users": _groups(ranked, "uid", top), "applications": _groups(ranked, "app", top),
-            "rules": fixes}
+    return {"jobs": len(ranked), "jobs_with_findings": sum(1 for j in ranked if j["findings"]),
+            "jobs_with_saving": sum(1 for j in ranked if j["saving_s"] is not None),
+            "jobs_with_nodes": len(with_nodes),
+            "jobs_measured": sum(1 for j in ranked if j["filesystem"] is not None),
+            "process_hours": total("process_hours", ranked),
+            "at_stake_process_hours": total("at_stake_process_hours", ranked),
+            "saving_process_hours": total("saving_process_hours", ranked),
+            "node_hours": total("node_hours", with_nodes),
+            "at_stake_node_hours": total("at_stake_node_hours", with_nodes),
+            "saving_node_hours": total("saving_node_hours", with_nodes)}
 
 
 def _groups(jobs: list[dict[str, Any]], key: str, top: int) -> list[dict[str, Any]]:

@@ -272,22 +272,12 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
     objective "options": the predictive variance of every option the advice weighs for each target (as `advise`
     states its intervals); "decision": the posterior variance of log(best option / default) for each target, the
     quantity the advice's choice turns on (the best option other than the default where the default is best)."""
-    import numpy as np
     from ..predict import design
     if budget < 1:
         raise UsageError(f"--budget must be at least 1, got {budget}")
     if objective not in OBJECTIVES:
         raise UsageError(f"--objective: {objective!r} is not one of {', '.join(OBJECTIVES)}")
-    ops = sorted({t.workload.op for t in targets}, key=DATA_OPS.index)
-    groups_fit = {op: fits.get((system, fs.name, op)) for op in ops}
-    groups_fit = {op: f for op, f in groups_fit.items() if f is not None and f.kind == "bandwidth"}
-    notes: list[str] = []
-    if not groups_fit:
-        raise UsageError(f"{system}: no measured {'/'.join(ops)} bandwidth on {fs.name} to fit a model to; "
-                         f"measure a first sweep there (ioadvise bench sweep) and plan again")
-    for op in ops:
-        if op not in groups_fit:
-            notes.append(f"no {op} runs on {fs.name}: {op} targets are left out")
+    groups_fit, notes = _bandwidth_fits(system, fs, fits, targets)
     targets = [t for t in targets if t.workload.op in groups_fit]
     measured_nodes = max((f.clients_max for f in groups_fit.values() if math.isfinite(f.clients_max)), default=1)
     if max_nodes is None:
@@ -300,12 +290,62 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
     if any(b.stripe_count is not None for b in grid):
         notes.append("stripe counts are set by `lfs setstripe` on each benchmark's directory: run the sweep where "
                      "lfs is on PATH")
-    classes: dict[str, int] = {}
-    cid = lambda k: classes.setdefault(k or "?/-", len(classes))   # noqa: E731
-    evaluation: dict[str, list[tuple[Point, float]]] = {}
-    decisions: dict[str, list[tuple[Point, Point, float]]] = {}
-    groups: list[design.Group] = []
-    labels: list[list[str]] = []          # per group, what each of its rows is (for the JSON's `options`)
+    d = _design(groups_fit, targets, center, fs, runs, grid, transfer, objective)
+    if not d.groups:
+        raise UsageError(f"{system}: none of the targets has an option on {fs.name}")
+    wsum = sum(float(g.weight.sum()) for g in d.groups)
+    now, post_now, wide_now = (_mean_width(d.groups, wsum), _mean_width(d.groups, wsum, noise=False),
+                               _wide_share(d.groups, wsum))
+    each_now = _each_width(d.groups)
+    trials, post_trials, wide_trials = _random_designs(d.groups, wsum, len(grid), budget, seed)
+    proposals = []
+    for i, removed in design.greedy(d.groups, budget):
+        proposals.append(Proposal(grid[i], _mean_width(d.groups, wsum), _mean_width(d.groups, wsum, noise=False),
+                                  removed))
+    return BenchPlan(system=system, filesystem=fs.name, ops=tuple(groups_fit), targets=tuple(targets),
+                     target_source=target_source, proposals=tuple(proposals), width_now=now,
+                     width_random=sum(trials) / len(trials), posterior_now=post_now,
+                     posterior_random=sum(post_trials) / len(post_trials), candidates=len(grid),
+                     notes=tuple(notes), evaluation=d.evaluation, grid=tuple(grid), objective=objective,
+                     decisions=d.decisions, wide_now=wide_now, wide_after=_wide_share(d.groups, wsum),
+                     wide_random=sum(wide_trials) / len(wide_trials),
+                     options=tuple({"option": lab, "weight": round(float(w) / wsum, 6), "posterior_now": a,
+                                    "posterior_after": b}
+                                   for lab, w, a, b in zip([x for ls in d.labels for x in ls],
+                                                           [w for g in d.groups for w in g.weight],
+                                                           each_now, _each_width(d.groups))))
+
+
+def _bandwidth_fits(system: str, fs: FileSystem, fits: dict, targets: Sequence[Target]) -> tuple[dict, list[str]]:
+    """The bandwidth fit of `fs` for each op the targets ask for, and a note for each op without one."""
+    ops = sorted({t.workload.op for t in targets}, key=DATA_OPS.index)
+    groups_fit = {op: fits.get((system, fs.name, op)) for op in ops}
+    groups_fit = {op: f for op, f in groups_fit.items() if f is not None and f.kind == "bandwidth"}
+    if not groups_fit:
+        raise UsageError(f"{system}: no measured {'/'.join(ops)} bandwidth on {fs.name} to fit a model to; "
+                         f"measure a first sweep there (ioadvise bench sweep) and plan again")
+    notes = [f"no {op} runs on {fs.name}: {op} targets are left out" for op in ops if op not in groups_fit]
+    return groups_fit, notes
+
+
+@dataclass
+class _Design:
+    """The design problem: one `design.Group` per op, what each of its rows is, and the targets' options (and
+    best/default pairs) per op as the plan reports them."""
+
+    groups: list = field(default_factory=list)
+    labels: list[list[str]] = field(default_factory=list)       # per group, what each of its rows is
+    evaluation: dict[str, list[tuple[Point, float]]] = field(default_factory=dict)
+    decisions: dict[str, list[tuple[Point, Point, float]]] = field(default_factory=dict)
+
+
+def _design(groups_fit: dict[str, Fit], targets: Sequence[Target], center: Center, fs: FileSystem,
+            runs: Sequence[Any], grid: Sequence[BenchPoint], transfer: int, objective: str) -> _Design:
+    """Per op: the targets' options weighted by the targets' weights, the candidate grid as the model's inputs,
+    and the covariance of the fit's parameters, as the greedy design takes them."""
+    from ..predict import design
+    out = _Design()
+    classes: dict[str, int] = {}        # one class numbering for every op's group
     for op, fit in groups_fit.items():
         ev: list[tuple[Point, float]] = []
         pairs: list[tuple[Point, Point, float]] = []
@@ -319,85 +359,93 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
                 pairs.append((*pair, t.weight))
         if not ev:
             continue
-        evaluation[op] = ev
-        decisions[op] = pairs
-        post = fit.posterior
-        cov = design.covariance(post, _group_points(runs, fs, op))
+        out.evaluation[op] = ev
+        out.decisions[op] = pairs
+        cov = design.covariance(fit.posterior, _group_points(runs, fs, op))
         cand_pts = [bench_point_model(b, fs, op, transfer) for b in grid]
-        cand_g = design.log_gradients(post, [p.physical() for p in cand_pts])
         if objective == "decision":
-            if not pairs:
-                continue
-            # log(best) - log(default): its gradient is the difference of theirs; one run's scatter and the
-            # widening of intervals do not enter a comparison of two predictions of the same model
-            diff = (design.log_gradients(post, [b.physical() for b, _, _ in pairs])
-                    - design.log_gradients(post, [d.physical() for _, d, _ in pairs]))
-            groups.append(design.Group(
-                cov=cov, targets=diff, weight=np.array([w for _, _, w in pairs]), candidates=cand_g,
-                active=np.ones(len(grid), dtype=bool), noise=design.noise_sd(post), sigma=0.0,
-                t_clients=np.full(len(pairs), math.inf), c_clients=np.array([p.clients for p in cand_pts]),
-                lo=fit.clients_min, hi=fit.clients_max, t_class=np.zeros(len(pairs), dtype=int),
-                c_class=np.zeros(len(grid), dtype=int), measured=set(), classes_known=False))
-            labels.append([f"{op}: {_label(b)} / {_label(d)}" for b, d, _ in pairs])
+            if pairs:
+                out.groups.append(_decision_group(fit, cov, pairs, cand_pts))
+                out.labels.append([f"{op}: {_label(b)} / {_label(d)}" for b, d, _ in pairs])
             continue
-        groups.append(design.Group(
-            cov=cov, targets=design.log_gradients(post, [p.physical() for p, _ in ev]),
-            weight=np.array([w for _, w in ev]), candidates=cand_g,
-            active=np.ones(len(grid), dtype=bool), noise=design.noise_sd(post), sigma=post.log_sigma,
-            t_clients=np.array([p.clients for p, _ in ev]), c_clients=np.array([p.clients for p in cand_pts]),
-            lo=fit.clients_min, hi=fit.clients_max, t_class=np.array([cid(p.klass) for p, _ in ev]),
-            c_class=np.array([cid(p.klass) for p in cand_pts]), measured={cid(k) for k in fit.klasses},
-            classes_known=bool(fit.klasses), scale=fit.interval_scale))
-        labels.append([f"{op}: {_label(q)}" for q, _ in ev])
-    if not groups:
-        raise UsageError(f"{system}: none of the targets has an option on {fs.name}")
-    wsum = sum(float(g.weight.sum()) for g in groups)
+        out.groups.append(_options_group(fit, cov, ev, cand_pts, classes))
+        out.labels.append([f"{op}: {_label(q)}" for q, _ in ev])
+    return out
 
-    def var(g: design.Group, noise: bool) -> Any:
-        return g.target_var() - (0.0 if noise else (g.sigma * g.scale) ** 2)
 
-    def mean_width(gs: Sequence[design.Group], noise: bool = True) -> float:
-        """The weighted geometric mean over the targets' options of their 90% intervals' high/low (each at most
-        WIDE): exp of the mean of 2 * 1.645 * sd of log bandwidth."""
-        return math.exp(sum(float((g.weight * _log_width(var(g, noise))).sum()) for g in gs) / wsum)
+def _decision_group(fit: Fit, cov: Any, pairs: list[tuple[Point, Point, float]], cand_pts: list[Point]) -> Any:
+    """The group whose targets are log(best) - log(default) of each target: its gradient is the difference of
+    theirs; one run's scatter and the widening of intervals do not enter a comparison of two predictions of the
+    same model."""
+    import numpy as np
+    from ..predict import design
+    post = fit.posterior
+    diff = (design.log_gradients(post, [b.physical() for b, _, _ in pairs])
+            - design.log_gradients(post, [d.physical() for _, d, _ in pairs]))
+    return design.Group(
+        cov=cov, targets=diff, weight=np.array([w for _, _, w in pairs]),
+        candidates=design.log_gradients(post, [p.physical() for p in cand_pts]),
+        active=np.ones(len(cand_pts), dtype=bool), noise=design.noise_sd(post), sigma=0.0,
+        t_clients=np.full(len(pairs), math.inf), c_clients=np.array([p.clients for p in cand_pts]),
+        lo=fit.clients_min, hi=fit.clients_max, t_class=np.zeros(len(pairs), dtype=int),
+        c_class=np.zeros(len(cand_pts), dtype=int), measured=set(), classes_known=False)
 
-    def wide(gs: Sequence[design.Group]) -> float:
-        """The weighted share of the targets' options whose interval of the mean is wider than WIDE."""
-        return sum(float((g.weight * (_log_width(var(g, False)) >= math.log(WIDE))).sum()) for g in gs) / wsum
 
-    def clone(g: design.Group) -> design.Group:
-        return replace(g, cov=g.cov.copy(), measured=set(g.measured))
+def _options_group(fit: Fit, cov: Any, ev: list[tuple[Point, float]], cand_pts: list[Point],
+                   classes: dict[str, int]) -> Any:
+    """The group whose targets are the predictions of the targets' options, one run's scatter included; I/O
+    classes are numbered in `classes`, shared by every group."""
+    import numpy as np
+    from ..predict import design
+    cid = lambda k: classes.setdefault(k or "?/-", len(classes))   # noqa: E731
+    post = fit.posterior
+    return design.Group(
+        cov=cov, targets=design.log_gradients(post, [p.physical() for p, _ in ev]),
+        weight=np.array([w for _, w in ev]), candidates=design.log_gradients(post, [p.physical() for p in cand_pts]),
+        active=np.ones(len(cand_pts), dtype=bool), noise=design.noise_sd(post), sigma=post.log_sigma,
+        t_clients=np.array([p.clients for p, _ in ev]), c_clients=np.array([p.clients for p in cand_pts]),
+        lo=fit.clients_min, hi=fit.clients_max, t_class=np.array([cid(p.klass) for p, _ in ev]),
+        c_class=np.array([cid(p.klass) for p in cand_pts]), measured={cid(k) for k in fit.klasses},
+        classes_known=bool(fit.klasses), scale=fit.interval_scale)
 
-    def each(gs: Sequence[design.Group]) -> list[float]:
-        return [float(v) for g in gs for v in np.exp(_log_width(var(g, False)))]
 
-    now, post_now, wide_now = mean_width(groups), mean_width(groups, noise=False), wide(groups)
-    each_now = each(groups)
+def _target_var(g: Any, noise: bool) -> Any:
+    """The targets' variance of log bandwidth; without `noise`, that of the mean (one run's scatter taken out)."""
+    return g.target_var() - (0.0 if noise else (g.sigma * g.scale) ** 2)
+
+
+def _mean_width(gs: Sequence[Any], wsum: float, noise: bool = True) -> float:
+    """The weighted geometric mean over the targets' options of their 90% intervals' high/low (each at most
+    WIDE): exp of the mean of 2 * 1.645 * sd of log bandwidth."""
+    return math.exp(sum(float((g.weight * _log_width(_target_var(g, noise))).sum()) for g in gs) / wsum)
+
+
+def _wide_share(gs: Sequence[Any], wsum: float) -> float:
+    """The weighted share of the targets' options whose interval of the mean is wider than WIDE."""
+    return sum(float((g.weight * (_log_width(_target_var(g, False)) >= math.log(WIDE))).sum()) for g in gs) / wsum
+
+
+def _each_width(gs: Sequence[Any]) -> list[float]:
+    """Each option's interval of the mean, high/low."""
+    import numpy as np
+    return [float(v) for g in gs for v in np.exp(_log_width(_target_var(g, False)))]
+
+
+def _random_designs(groups: Sequence[Any], wsum: float, n_grid: int, budget: int,
+                    seed: int) -> tuple[list[float], list[float], list[float]]:
+    """Mean width, width of the mean and wide share after `budget` random grid points, for RANDOM_TRIALS draws
+    (the groups themselves are left as they are)."""
     rnd = random.Random(seed)
     trials, post_trials, wide_trials = [], [], []
     for _ in range(RANDOM_TRIALS):
-        gs = [clone(g) for g in groups]
-        for i in [rnd.randrange(len(grid)) for _ in range(budget)]:
+        gs = [replace(g, cov=g.cov.copy(), measured=set(g.measured)) for g in groups]
+        for i in [rnd.randrange(n_grid) for _ in range(budget)]:
             for g in gs:
                 g.add(i)
-        trials.append(mean_width(gs))
-        post_trials.append(mean_width(gs, noise=False))
-        wide_trials.append(wide(gs))
-    proposals = []
-    for i, removed in design.greedy(groups, budget):
-        proposals.append(Proposal(grid[i], mean_width(groups), mean_width(groups, noise=False), removed))
-    return BenchPlan(system=system, filesystem=fs.name, ops=tuple(groups_fit), targets=tuple(targets),
-                     target_source=target_source, proposals=tuple(proposals), width_now=now,
-                     width_random=sum(trials) / len(trials), posterior_now=post_now,
-                     posterior_random=sum(post_trials) / len(post_trials), candidates=len(grid),
-                     notes=tuple(notes), evaluation=evaluation, grid=tuple(grid), objective=objective,
-                     decisions=decisions, wide_now=wide_now, wide_after=wide(groups),
-                     wide_random=sum(wide_trials) / len(wide_trials),
-                     options=tuple({"option": lab, "weight": round(float(w) / wsum, 6), "posterior_now": a,
-                                    "posterior_after": b}
-                                   for lab, w, a, b in zip([x for ls in labels for x in ls],
-                                                           [w for g in groups for w in g.weight],
-                                                           each_now, each(groups))))
+        trials.append(_mean_width(gs, wsum))
+        post_trials.append(_mean_width(gs, wsum, noise=False))
+        wide_trials.append(_wide_share(gs, wsum))
+    return trials, post_trials, wide_trials
 
 
 def plan_for(kb: Any, system: str | None, center: Center | None, budget: int, *, filesystem: str | None = None,

@@ -158,21 +158,12 @@ def advise_cmd(
     Settings you pin (--stripe-count, --tier, --collective, --hints ...) are kept; everything else is chosen.
     """
     with cli_errors():
-        from ..job import describe, sbatch_sizes
         from ..mpiio import parse_mpi
-        sb = sbatch_sizes([*(["--ntasks", str(ntasks)] if ntasks is not None else []),
-                           *(["--ntasks-per-node", str(ntasks_per_node)] if ntasks_per_node is not None else [])])
-        given = dict(center=center, system=system, nodes=nodes, ranks_per_node=ranks_per_node,
-                     bytes_per_rank=bytes_per_rank, total_bytes=total_bytes, api=api, layout=layout, op=op,
-                     access_size=access_size, random=random, files=files, lifetime=lifetime,
-                     stripe_count=stripe_count, stripe_size=stripe_size, tier=tier, collective=collective,
-                     hints=hints, mpi=mpi)
-        nodes_given = given.pop("nodes")
-        if nodes_given is not None:
-            sb["nodes"] = nodes_given          # -N/--nodes: the sbatch-style option
-        spec = describe(script=read_text(script, SCRIPT) if script else None, script_path=str(script),
-                        toml=read_text(workload, TOML) if workload else None, toml_path=str(workload),
-                        sbatch=sb, explicit=given, strict=True)
+        spec = _describe(script, workload, nodes=nodes, ntasks=ntasks, ntasks_per_node=ntasks_per_node, given=dict(
+            center=center, system=system, ranks_per_node=ranks_per_node, bytes_per_rank=bytes_per_rank,
+            total_bytes=total_bytes, api=api, layout=layout, op=op, access_size=access_size, random=random,
+            files=files, lifetime=lifetime, stripe_count=stripe_count, stripe_size=stripe_size, tier=tier,
+            collective=collective, hints=hints, mpi=mpi))
         flavour, version = parse_mpi(spec.mpi) if spec.mpi else (None, None)
         w, pins = spec.workload(), spec.pins()
         from ..advise import advise
@@ -184,10 +175,23 @@ def advise_cmd(
             unpinned = advise(w, store, c) if pins else None
             used, text = commands_text(result, c, flavour, version)
         if json_out:
-            doc = advice_json(result)
-            doc["mpi"] = {"flavour": used, "version": version if flavour else c.mpi_version, "commands": text}
-            doc["pinned"] = {k: v for k, v in pins.items()}
-            doc["unpinned_best"] = option_json(unpinned.recommendation) if unpinned is not None else None
-            print_json(doc)
+            print_json({**advice_json(result),
+                        "mpi": {"flavour": used, "version": version if flavour else c.mpi_version, "commands": text},
+                        "pinned": dict(pins),
+                        "unpinned_best": option_json(unpinned.recommendation) if unpinned is not None else None})
         else:
             render_advice(result, used, text, unpinned)
+
+
+def _describe(script: Path | None, workload: Path | None, *, nodes: int | None, ntasks: int | None,
+              ntasks_per_node: int | None, given: dict[str, Any]) -> Any:
+    """The job description from the script, the workload file and the options (which win), sizes as sbatch
+    reads -N, -n and --ntasks-per-node."""
+    from ..job import describe, sbatch_sizes
+    sb = sbatch_sizes([*(["--ntasks", str(ntasks)] if ntasks is not None else []),
+                       *(["--ntasks-per-node", str(ntasks_per_node)] if ntasks_per_node is not None else [])])
+    if nodes is not None:
+        sb["nodes"] = nodes          # -N/--nodes: the sbatch-style option
+    return describe(script=read_text(script, SCRIPT) if script else None, script_path=str(script),
+                    toml=read_text(workload, TOML) if workload else None, toml_path=str(workload),
+                    sbatch=sb, explicit=given, strict=True)

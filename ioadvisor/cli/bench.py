@@ -234,56 +234,71 @@ def sweep(
         for c in plan.configs:          # the command line names the runs of every config (over the sweep file)
             c.settings.update(naming)
             c.settings["center"] = _check_center(c.settings.get("center"))
-        target_kb: Any = False if no_kb else kb
         if dry_run:
-            doc = {"plan": json.loads(plan.to_json()), "mode": mode}
-            if mode == "array":
-                doc["script"] = sw.render_array_script(plan, Path(plan.results) / sw.PLAN_FILE)
-            if json_out:
-                print_json(doc)
-                return
-            table = Table(title=f"sweep {plan.name}: {len(plan.configs)} config(s), {plan.kind}")
-            for col in ("#", "ranks", "config"):
-                table.add_column(col)
-            for c in plan.configs:
-                table.add_row(str(c.index), str(c.ranks), c.label)
-            console.print(table)
-            if mode == "array":
-                typer.echo(doc["script"], nl=False)
+            _show_sweep(plan, mode, json_out)
             return
         refused = sw.srun_without_mpi(plan)
         if refused:
             raise UsageError(f"{file}: {refused}")
-        with progress_bar(json_out) as prog:
-            task = prog.add_task(f"sweep {plan.name}", total=len(plan.configs))
-
-            def progress(event: str, done: int, total: int, label: str) -> None:
-                prog.update(task, completed=done, description=f"{plan.name}: {label}")
-
-            if mode == "allocation":
-                out = sw.run_allocation(plan, kb=target_kb, progress=progress, timeout=timeout)
-            else:
-                job_id, script = sw.submit_array(plan)
-                err_console.print(f"submitted job array {job_id} ({printable(str(script))})", highlight=False)
-                if no_wait:
-                    out = sw.SweepOutcome(plan, job_id=job_id)
-                else:
-                    out = sw.wait_and_ingest(plan, job_id, kb=target_kb, progress=progress, timeout=timeout)
-        summary = {"name": plan.name, "mode": mode, "configs": len(plan.configs), "results_dir": plan.results,
-                   "job_id": out.job_id, "results": out.results, "kb_runs": out.kb_runs,
-                   "failed": [{"index": i, "config": plan.configs[i].label, "error": e,
-                               "task": f"{out.job_id}_{i}" if out.job_id else None} for i, e in out.failed]}
-        if json_out:
-            print_json(summary)
-        else:
-            console.print(f"sweep {plan.name}: {len(out.results)} of {len(plan.configs)} config(s) measured, "
-                          f"{out.kb_runs} run(s) added to the KB; results in {plan.results}", highlight=False)
-            for f in summary["failed"]:
-                task = f" (array task {f['task']})" if f["task"] else ""
-                err_console.print(f"[red]failed[/] config {f['index']}{task} ({escape(str(f['config']))}): "
-                                  f"{escape(str(f['error']))}", highlight=False, markup=True)
+        out = _run_sweep(plan, mode, False if no_kb else kb, no_wait=no_wait, timeout=timeout, json_out=json_out)
+        _report_sweep(plan, mode, out, json_out)
         if out.failed and not (mode == "array" and no_wait):
             raise typer.Exit(1)
+
+
+def _show_sweep(plan: Any, mode: str, json_out: bool) -> None:
+    """`--dry-run`: the plan's configs (and, in array mode, the job script), nothing run."""
+    from ..bench import sweep as sw
+    doc = {"plan": json.loads(plan.to_json()), "mode": mode}
+    if mode == "array":
+        doc["script"] = sw.render_array_script(plan, Path(plan.results) / sw.PLAN_FILE)
+    if json_out:
+        print_json(doc)
+        return
+    table = Table(title=f"sweep {plan.name}: {len(plan.configs)} config(s), {plan.kind}")
+    for col in ("#", "ranks", "config"):
+        table.add_column(col)
+    for c in plan.configs:
+        table.add_row(str(c.index), str(c.ranks), c.label)
+    console.print(table)
+    if mode == "array":
+        typer.echo(doc["script"], nl=False)
+
+
+def _run_sweep(plan: Any, mode: str, target_kb: Any, *, no_wait: bool, timeout: float, json_out: bool) -> Any:
+    """Run the sweep here (allocation) or as a job array (waiting for it unless `no_wait`), with a progress bar;
+    the outcome."""
+    from ..bench import sweep as sw
+    with progress_bar(json_out) as prog:
+        task = prog.add_task(f"sweep {plan.name}", total=len(plan.configs))
+
+        def progress(event: str, done: int, total: int, label: str) -> None:
+            prog.update(task, completed=done, description=f"{plan.name}: {label}")
+
+        if mode == "allocation":
+            return sw.run_allocation(plan, kb=target_kb, progress=progress, timeout=timeout)
+        job_id, script = sw.submit_array(plan)
+        err_console.print(f"submitted job array {job_id} ({printable(str(script))})", highlight=False)
+        if no_wait:
+            return sw.SweepOutcome(plan, job_id=job_id)
+        return sw.wait_and_ingest(plan, job_id, kb=target_kb, progress=progress, timeout=timeout)
+
+
+def _report_sweep(plan: Any, mode: str, out: Any, json_out: bool) -> None:
+    """What was measured and imported, and each failed config (with its array task)."""
+    summary = {"name": plan.name, "mode": mode, "configs": len(plan.configs), "results_dir": plan.results,
+               "job_id": out.job_id, "results": out.results, "kb_runs": out.kb_runs,
+               "failed": [{"index": i, "config": plan.configs[i].label, "error": e,
+                           "task": f"{out.job_id}_{i}" if out.job_id else None} for i, e in out.failed]}
+    if json_out:
+        print_json(summary)
+        return
+    console.print(f"sweep {plan.name}: {len(out.results)} of {len(plan.configs)} config(s) measured, "
+                  f"{out.kb_runs} run(s) added to the KB; results in {plan.results}", highlight=False)
+    for f in summary["failed"]:
+        task = f" (array task {f['task']})" if f["task"] else ""
+        err_console.print(f"[red]failed[/] config {f['index']}{task} ({escape(str(f['config']))}): "
+                          f"{escape(str(f['error']))}", highlight=False, markup=True)
 
 
 @bench_app.command("plan")
@@ -326,16 +341,9 @@ def plan(
     """
     with cli_errors():
         from ..bench import plan as bp
-        from ..bench.params import data_params
-        from ..bench.sweep import plan_sweep
         from ..center import resolve_center
         from ..kb import KB
-        from ..util import atomic_write
-        if budget < 1:
-            raise UsageError(f"--budget must be at least 1, got {budget}")
-        if reps < 1:
-            raise UsageError(f"--reps must be at least 1, got {reps}")
-        data_params({"transfer_size": transfer_size, "block_size": block_size})   # bad sizes stop here
+        _check_plan_options(budget, reps, transfer_size, block_size)
         center_path = _check_center(center)
         with progress_bar(json_out) as prog:
             task = prog.add_task("fitting and planning", total=None)
@@ -344,25 +352,47 @@ def plan(
                 result = bp.plan_for(store, system, c, budget, filesystem=filesystem, max_nodes=max_nodes,
                                      rpn_max=ranks_per_node, objective=objective)
             prog.update(task, completed=1, total=1)
-        fs = c.filesystem(result.filesystem)
-        target_dir = directory or (bp.default_dir(fs) if fs else None)
-        if not target_dir:
-            raise UsageError(f"{result.filesystem} has no mount in the center file to put the benchmarks under: "
-                             f"give --dir")
         path = out or Path(f"plan-{c.name}.toml")
-        text = bp.sweep_text(result, directory=os.path.abspath(os.path.expanduser(target_dir)),
-                             transfer_size=transfer_size, block_size=block_size, reps=reps,
-                             center=center_path if center_path and Path(center_path).is_file() else None,
-                             slurm={"partition": partition, "time": time_limit})
-        plan_sweep(path, text=text)          # what is written, bench sweep accepts
-        if path.exists() and not force:
-            raise UsageError(f"{path} exists: pass --force to overwrite it, or --out another file")
-        atomic_write(path, text)
-        doc = {**result.to_json(), "sweep_file": str(path)}
+        _write_sweep_file(path, result, c, directory, force=force, center_path=center_path,
+                          transfer_size=transfer_size, block_size=block_size, reps=reps,
+                          slurm={"partition": partition, "time": time_limit})
         if json_out:
-            print_json(doc)
-            return
-        _render_plan(result, path)
+            print_json({**result.to_json(), "sweep_file": str(path)})
+        else:
+            _render_plan(result, path)
+
+
+def _check_plan_options(budget: int, reps: int, transfer_size: str, block_size: str) -> None:
+    """Options that would make a plan nobody can run stop before the model is fitted."""
+    from ..bench.params import data_params
+    if budget < 1:
+        raise UsageError(f"--budget must be at least 1, got {budget}")
+    if reps < 1:
+        raise UsageError(f"--reps must be at least 1, got {reps}")
+    data_params({"transfer_size": transfer_size, "block_size": block_size})   # bad sizes stop here
+
+
+def _write_sweep_file(path: Path, result: Any, center: Any, directory: str | None, *, force: bool,
+                      center_path: str | None, transfer_size: str, block_size: str, reps: int,
+                      slurm: dict[str, str | None]) -> None:
+    """The plan written as a sweep file that `bench sweep` accepts, benchmarks under `directory` (default: below
+    the file system's mount); an existing file only with `force`."""
+    from ..bench import plan as bp
+    from ..bench.sweep import plan_sweep
+    from ..util import atomic_write
+    fs = center.filesystem(result.filesystem)
+    target_dir = directory or (bp.default_dir(fs) if fs else None)
+    if not target_dir:
+        raise UsageError(f"{result.filesystem} has no mount in the center file to put the benchmarks under: "
+                         f"give --dir")
+    text = bp.sweep_text(result, directory=os.path.abspath(os.path.expanduser(target_dir)),
+                         transfer_size=transfer_size, block_size=block_size, reps=reps,
+                         center=center_path if center_path and Path(center_path).is_file() else None,
+                         slurm=slurm)
+    plan_sweep(path, text=text)          # what is written, bench sweep accepts
+    if path.exists() and not force:
+        raise UsageError(f"{path} exists: pass --force to overwrite it, or --out another file")
+    atomic_write(path, text)
 
 
 def _render_plan(result: Any, path: Path) -> None:

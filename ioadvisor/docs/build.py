@@ -124,43 +124,11 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a directory")
     centers = _centers(center)
-    by_name = {c.name.lower(): c for c in centers}
     names = collect.system_names(kb, centers, only=center is not None)
-    # one system at a time: its runs (or, for a large file system, their summaries) are freed once its tables
-    # and plot data are made; plots are drawn per language (titles, axis labels and legends are translated),
-    # cached across builds
-    # page and plot names: unique among the systems, and among each system's file systems
-    pages = collect.unique_slugs(list(names))
     # each system's plots go to worker processes as soon as it is read, and are drawn while the next is read
     renderer = plots.Renderer(cache=plot_cache)
-    n_specs = 0
-    read: dict[str, collect.SystemData] = {}
     try:
-        # the smallest systems first: each hands the workers a few plots, so they have plenty to draw while the
-        # largest is read (the pages list the systems by name)
-        for i, n in enumerate(collect.smallest_first(kb, names)):
-            report(f"reading {n}", i, len(names))
-            s = read[n] = collect.collect_system(kb, n, by_name.get(n.lower()))
-            s.slug = pages[n]
-            sec_pages = collect.unique_slugs([sec.name for sec in s.sections])
-            for sec in s.sections:
-                sec.slug = sec_pages[sec.name]
-            for sec in s.sections:
-                for lang in langs:
-                    t = translator(catalogue(lang))
-                    for spec in plots.section_plots(f"{s.slug}-{sec.slug}", f"{s.name} {sec.name}", sec.runs, t,
-                                                    sec.points):
-                        renderer.submit(spec, (lang, spec.name))
-                        n_specs += 1
-                        _plot_entry(sec.plots, spec, lang)
-                sec.runs, sec.points = [], None
-            for lang in langs:
-                for spec in plots.ci_plots(s.slug, s.name, s.ci_runs, translator(catalogue(lang))):
-                    renderer.submit(spec, (lang, spec.name))
-                    n_specs += 1
-                    _plot_entry(s.plots, spec, lang)
-            s.ci_runs = []
-        systems = [read[n] for n in names]
+        systems, n_specs = _read_systems(kb, names, centers, langs, renderer, report)
         # everything that needs no plot's bytes (decision guides, which may fit the models; recipes; the pages)
         # is made while the workers draw
         guide = {}
@@ -168,15 +136,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
             report("decision guides", i, len(systems))
             guide[s.name] = decisions.decision_guide(kb, s.center)
         recs = {s.name: recipes.recipes(s.center, guide[s.name]) for s in systems}
-
-        archive = None
-        from ..archive.report import center_report, has_jobs
-        if has_jobs(kb):
-            report("archive", 0, 1)
-            archive = center_report(kb, top=ARCHIVE_ROWS, systems=names if center is not None else None,
-                                    center_rpn={c.name: c.ranks_per_node for c in centers})
-            if not archive["totals"]["jobs"]:
-                archive = None
+        archive = _archive(kb, names if center is not None else None, centers, report)
         files = _write_pages(out, langs, formats, systems, recs, guide, archive, report)
 
         report("drawing plots", 0, n_specs)
@@ -192,6 +152,66 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
         n_plots += lang == langs[0]
     return BuildResult(str(out), tuple(langs), tuple(formats), tuple(s.name for s in systems), files, n_plots,
                        sum(s.total_runs for s in systems))
+
+
+def _read_systems(kb: KB, names: list[str], centers: list[Center], langs: tuple[str, ...],
+                  renderer: plots.Renderer, report: Callable[[str, int, int], None]) -> tuple[list[Any], int]:
+    """Each system read, its pages named and its plots handed to `renderer`; the systems in the order of `names`
+    and the number of plots submitted.
+
+    One system at a time: its runs (or, for a large file system, their summaries) are freed once its tables and
+    plot data are made; plots are drawn per language (titles, axis labels and legends are translated), cached
+    across builds."""
+    by_name = {c.name.lower(): c for c in centers}
+    # page and plot names: unique among the systems, and among each system's file systems
+    pages = collect.unique_slugs(list(names))
+    n_specs = 0
+    read: dict[str, collect.SystemData] = {}
+    # the smallest systems first: each hands the workers a few plots, so they have plenty to draw while the
+    # largest is read (the pages list the systems by name)
+    for i, n in enumerate(collect.smallest_first(kb, names)):
+        report(f"reading {n}", i, len(names))
+        s = read[n] = collect.collect_system(kb, n, by_name.get(n.lower()))
+        s.slug = pages[n]
+        sec_pages = collect.unique_slugs([sec.name for sec in s.sections])
+        for sec in s.sections:
+            sec.slug = sec_pages[sec.name]
+        n_specs += _submit_plots(s, langs, renderer)
+    return [read[n] for n in names], n_specs
+
+
+def _submit_plots(s: collect.SystemData, langs: tuple[str, ...], renderer: plots.Renderer) -> int:
+    """Hand the plots of one system (each file system's, then the CI runs') in every language to `renderer`,
+    list them on the system's pages and free the runs they were drawn from; the number submitted."""
+    n_specs = 0
+    for sec in s.sections:
+        for lang in langs:
+            t = translator(catalogue(lang))
+            for spec in plots.section_plots(f"{s.slug}-{sec.slug}", f"{s.name} {sec.name}", sec.runs, t,
+                                            sec.points):
+                renderer.submit(spec, (lang, spec.name))
+                n_specs += 1
+                _plot_entry(sec.plots, spec, lang)
+        sec.runs, sec.points = [], None
+    for lang in langs:
+        for spec in plots.ci_plots(s.slug, s.name, s.ci_runs, translator(catalogue(lang))):
+            renderer.submit(spec, (lang, spec.name))
+            n_specs += 1
+            _plot_entry(s.plots, spec, lang)
+    s.ci_runs = []
+    return n_specs
+
+
+def _archive(kb: KB, systems: list[str] | None, centers: list[Center],
+             report: Callable[[str, int, int], None]) -> dict[str, Any] | None:
+    """The archive page's report (of `systems`, None: all), None when the KB holds no archived jobs for them."""
+    from ..archive.report import center_report, has_jobs
+    if not has_jobs(kb):
+        return None
+    report("archive", 0, 1)
+    archive = center_report(kb, top=ARCHIVE_ROWS, systems=systems,
+                            center_rpn={c.name: c.ranks_per_node for c in centers})
+    return archive if archive["totals"]["jobs"] else None
 
 
 def _write_pages(out: Path, langs: tuple[str, ...], formats: tuple[str, ...], systems: list[Any],

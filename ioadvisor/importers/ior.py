@@ -171,17 +171,51 @@ _KV = re.compile(r"^(\S[^:]*?)\s*:\s?(.*)$")
 
 def _parse_text(text: str, ctx: ImportContext) -> list[Run]:
     lines = text.splitlines()
+    header, options, hints, summary_at = _text_sections(lines)
+    if summary_at is None:
+        raise ImportFormatError("truncated IOR output: no 'Summary of all tests' (did IOR stop early?)",
+                                ctx.source, len(lines))
+    cols_line = summary_at + 1
+    if cols_line >= len(lines) or not lines[cols_line].lstrip().startswith("Operation"):
+        raise ImportFormatError("IOR summary without its column header", ctx.source, cols_line + 1)
+    # IOR 2.x spells some columns with blanks ("Max (MiB)", "Std Dev"): join them as IOR 3+ does
+    cols = re.sub(r"\s+\(", "(", lines[cols_line]).replace("Std Dev", "StdDev").split()
+    command = header.get("Command line")
+    common = dict(hints=hints, command=command, version=_tool_version(text),
+                  date=_iso_date(header.get("StartTime") or header.get("Began")))
+    flags = _flags(command)
+    runs: list[Run] = []
+    for j in range(cols_line + 1, len(lines)):
+        cells = lines[j].split()
+        if not cells or cells[0].lower() not in ("write", "read"):
+            break
+        lineno = j + 1
+        if len(cells) != len(cols):
+            raise ImportFormatError(f"IOR summary line has {len(cells)} cells, header has {len(cols)} "
+                                    "(truncated?)", ctx.source, lineno)
+        try:
+            runs.append(_summary_run(ctx, cols, cells, options, flags, common))
+        except KeyError as e:
+            raise ImportFormatError(f"IOR summary lacks column {e.args[0]}", ctx.source, cols_line + 1) from None
+        except (ValueError, IOAdvisorError) as e:
+            raise ImportFormatError(str(e), ctx.source, lineno) from None
+    if not runs:
+        raise ImportFormatError("IOR summary has no write or read line (truncated?)", ctx.source, cols_line + 2)
+    return runs
+
+
+def _text_sections(lines: list[str]) -> tuple[dict[str, str], list[dict[str, str]], dict[str, str], int | None]:
+    """What precedes the summary: the header's `key: value` lines, one "Options:" block per test, the hints
+    passed to MPI_File_open, and the index of the "Summary of all tests" line (None: there is none)."""
     header: dict[str, str] = {}
     options: list[dict[str, str]] = []      # one "Options:" block per test
     hints: dict[str, str] = {}
-    summary_at = None
     in_options = False
     in_hints = False
     for i, line in enumerate(lines):
         s = line.strip()
         if s.startswith("Summary of all tests"):
-            summary_at = i
-            break
+            return header, options, hints, i
         if s.startswith("Options:"):
             options.append({})
             in_options = True
@@ -207,68 +241,44 @@ def _parse_text(text: str, ctx: ImportContext) -> list[Run]:
         m = _KV.match(line)
         if m and m.group(1).strip() not in header:
             header[m.group(1).strip()] = m.group(2).strip()
-    if summary_at is None:
-        raise ImportFormatError("truncated IOR output: no 'Summary of all tests' (did IOR stop early?)",
-                                ctx.source, len(lines))
-    cols_line = summary_at + 1
-    if cols_line >= len(lines) or not lines[cols_line].lstrip().startswith("Operation"):
-        raise ImportFormatError("IOR summary without its column header", ctx.source, cols_line + 1)
-    # IOR 2.x spells some columns with blanks ("Max (MiB)", "Std Dev"): join them as IOR 3+ does
-    cols = re.sub(r"\s+\(", "(", lines[cols_line]).replace("Std Dev", "StdDev").split()
-    command = header.get("Command line")
-    version = _tool_version(text)
-    date = _iso_date(header.get("StartTime") or header.get("Began"))
-    flags = _flags(command)
-    runs: list[Run] = []
-    for j in range(cols_line + 1, len(lines)):
-        raw = lines[j]
-        cells = raw.split()
-        if not cells or cells[0].lower() not in ("write", "read"):
-            break
-        lineno = j + 1
-        if len(cells) != len(cols):
-            raise ImportFormatError(f"IOR summary line has {len(cells)} cells, header has {len(cols)} "
-                                    "(truncated?)", ctx.source, lineno)
-        # first occurrence of each column name wins: the bandwidth StdDev precedes the OPs one
-        row: dict[str, str] = {}
-        for c, v in zip(cols, cells):
-            row.setdefault(c, v)
-        ops_idx = cols.index("Mean(OPs)") if "Mean(OPs)" in cols else None
-        try:
-            test_no = _int(row.get("Test#", "0"), "Test#")
-            opts = options[test_no] if test_no < len(options) else (options[-1] if options else {})
-            reps = _int(row["reps"], "reps") if "reps" in row else None
-            ranks = _int(row["#Tasks"], "#Tasks") if "#Tasks" in row else None
-            rpn = _int(row["tPN"], "tPN") if "tPN" in row else None
-            nodes = _int(opts["nodes"], "nodes") if opts.get("nodes") else (
-                ranks // rpn if ranks and rpn else None)
-            fpp = (row.get("fPP", "0") != "0") if "fPP" in row else flags["fpp"]
-            if opts.get("access"):
-                fpp = opts["access"] == "file-per-process"
-            agg = opts.get("aggregate filesize")
-            file_size = parse_size(agg) if agg else (
-                int(round(_num(row["aggs(MiB)"], "aggs(MiB)") * MIB)) if "aggs(MiB)" in row else None)
-            random_access = flags["random"] or opts.get("ordering in a file") == "random"
-            collective = flags["collective"] or opts.get("type") == "collective"
-            api = row.get("API") or opts.get("api")
-            runs.append(_run(
-                ctx, operation=cells[0], api=api, mean=_num(row["Mean(MiB)"], "Mean(MiB)"),
-                vmax=_num(row["Max(MiB)"], "Max(MiB)"), vmin=_num(row["Min(MiB)"], "Min(MiB)"),
-                sd_pop=_num(row["StdDev"], "StdDev"), reps=reps, fpp=fpp, collective=collective,
-                random_access=random_access, direct=flags["direct"], nodes=nodes, ranks=ranks, rpn=rpn,
-                xfer=_int(row["xsize"], "xsize") if "xsize" in row else None,
-                block=_int(row["blksiz"], "blksiz") if "blksiz" in row else None,
-                segments=_int(row["segcnt"], "segcnt") if "segcnt" in row else None,
-                file_size=file_size,
-                ops_mean=_num(cells[ops_idx], "Mean(OPs)") if ops_idx is not None else None,
-                hints=hints, command=command, version=version, date=date))
-        except KeyError as e:
-            raise ImportFormatError(f"IOR summary lacks column {e.args[0]}", ctx.source, cols_line + 1) from None
-        except (ValueError, IOAdvisorError) as e:
-            raise ImportFormatError(str(e), ctx.source, lineno) from None
-    if not runs:
-        raise ImportFormatError("IOR summary has no write or read line (truncated?)", ctx.source, cols_line + 2)
-    return runs
+    return header, options, hints, None
+
+
+def _summary_run(ctx: ImportContext, cols: list[str], cells: list[str], options: list[dict[str, str]],
+                 flags: dict[str, Any], common: dict[str, Any]) -> Run:
+    """The run of one summary line (KeyError for a missing column, ValueError for a bad cell); the test's
+    "Options:" block and the command's flags fill what the line does not say."""
+    # first occurrence of each column name wins: the bandwidth StdDev precedes the OPs one
+    row: dict[str, str] = {}
+    for c, v in zip(cols, cells):
+        row.setdefault(c, v)
+    ops_idx = cols.index("Mean(OPs)") if "Mean(OPs)" in cols else None
+    test_no = _int(row.get("Test#", "0"), "Test#")
+    opts = options[test_no] if test_no < len(options) else (options[-1] if options else {})
+    reps = _int(row["reps"], "reps") if "reps" in row else None
+    ranks = _int(row["#Tasks"], "#Tasks") if "#Tasks" in row else None
+    rpn = _int(row["tPN"], "tPN") if "tPN" in row else None
+    nodes = _int(opts["nodes"], "nodes") if opts.get("nodes") else (
+        ranks // rpn if ranks and rpn else None)
+    fpp = (row.get("fPP", "0") != "0") if "fPP" in row else flags["fpp"]
+    if opts.get("access"):
+        fpp = opts["access"] == "file-per-process"
+    agg = opts.get("aggregate filesize")
+    file_size = parse_size(agg) if agg else (
+        int(round(_num(row["aggs(MiB)"], "aggs(MiB)") * MIB)) if "aggs(MiB)" in row else None)
+    random_access = flags["random"] or opts.get("ordering in a file") == "random"
+    collective = flags["collective"] or opts.get("type") == "collective"
+    api = row.get("API") or opts.get("api")
+    return _run(
+        ctx, operation=cells[0], api=api, mean=_num(row["Mean(MiB)"], "Mean(MiB)"),
+        vmax=_num(row["Max(MiB)"], "Max(MiB)"), vmin=_num(row["Min(MiB)"], "Min(MiB)"),
+        sd_pop=_num(row["StdDev"], "StdDev"), reps=reps, fpp=fpp, collective=collective,
+        random_access=random_access, direct=flags["direct"], nodes=nodes, ranks=ranks, rpn=rpn,
+        xfer=_int(row["xsize"], "xsize") if "xsize" in row else None,
+        block=_int(row["blksiz"], "blksiz") if "blksiz" in row else None,
+        segments=_int(row["segcnt"], "segcnt") if "segcnt" in row else None,
+        file_size=file_size,
+        ops_mean=_num(cells[ops_idx], "Mean(OPs)") if ops_idx is not None else None, **common)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -43,84 +43,12 @@ def _column_readers(ctx: ImportContext) -> dict[str, tuple[str, Callable[[str], 
     """Per CSV column, the run field it fills and the conversion of one cell (raising where the importer or
     check_run would refuse the cell, or would read it in a way not repeated here)."""
 
-    def name(field: str) -> Callable[[str], Pair]:
-        def read(cell: str) -> Pair:
-            v = cell.strip() or None
-            if v is not None:
-                _name(v, field)
-            return v, _json(v)
-        return read
-
-    def text(field: str) -> Callable[[str], Pair]:
-        def read(cell: str) -> Pair:
-            v = cell.strip() or None
-            _text(v, field)
-            return v, _json(v)
-        return read
-
-    def whole(field: str) -> Callable[[str], Pair]:
-        lo, hi = INT_RANGES[field]
-
-        def read(cell: str) -> Pair:
-            if not cell:
-                return None, "null"
-            if cell == "-1" and lo == -1:           # a stripe count over all OSTs
-                return -1, "-1"
-            if not (cell.isdigit() and cell.isascii()):
-                raise _NotHere
-            v = int(cell)
-            if not lo <= v <= hi:
-                raise _NotHere
-            return v, int.__repr__(v)
-        return read
-
-    def flag(field: str) -> Callable[[str], Pair]:
-        def read(cell: str) -> Pair:
-            v = _bool(cell, field)
-            return (None, "null") if v is None else (int(v), "true" if v else "false")
-        return read
-
-    def one_of(field: str, known: tuple[str, ...], norm: Callable[[str], str]) -> Callable[[str], Pair]:
-        def read(cell: str) -> Pair:
-            v = cell.strip() or None
-            if v is not None:
-                v = norm(v)
-                if v not in known:
-                    raise _NotHere
-            return v, _json(v)
-        return read
-
     def system(cell: str) -> Pair:
         v = cell.strip() or ctx.system
         if not v:
             raise _NotHere
         _name(v, "system", required=True)
         return v, _json(v)
-
-    def op(cell: str) -> Pair:
-        v = cell.strip().lower()
-        if v not in OPS:
-            raise _NotHere
-        return v, _json(v)
-
-    def unit(cell: str) -> Pair:
-        given = cell.strip()
-        if not given:
-            raise _NotHere
-        factor, unit = normalize(1.0, given)
-        return (unit, given, factor, (MIN_VALUE[unit], MAX_VALUE[unit])), _json(unit)
-
-    def hints(cell: str) -> Pair:
-        h = parse_hints(cell)
-        for k, v in h.items():
-            if not _HINT_KEY.match(k):
-                raise _NotHere
-            _name(v, f"hint {k}", limit=1024)
-        if not h:
-            return None, "{}"
-        items = sorted(h.items())
-        return (json.dumps(dict(items)),
-                "{" + ",".join(f"{_JSON_STR(k)}:{_JSON_STR(x)}" for k, x in items) + "}")
 
     def source(cell: str) -> Pair:
         v = cell.strip() or ctx.source
@@ -134,30 +62,113 @@ def _column_readers(ctx: ImportContext) -> dict[str, tuple[str, Callable[[str], 
         return v, _json(v)
 
     readers: dict[str, tuple[str, Callable[[str], Pair]]] = {
-        "system": ("system", system), "op": ("op", op), "unit": ("unit", unit), "hints": ("hints", hints),
-        "collective": ("collective", flag("collective")), "direct": ("direct", flag("direct")),
+        "system": ("system", system), "op": ("op", _op), "unit": ("unit", _unit), "hints": ("hints", _hints),
+        "collective": ("collective", _flag("collective")), "direct": ("direct", _flag("direct")),
         "source": ("source", source), "kind": ("kind", kind),
-        "api": ("api", one_of("api", APIS, lambda v: norm_api(v) or "")),
-        "layout": ("layout", one_of("layout", LAYOUTS, norm_layout)),
-        "access": ("access", one_of("access", ACCESS, lambda v: v)),
-        "notes": ("notes", text("notes")), "citation": ("citation", text("citation")),
-        "command": ("command", text("command")),
+        "api": ("api", _one_of("api", APIS, lambda v: norm_api(v) or "")),
+        "layout": ("layout", _one_of("layout", LAYOUTS, norm_layout)),
+        "access": ("access", _one_of("access", ACCESS, lambda v: v)),
+        "notes": ("notes", _text_cell("notes")), "citation": ("citation", _text_cell("citation")),
+        "command": ("command", _text_cell("command")),
     }
     for col in ("filesystem", "fs_type", "tier"):
-        readers[col] = (_STR_COLS[col], name(col))
+        readers[col] = (_STR_COLS[col], _name_cell(col))
     for col in ("tool", "tool_version", "job_id"):
-        readers[col] = (col, name(col))
+        readers[col] = (col, _name_cell(col))
+    readers["date"] = ("date", _date)
+    for col, field in _INT_COLS.items():
+        readers[col] = (field, _whole(field))
+    return readers
 
-    def date(cell: str) -> Pair:
+
+# ---- the conversion of one cell, per kind of column -----------------------------------------------------------
+
+def _name_cell(field: str) -> Callable[[str], Pair]:
+    def read(cell: str) -> Pair:
         v = cell.strip() or None
         if v is not None:
-            _name(v, "date")
-            check_date(v)
+            _name(v, field)
         return v, _json(v)
-    readers["date"] = ("date", date)
-    for col, field in _INT_COLS.items():
-        readers[col] = (field, whole(field))
-    return readers
+    return read
+
+
+def _text_cell(field: str) -> Callable[[str], Pair]:
+    def read(cell: str) -> Pair:
+        v = cell.strip() or None
+        _text(v, field)
+        return v, _json(v)
+    return read
+
+
+def _whole(field: str) -> Callable[[str], Pair]:
+    lo, hi = INT_RANGES[field]
+
+    def read(cell: str) -> Pair:
+        if not cell:
+            return None, "null"
+        if cell == "-1" and lo == -1:           # a stripe count over all OSTs
+            return -1, "-1"
+        if not (cell.isdigit() and cell.isascii()):
+            raise _NotHere
+        v = int(cell)
+        if not lo <= v <= hi:
+            raise _NotHere
+        return v, int.__repr__(v)
+    return read
+
+
+def _flag(field: str) -> Callable[[str], Pair]:
+    def read(cell: str) -> Pair:
+        v = _bool(cell, field)
+        return (None, "null") if v is None else (int(v), "true" if v else "false")
+    return read
+
+
+def _one_of(field: str, known: tuple[str, ...], norm: Callable[[str], str]) -> Callable[[str], Pair]:
+    def read(cell: str) -> Pair:
+        v = cell.strip() or None
+        if v is not None:
+            v = norm(v)
+            if v not in known:
+                raise _NotHere
+        return v, _json(v)
+    return read
+
+
+def _op(cell: str) -> Pair:
+    v = cell.strip().lower()
+    if v not in OPS:
+        raise _NotHere
+    return v, _json(v)
+
+
+def _unit(cell: str) -> Pair:
+    given = cell.strip()
+    if not given:
+        raise _NotHere
+    factor, unit = normalize(1.0, given)
+    return (unit, given, factor, (MIN_VALUE[unit], MAX_VALUE[unit])), _json(unit)
+
+
+def _hints(cell: str) -> Pair:
+    h = parse_hints(cell)
+    for k, v in h.items():
+        if not _HINT_KEY.match(k):
+            raise _NotHere
+        _name(v, f"hint {k}", limit=1024)
+    if not h:
+        return None, "{}"
+    items = sorted(h.items())
+    return (json.dumps(dict(items)),
+            "{" + ",".join(f"{_JSON_STR(k)}:{_JSON_STR(x)}" for k, x in items) + "}")
+
+
+def _date(cell: str) -> Pair:
+    v = cell.strip() or None
+    if v is not None:
+        _name(v, "date")
+        check_date(v)
+    return v, _json(v)
 
 
 class RowReader:

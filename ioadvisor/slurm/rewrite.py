@@ -19,7 +19,7 @@ from typing import Mapping
 
 from ..errors import UsageError
 from ..lustre import constraint_of, has_feature, pattern_vars
-from ..mpiio.render import Plan, check_hints, render
+from ..mpiio.render import Commands, Plan, check_hints, render
 from ..mpiio.flavours import FLAVOURS as MPI_FLAVOURS, parse_version
 from ..util import check_line_value
 from .jobscript import parse_jobscript, script_lines
@@ -212,121 +212,52 @@ def _directive_quote(value: str) -> str:
 def preamble(settings: WrapSettings, recdir: str | None = None) -> list[str]:
     """The shell lines of the inserted block (after any #SBATCH lines); the record goes to `recdir` (the directory
     of the script's --output), else to the output directory."""
-    s = settings
-    cmds = render(s.plan())
+    cmds = render(settings.plan())
+    tier, finish = _tier_lines(settings)
+    return [
+        *_record_lines(settings, cmds, recdir),
+        # the trap is set before anything that may fail, so the record and stage-out happen on every exit
+        *_trap_lines(finish),
+        *_directory_lines(settings, cmds),
+        *_striping_lines(cmds),
+        *_hint_lines(settings, cmds),
+        *tier,
+    ]
+
+
+def _record_lines(s: WrapSettings, cmds: Commands, recdir: str | None) -> list[str]:
+    """The job's start, its directories and the record of what is applied, written once now (no end time) and
+    again at exit by `_ioadv_record`."""
     # the record holds what is applied: a read job's striping and striping hints are dropped by the renderer
     applied = {**s.to_plain(), "hints": dict(cmds.hints)}
     if cmds.lfs is None:
         applied.update(stripe_count=None, stripe_size=None)
     record = json.dumps(applied, sort_keys=True, separators=(",", ":"))
-    L: list[str] = []
-    add = L.append
-    add("_ioadv_start=$(date +%s)")
-    add('case "$0" in /*) _ioadv_self="$0";; *) _ioadv_self="$PWD/$0";; esac')
-    add('_ioadv_job="${SLURM_JOB_ID:-$$}"')
-    add('_ioadv_cwd="$PWD"')
-    add(f"_ioadv_out={q(s.outdir)}" if s.outdir else '_ioadv_out="$PWD"')
-    add('case "$_ioadv_out" in /*) ;; *) _ioadv_out="$PWD/$_ioadv_out";; esac')
-    add('mkdir -p -- "$_ioadv_out"')
-    add(f"_ioadv_rec_dir={q(recdir)}" if recdir else '_ioadv_rec_dir="$_ioadv_out"')
-    add('case "$_ioadv_rec_dir" in /*) ;; *) _ioadv_rec_dir="$PWD/$_ioadv_rec_dir";; esac')
-    add('_ioadv_rec="$_ioadv_rec_dir/ioadvise-$_ioadv_job.json"')
-    add(f"_ioadv_settings={q(record)}")
-    add("_ioadv_record() {")
-    add('  printf \'{"job_id":"%s","host":"%s","start":%s,"end":%s,"exit_code":%s,"staged_out_bytes":%s,'
+    return [
+        "_ioadv_start=$(date +%s)",
+        'case "$0" in /*) _ioadv_self="$0";; *) _ioadv_self="$PWD/$0";; esac',
+        '_ioadv_job="${SLURM_JOB_ID:-$$}"',
+        '_ioadv_cwd="$PWD"',
+        f"_ioadv_out={q(s.outdir)}" if s.outdir else '_ioadv_out="$PWD"',
+        'case "$_ioadv_out" in /*) ;; *) _ioadv_out="$PWD/$_ioadv_out";; esac',
+        'mkdir -p -- "$_ioadv_out"',
+        f"_ioadv_rec_dir={q(recdir)}" if recdir else '_ioadv_rec_dir="$_ioadv_out"',
+        'case "$_ioadv_rec_dir" in /*) ;; *) _ioadv_rec_dir="$PWD/$_ioadv_rec_dir";; esac',
+        '_ioadv_rec="$_ioadv_rec_dir/ioadvise-$_ioadv_job.json"',
+        f"_ioadv_settings={q(record)}",
+        "_ioadv_record() {",
+        '  printf \'{"job_id":"%s","host":"%s","start":%s,"end":%s,"exit_code":%s,"staged_out_bytes":%s,'
         '"stage_out_seconds":%s,"stage_out_status":%s,"settings":%s}\\n\' '
         '"$_ioadv_job" "$(hostname 2>/dev/null)" "$_ioadv_start" "${1:-null}" "${2:-null}" "${3:-null}" '
-        '"${4:-null}" "${5:-null}" "$_ioadv_settings" > "$_ioadv_rec.tmp" && mv -f -- "$_ioadv_rec.tmp" "$_ioadv_rec"')
-    add("}")
-    add("_ioadv_record")
-    trap_at = len(L)
-    L.extend(cmds.directory)
-    if cmds.directory and s.stripe_base:
-        # the advised directory may not exist for this user or on this node: the output directory instead
-        add('if [ ! -d "$IOADVISE_DIR" ] || [ ! -w "$IOADVISE_DIR" ]; then')
-        add('  echo "ioadvise: cannot create $IOADVISE_DIR; using $_ioadv_out/ioadvise-$_ioadv_job instead" >&2')
-        add('  export IOADVISE_DIR="$_ioadv_out/ioadvise-$_ioadv_job"')
-        add('  mkdir -p -- "$IOADVISE_DIR"')
-        add("fi")
-    if cmds.setstripe:
-        flags = cmds.setstripe.flags()
-        add('_ioadv_fs=$(stat -f -c %T "$IOADVISE_DIR" 2>/dev/null)')
-        add('if [ "$_ioadv_fs" = lustre ] || { command -v lfs >/dev/null 2>&1 && '
-            'lfs getstripe -d "$IOADVISE_DIR" >/dev/null 2>&1; }; then')
-        add(f"  if {cmds.lfs}; then")
-        add(f'    echo "ioadvise: striping: {flags} set on $IOADVISE_DIR (write large files there)" >&2')
-        add("  else")
-        add('    echo "ioadvise: striping: lfs setstripe failed on $IOADVISE_DIR" >&2')
-        add("  fi")
-        add("else")
-        add('  echo "ioadvise: striping: not set, $IOADVISE_DIR is not on Lustre" >&2')
-        add("fi")
-    else:
-        why = next((n for n in cmds.notes if "layout" in n or "stripe" in n.lower()), "none advised")
-        add(f"echo {q('ioadvise: striping: ' + why)} >&2")
-    if cmds.hints_write:
-        L.append(cmds.hints_write)
-    L.extend(cmds.env)
-    if cmds.hints:
-        listed = ",".join(f"{k}={v}" for k, v in cmds.hints.items())
-        add(f"export IOADVISE_HINTS={q(listed)}")
-        shown = " ".join(f"{v}=${v}" for v in re.findall(r"^export (\w+)=", "\n".join(cmds.env), re.M))
-        add(f'echo "ioadvise: hints: {listed} for {cmds.mpi_label}: {shown}" >&2')
-    elif s.hints:
-        add(f"echo {q('ioadvise: hints: not applied (' + '; '.join(cmds.notes) + ')')} >&2")
-    else:
-        add("echo 'ioadvise: hints: none advised' >&2")
-    finish = []
-    if s.tier is not None:
-        add(f"_ioadv_scratch={mount_expr(s.tier.mount)}")
-        add('if [ -d "$_ioadv_scratch" ] && [ -w "$_ioadv_scratch" ]; then')
-        add('  export IOADVISE_SCRATCH="$_ioadv_scratch"')
-        if s.tier.stage:
-            for item in s.stage_in:
-                add(f'  cp -R -- "$_ioadv_cwd"/{q(item)} "$_ioadv_scratch"/ || echo {q("ioadvise: stage-in of " + item + " failed")} >&2'
-                    if not item.startswith("/") else
-                    f'  cp -R -- {q(item)} "$_ioadv_scratch"/ || echo {q("ioadvise: stage-in of " + item + " failed")} >&2')
-            add("  _ioadv_staged=1")
-            add(f'  echo "ioadvise: staging: {len(s.stage_in)} item(s) copied in to $_ioadv_scratch; new files are '
-                f'copied back to $_ioadv_out at the end" >&2')
-        else:
-            add(f'  echo "ioadvise: staging: none (tier {s.tier.name} is not staged; copy results out yourself)" >&2')
-        add('  export IOADVISE_OUTDIR="$_ioadv_scratch"')
-        add('  cd -- "$_ioadv_scratch" || exit 1')
-        add("else")
-        add(f'  echo {q("ioadvise: tier " + s.tier.name + " is not mounted; writing to the persistent directory")} >&2')
-        add('  export IOADVISE_OUTDIR="$_ioadv_out"')
-        add("fi")
-        if s.tier.stage:
-            names = [q(i.rstrip("/").rsplit("/", 1)[-1]) for i in s.stage_in]
-            skip_line = (f'      case "${{_ioadv_f##*/}}" in {"|".join(names)}) continue;; esac' if names
-                         else "      :")
-            finish += [
-                '  if [ -n "${_ioadv_staged:-}" ]; then',
-                '    _ioadv_bytes=0',
-                '    _ioadv_sorc=0',
-                '    _ioadv_t0=$(date +%s)',
-                '    for _ioadv_f in "$_ioadv_scratch"/* "$_ioadv_scratch"/.[!.]*; do',
-                '      [ -e "$_ioadv_f" ] || continue',
-                skip_line,
-                '      cp -R -- "$_ioadv_f" "$_ioadv_out"/ || { _ioadv_sorc=1; echo "ioadvise: stage-out of $_ioadv_f failed" >&2; }',
-                # apparent size with GNU du; anything else makes the total unknown rather than wrong
-                '      _ioadv_n=$(du -sb -- "$_ioadv_f" 2>/dev/null | cut -f1)',
-                '      case "$_ioadv_n" in',
-                "        ''|*[!0-9]*) _ioadv_bytes=null;;",
-                '        *) [ "$_ioadv_bytes" = null ] || _ioadv_bytes=$((_ioadv_bytes + _ioadv_n));;',
-                '      esac',
-                "    done",
-                '    _ioadv_secs=$(( $(date +%s) - _ioadv_t0 ))',
-                '    echo "ioadvise: staging: $_ioadv_bytes bytes staged out to $_ioadv_out in ${_ioadv_secs}s, '
-                'exit status $_ioadv_sorc" >&2',
-                "  fi",
-            ]
-    else:
-        add('export IOADVISE_OUTDIR="$_ioadv_out"')
-        add("echo 'ioadvise: staging: none (no scratch tier)' >&2")
-    # the trap is set before anything that may fail, so the record and stage-out happen on every exit
-    L[trap_at:trap_at] = [
+        '"${4:-null}" "${5:-null}" "$_ioadv_settings" > "$_ioadv_rec.tmp" && mv -f -- "$_ioadv_rec.tmp" "$_ioadv_rec"',
+        "}",
+        "_ioadv_record",
+    ]
+
+
+def _trap_lines(finish: list[str]) -> list[str]:
+    """The EXIT trap: `finish` (the stage-out), then the record with the end time and the user's exit code."""
+    return [
         "_ioadv_finish() {",
         "  _ioadv_rc=$?",
         "  set +eu",
@@ -341,7 +272,126 @@ def preamble(settings: WrapSettings, recdir: str | None = None) -> list[str]:
         "trap 'exit 130' INT",
         "trap 'exit 129' HUP",
     ]
-    return L
+
+
+def _directory_lines(s: WrapSettings, cmds: Commands) -> list[str]:
+    """`$IOADVISE_DIR` made, falling back to the output directory when the advised one cannot be used."""
+    lines = list(cmds.directory)
+    if cmds.directory and s.stripe_base:
+        # the advised directory may not exist for this user or on this node: the output directory instead
+        lines += [
+            'if [ ! -d "$IOADVISE_DIR" ] || [ ! -w "$IOADVISE_DIR" ]; then',
+            '  echo "ioadvise: cannot create $IOADVISE_DIR; using $_ioadv_out/ioadvise-$_ioadv_job instead" >&2',
+            '  export IOADVISE_DIR="$_ioadv_out/ioadvise-$_ioadv_job"',
+            '  mkdir -p -- "$IOADVISE_DIR"',
+            "fi",
+        ]
+    return lines
+
+
+def _striping_lines(cmds: Commands) -> list[str]:
+    """`lfs setstripe` on `$IOADVISE_DIR` when it is on Lustre, with a line on stderr saying what happened."""
+    if not cmds.setstripe:
+        why = next((n for n in cmds.notes if "layout" in n or "stripe" in n.lower()), "none advised")
+        return [f"echo {q('ioadvise: striping: ' + why)} >&2"]
+    flags = cmds.setstripe.flags()
+    return [
+        '_ioadv_fs=$(stat -f -c %T "$IOADVISE_DIR" 2>/dev/null)',
+        'if [ "$_ioadv_fs" = lustre ] || { command -v lfs >/dev/null 2>&1 && '
+        'lfs getstripe -d "$IOADVISE_DIR" >/dev/null 2>&1; }; then',
+        f"  if {cmds.lfs}; then",
+        f'    echo "ioadvise: striping: {flags} set on $IOADVISE_DIR (write large files there)" >&2',
+        "  else",
+        '    echo "ioadvise: striping: lfs setstripe failed on $IOADVISE_DIR" >&2',
+        "  fi",
+        "else",
+        '  echo "ioadvise: striping: not set, $IOADVISE_DIR is not on Lustre" >&2',
+        "fi",
+    ]
+
+
+def _hint_lines(s: WrapSettings, cmds: Commands) -> list[str]:
+    """The MPI-IO hints file and environment, with a line on stderr saying which hints apply."""
+    lines = [cmds.hints_write] if cmds.hints_write else []
+    lines += cmds.env
+    if cmds.hints:
+        listed = ",".join(f"{k}={v}" for k, v in cmds.hints.items())
+        shown = " ".join(f"{v}=${v}" for v in re.findall(r"^export (\w+)=", "\n".join(cmds.env), re.M))
+        lines += [f"export IOADVISE_HINTS={q(listed)}",
+                  f'echo "ioadvise: hints: {listed} for {cmds.mpi_label}: {shown}" >&2']
+    elif s.hints:
+        lines.append(f"echo {q('ioadvise: hints: not applied (' + '; '.join(cmds.notes) + ')')} >&2")
+    else:
+        lines.append("echo 'ioadvise: hints: none advised' >&2")
+    return lines
+
+
+def _tier_lines(s: WrapSettings) -> tuple[list[str], list[str]]:
+    """The block's lines for the scratch tier (stage-in, `cd` there) and the exit trap's lines (stage-out)."""
+    if s.tier is None:
+        return ['export IOADVISE_OUTDIR="$_ioadv_out"', "echo 'ioadvise: staging: none (no scratch tier)' >&2"], []
+    lines = [
+        f"_ioadv_scratch={mount_expr(s.tier.mount)}",
+        'if [ -d "$_ioadv_scratch" ] && [ -w "$_ioadv_scratch" ]; then',
+        '  export IOADVISE_SCRATCH="$_ioadv_scratch"',
+    ]
+    if s.tier.stage:
+        lines += _stage_in_lines(s.stage_in)
+    else:
+        lines.append(f'  echo "ioadvise: staging: none (tier {s.tier.name} is not staged; copy results out '
+                     f'yourself)" >&2')
+    lines += [
+        '  export IOADVISE_OUTDIR="$_ioadv_scratch"',
+        '  cd -- "$_ioadv_scratch" || exit 1',
+        "else",
+        f'  echo {q("ioadvise: tier " + s.tier.name + " is not mounted; writing to the persistent directory")} >&2',
+        '  export IOADVISE_OUTDIR="$_ioadv_out"',
+        "fi",
+    ]
+    return lines, _stage_out_lines(s.stage_in) if s.tier.stage else []
+
+
+def _stage_in_lines(stage_in: tuple[str, ...]) -> list[str]:
+    """Copy each item (relative to the start directory, or absolute) to the scratch tier."""
+    lines = []
+    for item in stage_in:
+        source = q(item) if item.startswith("/") else f'"$_ioadv_cwd"/{q(item)}'
+        failed = q("ioadvise: stage-in of " + item + " failed")
+        lines.append(f'  cp -R -- {source} "$_ioadv_scratch"/ || echo {failed} >&2')
+    lines += [
+        "  _ioadv_staged=1",
+        f'  echo "ioadvise: staging: {len(stage_in)} item(s) copied in to $_ioadv_scratch; new files are '
+        f'copied back to $_ioadv_out at the end" >&2',
+    ]
+    return lines
+
+
+def _stage_out_lines(stage_in: tuple[str, ...]) -> list[str]:
+    """The exit trap's copy of the tier's files (except those staged in) to the output directory, counting bytes."""
+    names = [q(i.rstrip("/").rsplit("/", 1)[-1]) for i in stage_in]
+    skip_line = (f'      case "${{_ioadv_f##*/}}" in {"|".join(names)}) continue;; esac' if names
+                 else "      :")
+    return [
+        '  if [ -n "${_ioadv_staged:-}" ]; then',
+        '    _ioadv_bytes=0',
+        '    _ioadv_sorc=0',
+        '    _ioadv_t0=$(date +%s)',
+        '    for _ioadv_f in "$_ioadv_scratch"/* "$_ioadv_scratch"/.[!.]*; do',
+        '      [ -e "$_ioadv_f" ] || continue',
+        skip_line,
+        '      cp -R -- "$_ioadv_f" "$_ioadv_out"/ || { _ioadv_sorc=1; echo "ioadvise: stage-out of $_ioadv_f failed" >&2; }',
+        # apparent size with GNU du; anything else makes the total unknown rather than wrong
+        '      _ioadv_n=$(du -sb -- "$_ioadv_f" 2>/dev/null | cut -f1)',
+        '      case "$_ioadv_n" in',
+        "        ''|*[!0-9]*) _ioadv_bytes=null;;",
+        '        *) [ "$_ioadv_bytes" = null ] || _ioadv_bytes=$((_ioadv_bytes + _ioadv_n));;',
+        '      esac',
+        "    done",
+        '    _ioadv_secs=$(( $(date +%s) - _ioadv_t0 ))',
+        '    echo "ioadvise: staging: $_ioadv_bytes bytes staged out to $_ioadv_out in ${_ioadv_secs}s, '
+        'exit status $_ioadv_sorc" >&2',
+        "  fi",
+    ]
 
 
 def wrap(text: str, settings: WrapSettings) -> str:
