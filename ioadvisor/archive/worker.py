@@ -111,8 +111,6 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
     from ..diagnose.derive import check_header, import_backend, read_checked
     from .pool import Retire
     from ..diagnose.rules import load_thresholds
-    from ..importers import ImportContext
-    from ..importers.darshan import summary_runs
     from ..model.types import to_plain
 
     backend = import_backend()
@@ -153,16 +151,21 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
             job["nodes"] = nodes_stated(p, s.modules, s.nprocs, backend)
         except Exception:                # the node count is a detail: the log itself was read
             job["nodes"] = None
-        runs: list[dict[str, Any]] = []
-        if job["filesystem"] is not None:
-            name = printable(p)          # the name as the KB holds it (a byte that is not UTF-8 as \\xNN)
-            ctx = ImportContext(source=name, system=settings.system, filesystem=job["filesystem"],
-                                kind="production")
-            try:
-                runs = [r.to_dict() for r in summary_runs(s, ctx, name)]
-            except IOAdvisorError:       # counters no run can be made of: the job's facts and findings stand
-                pass
         return {**out, "status": "ok", "error": None, "job": job, "findings": [to_plain(f) for f in d.findings],
-                "runs": runs}
+                "runs": _production_runs(p, s, settings.system, job["filesystem"])}
 
     return handle
+
+
+def _production_runs(path: str, s: Any, system: str | None, filesystem: str | None) -> list[dict[str, Any]]:
+    """The runs of a log whose files lie under a mount of the center (`filesystem`; None: a diagnosis only)."""
+    from ..importers import ImportContext
+    from ..importers.darshan import summary_runs
+    if filesystem is None:
+        return []
+    name = printable(path)          # the name as the KB holds it (a byte that is not UTF-8 as \\xNN)
+    ctx = ImportContext(source=name, system=system, filesystem=filesystem, kind="production")
+    try:
+        return [r.to_dict() for r in summary_runs(s, ctx, name)]
+    except IOAdvisorError:          # counters no run can be made of: the job's facts and findings stand
+        return []
