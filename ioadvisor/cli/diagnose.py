@@ -109,16 +109,20 @@ def diagnose_cmd(
         doc = diagnose_report(log, kb=kb, center=center, thresholds=thresholds, ranks_per_node=ranks_per_node)
         if record:
             from ..kb.store import KB
-            system = None
+            c_obj = None
             if center:
                 from ..center import load_center
-                system = load_center(center).name
+                c_obj = load_center(center)
+            system = c_obj.name if c_obj else None
             with KB.open(kb, create=True) as store:
-                res = store.import_file(log, "darshan", kind="production", system=system)
-            doc["recorded"] = {"system": system or "unknown", "runs": res.runs, "already_known": res.skipped}
+                # runs only when the log's files lie under the center's mounts (importers.darshan.placement)
+                res = store.import_file(log, "darshan", kind="production", system=system, center=c_obj)
+            doc["recorded"] = {"system": system or "unknown", "runs": res.runs, "already_known": res.skipped,
+                               "note": res.note}
             if not json_out:
                 console.print(printable(f"Recorded {res.runs} production run(s) for system {system or 'unknown'}"
-                                        + (" (already in the KB)" if res.skipped else "") + "."))
+                                        + (" (already in the KB)" if res.skipped else "")
+                                        + (f"; {res.note}" if res.note else "") + "."))
         if html is not None:
             from ..diagnose.report import render_html
             from ..util import atomic_write

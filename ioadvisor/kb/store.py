@@ -647,7 +647,9 @@ class KB:
         (ioadvisor.inputs).
         `progress(bytes_done, bytes_total)` is called as the file is parsed. Runs get their evidence flags
         (ioadvisor.center.evidence) from `center` (a `Center`, a center file or a shipped name) or else from
-        the shipped center named like the runs' system."""
+        the shipped center named like the runs' system; the same center's mounts decide whether a Darshan log
+        measures it (importers.darshan.placement): a log that does not adds nothing, and the result's note says
+        why."""
         from .. import importers
         from ..util import printable
         p = Path(path)
@@ -661,7 +663,8 @@ class KB:
             if imp.check is not None and src.spool is None:
                 imp.check(str(p))                # e.g. a Darshan header that does not fit the file: not read
             digest, size = src.scan(imp.text, None if imp.stream else importers.MAX_WHOLE_FILE)
-            ctx = importers.ImportContext(source=name, system=system, filesystem=filesystem, kind=kind)
+            ctx = importers.ImportContext(source=name, system=system, filesystem=filesystem, kind=kind,
+                                          center=center)
             nullable = self._null_default_columns()
 
             def prepared(items: Iterable[tuple[str, tuple]]) -> Iterator[Batch]:
@@ -688,6 +691,8 @@ class KB:
                     runs = imp.parse(src.read_all(), ctx)
                 except ImportFormatError as e:
                     raise e if e.path else e.at(name) from None
+                except importers.NoMeasurement as e:    # read, but no measurement: nothing added, not even its hash
+                    return ImportResult(name, imp.name, 0, False, 0, f"no measured run: {e.reason}")
                 if not runs:
                     raise ImportFormatError(f"no measured results found ({imp.name} format)", name)
                 if progress is not None:
