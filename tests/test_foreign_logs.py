@@ -141,3 +141,40 @@ def test_bench_plan_takes_no_target_from_a_foreign_log(tmp_path, kb_path):
         after = plan_for(kb, "xsys", center, budget=2)
     assert before.target_source == after.target_source == "default"
     assert after.targets == before.targets
+
+
+HDF5_DXT = EXAMPLE.parent / "ior_hdf5_example.darshan"
+
+
+def _assumed(log: Path, *args: str) -> tuple[dict, dict]:
+    r = runner.invoke(app, ["diagnose", str(log), "--json", *args])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    return doc["workload_assumptions"], doc["workload"]
+
+
+def test_diagnose_takes_nodes_in_the_archive_order(tmp_path):
+    """example.darshan states no node count (no BG/Q record, no DXT trace) for its 2048 processes: nodes are
+    2048 / 32 = 64 with --ranks-per-node 32, 2048 / 16 = 128 from a center file's ranks_per_node = 16, the
+    option before the center file; with neither, no node count at all (never '1 rank per node' as a fact)."""
+    c = tmp_path / "c.toml"
+    c.write_text('name = "xsys"\nranks_per_node = 16\n[[filesystems]]\nname = "fs0"\ntype = "lustre"\n'
+                 'mount = "/scratch2"\n')
+    a, w = _assumed(EXAMPLE)
+    assert a["nodes"] is None and a["nodes_from"] is None and "per process" in a["note"]
+    assert (w["nodes"], w["ranks_per_node"]) == (2048, 1)          # processes, labelled as such above
+    a, w = _assumed(EXAMPLE, "--ranks-per-node", "32")
+    assert (a["nodes"], a["ranks_per_node"], a["nodes_from"]) == (64, 32, "option") and w["nodes"] == 64
+    a, w = _assumed(EXAMPLE, "--center", str(c))
+    assert (a["nodes"], a["ranks_per_node"], a["nodes_from"]) == (128, 16, "center") and w["nodes"] == 128
+    a, _ = _assumed(EXAMPLE, "--center", str(c), "--ranks-per-node", "32")
+    assert (a["nodes"], a["nodes_from"]) == (64, "option")
+    text = runner.invoke(app, ["diagnose", str(EXAMPLE)])
+    assert text.exit_code == 0 and "not known (the figures are per process)" in text.output
+
+
+def test_diagnose_takes_the_node_count_the_log_states():
+    """ior_hdf5_example.darshan has DXT traces of all 4 ranks, all on one host: 1 node, whatever
+    --ranks-per-node 2 says (4 / 2 = 2 nodes would contradict the log)."""
+    a, w = _assumed(HDF5_DXT, "--ranks-per-node", "2")
+    assert (a["nodes"], a["ranks_per_node"], a["nodes_from"]) == (1, 4, "log") and w["nodes"] == 1

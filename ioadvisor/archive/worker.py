@@ -15,7 +15,7 @@ from typing import Any, Callable
 from ..errors import IOAdvisorError, UsageError
 from ..util import printable
 
-__all__ = ["Settings", "setup", "app_name", "job_facts", "nodes_stated"]
+__all__ = ["Settings", "setup", "app_name", "job_facts"]
 
 
 @dataclass(frozen=True)
@@ -41,34 +41,6 @@ def job_facts(d: Any) -> dict[str, Any]:
             "run_time_s": s.run_time, "start_time": s.start_time, "io_time_per_rank_s": d.io_time_per_rank,
             "bytes_read": s.bytes_read, "bytes_written": s.bytes_written, "layout": s.layout, "files": len(s.files),
             "partial": int(s.partial), "darshan_version": s.darshan_version}
-
-
-def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any) -> int | None:
-    """The job's node count where the log states it, else None: the BG/Q module's BGQ_NNODES, or the distinct
-    host names of DXT trace records when they cover every rank (a trace of some ranks says nothing of the
-    others). Darshan's other modules record no node count."""
-    wanted = [m for m in ("BG/Q", "DXT_POSIX", "DXT_MPIIO") if m in modules]
-    if not wanted:
-        return None
-    from ..diagnose.derive import open_log
-    log = open_log(backend, path)
-    try:
-        if "BG/Q" in wanted:
-            rec = backend.log_get_record(log, "BG/Q", dtype="dict")
-            n = int(rec["counters"][backend.counter_names("BGQ").index("BGQ_NNODES")]) if rec else 0
-            if n > 0:
-                return n
-        hosts: dict[int, str] = {}
-        budget = 2 * nprocs + 64          # records read at most: a trace of a few ranks over many files is not read
-        for mod in wanted:
-            if mod == "BG/Q":
-                continue
-            while len(hosts) < nprocs and budget > 0 and (rec := backend.log_get_record(log, mod, dtype="dict")):
-                budget -= 1
-                hosts.setdefault(int(rec["rank"]), rec["hostname"])
-        return len(set(hosts.values())) if nprocs > 0 and len(hosts) == nprocs else None
-    finally:
-        backend.log_close(log)
 
 
 def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
@@ -115,10 +87,7 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
             return {**out, "status": "failed", "error": getattr(e, "reason", None) or str(e)}
         job = job_facts(d)
         job["filesystem"], runs = _production_runs(p, s, settings.system, center)
-        try:
-            job["nodes"] = nodes_stated(p, s.modules, s.nprocs, backend)
-        except Exception:                # the node count is a detail: the log itself was read
-            job["nodes"] = None
+        job["nodes"] = s.nodes
         return {**out, "status": "ok", "error": None, "job": job, "findings": [to_plain(f) for f in d.findings],
                 "runs": runs}
 
