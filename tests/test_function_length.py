@@ -26,7 +26,6 @@ NOT_YET_SPLIT: frozenset[str] = frozenset({
     "archive/store.py:add_results",
     "bench/kernel.py:_hdf5",
     "bench/kernel.py:run_data",
-    "bench/sweep.py:plan_sweep",
     "diagnose/derive.py:_derive",
     "diagnose/rules.py:LUS001.check",
     "docs/collect.py:_SystemRuns.summarise",
