@@ -5,8 +5,9 @@ unit, come from the same family (ranks per node within a factor of `FAMILY_SPAN`
 little of a 24-rank application kernel), and were measured at the nearest node counts on either side of the
 job's (within a factor of `NODE_SPAN`), at the volume per rank nearest the job's. At each such node count the
 runs give, per stripe count, the range they measured (repetitions included); a stripe count between measured ones
-takes the log-log interpolation of its neighbours' ranges; one outside them is held under the nearest measured
-count's highest value (no gain is claimed beyond what was measured), with no floor. The band at the job is the envelope of the neighbouring node
+takes the log-log interpolation of its neighbours' ranges; one below them is held under the fewest measured
+count's highest value (no gain is claimed beyond what was measured), one above them under the most measured
+count's highest value scaled linearly in stripes (at best perfect scaling in OSTs), both with no floor. The band at the job is the envelope of the neighbouring node
 counts' ranges (the job lies between them), or the one side's range scaled by the node ratio where the job lies
 beyond the measured scales, widened by `MARGIN` (one run's noise). A model may interpolate inside the band; it
 may not overrule the runs beyond it, which is what keeps a cliff the runs measured from being recommended.
@@ -19,6 +20,7 @@ Everything here is pure.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
@@ -114,37 +116,62 @@ class Evidence:
     def measured(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str) -> bool:
         return bool(self._by.get((filesystem, op, klass, layout, unit)))
 
-    def band(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *, nodes: float,
-             rpn: float, volume: float | None, stripes: float) -> Band | None:
-        """The band the runs near the job allow (see the module docstring), or None where none is near."""
-        pool = self._by.get((filesystem, op, klass, layout, unit))
+    def _sides(self, key: tuple, nodes: float, rpn: float, volume: float | None) -> list[tuple[float, list[_Obs]]]:
+        """The runs near a job (see the module docstring): per neighbouring node count, those of the job's family
+        at the volume per rank nearest the job's; [] where none is near."""
+        pool = self._by.get(key)
         if not pool or not nodes or not math.isfinite(nodes):
-            return None
+            return []
         fam = min({o.rpn for o in pool}, key=lambda x: abs(math.log(x / rpn)))
         if abs(math.log(fam / rpn)) > math.log(FAMILY_SPAN) + 1e-9:
-            return None
+            return []
         pool = [o for o in pool if o.rpn == fam]
         if volume:
             pool = [o for o in pool if o.volume is None or abs(math.log(o.volume / volume)) <= math.log(VOLUME_FAR)]
         counts = sorted({o.nodes for o in pool})
         below = [n for n in counts if n <= nodes and nodes / n <= NODE_SPAN + 1e-9]
         above = [n for n in counts if n >= nodes and n / nodes <= NODE_SPAN + 1e-9]
-        sides = sorted({x for x in (below[-1] if below else None, above[0] if above else None) if x is not None})
-        if not sides:
-            return None
-        ranges, used = [], 0
-        for n in sides:
+        out = []
+        for n in sorted({x for x in (below[-1] if below else None, above[0] if above else None) if x is not None}):
             at = [o for o in pool if o.nodes == n]
             vols = [o.volume for o in at if o.volume]
             if volume and vols:
                 near = min(vols, key=lambda v: abs(math.log(v / volume)))
                 at = [o for o in at if o.volume is None or abs(math.log(o.volume / near)) <= math.log(VOLUME_SPAN)]
+            out.append((n, at))
+        return out
+
+    def standing(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *,
+                 nodes: float, rpn: float, volume: float | None, stripes: float) -> float | None:
+        """How the runs near the job rank a stripe count against the others they measured: at each neighbouring
+        node count that measured it, the median of its runs over the best count's median there; the geometric
+        mean over those node counts (1.0: the best wherever measured). None where no run near the job measured
+        this stripe count."""
+        ratios = []
+        for _, at in self._sides((filesystem, op, klass, layout, unit), nodes, rpn, volume):
+            by: dict[float, list[float]] = {}
+            for o in at:
+                by.setdefault(o.stripes, []).append(o.value)
+            s = stripes if min(by) > 0 else 0.0
+            if s in by and len(by) > 1:
+                med = {k: statistics.median(v) for k, v in by.items()}
+                ratios.append(med[s] / max(med.values()))
+        return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+
+    def band(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *, nodes: float,
+             rpn: float, volume: float | None, stripes: float) -> Band | None:
+        """The band the runs near the job allow (see the module docstring), or None where none is near."""
+        sides = self._sides((filesystem, op, klass, layout, unit), nodes, rpn, volume)
+        if not sides:
+            return None
+        ranges, used = [], 0
+        for n, at in sides:
             lo, hi, exact = _range_at(at, stripes)
             scale = nodes / n if len(sides) == 1 else 1.0
             ranges.append((lo * min(scale, 1.0), hi * max(scale, 1.0), exact and n == nodes))
             used += len(at)
         return Band(low=min(r[0] for r in ranges) / MARGIN, high=max(r[1] for r in ranges) * MARGIN,
-                    n_runs=used, nodes=tuple(sides), exact=any(r[2] for r in ranges))
+                    n_runs=used, nodes=tuple(n for n, _ in sides), exact=any(r[2] for r in ranges))
 
     def measured_peak(self, filesystem: str | None, op: str, unit: str, nodes: float) -> float | None:
         """The largest value runs of the group measured, those at fewer nodes scaled linearly to `nodes`."""
@@ -210,10 +237,14 @@ def _range_at(obs: list[_Obs], stripes: float) -> tuple[float, float, bool]:
     s = stripes if xs[0] > 0 else 0.0
     if s in by:
         return min(by[s]), max(by[s]), True
-    if s <= xs[0] or s >= xs[-1]:
-        # beyond the measured counts no gain over the nearest one is claimed, and no floor is known (fewer
-        # stripes take fewer OSTs; more may fall off a cliff)
-        return 0.0, max(by[xs[0] if s <= xs[0] else xs[-1]]), False
+    if s <= xs[0]:
+        # below the measured counts no gain over the fewest is claimed, and no floor is known (fewer stripes take
+        # fewer OSTs)
+        return 0.0, max(by[xs[0]]), False
+    if s >= xs[-1]:
+        # above them at most perfect scaling in stripes from the most (a shared file measured on 1-4 stripes says
+        # little of 56), and no floor (more may fall off a cliff)
+        return 0.0, max(by[xs[-1]]) * s / xs[-1], False
     a = max(x for x in xs if x < s)
     b = min(x for x in xs if x > s)
     return (_log_interp(s, a, b, min(by[a]), min(by[b])), _log_interp(s, a, b, max(by[a]), max(by[b])), False)
