@@ -1,4 +1,4 @@
-"""Ship the top-level data/ directory inside the wheel as ioadvisor/_data (see kb/reference.py)."""
+"""Ship the top-level data/ directory inside the wheel as ioadvisor/_data (see resources.py)."""
 import shutil
 from pathlib import Path
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from ioadvisor.advise import advise
 from ioadvisor.center import load_center
 from ioadvisor.kb import KB, RunFilter
-from ioadvisor.model.run import make_run
+from ioadvisor.model.validate import make_run
 from ioadvisor.model.types import Center, Workload
 from ioadvisor.predict import Point, fit_all
 

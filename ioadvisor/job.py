@@ -2,7 +2,7 @@
 
 The description is read from, in increasing precedence:
   1. the script's `#SBATCH` lines (-N/--nodes, -n/--ntasks, --ntasks-per-node),
-  2. its `#IOADVISE key=value` lines,
+  2. its `#IOADVISE key=value` lines (their grammar: `ioadvise_lines`),
   3. a workload TOML file (the same keys, optionally under `[workload]`),
   4. sbatch-style options given to the command (-N/--nodes, -n/--ntasks, --ntasks-per-node),
   5. explicit flags (--ranks-per-node, --bytes-per-rank, ...).
@@ -21,6 +21,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
 from .errors import ImportFormatError, UsageError
+from .ioadvise_lines import ioadvise_lines, read_line
+from .lustre import stripe_count_problem
+from .util import loads_toml
 
 
 @dataclass(frozen=True)
@@ -144,8 +147,10 @@ def read_value(key: str, raw: Any, where: tuple[str | None, int | None] = (None,
         if isinstance(raw, bool) or not re.fullmatch(r"-?\d+", str(text)):
             raise _fail(f"{key}={str(raw)[:40]!r} is not a whole number", where)
         n = int(text)
-        if k.kind == "int" and n < 0 or k.kind == "count" and (n == 0 or n < -1):
-            raise _fail(f"{key}={n}: must be positive{' (or -1 for all OSTs)' if k.kind == 'count' else ''}", where)
+        if k.kind == "count" and stripe_count_problem(n):
+            raise _fail(f"{key}={stripe_count_problem(n)}", where)
+        if k.kind == "int" and n < 0:
+            raise _fail(f"{key}={n}: must be positive", where)
         return n
     if k.kind == "size":
         try:
@@ -223,19 +228,19 @@ def _script_layers(script: str, path: str, strict: bool) -> tuple[dict, dict, di
             sb[d.option.replace("-", "_")] = int(m.group(1))
             src[d.option.replace("-", "_")] = f"{path}:{d.line} (#SBATCH)"
     io: dict[str, Any] = {}
-    for n, line in enumerate(js.lines, 1):
-        m = re.match(r"^#IOADVISE(?:\s+(.*))?$", line)
-        if not m:
-            continue
-        for item in (m.group(1) or "").split():
-            key, eq, value = item.partition("=")
-            key = key.strip().replace("-", "_")
-            if not eq or key not in SCRIPT_KEYS:
-                msg = (f"expected key=value, got {item[:40]!r}" if not eq else
-                       f"unknown key {key!r} (known: {', '.join(SCRIPT_KEYS)})")
-                if strict:
-                    raise ImportFormatError(msg, path, n)
-                warnings.append(f"{path}:{n}: {msg}")
+    for n, line in ioadvise_lines(script):
+        try:
+            reading = read_line(line)
+        except ValueError as e:
+            raise ImportFormatError(str(e), path, n) from None
+        problems = [f"expected key=value, got {w[:40]!r}" for w in reading.bare] + [
+            f"unknown key {key[:40]!r} (known: {', '.join(SCRIPT_KEYS)})" for key, _ in reading.items
+            if key not in SCRIPT_KEYS]
+        if problems and strict:
+            raise ImportFormatError(problems[0], path, n)
+        warnings += [f"{path}:{n}: {msg}" for msg in problems]
+        for key, value in reading.items:
+            if key not in SCRIPT_KEYS:
                 continue
             v = read_value(key, value, (path, n))
             if KEY[key].repeat and key in io:
@@ -243,7 +248,7 @@ def _script_layers(script: str, path: str, strict: bool) -> tuple[dict, dict, di
             else:
                 io[key] = v if not KEY[key].repeat or isinstance(v, dict) else (v,)
             src[key] = f"{path}:{n}"
-    return sb, io, src, [w for w in warnings if "#IOADVISE item" not in w]
+    return sb, io, src, warnings
 
 
 def sbatch_sizes(args: Sequence[str]) -> dict[str, int]:
@@ -274,7 +279,7 @@ def describe(*, script: str | None = None, script_path: str = "<script>", toml: 
         sources.update(src)
     if toml is not None:
         try:
-            data = tomllib.loads(toml)
+            data = loads_toml(toml)
         except tomllib.TOMLDecodeError as e:
             m = re.search(r"line (\d+)", str(e))
             raise ImportFormatError(f"not valid TOML: {e}", toml_path, int(m.group(1)) if m else None) from None

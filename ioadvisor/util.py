@@ -146,6 +146,22 @@ def read_text(path: str | Path, kind: Any, error: type[Exception] = UsageError) 
         raise error(f"{p}:{line}: not UTF-8 text") from None
 
 
+def loads_toml(text: str) -> dict[str, Any]:
+    """`tomllib.loads`, with what it parses but Python cannot hold (arrays or tables nested deeper than its
+    recursion allows, an integer of more digits than it converts from text: tracebacks) raised as the
+    TOMLDecodeError of any other invalid TOML, which every caller reports in one line."""
+    import sys
+    import tomllib
+    try:
+        return tomllib.loads(text)
+    except RecursionError:
+        raise tomllib.TOMLDecodeError("arrays or tables nested too deep") from None
+    except tomllib.TOMLDecodeError:
+        raise
+    except ValueError:          # int('9' * 5000)
+        raise tomllib.TOMLDecodeError(f"an integer of more than {sys.get_int_max_str_digits()} digits") from None
+
+
 def read_toml(path: str | Path, error: type[Exception] = UsageError) -> dict[str, Any]:
     """A TOML file as a dict; `error` (one line naming the file, and the line where known) for a missing,
     unreadable, binary, non-UTF-8 or invalid file."""
@@ -155,6 +171,6 @@ def read_toml(path: str | Path, error: type[Exception] = UsageError) -> dict[str
     p = Path(path)
     text = read_text(p, TOML, error)
     try:
-        return tomllib.loads(text)
+        return loads_toml(text)
     except tomllib.TOMLDecodeError as e:
         raise error(f"{p}: not valid TOML: {e}") from None

@@ -55,10 +55,61 @@ local function each_line(text, fn)
   return pos, false
 end
 
-local function take(found, token)
-  local eq = string.find(token, "=", 1, true)
-  if not eq then return end
-  local key, value = string.sub(token, 1, eq - 1), string.sub(token, eq + 1)
+-- The #IOADVISE grammar of ioadvisor/ioadvise_lines.py (tests/data/ioadvise_lines.json holds both to it):
+-- "#IOADVISE" then a blank or the end; words separated by blanks (space, tab, CR, VT, FF), made of plain
+-- characters and '...' or "..." parts (no escapes); a "#" starting a word begins a comment; KEY=VALUE split at
+-- the first "=", "-" in a key read as "_". Each step consumes what it matches, so this is linear in the line.
+local BLANK = "[ \t\r\v\f]"
+
+-- the words after the prefix, or nil when a quote is left open
+local function words(s)
+  local out, pos, n = {}, 1, #s
+  while true do
+    local _, e = string.find(s, "^" .. BLANK .. "*", pos)
+    pos = e + 1
+    if pos > n or string.sub(s, pos, pos) == "#" then return out end
+    local parts = {}
+    while pos <= n do
+      local c = string.sub(s, pos, pos)
+      if c == '"' or c == "'" then
+        local close = string.find(s, c, pos + 1, true)
+        if not close then return nil end
+        table.insert(parts, string.sub(s, pos + 1, close - 1))
+        pos = close + 1
+      else
+        local _, e2 = string.find(s, "^[^ \t\r\v\f\"']+", pos)
+        if not e2 then break end
+        table.insert(parts, string.sub(s, pos, e2))
+        pos = e2 + 1
+      end
+    end
+    table.insert(out, table.concat(parts))
+  end
+end
+
+-- nil: not an #IOADVISE line; false: a quote left open (the line is not used); else { items = {{k, v}, ...},
+-- bare = {word, ...} }
+local function read_line(line)
+  if string.sub(line, 1, 9) ~= "#IOADVISE" then return nil end
+  local rest = string.sub(line, 10)
+  if rest ~= "" and not string.find(rest, "^" .. BLANK) then return nil end
+  local ws = words(rest)
+  if not ws then return false end
+  local items, bare = {}, {}
+  for _, w in ipairs(ws) do
+    local eq = string.find(w, "=", 1, true)
+    if eq then
+      local key = string.gsub(string.sub(w, 1, eq - 1), "%-", "_")
+      table.insert(items, { key, string.sub(w, eq + 1) })
+    else
+      table.insert(bare, w)
+    end
+  end
+  return { items = items, bare = bare }
+end
+
+-- keeps an item only when its key is known and its value matches the key's strict pattern
+local function take(found, key, value)
   local pat = KEYS[key]
   if not pat or #value == 0 or #value > MAX_VALUE or not string.match(value, pat) then return end
   if key == "hint" then
@@ -73,9 +124,11 @@ end
 local function parse(text)
   local found = {}
   each_line(text, function(line)
-    if #line <= MAX_LINE and string.sub(line, 1, 9) == "#IOADVISE" then
-      -- whitespace-separated tokens; "%S+" consumes what it matches, so this is linear in the line
-      for token in string.gmatch(string.sub(line, 10), "%S+") do take(found, token) end
+    if #line <= MAX_LINE then
+      local r = read_line(line)
+      if r then
+        for _, kv in ipairs(r.items) do take(found, kv[1], kv[2]) end
+      end
     end
   end)
   return found

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ioadvisor.mpiio import lfs_setstripe, mpich_mpiio_hints, ompio_exports, romio_hints_file
+from ioadvisor.lustre import Setstripe
+from ioadvisor.mpiio import mpich_mpiio_hints, ompio_exports, romio_hints_file
 
 EXE = Path(sys.executable).parent / "ioadvise"
 FIELDS = {"tier", "filesystem", "layout", "api", "collective", "stripe_count", "stripe_size_bytes", "hints",
@@ -100,7 +101,7 @@ def test_hint_renderers():
     lines, rest = ompio_exports(h)
     assert "export OMPI_MCA_io_ompio_bytes_per_agg=16777216" in lines
     assert "export OMPI_MCA_fs_lustre_stripe_width=8" in lines and rest == {"romio_cb_write": "disable"}
-    assert lfs_setstripe("$SCRATCH/out", 8, 4 << 20) == 'lfs setstripe -c 8 -S 4M "$SCRATCH/out"'
+    assert Setstripe("$SCRATCH/out", 8, 4 << 20).render() == 'lfs setstripe -c 8 -S 4M "$SCRATCH/out"'
     with pytest.raises(ValueError):
         romio_hints_file({"bad key": "1"})
 

@@ -7,7 +7,7 @@ import pytest
 from ioadvisor.advise import advise
 from ioadvisor.center import load_center
 from ioadvisor.kb import KB
-from ioadvisor.model.run import make_run
+from ioadvisor.model.validate import make_run
 from ioadvisor.model.types import Workload
 
 CLIFF_SITE = ('name = "Cliff"\nmpi = "mpich"\n[[filesystems]]\nname = "scratch"\ntype = "lustre"\n'

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ioadvisor.advise import fits
 from ioadvisor.kb import KB
-from ioadvisor.model.run import make_run
+from ioadvisor.model.validate import make_run
 
 
 def _run(value: float) -> object:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from ioadvisor.advise import advise, choose, gain_probability
 from ioadvisor.center import load_center
 from ioadvisor.kb import KB
-from ioadvisor.model.run import make_run
+from ioadvisor.model.validate import make_run
 from ioadvisor.model.types import Workload
 
 SITE = ('name = "Gate"\nmpi = "mpich"\n[[filesystems]]\nname = "scratch"\ntype = "lustre"\nost_count = 16\n'

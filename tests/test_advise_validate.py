@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ioadvisor.advise.validate import validate
 from ioadvisor.kb import KB, RunFilter
-from ioadvisor.model.run import make_run
+from ioadvisor.model.validate import make_run
 
 EXE = Path(sys.executable).parent / "ioadvise"
 

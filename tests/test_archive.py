@@ -313,7 +313,8 @@ def test_every_empty_file_is_one_failure_however_it_is_met(tmp_path, kb_path):
 
 
 def _bench_runs(system: str, fs: str) -> list:
-    from ioadvisor.model.run import Provenance, make_run
+    from ioadvisor.model.run import Provenance
+    from ioadvisor.model.validate import make_run
     return [make_run(system=system, filesystem=fs, op="write", value=v, unit="MiB/s", api="POSIX", layout="fpp",
                      nodes=n, ranks=n * 4, stripe_count=1, provenance=Provenance(kind="benchmark"))
             for n, v in ((1, 900.0), (2, 1700.0), (4, 3100.0))]

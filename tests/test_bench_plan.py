@@ -17,7 +17,8 @@ from ioadvisor.bench.sweep import plan_sweep
 from ioadvisor.center import load_center
 from ioadvisor.cli import app
 from ioadvisor.kb import KB
-from ioadvisor.model.run import Provenance, make_run
+from ioadvisor.model.run import Provenance
+from ioadvisor.model.validate import make_run
 from ioadvisor.predict import fit_all
 from ioadvisor.predict import physical as ph
 from ioadvisor.predict.physical import Z90

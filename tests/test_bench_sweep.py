@@ -269,3 +269,15 @@ def test_srun_launcher_takes_its_options_and_nothing_else(tmp_path):
     assert sw.srun_without_mpi(plan) is None                           # the plugin is named
     assert sw.srun_without_mpi(dataclasses.replace(plan, launcher="mpiexec")) is None
     assert "--mpi is none" in sw.srun_without_mpi(dataclasses.replace(plan, launcher="srun --mpi=none"))
+
+
+@pytest.mark.parametrize("text", ['{"x": ' + "9" * 5000 + "}", '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}", "{"])
+def test_a_plan_that_is_not_one_is_a_usage_error(tmp_path, text):
+    """A huge integer (ValueError) or nesting past the recursion limit (RecursionError) is refused like any
+    other unreadable plan, not as a traceback."""
+    from ioadvisor.bench.sweep import load_plan
+    from ioadvisor.errors import UsageError
+    p = tmp_path / "plan.json"
+    p.write_text(text)
+    with pytest.raises(UsageError, match="not a readable sweep plan"):
+        load_plan(p)

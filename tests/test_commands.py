@@ -21,7 +21,8 @@ from ioadvisor.advise.explain import plan_for
 from ioadvisor.center import available_centers, load_center, load_center_file
 from ioadvisor.kb import KB
 from ioadvisor.model.types import Workload
-from ioadvisor.mpiio import FLAVOURS, Plan, lfs_setstripe, lfs_size, render
+from ioadvisor.lustre import Setstripe, lfs_size
+from ioadvisor.mpiio import FLAVOURS, Plan, render
 from ioadvisor.slurm.rewrite import TierSpec, WrapSettings, wrap
 
 LFS_SIZE = re.compile(r"^\d+[bkmgtpeBKMGTPE]?$")        # llapi_parse_size: digits and one optional unit letter
@@ -213,7 +214,7 @@ def test_stripe_sizes_in_lustre_grammar(n, ok):
         with pytest.raises(Exception):
             render(Plan(stripe_size=n))
     else:
-        assert lfs_size(n) == ok and lfs_setstripe("$IOADVISE_DIR", 2, n) == f'lfs setstripe -c 2 -S {ok} "$IOADVISE_DIR"'
+        assert lfs_size(n) == ok and Setstripe("$IOADVISE_DIR", 2, n).render() == f'lfs setstripe -c 2 -S {ok} "$IOADVISE_DIR"'
 
 
 def test_center_with_a_decimal_stripe_size_is_rejected(tmp_path):
@@ -260,7 +261,7 @@ def test_advise_wrap_and_diagnose_print_the_same_commands(tmp_path):
     # spelling identical; diagnose names a new directory beside the file)
     import os
     from ioadvisor.diagnose.rules import Context, run_rules
-    from ioadvisor.mpiio import lfs_setstripe
+    from ioadvisor.lustre import Setstripe
     log = Path(darshan.__file__).parent / "examples" / "example_logs" / "example.darshan"
     base = summarize(log)
     (f,) = base.shared_files            # its 2 TiB shared file, as if created with one stripe
@@ -269,10 +270,10 @@ def test_advise_wrap_and_diagnose_print_the_same_commands(tmp_path):
     (lus,) = [x for x in run_rules(s, ctx=Context(center_ost_count=30, center_name="HA8000")) if x.id == "LUS001"]
     assert big.lustre.stripe_size == 1 << 20
     sdir = os.path.join(os.path.dirname(big.path) or ".", "striped")
-    want = lfs_setstripe(sdir, 30, 1 << 20)
+    want = Setstripe(sdir, 30, 1 << 20).render()
     assert f"`{want}`" in lus.message and f"`mkdir -p {sdir}`" in lus.message and lus.evidence["command"] == want
     # never on the file's own directory, which may be a top-level $USER directory
-    assert f"{lfs_setstripe(os.path.dirname(big.path), 30, 1 << 20)}`" not in lus.message
+    assert f"{Setstripe(os.path.dirname(big.path), 30, 1 << 20).render()}`" not in lus.message
     assert want.rsplit(" ", 1)[0] == rec["commands"]["lfs"].rsplit(" ", 1)[0] == "lfs setstripe -c 30 -S 1M"
 
 

@@ -13,7 +13,7 @@ from ioadvisor.importers import ImportContext
 from ioadvisor.importers import csv as csvimp
 from ioadvisor.kb import KB
 from ioadvisor.kb import csvrows
-from ioadvisor.kb.store import keyed_row
+from ioadvisor.kb.rows import keyed_row
 from ioadvisor.model.validate import checked
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -171,8 +171,8 @@ def test_an_import_stores_what_the_run_path_stores_with_flags(tmp_path):
     column, flags included) are those of the runs the importer reads, flagged as before."""
     from ioadvisor.center import load_center
     from ioadvisor.center.evidence import flags_of
-    from ioadvisor.kb.schema import RUN_COLUMNS
-    from ioadvisor.kb.store import _run_row
+    from ioadvisor.kb.rows import RUN_COLUMNS
+    from ioadvisor.kb.rows import run_row
     center = tmp_path / "c.toml"
     center.write_text('name = "sysA"\nnode_memory = "256GiB"\n[[filesystems]]\nname = "scratch"\ntype = "lustre"\n'
                       'mount = "/s"\nrated_write_bandwidth = "2GB/s"\nrated_read_bandwidth = "3GB/s"\n')
@@ -193,7 +193,7 @@ def test_an_import_stores_what_the_run_path_stores_with_flags(tmp_path):
     runs = csvimp.parse(f.read_bytes(), ImportContext(source=str(f)))
     col = RUN_COLUMNS.index
     from dataclasses import replace
-    expected = [_run_row(replace(r, flags=flags_of(r, center=c)), s[col("id")], s[col("source_hash")],
+    expected = [run_row(replace(r, flags=flags_of(r, center=c)), s[col("id")], s[col("source_hash")],
                          s[col("seq")]) for r, s in zip(runs, stored)]
     assert len(stored) == len(runs) == 500 and stored == expected
     flags = [s[col("flags")] for s in stored]
@@ -206,7 +206,7 @@ def test_occurrences_across_batches_and_sources_give_the_ids_of_the_whole_source
     runs were stored by this source or were in the KB before; runs the KB has are not stored again. Batches of 7
     runs put twins and triplets on both sides of batch boundaries."""
     from ioadvisor.kb import store
-    from ioadvisor.kb.store import _content_ids
+    from ioadvisor.kb.rows import content_ids
     monkeypatch.setattr(store, "BATCH", 7)
     head = "system,filesystem,op,api,layout,collective,nodes,ranks,transfer_size_bytes,block_size_bytes_per_rank," \
            "stripe_count,stripe_size_bytes,ost_count,value,unit,notes,source"
@@ -227,7 +227,7 @@ def test_occurrences_across_batches_and_sources_give_the_ids_of_the_whole_source
     ctx = ImportContext(source="x")
     runs_a = csvimp.parse(fa.read_bytes(), ctx)
     runs_b = csvimp.parse(fb.read_bytes(), ctx)
-    ids_a, ids_b = _content_ids(runs_a), _content_ids(runs_b)
+    ids_a, ids_b = content_ids(runs_a), content_ids(runs_b)
     assert len(set(ids_b)) == len(b_rows) == 23            # every run of b has its own id (occurrences 0..3)
     new_b = [i for i in ids_b if i not in set(ids_a)]
     # a's 4 runs are in b too (c0 occurrence 0, c1 occurrences 0 and 1, c5 occurrence 0): 19 new, 4 known

@@ -150,9 +150,9 @@ def test_every_printed_lfs_command_parses(summaries, tmp_path):
     for c in cmds:
         _check_lfs(c)
     # the shared spelling itself: 1 MiB is 1M, never 1MiB; 192 KiB is 192K
-    from ioadvisor.mpiio import lfs_setstripe
+    from ioadvisor.lustre import Setstripe
     for size, spelled in ((1 << 20, "1M"), (4 << 20, "4M"), (192 << 10, "192K"), (1 << 30, "1G")):
-        argv = shlex.split(lfs_setstripe("/lus/dir", 8, size))
+        argv = shlex.split(Setstripe("/lus/dir", 8, size).render())
         assert argv[argv.index("-S") + 1] == spelled
         _check_lfs(argv)
 

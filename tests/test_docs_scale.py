@@ -6,7 +6,7 @@ import random
 
 from ioadvisor.docs import collect, plots
 from ioadvisor.kb import KB
-from ioadvisor.model.run import make_run
+from ioadvisor.model.validate import make_run
 
 
 def _runs(n: int, seed: int = 3) -> list:

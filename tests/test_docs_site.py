@@ -16,7 +16,7 @@ from ioadvisor.cli import app
 from ioadvisor.docs import build_site, collect
 from ioadvisor.docs.build import HERE
 from ioadvisor.kb import KB, RunFilter
-from ioadvisor.model.run import make_run
+from ioadvisor.model.validate import make_run
 
 SEED_SYSTEMS = ("HA8000", "Dell-EE-Lustre-2.1", "Dell-EE-Lustre-2.3", "TSUBAME3.0", "PixStor-NVMe")
 runner = CliRunner()
@@ -457,7 +457,7 @@ def _curves(n_four: int, n_two: int) -> list:
 
 
 def test_a_line_plot_draws_the_twelve_curves_with_the_most_points_and_says_so():
-    from ioadvisor.docs.build import _translator, catalogue
+    from ioadvisor.docs.i18n import catalogue, translator
     from ioadvisor.docs.plots import MAX_SERIES, section_plots
     assert MAX_SERIES == 12
     runs = _curves(5, 10)                           # 15 curves: 5 of 4 points, 10 of 2
@@ -469,7 +469,7 @@ def test_a_line_plot_draws_the_twelve_curves_with_the_most_points_and_says_so():
     two = sorted(f"write shared, {k} clients" for k in range(6, 16))
     assert four <= set(labels) and set(labels) - four == set(two[:7])
     assert all(len(s.x) == 4 for s in spec.series if s.label in four)
-    ja = next(s for s in section_plots("m-lus", "Many lus", runs, _translator(catalogue("ja")))
+    ja = next(s for s in section_plots("m-lus", "Many lus", runs, translator(catalogue("ja")))
               if s.name == "m-lus-stripes")
     assert ja.note == "全 15 本のうち点の多い 12 本"
     # what must not happen: a plot of 12 curves or fewer loses any, or carries the note
@@ -498,11 +498,11 @@ def test_a_plot_has_the_same_bytes_whatever_was_drawn_before_it(kb_path):
     """Each process draws on one figure, cleared between plots: a plot's bytes must not depend on which plots
     that figure showed before (a legend, a log axis, a CJK font or a bar plot left over would change them)."""
     from ioadvisor.docs import plots
-    from ioadvisor.docs.build import _translator, catalogue
+    from ioadvisor.docs.i18n import catalogue, translator
     with KB.open(kb_path) as kb:
         runs = kb.runs(RunFilter(system="HA8000"))
     specs = (plots.section_plots("ha8000-lustre", "HA8000 lustre", runs)
-             + plots.section_plots("ha8000-lustre", "HA8000 lustre", runs, _translator(catalogue("ja")))
+             + plots.section_plots("ha8000-lustre", "HA8000 lustre", runs, translator(catalogue("ja")))
              + plots.section_plots("many-lus", "Many lus", _curves(5, 10)) + plots.ci_plots("ha8000", "HA8000", runs))
     assert {s.kind for s in specs} == {"line", "bar"} and len(specs) >= 6
     plots._FIGURE.clear()                           # a new figure for each plot: the reference bytes

@@ -201,7 +201,7 @@ def test_japanese_archive_page_has_no_english_rule_names_and_code_is_monospace(a
     proportional face makes "MMMM" several times wider). Table headers break between words: no header of a
     system page splits "ファイルシステム" over two lines."""
     from ioadvisor.diagnose.rules import RULES
-    from ioadvisor.docs.build import catalogue
+    from ioadvisor.docs.i18n import catalogue
     ja = catalogue("ja")
     page = browser.new_page(viewport={"width": 1000, "height": 900})
     page.goto((archive_site / "ja" / "archive.html").as_uri(), wait_until="load")

@@ -297,3 +297,46 @@ def test_a_csv_imported_twice_leaves_nothing_on_stderr(tmp_path):
                              capture_output=True, text=True, env=env, timeout=120)
         assert res.returncode == 0 and added in res.stdout, res.stdout + res.stderr
         assert "Exception ignored" not in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
+TOML_READERS = {      # every command that reads a TOML file the user names
+    "advise --workload": lambda f, tmp: ["advise", "--workload", f],
+    "diagnose --thresholds": lambda f, tmp: ["diagnose", DARSHAN, "--thresholds", f],
+    "archive scan --thresholds": lambda f, tmp: ["archive", "scan", DARSHAN, "--thresholds", f, "--kb",
+                                                 tmp / "kb.sqlite"],
+    "bench sweep": lambda f, tmp: ["bench", "sweep", f, "--kb", tmp / "kb.sqlite"],
+    "center check": lambda f, tmp: ["center", "check", f],
+}
+
+
+@pytest.mark.parametrize("command", sorted(TOML_READERS))
+@pytest.mark.parametrize("value,says", [("[" * 3000 + "]" * 3000, "nested too deep"),
+                                        ("9" * 5000, "more than 4300 digits")])
+def test_toml_python_cannot_hold_is_one_line(command, value, says, tmp_path):
+    """3,000 nested arrays exceed Python's recursion limit (1,000) in tomllib (RecursionError, a traceback in
+    every reader but the center file's); a 5,000-digit integer exceeds its conversion limit (ValueError, a
+    traceback in all). Now each is one line naming the file, exit 2."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text(f"a = {value}\n")
+    one_error_line(ioadvise(*TOML_READERS[command](bad, tmp_path)), "bad.toml", says)
+
+
+@pytest.mark.parametrize("kind", ["csv", "darshan"])
+def test_kb_import_of_a_file_named_with_any_bytes(kind, tmp_path):
+    """A file name with a byte that is not UTF-8 (0xff) and an ESC: sqlite refused the name as the runs'
+    source (UnicodeEncodeError, a traceback), and a run's source may hold no control character. Imported now,
+    the file's name (and a log's runs' source) written as `printable` shows it."""
+    import os
+    import sqlite3
+    name = b"r\xff\x1b[31m." + kind.encode()
+    path = os.path.join(os.fsencode(tmp_path), name)
+    with open(path, "wb") as f:
+        f.write((HEADER + "\n" + GOOD_ROW + "\n").encode() if kind == "csv" else DARSHAN.read_bytes())
+    kb = tmp_path / "kb.sqlite"
+    res = ioadvise("kb", "import", os.fsdecode(path), "--kb", kb, "--system", "s", "--json")
+    assert res.exit_code == 0, res.output
+    shown = f"{tmp_path}/r\\xff\\x1b[31m.{kind}"
+    assert json.loads(res.stdout)[0]["runs"] >= 1
+    assert [r[1] for r in sqlite3.connect(kb).execute("SELECT * FROM sources")] == [shown]   # hash, path, ...
+    if kind == "darshan":         # a CSV row names its own source
+        assert {s for (s,) in sqlite3.connect(kb).execute("SELECT DISTINCT source FROM runs")} == {shown}

@@ -10,7 +10,7 @@ import pytest
 from ioadvisor import importers
 from ioadvisor.errors import ImportFormatError
 from ioadvisor.importers import ImportContext
-from ioadvisor.importers.ior import t95
+from ioadvisor.model.stats import t95
 from ioadvisor.kb import KB, RunFilter
 
 SAMPLES = Path(__file__).resolve().parent / "data" / "samples"

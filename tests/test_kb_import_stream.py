@@ -157,8 +157,8 @@ def test_stored_rows_hold_every_column_of_their_runs_when_the_batch_leaves_colum
     """A batch names only the columns some run of it fills: a column empty in every run stays NULL, one filled in
     a single run is stored for that run only, and nothing else changes (kind keeps its value, not the default)."""
     from ioadvisor.importers import ImportContext, get
-    from ioadvisor.kb.schema import RUN_COLUMNS
-    from ioadvisor.kb.store import _run_row
+    from ioadvisor.kb.rows import RUN_COLUMNS
+    from ioadvisor.kb.rows import run_row
     path = Path(__file__).parent / "data" / "ids" / "crafted.csv"
     parsed = get("csv").parse(path.read_bytes(), ImportContext(source=str(path)))
     with KB.open(":memory:", reference=False) as kb:
@@ -167,7 +167,7 @@ def test_stored_rows_hold_every_column_of_their_runs_when_the_batch_leaves_colum
     assert len(stored) == len(parsed) == 6
     col = RUN_COLUMNS.index
     for row, run in zip(stored, parsed):
-        assert row == _run_row(run, row[col("id")], row[col("source_hash")], row[col("seq")])
+        assert row == run_row(run, row[col("id")], row[col("source_hash")], row[col("seq")])
     assert [r[col("tier")] for r in stored] == ["scratch"] + [None] * 5          # filled in one run only
     assert [r[col("kind")] for r in stored][3] == "production"                    # not the column's default
     assert all(r[col("command")] is None and r[col("tool")] is None for r in stored)   # empty in every run

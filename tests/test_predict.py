@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from ioadvisor.kb import KB, RunFilter
-from ioadvisor.model.run import make_run
+from ioadvisor.model.validate import make_run
 from ioadvisor.predict import Point, fit_all, fit_group
 from ioadvisor.predict import physical as ph
 

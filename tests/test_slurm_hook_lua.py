@@ -52,7 +52,9 @@ def test_block_goes_after_the_header_and_the_rest_is_untouched(tmp_path):
 @pytest.mark.parametrize("line", [
     "#IOADVISE api=MPIIO;touch${IFS}/tmp/x",
     "#IOADVISE hint=a:$(id)",
-    "#IOADVISE hint=a:'b'",
+    "#IOADVISE hint=a:'b;c'",                   # quoted: read as a:b;c, which the hint pattern refuses
+    "#IOADVISE hint='a:$(id)'",
+    "#IOADVISE hint=a:b 'open",                 # a quote left open: nothing from the line
     "#IOADVISE hint=a:" + "b" * 200,           # value over 128 bytes
     "#IOADVISE hint=" + "a" * 2000 + ":1",     # line over 1 KiB
     "#IOADVISE " + "x" * (1 << 20),            # 1 MiB without '='

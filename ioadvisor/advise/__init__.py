@@ -14,9 +14,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from ..errors import UsageError
+from ..lustre import (check_stripe_size, default_stripes, every_ost, most_stripes, ost_limit, stripe_size_problem,
+                      stripes_of)
+from ..lustre import striped as lustre_striped
 from ..model.run import norm_api, norm_layout
 from ..model.types import Advice, Center, Config, Evidence, FileSystem, Option, Prediction, Tier, Workload
-from ..model.units import format_size
 from ..predict import INF, Fit, Point, io_class
 from ..predict.evidence import Bounds, bounds
 from .explain import RUNS_DECIDED
@@ -26,7 +28,6 @@ MIN_GAIN = 0.10            # a gain smaller than 10% is not worth a change
 CONFIDENCE = 0.8           # ... and a larger one counts only when the posterior gives it this probability
 METADATA_OPS = ("file_create", "open_create")
 STRIPE_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 256, 512, 1024, 2000)
-PIN_KEYS = ("tier", "filesystem", "layout", "collective", "stripe_count", "stripe_size", "hints")
 
 
 @dataclass(eq=False)
@@ -89,19 +90,19 @@ def default_filesystem(center: Center) -> FileSystem:
 
 
 def _stripable(fs: FileSystem) -> bool:
-    return fs.type == "lustre" and fs.striping == "user"
+    return fs.stripable
 
 
 def _default_stripes(fs: FileSystem) -> int | None:
     if not _stripable(fs):
         return None
-    return fs.default_stripe_count if fs.default_stripe_count not in (None, 0) else 1
+    return default_stripes(fs.default_stripe_count)
 
 
 def _stripe_counts(fs: FileSystem, layout: str) -> list[int]:
     """Stripe counts weighed: the whole range from 1 to the OST count, for a shared file and file per process
     alike (files per process that each span many OSTs win where placement leaves OSTs idle)."""
-    osts = fs.ost_count or max(STRIPE_STEPS[:8])
+    osts = most_stripes(fs.ost_count or max(STRIPE_STEPS[:8]))
     steps = [s for s in STRIPE_STEPS if s <= osts] + [osts]
     if fs.default_stripe_count and 0 < fs.default_stripe_count <= osts:
         steps.append(fs.default_stripe_count)
@@ -175,7 +176,7 @@ def _candidates(w: Workload, center: Center, pins: Mapping[str, Any]) -> list[_C
                 base = fs.default_stripe_size or (1 << 20)
                 sizes = [base]
                 if not meta and w.access_size and w.access_size > base and w.access_size <= (64 << 20) \
-                        and w.access_size % (64 << 10) == 0:
+                        and not stripe_size_problem(w.access_size):
                     sizes.append(w.access_size)
             for coll in collective_opts:
                 cb_opts: list[str | None] = [None]
@@ -244,14 +245,12 @@ def _pinned_candidates(w: Workload, center: Center, pins: Mapping[str, Any]) -> 
         if (sc is not None or ss is not None) and not _stripable(c.place):
             continue
         if sc is not None:
-            if sc == -1:
-                sc = c.place.ost_count or sc
+            sc = every_ost(sc, c.place.ost_count)
             if c.place.ost_count and sc > c.place.ost_count:
                 raise UsageError(f"stripe count {sc} exceeds the {c.place.ost_count} OSTs of {c.place.name}")
             cfg = replace(cfg, stripe_count=sc)
         if ss is not None:
-            if ss < (64 << 10) or ss % (64 << 10):
-                raise UsageError(f"stripe size {format_size(ss)} must be a multiple of 64KiB")
+            check_stripe_size(ss)
             cfg = replace(cfg, stripe_size=ss, hdf5_alignment=ss if cfg.api == "HDF5" else None)
         hints = dict(cfg.hints)
         if "striping_factor" in hints:
@@ -289,16 +288,13 @@ def _metadata_op(fits: Mapping, system: str, fsname: str) -> str | None:
 def candidate_point(cfg: Config, place: FileSystem, w: Workload) -> Point:
     """A candidate setting as the model's input."""
     ranks = w.ranks
-    striped = _stripable(place) or place.type == "beegfs"
-    stripes = cfg.stripe_count if cfg.stripe_count not in (None, 0) else (place.default_stripe_count or 1)
-    if stripes == -1:
-        stripes = place.ost_count or 1
+    striped = lustre_striped(place.type)
+    stripes = stripes_of(cfg.stripe_count, place.ost_count, place.default_stripe_count)
     if cfg.layout == "shared" or ranks == 1:
         targets = float(stripes)
     else:
         targets = float(ranks * stripes)
-    if place.ost_count:
-        targets = min(targets, float(place.ost_count))
+    targets = min(targets, ost_limit(place.ost_count))
     if not striped:
         targets = INF
     return Point(clients=float(w.nodes), ranks=float(ranks), targets=targets, shared=cfg.layout == "shared",

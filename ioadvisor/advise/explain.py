@@ -5,6 +5,7 @@ from typing import Any, Mapping
 
 from ..model.types import Center, Config, Evidence, Option, Prediction, Workload
 from ..model.units import format_range, format_rate, format_size
+from ..lustre import ALL_OSTS, every_ost
 from ..predict import INF
 from .. import mpiio
 from ..errors import UsageError
@@ -252,10 +253,11 @@ def _same_but_stripes(a: Option, b: Option) -> bool:
 
 def _stripes(o: Option, center: Center | None) -> float:
     n = o.config.stripe_count
-    if n == -1:
-        fs = center.filesystem(o.config.filesystem) if center else None
-        return float(fs.ost_count) if fs and fs.ost_count else float("inf")
-    return float(n) if n is not None else 0.0
+    if n is None:
+        return 0.0
+    fs = center.filesystem(o.config.filesystem) if center else None
+    n = every_ost(n, fs.ost_count if fs else None)
+    return INF if n == ALL_OSTS else float(n)
 
 
 def _seconds(t: float) -> str:

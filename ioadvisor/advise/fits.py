@@ -37,7 +37,7 @@ def _signature(kb: KB, system: str, osts: dict, dflt: dict) -> tuple:
 def load_system_runs(kb: KB, system: str, max_per_group: int = 400) -> list:
     """A system's runs, at most `max_per_group` per (file system, op), evenly spread: enough to fit on, and
     quick to read from a KB of any size (only row ids are read for the whole group; full rows for the chosen)."""
-    from ..kb.store import row_to_run
+    from ..kb.rows import row_to_run
     # row ids only, packed (positive: the user's KB, negative: the reference KB), so that even a group of a
     # million runs costs a few MB here
     groups: dict[tuple, array] = {}
@@ -108,38 +108,33 @@ def _store_table(kb: KB, system: str, sig: tuple, fits: dict) -> None:
         pass   # a read-only KB: the in-process cache still serves
 
 
-def system_fits(kb: KB, system: str, center: Center | None = None) -> dict[tuple[str, str | None, str], Fit]:
-    """Fits for every (system, file system, op) of `system`, refitted only when the system's runs change."""
+def _memoised(kb: KB, system: str, center: Center | None, cache: dict, load: Any, make: Any, store: Any) -> Any:
+    """What `make(runs, osts, defaults)` builds for `system`, from this process's `cache`, else the KB's stored
+    copy (`load`), else built from the system's runs and stored (`store`): rebuilt only when the system's runs
+    or the center's OST and default stripe counts change (the signature)."""
     osts = {f.name: f.ost_count for f in center.filesystems} if center else {}
     dflt = {f.name: f.default_stripe_count for f in center.filesystems} if center else {}
     sig = _signature(kb, system, osts, dflt)
     key = (kb.path, kb.reference, system.lower())
-    hit = _CACHE.get(key)
+    hit = cache.get(key)
     if hit and hit[0] == sig:
         return hit[1]
-    fits = _load_table(kb, system, sig)
-    if fits is None:
-        fits = fit_all(load_system_runs(kb, system), osts, dflt)
-        _store_table(kb, system, sig, fits)
-    _CACHE[key] = (sig, fits)
-    return fits
+    value = load(kb, system, sig)
+    if value is None:
+        value = make(load_system_runs(kb, system), osts, dflt)
+        store(kb, system, sig, value)
+    cache[key] = (sig, value)
+    return value
+
+
+def system_fits(kb: KB, system: str, center: Center | None = None) -> dict[tuple[str, str | None, str], Fit]:
+    """Fits for every (system, file system, op) of `system`, refitted only when the system's runs change."""
+    return _memoised(kb, system, center, _CACHE, _load_table, fit_all, _store_table)
 
 
 def system_evidence(kb: KB, system: str, center: Center | None = None) -> Evidence:
     """The system's runs indexed for the evidence bands (predict.evidence), kept as long as its fits are."""
-    osts = {f.name: f.ost_count for f in center.filesystems} if center else {}
-    dflt = {f.name: f.default_stripe_count for f in center.filesystems} if center else {}
-    sig = _signature(kb, system, osts, dflt)
-    key = (kb.path, kb.reference, system.lower())
-    hit = _EVIDENCE.get(key)
-    if hit and hit[0] == sig:
-        return hit[1]
-    ev = _load_evidence(kb, system, sig)
-    if ev is None:
-        ev = Evidence(load_system_runs(kb, system), osts, dflt)
-        _store_evidence(kb, system, sig, ev)
-    _EVIDENCE[key] = (sig, ev)
-    return ev
+    return _memoised(kb, system, center, _EVIDENCE, _load_evidence, Evidence, _store_evidence)
 
 
 _EV_TABLE = "CREATE TABLE IF NOT EXISTS main.advise_evidence (system TEXT PRIMARY KEY, signature TEXT, obs TEXT)"
@@ -172,6 +167,6 @@ def runs_by_ids(kb: KB, ids: list[str]) -> dict[str, Any]:
     """The runs with these ids (for evidence), in one query."""
     if not ids:
         return {}
-    from ..kb.store import row_to_run
+    from ..kb.rows import row_to_run
     q = ",".join("?" * len(ids))
     return {r["id"]: row_to_run(r) for r in kb.conn.execute(f"SELECT * FROM all_runs WHERE id IN ({q})", ids)}

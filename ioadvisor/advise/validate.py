@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import UsageError
 from ..kb import RunFilter
+from ..lustre import every_ost
 from ..model.run import bytes_moved
 from ..predict import Fit, fit_all, io_class, run_point
 from ..predict.evidence import FAMILY_SPAN, Bounds, Evidence, bounds
@@ -104,7 +105,7 @@ def _sample(kb: Any, sysname: str) -> tuple[list, list]:
     """(fitted, held out) runs of a large system (see SAMPLE_ABOVE), each in a stable order. Only row ids are read
     for the whole system; full rows for the chosen runs."""
     from array import array
-    from ..kb.store import row_to_run
+    from ..kb.rows import row_to_run
     groups: dict[tuple, array] = {}
     for db, sign in (("main", 1),) + ((("ref", -1),) if kb.reference else ()):
         cur = kb.conn.cursor()
@@ -377,8 +378,8 @@ def _medians(group: list, factor: str, osts: int | None) -> dict[Any, float]:
     by_val: dict[Any, list[float]] = {}
     for r in group:
         v = getattr(r, factor)
-        if factor == "stripe_count" and v == -1:
-            v = osts or v
+        if factor == "stripe_count":
+            v = every_ost(v, osts)
         by_val.setdefault(v, []).append(r.value)
     return {k: statistics.median(v) for k, v in by_val.items()}
 

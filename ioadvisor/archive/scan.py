@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -13,10 +14,11 @@ from typing import Any, Callable, Iterable, Iterator
 from ..diagnose.derive import check_header
 from ..errors import ImportFormatError, IOAdvisorError, UsageError
 from ..inputs import LOG, check_input, open_input
+from ..util import printable
 from .store import EMPTY_SHA256, EMPTY_TEXT, PathSeen, add_results, hash_status, path_is_current
 from .worker import Settings
 
-__all__ = ["ScanOutcome", "list_logs", "scan", "sha256_of", "pending_logs", "diagnose_logs"]
+__all__ = ["ScanOutcome", "list_logs", "scan", "sha256_of", "pending_logs", "diagnose_logs", "one_scan_at_a_time"]
 
 LOG_SUFFIX = ".darshan"
 BATCH_LOGS = 256          # results per KB transaction
@@ -100,22 +102,22 @@ def pending_logs(conn: Any, files: Iterable[Path], out: ScanOutcome, seen: list[
         try:
             st = look_at(p)
         except IOAdvisorError as e:
-            out.failed.append((str(p), getattr(e, "reason", None) or str(e)))
+            out.failed.append((printable(str(p)), getattr(e, "reason", None) or str(e)))
             continue
         if path_is_current(conn, str(p), st.st_size, st.st_mtime_ns, retry_failed):
             out.unchanged += 1
             continue
         if st.st_size == 0:
-            out.failed.append((str(p), EMPTY_TEXT))
+            out.failed.append((printable(str(p)), EMPTY_TEXT))
             seen.append((str(p), 0, st.st_mtime_ns, EMPTY_SHA256))
             continue
         try:
             digest = sha256_of(p)
         except OSError as e:
-            out.failed.append((str(p), f"cannot read: {e.strerror}"))
+            out.failed.append((printable(str(p)), f"cannot read: {e.strerror}"))
             continue
         except IOAdvisorError as e:
-            out.failed.append((str(p), getattr(e, "reason", None) or str(e)))
+            out.failed.append((printable(str(p)), getattr(e, "reason", None) or str(e)))
             continue
         status = hash_status(conn, digest)
         row = (str(p), st.st_size, st.st_mtime_ns, digest)
@@ -154,7 +156,35 @@ def diagnose_logs(items: Iterable[tuple[str, str, int]], settings: Settings, wor
             else:
                 rec = {"hash": digest, "path": path, "status": "failed", "error": o.error}
             rec["size"] = sizes.pop(digest)
+            # as reported and stored: a name's bytes that are not UTF-8, and control characters, as \\xNN
+            rec["path"], rec["error"] = printable(path), rec.get("error") and printable(rec["error"])
             yield rec
+
+
+@contextmanager
+def one_scan_at_a_time(kb_path: str | Path, waiting: Callable[[], None]) -> Iterator[None]:
+    """Hold an exclusive lock on the file KB.scan-lock beside the KB while a scan runs. A second scan of the same
+    KB calls `waiting()` and waits for the first to end, then finds the paths it stored unchanged, instead of
+    reading every log a second time alongside it. Where no lock file can be made (a read-only directory, where
+    the scan cannot store anything either), or the KB is in memory, the scan goes on without it."""
+    import fcntl
+    fd = -1
+    if str(kb_path) != ":memory:":
+        try:
+            fd = os.open(f"{kb_path}.scan-lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except OSError:
+            pass
+    try:
+        if fd >= 0:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                waiting()
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        if fd >= 0:
+            os.close(fd)          # the lock goes with it (the workers, which share it, have ended by now)
 
 
 def scan(roots: Iterable[str | Path], kb: Any, settings: Settings, *, workers: int, timeout: float = 120.0,

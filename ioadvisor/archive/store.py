@@ -9,9 +9,11 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import os
 from typing import Any, Iterable, Mapping
 
 from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run
+from ..util import printable
 
 __all__ = ["ARCHIVE_RUN_SQL", "EMPTY_SHA256", "EMPTY_TEXT", "PathSeen", "add_results", "run_from_dict",
            "path_is_current", "hash_status"]
@@ -19,7 +21,7 @@ __all__ = ["ARCHIVE_RUN_SQL", "EMPTY_SHA256", "EMPTY_TEXT", "PathSeen", "add_res
 JOB_COLUMNS = ("jobid", "uid", "exe", "app", "nprocs", "run_time_s", "start_time", "io_time_per_rank_s",
                "bytes_read", "bytes_written", "layout", "files", "partial", "darshan_version", "nodes", "filesystem")
 
-PathSeen = tuple[str, int, int, str]      # path, size, mtime_ns, sha256
+PathSeen = tuple[str, int, int, str]      # path (as os.walk gives it), size, mtime_ns, sha256
 # A run of `all_runs` that an archive scan made of a log (a production job, never a measurement): the guide's
 # measurement tables and plots and the targets of `bench plan` leave these out.
 ARCHIVE_RUN_SQL = "(kind = 'production' AND source_hash IN (SELECT hash FROM main.archive_logs))"
@@ -38,10 +40,21 @@ def run_from_dict(d: Mapping[str, Any]) -> Run:
     return Run(**kw, provenance=prov)
 
 
+def path_key(path: str) -> str | bytes:
+    """`path` as archive_paths knows it: its text, or for a name with bytes that are not UTF-8 (which text in
+    the KB cannot hold) its exact bytes, a BLOB, which no text equals: each name of any bytes is its own key.
+    (The logs, runs and reports hold every name as `printable` shows it: such a byte as \\xNN.)"""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+
+
 def path_is_current(conn: Any, path: str, size: int, mtime_ns: int, retry_failed: bool = False) -> bool:
     """True if `path` was scanned before with this size and mtime (its log need not be read again)."""
     row = conn.execute("SELECT p.size, p.mtime_ns, l.status FROM archive_paths p JOIN archive_logs l "
-                       "ON l.hash = p.hash WHERE p.path = ?", (path,)).fetchone()
+                       "ON l.hash = p.hash WHERE p.path = ?", (path_key(path),)).fetchone()
     if row is None or row[0] != size or row[1] != mtime_ns:
         return False
     return not (retry_failed and row[2] == "failed")
@@ -77,8 +90,10 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
                 continue
             if old == "failed":
                 conn.execute("DELETE FROM archive_logs WHERE hash = ?", (digest,))
+            error = r.get("error")
             conn.execute("INSERT INTO archive_logs VALUES (?,?,?,?,?,?,?)",
-                         (digest, r["path"], r["size"], r["status"], r.get("error"), system, now))
+                         (digest, printable(r["path"]), r["size"], r["status"], error and printable(error),
+                          system, now))
             added["logs"] += 1
             if r["status"] != "ok":
                 added["failed"] += 1
@@ -95,9 +110,9 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
             added["findings"] += len(r["findings"])
             if r["runs"] and not conn.execute("SELECT 1 FROM main.sources WHERE hash = ?", (digest,)).fetchone():
                 conn.execute("INSERT INTO main.sources VALUES (?,?,?,?,?,?)",
-                             (digest, r["path"], "darshan", "darshan/1", now, 0))
+                             (digest, printable(r["path"]), "darshan", "darshan/1", now, 0))
                 runs = [run_from_dict(d) for d in r["runs"]]
-                n, _ = kb.insert_runs(runs, source=r["path"], source_hash=digest, center=center)
+                n, _ = kb.insert_runs(runs, source=printable(r["path"]), source_hash=digest, center=center)
                 if n:
                     conn.execute("UPDATE main.sources SET n_runs = ? WHERE hash = ?", (n, digest))
                 else:                    # every run is in the KB already (another copy of the job's record)
@@ -107,13 +122,13 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
         for p in paths:
             if p[3] == EMPTY_SHA256 and hash_status(conn, p[3]) is None:
                 conn.execute("INSERT INTO archive_logs VALUES (?,?,?,?,?,?,?)",
-                             (EMPTY_SHA256, p[0], 0, "failed", EMPTY_TEXT, system, now))
+                             (EMPTY_SHA256, printable(p[0]), 0, "failed", EMPTY_TEXT, system, now))
                 added["logs"] += 1
                 added["failed"] += 1
             if hash_status(conn, p[3]) is None:
                 later.append(p)
             else:
-                conn.execute("INSERT OR REPLACE INTO archive_paths VALUES (?,?,?,?)", p)
+                conn.execute("INSERT OR REPLACE INTO archive_paths VALUES (?,?,?,?)", (path_key(p[0]), *p[1:]))
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

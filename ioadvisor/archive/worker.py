@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import IOAdvisorError, UsageError
+from ..util import printable
 
 __all__ = ["MEASURED_SHARE", "Settings", "setup", "app_name", "job_facts", "measured_on", "nodes_stated"]
 
@@ -81,7 +82,8 @@ def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any)
     wanted = [m for m in ("BG/Q", "DXT_POSIX", "DXT_MPIIO") if m in modules]
     if not wanted:
         return None
-    log = backend.log_open(path)
+    from ..diagnose.derive import open_log
+    log = open_log(backend, path)
     try:
         if "BG/Q" in wanted:
             rec = backend.log_get_record(log, "BG/Q", dtype="dict")
@@ -144,9 +146,11 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
             job["nodes"] = None
         runs: list[dict[str, Any]] = []
         if job["filesystem"] is not None:
-            ctx = ImportContext(source=p, system=settings.system, filesystem=job["filesystem"], kind="production")
+            name = printable(p)          # the name as the KB holds it (a byte that is not UTF-8 as \\xNN)
+            ctx = ImportContext(source=name, system=settings.system, filesystem=job["filesystem"],
+                                kind="production")
             try:
-                runs = [r.to_dict() for r in summary_runs(s, ctx, p)]
+                runs = [r.to_dict() for r in summary_runs(s, ctx, name)]
             except IOAdvisorError:       # counters no run can be made of: the job's facts and findings stand
                 pass
         return {**out, "status": "ok", "error": None, "job": job, "findings": [to_plain(f) for f in d.findings],

@@ -8,13 +8,13 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Mapping
 
 from ..errors import UsageError
+from ..lustre import check_stripe_count, check_stripe_size
 from ..model.units import parse_size
 
 APIS = ("posix", "mpiio", "hdf5")
 LAYOUTS = ("fpp", "shared")
 DATA_OPS = ("write", "read")
 PAGE = 4096
-STRIPE_UNIT = 64 << 10
 
 
 def parse_hints(text: str | Mapping[str, Any] | None) -> dict[str, str]:
@@ -192,10 +192,10 @@ def check_data(p: DataParams) -> None:
         raise UsageError("hdf5_alignment: only for api hdf5")
     if p.hdf5_alignment < 0:
         raise UsageError("hdf5_alignment: must not be negative")
-    if p.stripe_size and (p.stripe_size < 0 or p.stripe_size % STRIPE_UNIT):
-        raise UsageError(f"stripe_size: {p.stripe_size} is not a multiple of 64KiB (Lustre's stripe unit)")
-    if p.stripe_count < -1:
-        raise UsageError(f"stripe_count: {p.stripe_count} is not -1 (all OSTs), 0 (as it is) or a count")
+    if p.stripe_size:                   # 0: as it is
+        check_stripe_size(p.stripe_size, "stripe_size:")
+    if p.stripe_count:                  # 0: as it is
+        check_stripe_count(p.stripe_count, "stripe_count:")
     if p.direct and (p.transfer_size % PAGE or p.block_size % PAGE):
         raise UsageError(f"direct: O_DIRECT needs transfer_size and block_size multiples of {PAGE} bytes")
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from ..errors import UsageError
+from ..lustre import pattern_vars
 from ..model.run import DATA_OPS, norm_api
 from ..model.types import Center, Config, FileSystem, Workload
 from ..predict import Fit, Point, io_class, run_point
@@ -498,9 +499,9 @@ def default_dir(fs: FileSystem) -> str | None:
     if not fs.mount:
         return None
     m = os.path.expandvars(fs.mount)
-    unset = re.search(r"\$(?:\{(\w+)\}|(\w+))", m)
+    unset = next(pattern_vars(m), None)
     if unset:
-        var = unset.group(1) or unset.group(2)
+        var = unset[0]
         how = " (export USER=$(id -un))" if var == "USER" else ""
         raise UsageError(f"the mount of {fs.name}, {fs.mount}, uses ${var}, which is not set here: set it{how} "
                          f"or give --dir")

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError, UsageError
-from ..util import atomic_write, check_line_value
+from ..util import atomic_write, check_line_value, loads_toml
 from .params import DATA_KEYS, MD_KEYS, data_params, md_params
 
 TOP_KEYS = ("name", "kind", "launcher", "base", "vary", "exclude", "include", "config", "slurm")
@@ -99,7 +99,7 @@ def load_plan(path: str | Path) -> Plan:
     from ..inputs import PLAN, read_input
     try:
         d = json.loads(read_input(path, PLAN))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:    # also a 5,000-digit integer, deep nesting
         raise UsageError(f"{path}: not a readable sweep plan ({e})") from None
     if not isinstance(d, dict) or d.pop(PLAN_MARKER, None) != 1:
         raise UsageError(f"{path}: not a sweep plan")
@@ -129,7 +129,7 @@ def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_r
     from ..util import read_text
     src = str(path)
     try:
-        doc = tomllib.loads(text if text is not None else read_text(path, TOML))
+        doc = loads_toml(text if text is not None else read_text(path, TOML))
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{src}: {e}") from None
     unknown = sorted(set(doc) - set(TOP_KEYS))

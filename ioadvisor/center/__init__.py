@@ -7,11 +7,13 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import ConfigError, UsageError
+from ..lustre import MAX_STRIPE_COUNT, constraint_of, mount_regex, stripe_count_problem, stripe_size_problem
 from ..model.types import Center, FileSystem, Tier
 from ..model.units import parse_size
 from ..model.validate import INT_RANGES, MAX_NAME, _name, _text
+from ..util import loads_toml
 
-from .schema import FS_STRIPING, KEYS, MPI_FLAVOURS, STRIPE_UNIT, TIER_KINDS, keys_of
+from .schema import FS_STRIPING, KEYS, MPI_FLAVOURS, TIER_KINDS, keys_of
 
 UNKNOWN_FS = "unknown"         # the file system of runs that do not name one
 _STRIPING = FS_STRIPING
@@ -26,7 +28,7 @@ CENTERS_ENV = "IOADVISE_CENTERS"
 
 def centers_dir() -> Path:
     """Directory of the shipped center configurations (data/centers)."""
-    from ..kb.reference import data_dir
+    from ..resources import data_dir
     return data_dir() / "centers"
 
 
@@ -199,18 +201,15 @@ def _filesystem(rd: _Reader, where: str, fs: dict[str, Any]) -> FileSystem:
     if osts is not None and osts > INT_RANGES["ost_count"][1]:
         raise rd.fail(f"{where}ost_count", f"{where}ost_count must be between 1 and {INT_RANGES['ost_count'][1]}, "
                                            f"got {osts}")
-    if count is not None and (count < -1 or count == 0):
+    if count is not None and stripe_count_problem(count):
         raise rd.fail(f"{where}default_stripe_count", f"{where}default_stripe_count must be -1 (all OSTs) or "
-                                                      f"positive, got {count}")
-    if count is not None and count > INT_RANGES["stripe_count"][1]:
-        raise rd.fail(f"{where}default_stripe_count", f"{where}default_stripe_count must be -1 (all OSTs) or "
-                                                      f"at most {INT_RANGES['stripe_count'][1]}, got {count}")
+                                                      f"1 to {MAX_STRIPE_COUNT}, got {count}")
     if count is not None and osts is not None and count > osts:
         raise rd.fail(f"{where}default_stripe_count", f"{where}default_stripe_count {count} is more than "
                                                       f"ost_count {osts}")
-    if size is not None and (size <= 0 or size % STRIPE_UNIT):
-        raise rd.fail(f"{where}default_stripe_size", f"{where}default_stripe_size {size} bytes is not a positive "
-                                                     f"multiple of 64 KiB ({STRIPE_UNIT} bytes); Lustre refuses it")
+    if size is not None and stripe_size_problem(size):
+        raise rd.fail(f"{where}default_stripe_size", f"{where}default_stripe_size {stripe_size_problem(size)}; "
+                                                     f"Lustre refuses it")
     fstype = v["type"].lower()
     mount = v.get("mount")
     if mount is not None and not mount.startswith(("/", "$")):
@@ -231,11 +230,11 @@ def _tier(rd: _Reader, where: str, t: dict[str, Any], fs_names: list[str]) -> Ti
                                             f"systems ({', '.join(fs_names) or 'none'})")
     request = v.get("request")
     if request is not None:
-        m = re.match(r"^(?:--constraint=|-C\s*)(.*)$", request.strip())
-        if m and not _FEATURES.match(m.group(1)):
-            raise rd.fail(f"{where}request", f"{where}request: {m.group(1)!r} is not a feature list (letters, "
+        features = constraint_of(request)
+        if features is not None and not _FEATURES.match(features):
+            raise rd.fail(f"{where}request", f"{where}request: {features!r} is not a feature list (letters, "
                                               f"digits, _ and - joined by &, | or ,)")
-        if not m and not re.match(r"^--[a-z][a-z-]*(?:[= ]\S+)?$", request.strip()):
+        if features is None and not re.match(r"^--[a-z][a-z-]*(?:[= ]\S+)?$", request.strip()):
             raise rd.fail(f"{where}request", f"{where}request {request!r} is not one sbatch option such as "
                                               f"--constraint=BEEOND or --gres=nvme:1")
         if '"' in request or "'" in request or "#" in request:
@@ -284,9 +283,7 @@ def _load_center_file(p: Path) -> Center:
     except UnicodeDecodeError as e:
         raise ConfigError(f"{p}: cannot read: {e}") from None
     try:
-        data = tomllib.loads(text)
-    except RecursionError:
-        raise ConfigError(f"{p}: not a center file: arrays or tables nested too deep") from None
+        data = loads_toml(text)
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"at line (\d+)", str(e))
         line = int(m.group(1)) if m else None
@@ -396,17 +393,6 @@ def resolve_center(system: str | None, center: str | Path | None, kb: Any | None
     raise UsageError(f"unknown system {system!r} (known: {', '.join(known)})")
 
 
-def _mount_regex(pattern: str) -> re.Pattern[str]:
-    """A mount pattern as a regex matching it and anything below it; `$VAR` matches one path component."""
-    parts, pos = [], 0
-    for m in re.finditer(r"\$(?:\{\w+\}|\w+)", pattern):
-        parts.append(re.escape(pattern[pos:m.start()]))
-        parts.append(r"[^/]+")
-        pos = m.end()
-    parts.append(re.escape(pattern[pos:].rstrip("/")))
-    return re.compile("^" + "".join(parts) + r"(?:/|$)")
-
-
 def place_of_path(center: Center, path: str | Path) -> tuple[str, str | None] | None:
     """(file system name, tier name or None) of the center whose mount (or tier mount) holds `path`, the
     longest mount winning; None when no mount of the center holds it."""
@@ -415,7 +401,7 @@ def place_of_path(center: Center, path: str | Path) -> tuple[str, str | None] | 
     candidates = [(fs.mount, fs.name, None) for fs in center.filesystems if fs.mount]
     candidates += [(t.mount, t.filesystem, t.name) for t in center.tiers if t.mount]
     for mount, fs, tier in candidates:
-        if mount.startswith("/") and _mount_regex(mount).match(p):
+        if mount.startswith("/") and mount_regex(mount).match(p):
             score = len(mount)
             if best is None or score > best[0]:
                 best = (score, fs, tier)

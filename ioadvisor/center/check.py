@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..lustre import constraint_of
 from ..model.types import Center
 from . import load_center_file
 from .schema import FS_TYPES
@@ -41,8 +42,8 @@ def warnings_for(c: Center) -> list[str]:
     if c.node_memory is None:
         out.append("node_memory is not set: runs small enough to be served from the page cache cannot be flagged")
     for i, t in enumerate(c.tiers):
-        m = re.match(r"^(?:--constraint=|-C\s*)(.*)$", (t.request or "").strip())
-        if m and HOOK_FEATURE not in re.split(r"[&|,]", m.group(1)):
+        features = constraint_of(t.request)
+        if features is not None and HOOK_FEATURE not in re.split(r"[&|,]", features):
             out.append(f"tiers[{i}] ({t.name}).request {t.request!r}: the shipped cli_filter.lua marks only "
                        f"--constraint={HOOK_FEATURE} jobs; `ioadvise wrap` and job_submit.lua work with any feature")
         if t.request is None and t.kind == "per-job":

@@ -13,7 +13,6 @@ FS_STRIPING = ("user", "pfl-managed", "none")
 TIER_KINDS = ("per-job", "node-local", "burst-buffer")
 # file system types ioadvisor knows something about; others load with a warning from `center check`
 FS_TYPES = ("lustre", "gpfs", "beegfs", "nfs", "hsfs", "ext3", "ext4", "xfs", "tmpfs", "cephfs", "wekafs")
-STRIPE_UNIT = 64 << 10          # Lustre refuses stripe sizes that are not multiples of 64 KiB
 
 
 @dataclass(frozen=True)
@@ -52,11 +51,11 @@ KEYS: tuple[Key, ...] = (
     Key("filesystems", "ost_count", "integer", "none", "object storage targets (Lustre OSTs, BeeGFS targets); "
         "at least 1"),
     Key("filesystems", "default_stripe_count", "integer", "none", "stripe count a new file gets (-1: all OSTs); "
-        "not above ost_count"),
+        "not above ost_count or 2000"),
     Key("filesystems", "default_stripe_size", "size", "none", "stripe size a new file gets; a multiple of "
-        "64 KiB", unit="bytes"),
+        "64 KiB below 4 GiB", unit="bytes"),
     Key("filesystems", "striping", "choice", "user for lustre and beegfs, else none",
-        "who sets striping: users (`lfs setstripe`), a progressive layout the center manages, or nobody",
+        "who sets striping: users (`lfs setstripe`, Lustre only), a progressive layout the center manages, or nobody",
         choices=FS_STRIPING),
     Key("filesystems", "persistent", "boolean", "true", "data outlives the job"),
     Key("filesystems", "rated_write_bandwidth", "bandwidth", "none", "the file system's rated peak write "

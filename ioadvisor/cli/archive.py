@@ -101,11 +101,17 @@ def _settings(system: str | None, center: str | None, thresholds: Path | None) -
 def _scan(roots: list[Path], kb: Path | None, workers: int | None, system: str | None, center: str | None,
           thresholds: Path | None, retry_failed: bool, timeout: float, quiet: bool) -> dict[str, Any]:
     from ..archive.pool import default_workers
-    from ..archive.scan import scan
+    from ..archive.scan import one_scan_at_a_time, scan
     from ..kb import KB
+    from .common import err_console
     settings, where = _settings(system, center, thresholds)
     n = workers or default_workers()
-    with KB.open(kb) as store, progress_bar(quiet) as bar:
+
+    def waiting() -> None:
+        err_console.print(printable(f"another archive scan of {store.path} is running: waiting for it to end"),
+                          highlight=False, soft_wrap=True)
+
+    with KB.open(kb) as store, one_scan_at_a_time(store.path, waiting), progress_bar(quiet) as bar:
         task = bar.add_task("Scanning Darshan logs", total=None)
         out = scan(roots, store, settings, workers=n, timeout=timeout, retry_failed=retry_failed, center=where,
                    progress=lambda done, total: bar.update(task, completed=done, total=total))
@@ -175,8 +181,8 @@ def _render_array(out: dict[str, Any]) -> None:
     for f in out["failed"]:
         console.print(printable(f"Not read (skipped): {f['path']}: {f['error']}"), highlight=False)
     for m in out["missing"]:
-        console.print(f"Task {m['task']} has no results: re-run it alone with `{m['rerun']}`, then "
-                      f"`ioadvise archive merge {out['work']}`", highlight=False)
+        console.print(printable(f"Task {m['task']} has no results: re-run it alone with `{m['rerun']}`, then "
+                                f"`ioadvise archive merge {out['work']}`"), highlight=False)
 
 
 def _render_scan(out: dict[str, Any]) -> None:
@@ -193,7 +199,7 @@ def _render_scan(out: dict[str, Any]) -> None:
         t.add_column("log")
         t.add_column("why")
         for f in out["failed"]:
-            t.add_row(f["path"], f["error"])
+            t.add_row(printable(f["path"]), printable(f["error"]))
         console.print(t)
     if out["worker_restarts"]:
         console.print(f"{out['worker_restarts']} worker(s) replaced after a log crashed or hung them.")

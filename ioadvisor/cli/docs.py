@@ -32,7 +32,8 @@ def build(
     """Write the guide: an overview of the systems and their file systems and tiers, one page per system with
     measured tables (each value linked to its provenance), plots, published comparisons and recipes."""
     with cli_errors():
-        from ..docs.build import FORMATS, LANGS, build_site, parse_list
+        from ..docs.build import FORMATS, build_site, parse_list
+        from ..docs.i18n import LANGS
         langs = parse_list(lang, LANGS, "lang")
         formats = parse_list(fmt, FORMATS, "format")
         with KB.open(kb, create=False) as k, progress_bar(json_out) as prog:

@@ -72,8 +72,6 @@ def _explicit(stripe_count, stripe_size, hints, tier, mpi, outdir, stage_in):
     from .advise import parse_hints
     from ..mpiio import parse_mpi
     flavour, version = parse_mpi(mpi) if mpi is not None else (None, None)
-    if stripe_count is not None and (stripe_count == 0 or stripe_count < -1):
-        raise UsageError("--stripe-count must be positive (or -1 for all targets)")
     return Explicit(stripe_count=stripe_count, stripe_size=parse_size(stripe_size) if stripe_size else None,
                     hints=parse_hints(hints), tier=tier, mpi=flavour, mpi_version=version, outdir=outdir, stage_in=tuple(stage_in or ()))
 
@@ -134,8 +132,8 @@ def summary(w) -> dict:
         return out
     cmds = render(st.plan())
     below = st.stripe_base or st.outdir or "the output directory"
-    if cmds.lfs:
-        out["settings"].append(f"striping: {cmds.lfs.split(' ', 2)[2].rsplit(' ', 1)[0]} on a new directory "
+    if cmds.setstripe:
+        out["settings"].append(f"striping: {cmds.setstripe.flags()} on a new directory "
                                f"ioadvise-JOBID below {below} ($IOADVISE_DIR), if it is on Lustre")
     if cmds.hints:
         how = ", ".join(line[len("export "):] for line in cmds.env)

@@ -117,8 +117,13 @@ def summarize(path: str | Path, *, timeout: float = CHILD_TIMEOUT) -> LogSummary
 
 def _child(path: str, conn: Any) -> None:
     """Child body: capture the C library's stderr, parse, send ("ok", LogSummary) or ("error", message)."""
+    import faulthandler
+
     from ..util import die_with_parent
     die_with_parent()
+    # the library aborting on a corrupt log is an answer the parent turns into one line; a fault handler
+    # inherited from the parent (PYTHONFAULTHANDLER, pytest) would print a Python stack on the terminal too
+    faulthandler.disable()
     errfile = tempfile.TemporaryFile()
     saved = os.dup(2)
     os.dup2(errfile.fileno(), 2)
@@ -229,11 +234,26 @@ def _mount_of(path: str, mounts: list[tuple[str, str]], cache: dict | None = Non
     return best
 
 
+def open_log(backend: Any, path: str) -> Any:
+    """`backend.log_open(path)` for a name of any bytes. PyDarshan hands the library the name encoded as UTF-8,
+    which a name that is not UTF-8 cannot be: such a log is opened here and named to the library as
+    /proc/self/fd/N, the same file (the library opens its own descriptor, so this one is closed at once)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            return backend.log_open(f"/proc/self/fd/{fd}")
+        finally:
+            os.close(fd)
+    return backend.log_open(path)
+
+
 def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     """Read the log region by region, stopping at the first complaint of the C library (`complaints()` returns
     what it has written to fd 2 so far). The handle is closed only after a clean read: once the library has
     failed on a region it has freed part of its state, and closing then aborts the process."""
-    log = backend.log_open(path)
+    log = open_log(backend, path)
     if not log or log.get("handle") is None or backend.ffi.NULL == log["handle"]:
         raise _LogError("the Darshan library could not open this log (truncated, corrupt or of an unknown version)")
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ConfigError
+from ..lustre import Setstripe, shell_word, stripe_size_problem
 from ..model.types import Finding
 from ..model.units import format_size
 from .summary import FileSummary, LogSummary, RankSpread
@@ -30,7 +31,7 @@ COLLECTIVE_SHARE = 0.9        # a file direction whose MPI-IO bytes may be this 
 # thresholds
 
 def _default_path() -> Path:
-    from ..kb.reference import data_dir
+    from ..resources import data_dir
     return data_dir() / "thresholds.toml"
 
 
@@ -252,14 +253,13 @@ class LUS001(Rule):
         want = max(want, 2)
         if not ctx.center_ost_count and s.fs_ost_count_at_least:
             how.append(f"the log shows at least {s.fs_ost_count_at_least} OSTs (a lower bound, not a limit)")
-        ssize = f.lustre.stripe_size if f.lustre.stripe_size and f.lustre.stripe_size % 65536 == 0 else (1 << 20)
+        ssize = f.lustre.stripe_size if f.lustre.stripe_size and not stripe_size_problem(f.lustre.stripe_size) \
+            else (1 << 20)
         at_stake, how_t = _file_rank_time(f)
-        from ..mpiio import lfs_setstripe
-        from ..mpiio.render import shell_word
         # a new directory beside the file, never the file's own directory (that may be a top-level $USER
         # directory whose layout every later file would inherit)
         sdir = striped_dir(s, f)
-        cmd = lfs_setstripe(sdir, want, ssize)
+        cmd = Setstripe(sdir, want, ssize).render()
         evidence: dict[str, Any] = {
             "file": f.path, "bytes": size, "layer": f.layer, "ranks": f.ranks, "stripe_count": f.lustre.stripe_count,
             "stripe_size": f.lustre.stripe_size, "osts": list(f.lustre.osts), "files_affected": len(hits),
@@ -770,10 +770,6 @@ class LOG001(Rule):
 RULES: tuple[Rule, ...] = (LUS001(), LUS002(), LUS003(), SIZE001(), MPI001(), RMW001(), META001(), IMB001(),
                            STRAG001(), STDIO001(), SER001(), LOG001())
 _ORDER = {"high": 0, "warn": 1, "info": 2}
-
-
-def rule_ids() -> list[str]:
-    return [r.id for r in RULES]
 
 
 def run_rules(s: LogSummary, thresholds: Mapping[str, Mapping[str, Any]] | None = None,

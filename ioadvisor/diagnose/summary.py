@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS")
 BIN_UPPER = {"0_100": 100, "100_1K": 1024, "1K_10K": 10240, "10K_100K": 102400, "100K_1M": 1 << 20,
              "1M_4M": 4 << 20, "4M_10M": 10 << 20, "10M_100M": 100 << 20, "100M_1G": 1 << 30, "1G_PLUS": None}
-BELOW_1M_BINS = SIZE_BINS[:5]     # the bins that can hold requests below 1 MiB (100K_1M also holds exactly 1 MiB)
 MIB = 1 << 20
 
 # Modules whose records hold the job's data traffic and are read here; DXT traces and the heatmap only repeat it.

@@ -4,7 +4,6 @@ Output is deterministic (sorted iteration, no timestamps, fixed plot metadata) a
 atomically, so the same KB and centers always give byte-identical files."""
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -17,10 +16,10 @@ from ..kb import KB
 from ..util import atomic_write
 from . import collect, decisions, plots, recipes
 from .centers import load_centers
+from .i18n import catalogue, translator
 
 HERE = Path(__file__).resolve().parent
 ARCHIVE_ROWS = 20          # rows per ranking on the archive page
-LANGS = ("en", "ja")
 FORMATS = ("html", "md")
 
 
@@ -33,21 +32,6 @@ class BuildResult:
     files: int
     plots: int
     runs: int
-
-
-def catalogue(lang: str) -> dict[str, str]:
-    """The message catalogue of one language (i18n/<lang>.toml)."""
-    path = HERE / "i18n" / f"{lang}.toml"
-    if not path.is_file():
-        raise UsageError(f"no message catalogue for language {lang!r} (have: {', '.join(LANGS)})")
-    with path.open("rb") as f:
-        return {k: str(v) for k, v in tomllib.load(f).items()}
-
-
-def _translator(cat: dict[str, str]) -> Callable[..., str]:
-    def t(key: str, **kw: Any) -> str:
-        return cat[key].format(**kw) if kw else cat[key]
-    return t
 
 
 def _md_cell(v: Any) -> str:
@@ -153,7 +137,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
                 sec.slug = sec_pages[sec.name]
             for sec in s.sections:
                 for lang in langs:
-                    t = _translator(catalogue(lang))
+                    t = translator(catalogue(lang))
                     for spec in plots.section_plots(f"{s.slug}-{sec.slug}", f"{s.name} {sec.name}", sec.runs, t,
                                                     sec.points):
                         renderer.submit(spec, (lang, spec.name))
@@ -161,7 +145,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
                         _plot_entry(sec.plots, spec, lang)
                 sec.runs, sec.points = [], None
             for lang in langs:
-                for spec in plots.ci_plots(s.slug, s.name, s.ci_runs, _translator(catalogue(lang))):
+                for spec in plots.ci_plots(s.slug, s.name, s.ci_runs, translator(catalogue(lang))):
                     renderer.submit(spec, (lang, spec.name))
                     n_specs += 1
                     _plot_entry(s.plots, spec, lang)
@@ -218,7 +202,7 @@ def _write_pages(out: Path, langs: tuple[str, ...], formats: tuple[str, ...], sy
         cat = catalogue(lang)
         root = out / lang
         for fmt in formats:
-            ctx = {"t": _translator(cat), "lang": lang, "ext": fmt, "systems": systems, "recipes": recs,
+            ctx = {"t": translator(cat), "lang": lang, "ext": fmt, "systems": systems, "recipes": recs,
                    "lang_names": {x: catalogue(x)["language_name"] for x in langs},
                    "tv": lambda prefix, v, cat=cat: cat.get(f"{prefix}{v}", v),
                    "t_or": lambda key, default, cat=cat: cat.get(key, default),

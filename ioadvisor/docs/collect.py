@@ -24,9 +24,6 @@ ROW_LIMIT = 300
 GROUP_LIMIT = 200
 PROVENANCE_LIMIT = 1000
 
-GROUP_KEYS = ("op", "api", "layout", "collective", "access", "nodes", "ranks", "stripe_count", "stripe_size",
-              "transfer_size")
-
 
 def slug(name: str) -> str:
     """A file-name-safe page name. A name that does not survive the lower-case ASCII spelling (Japanese,
@@ -441,10 +438,6 @@ def system_names(kb: KB, centers: list[dict[str, Any]], only: bool) -> list[str]
     for n in sorted(names):
         one.setdefault(n.lower(), n)
     return sorted(one.values(), key=str.lower)
-
-
-def is_metadata(op: str) -> bool:
-    return op in META_OPS
 
 
 def median(values: list[float]) -> float:

@@ -82,8 +82,8 @@ def quantity_of(r: Any) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def _english() -> Any:
-    from .build import _translator, catalogue
-    return _translator(catalogue("en"))
+    from .i18n import catalogue, translator
+    return translator(catalogue("en"))
 
 
 def _aggregate(points: dict[str, dict[Any, list[Run]]]) -> tuple[Series, ...]:
@@ -395,16 +395,3 @@ class Renderer:
         if self.pool is not None:
             self.pool.shutdown(cancel_futures=True)
             self.pool = None
-
-
-def render_all(specs: list[PlotSpec], cache: bool = True,
-               progress: Callable[[int], None] | None = None) -> dict[str, tuple[bytes, bytes]]:
-    """Render many plots (see Renderer)."""
-    r = Renderer(cache, progress)
-    try:
-        for spec in specs:
-            r.submit(spec)
-    except BaseException:
-        r.close()
-        raise
-    return r.results()

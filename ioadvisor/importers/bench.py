@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ImportFormatError, IOAdvisorError
-from ..model.run import Provenance, Run, make_run
+from ..model.run import Provenance, Run
+from ..model.validate import make_run
 from . import ImportContext, decode, load_json, register
 
 MARKER = "ioadvisor_bench"

@@ -7,7 +7,8 @@ import math
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, TypeVar
 
 from ..errors import ImportFormatError, IOAdvisorError
-from ..model.run import Provenance, Run, make_run, new_instance
+from ..model.run import Provenance, Run, new_instance
+from ..model.validate import make_run
 from . import MAX_CELL, SNIFF_BYTES, ImportContext, decode, register
 
 _csv.field_size_limit(MAX_CELL)

@@ -12,11 +12,9 @@ from collections import Counter
 
 from ..diagnose.derive import SIZE_BINS, LogSummary, check_header, sniff, summarize
 from ..errors import ImportFormatError
-from ..model.run import Provenance, Run, make_run
+from ..model.run import Provenance, Run
+from ..model.validate import make_run
 from . import ImportContext, register
-
-_BIN_LOW = {"0_100": 0, "100_1K": 100, "1K_10K": 1024, "10K_100K": 10240, "100K_1M": 102400,
-            "1M_4M": 1 << 20, "4M_10M": 4 << 20, "10M_100M": 10 << 20, "100M_1G": 100 << 20, "1G_PLUS": 1 << 30}
 
 
 def summary_runs(s: LogSummary, ctx: ImportContext, digest_source: str) -> list[Run]:

@@ -17,7 +17,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import ImportFormatError, IOAdvisorError, UsageError
-from ..model.run import Provenance, Run, make_run
+from ..model.run import Provenance, Run
+from ..model.validate import make_run
 from ..model.units import parse_size
 from . import ImportContext, decode, load_json, register
 

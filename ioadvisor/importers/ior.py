@@ -21,37 +21,13 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ImportFormatError, IOAdvisorError
-from ..model.run import Provenance, Run, make_run
+from ..model.run import Provenance, Run
+from ..model.stats import ci95
+from ..model.validate import make_run
 from ..model.units import parse_size
 from . import ImportContext, decode, load_json, register
 
 MIB = 1 << 20
-
-# Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom.
-_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042)
-
-
-def t95(df: int) -> float:
-    """Two-sided 95% quantile of Student's t with `df` degrees of freedom (df >= 1)."""
-    if df < 1:
-        raise ValueError("t quantile needs at least one degree of freedom")
-    if df <= len(_T95):
-        return _T95[df - 1]
-    z = 1.959964
-    # Cornish-Fisher expansion: exact to 3 decimals beyond 30 degrees of freedom
-    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-
-
-def ci95(mean: float, sample_sd: float | None, n: int | None) -> tuple[float | None, float | None]:
-    """Student-t 95% interval of a mean of `n` measurements with sample deviation `sample_sd`;
-    (None, None) when it cannot be computed. The low end is clipped at 0 (rates are never negative)."""
-    if n is None or n < 2 or sample_sd is None or sample_sd < 0:
-        return None, None
-    half = t95(n - 1) * sample_sd / math.sqrt(n)
-    return max(0.0, mean - half), mean + half
-
 
 def population_to_sample_sd(sd: float | None, n: int | None) -> float | None:
     if sd is None or n is None or n < 2:

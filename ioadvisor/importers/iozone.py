@@ -21,7 +21,8 @@ import shlex
 from datetime import datetime
 
 from ..errors import ImportFormatError, IOAdvisorError
-from ..model.run import Provenance, Run, make_run
+from ..model.run import Provenance, Run
+from ..model.validate import make_run
 from . import ImportContext, decode, register
 
 TABLE_COLUMNS = ("kB", "reclen", "write", "rewrite", "read", "reread", "random read", "random write", "bkwd read",

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ImportFormatError, UsageError
-from ..model.run import Provenance, Run, make_run
+from ..model.run import Provenance, Run
+from ..model.validate import make_run
 from . import ImportContext, load_json, register
 
 PREFIX = b'{"job_id":'

@@ -20,9 +20,10 @@ from datetime import datetime
 
 from ..errors import ImportFormatError, IOAdvisorError
 from ..center.evidence import ONE_FILE
-from ..model.run import Provenance, Run, make_run
+from ..model.run import Provenance, Run
+from ..model.stats import ci95
+from ..model.validate import make_run
 from . import ImportContext, decode, register
-from .ior import ci95
 
 OPS = {
     "file creation": "file_create", "file stat": "file_stat", "file read": "file_read",

@@ -20,26 +20,12 @@ from typing import Any
 from urllib.parse import quote
 
 from ..errors import KBError, UsageError
+from .reference import snapshot_id
 
 DEFAULT_NAME = "kb.sqlite"
 # the tables a snapshot carries, in the order they are filled (sources before the runs that name them)
 TABLES = ("sources", "runs", "comparisons")
 _META = "CREATE TABLE published (snapshot TEXT NOT NULL, published_at TEXT NOT NULL, source TEXT NOT NULL)"
-
-
-def snapshot_info(conn: sqlite3.Connection, db: str) -> dict[str, str] | None:
-    """The snapshot attached as `db` (id, time, the staff KB it was published from), or None if it is not a
-    published KB."""
-    try:
-        row = conn.execute(f"SELECT snapshot, published_at, source FROM {db}.published").fetchone()
-    except sqlite3.Error:
-        return None
-    return dict(zip(("snapshot", "published_at", "source"), row)) if row else None
-
-
-def snapshot_id(conn: sqlite3.Connection, db: str) -> str | None:
-    info = snapshot_info(conn, db)
-    return info["snapshot"] if info else None
 
 
 def _is_snapshot(path: Path) -> bool:
@@ -86,7 +72,6 @@ def publish(kb_path: Path, target: Path) -> dict[str, Any]:
     import datetime as _dt
     import tempfile
     import uuid
-    from .reference import reference_kb_path
     from .schema import migrate
     from .store import KB
     kb_path, out = Path(kb_path), target_path(Path(target))
@@ -99,7 +84,7 @@ def publish(kb_path: Path, target: Path) -> dict[str, Any]:
     if _is_snapshot(kb_path):
         raise UsageError(f"{kb_path}: is a published snapshot, which is never changed; publish from the working KB")
     KB.open(kb_path, reference=False).close()          # migrated to this version's schema first
-    ref = reference_kb_path()                           # the shipped data, never a published layer
+    ref = KB.built_reference()                          # the shipped data, never a published layer
     try:
         fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     except OSError as e:

@@ -6,21 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 from pathlib import Path
+from typing import Any, Callable
 
 from ..errors import ImportFormatError
-
-
-def data_dir() -> Path:
-    """`IOADVISE_DATA`, else the data shipped in the package, else the source tree's data/."""
-    env = os.environ.get("IOADVISE_DATA")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve().parent.parent
-    for cand in (here / "_data", here.parent / "data"):
-        if cand.is_dir():
-            return cand
-    return here.parent / "data"
+from ..resources import data_dir
 
 
 CENTER_KB_ENV = "IOADVISE_CENTER_KB"
@@ -32,13 +23,29 @@ def published_kb_path() -> Path | None:
     return Path(env) if env else None
 
 
+def snapshot_info(conn: sqlite3.Connection, db: str) -> dict[str, str] | None:
+    """The snapshot attached as `db` (id, time, the staff KB it was published from), or None if it is not a
+    published KB."""
+    try:
+        row = conn.execute(f"SELECT snapshot, published_at, source FROM {db}.published").fetchone()
+    except sqlite3.Error:
+        return None
+    return dict(zip(("snapshot", "published_at", "source"), row)) if row else None
+
+
+def snapshot_id(conn: sqlite3.Connection, db: str) -> str | None:
+    info = snapshot_info(conn, db)
+    return info["snapshot"] if info else None
+
+
 def _reference_files() -> list[Path]:
     d = data_dir() / "reference"
     return sorted(p for p in d.glob("*.csv")) if d.is_dir() else []
 
 
-def reference_kb_path() -> Path:
-    """Path of the built reference KB, building it first if the data changed."""
+def reference_kb_path(new_kb: Callable[[str], Any]) -> Path:
+    """Path of the built reference KB, building it first if the data changed, into the empty KB (without a
+    reference layer) that `new_kb(path)` opens."""
     files = _reference_files()
     h = hashlib.sha256()
     for f in files:
@@ -55,22 +62,21 @@ def reference_kb_path() -> Path:
     target = cache / f"reference-{h.hexdigest()[:16]}.sqlite"
     if not target.exists():
         cache.mkdir(parents=True, exist_ok=True)
-        _build(files, target)
+        _build(files, target, new_kb)
     return target
 
 
-def _build(files: list[Path], target: Path) -> None:
+def _build(files: list[Path], target: Path, new_kb: Callable[[str], Any]) -> None:
     import csv
     import io
     import tempfile
 
     from .. import importers
-    from .store import KB
     fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".tmp")
     os.close(fd)
     os.unlink(tmp)
     try:
-        kb = KB.open(tmp, reference=False)
+        kb = new_kb(tmp)
         csv_imp = importers.get("csv")
         for f in files:
             data = f.read_bytes()

@@ -5,15 +5,6 @@ import sqlite3
 
 from ..errors import KBError
 
-RUN_COLUMNS = (
-    "id", "source_hash", "seq", "system", "filesystem", "fs_type", "ost_count", "tier", "op", "api", "layout",
-    "collective", "hints", "stripe_count", "stripe_size", "nodes", "ranks", "ranks_per_node", "transfer_size",
-    "block_size", "segments", "file_size", "total_bytes", "files_per_dir", "items_per_rank", "access", "direct",
-    "reps", "value", "unit", "value_given", "unit_given", "value_min", "value_max", "value_sd", "ci95_low",
-    "ci95_high", "notes", "source", "citation", "command", "tool", "tool_version", "importer", "date", "job_id",
-    "kind", "flags",
-)
-
 COMPARISON_COLUMNS = ("system", "filesystem", "op", "factor", "better", "worse", "condition", "source",
                       "citation", "notes", "nodes_min", "nodes_max")
 
@@ -43,7 +34,7 @@ def _rekey_runs(conn: sqlite3.Connection) -> None:
     from ..errors import IOAdvisorError
     from ..model.run import content_key, run_id
     from ..model.validate import check_run
-    from .store import row_to_run
+    from .rows import row_to_run
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'quarantine'").fetchone():
         conn.execute("CREATE TABLE quarantine AS SELECT * FROM runs WHERE 0")
         conn.execute("ALTER TABLE quarantine ADD COLUMN reason TEXT")

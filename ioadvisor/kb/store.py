@@ -9,8 +9,6 @@ from __future__ import annotations
 import datetime as _dt
 import codecs
 import itertools
-import json
-import operator
 from operator import itemgetter
 import os
 import sqlite3
@@ -20,8 +18,10 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from ..errors import ImportFormatError, IOAdvisorError, KBError, UsageError
-from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run, content_key, run_id
-from .schema import COMPARISON_COLUMNS, FSNAME, RUN_COLUMNS, UNKNOWN_FS, migrate, rollback
+from ..model.run import Run, run_id
+from .rows import (RUN_COLUMNS, V_FLAGS, V_SYSTEM, VALUES, content_ids, keyed_row, record, row_to_run,
+                   values_run)
+from .schema import COMPARISON_COLUMNS, FSNAME, UNKNOWN_FS, migrate, rollback
 
 BUSY_TIMEOUT_MS = 60_000
 BATCH = 5000          # runs per executemany inside an import's transaction
@@ -83,56 +83,6 @@ def _cannot_write(e: sqlite3.Error) -> bool:
     return any(t in text for t in ("readonly", "read-only", "unable to open", "disk I/O error"))
 
 
-def _content_ids(runs: Iterable[Run]) -> list[str]:
-    """Content-derived ids: the n-th run with the same content key gets occurrence n."""
-    seen: dict[str, int] = {}
-    out = []
-    for r in runs:
-        key = content_key(r)
-        n = seen.get(key, 0)
-        seen[key] = n + 1
-        out.append(run_id(key, n))
-    return out
-
-
-_PROV_COLS = tuple(f for f in PROV_FIELDS if f in RUN_COLUMNS and f != "source_hash")
-assert set(_PROV_COLS) | {"source_hash"} == set(PROV_FIELDS), "every Provenance field needs a runs column"
-_RUN_ATTRS = tuple(c for c in RUN_COLUMNS if c not in PROV_FIELDS and c not in ("source_hash", "seq", "id"))
-assert set(_RUN_ATTRS) == set(RUN_FIELDS), "every Run field needs a runs column"
-
-# A Run to its `runs` row: attribute getters and one reordering, all in C (imports of a million runs spend
-# their time here otherwise).
-_GET_RUN = operator.attrgetter(*_RUN_ATTRS)
-_GET_PROV = operator.attrgetter(*_PROV_COLS)
-_ROW_NAMES = ("id", "source_hash", "seq") + _RUN_ATTRS + _PROV_COLS + ("",)
-_TO_ROW = operator.itemgetter(*(_ROW_NAMES.index(c) if c in _ROW_NAMES else len(_ROW_NAMES) - 1
-                                for c in RUN_COLUMNS))
-_HINTS, _COLL, _DIRECT, _FLAGS = (_ROW_NAMES.index(c) for c in ("hints", "collective", "direct", "flags"))
-
-
-def _run_row(run: Run, rid: str | None, source_hash: str, seq: int) -> tuple:
-    v = [rid, source_hash, seq, *_GET_RUN(run), *_GET_PROV(run.provenance), None]
-    h = v[_HINTS]
-    v[_HINTS] = json.dumps(dict(sorted(h.items()))) if h else None
-    for i in (_COLL, _DIRECT):
-        if v[i] is not None:
-            v[i] = int(v[i])
-    v[_FLAGS] = ",".join(v[_FLAGS]) if v[_FLAGS] else None
-    return _TO_ROW(v)
-
-
-#: what an import stores of a run besides its id, source hash and position: the `runs` columns after those
-VALUES = RUN_COLUMNS[3:]
-assert RUN_COLUMNS[:3] == ("id", "source_hash", "seq")
-_V_SYSTEM, _V_FLAGS = VALUES.index("system"), VALUES.index("flags")
-assert _V_FLAGS == len(VALUES) - 1
-
-
-def keyed_row(run: Run) -> tuple[str, tuple]:
-    """A run as an import stores it: (its content key, its VALUES)."""
-    return content_key(run), _run_row(run, None, "", 0)[3:]
-
-
 def _keyed(runs: Iterable[Run], source: str) -> Iterator[tuple[str, tuple]]:
     """Runs as keyed rows, each run checked first (whatever read it): one bad value stops the source."""
     from ..model.validate import checked
@@ -168,44 +118,6 @@ def _batches(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
         if len(keep) < len(VALUES):
             rows = list(map(itemgetter(*keep), rows)) if len(keep) > 1 else [(r[keep[0]],) for r in rows]
         yield tuple(VALUES[i] for i in keep), [run_id(k) for k in keys], keys, rows
-
-
-def _values_run(values: tuple) -> Run:
-    """The Run of stored VALUES (for the evidence flags)."""
-    return row_to_run({**dict(zip(VALUES, values)), "id": None, "source_hash": ""})
-
-
-def row_to_run(row: sqlite3.Row | dict) -> Run:
-    """A `runs` row back to a Run."""
-    kw = {c: row[c] for c in _RUN_ATTRS}
-    hints = kw["hints"]
-    kw["hints"] = json.loads(hints) if hints else {}
-    for b in ("collective", "direct"):
-        if kw[b] is not None:
-            kw[b] = bool(kw[b])
-    kw["flags"] = tuple(kw["flags"].split(",")) if kw["flags"] else ()
-    # Rows come from our own schema, so every field is present and typed: fill the frozen instances' dicts
-    # directly instead of running the generated __init__ (about 5x faster on large result sets).
-    prov = object.__new__(Provenance)
-    prov.__dict__.update({f: row[f] for f in _PROV_COLS}, source_hash=row["source_hash"] or "")
-    run = object.__new__(Run)
-    run.__dict__.update(kw, provenance=prov, id=row["id"])
-    return run
-
-
-def _record(row: dict[str, Any]) -> dict[str, Any]:
-    """A `runs` row as its documented JSON form, built directly (no dataclass round trip)."""
-    out = {c: row[c] for c in _RUN_ATTRS}
-    out["hints"] = json.loads(out["hints"]) if out["hints"] else {}
-    for b in ("collective", "direct"):
-        if out[b] is not None:
-            out[b] = bool(out[b])
-    out["flags"] = out["flags"].split(",") if out["flags"] else []
-    out["provenance"] = {f: row[f] for f in PROV_FIELDS}
-    out["id"], out["origin"] = row["id"], row["origin"]
-    return out
-
-
 
 
 class _Summary:
@@ -374,16 +286,16 @@ def _flagged(items: Iterable[tuple[str, tuple]], center: Any) -> Iterator[tuple[
     given = center if center is None or hasattr(center, "filesystems") else center_for(center, None)
     centers: dict[str, Any] = {}
     for key, values in items:
-        system = values[_V_SYSTEM]
+        system = values[V_SYSTEM]
         if system not in centers:
             c = given if given is not None else center_for(None, system)
             centers[system] = c if useful(c) else None
         c = centers[system]
         if c is not None:
-            run = _values_run(values)
+            run = values_run(values)
             f = flags_of(run, center=c)
             if f != run.flags:
-                values = values[:_V_FLAGS] + (",".join(f) or None,)
+                values = values[:V_FLAGS] + (",".join(f) or None,)
         yield key, values
 
 
@@ -515,7 +427,7 @@ class KB:
         same from one publication to the next), else the cached build's file name (a hash of its data)."""
         if not self.reference:
             return None
-        from .publish import snapshot_id
+        from .reference import snapshot_id
         return snapshot_id(self.conn, "ref") or os.path.basename(self.reference)
 
     @classmethod
@@ -557,9 +469,9 @@ class KB:
                 raise KBError(f"{p}: not a usable knowledge base ({e})") from None
         ref_path = None
         if reference:
-            from .reference import published_kb_path, reference_kb_path
+            from .reference import published_kb_path
             published = published_kb_path()
-            ref_path = str(published or reference_kb_path())
+            ref_path = str(published or cls.built_reference())
             # read-only and immutable: the reference layer (the cached build, or the center's published snapshot
             # on a shared, possibly read-only file system) is only ever replaced whole by a rename, never changed
             # in place, so no process locks it or creates a journal, -wal or -shm file beside it, and a write
@@ -586,6 +498,12 @@ class KB:
         conn.execute("CREATE TEMP VIEW all_runs AS " + union.format(t="runs"))
         conn.execute("CREATE TEMP VIEW all_comparisons AS " + union.format(t="comparisons"))
         return cls(conn, target, ref_path)
+
+    @classmethod
+    def built_reference(cls) -> Path:
+        """The reference KB built from the shipped data (rebuilt when they change)."""
+        from .reference import reference_kb_path
+        return reference_kb_path(lambda path: cls.open(path, reference=False))
 
     def close(self) -> None:
         self.conn.close()
@@ -713,17 +631,19 @@ class KB:
         (ioadvisor.center.evidence) from `center` (a `Center`, a center file or a shipped name) or else from
         the shipped center named like the runs' system."""
         from .. import importers
+        from ..util import printable
         p = Path(path)
+        name = printable(str(p))      # the source as runs and messages hold it (a byte that is not UTF-8 as \\xNN)
         # the generators reading the reopened file are closed (their clean-up run) while it is still open
         with _ImportSource(p) as src, ExitStack() as readers:
             head = src.head()
             if not head:
-                raise ImportFormatError("empty file", str(p))
-            imp = importers.detect(head, str(p)) if fmt == "auto" else importers.get(fmt)
+                raise ImportFormatError("empty file", name)
+            imp = importers.detect(head, name) if fmt == "auto" else importers.get(fmt)
             if imp.check is not None and src.spool is None:
                 imp.check(str(p))                # e.g. a Darshan header that does not fit the file: not read
             digest, size = src.scan(imp.text, None if imp.stream else importers.MAX_WHOLE_FILE)
-            ctx = importers.ImportContext(source=str(p), system=system, filesystem=filesystem, kind=kind)
+            ctx = importers.ImportContext(source=name, system=system, filesystem=filesystem, kind=kind)
             nullable = self._null_default_columns()
 
             def prepared(items: Iterable[tuple[str, tuple]]) -> Iterator[Batch]:
@@ -743,23 +663,23 @@ class KB:
                         items = readers.enter_context(closing(imp.stream(f, ctx, csvrows.RowReader)))
                         batches = prepared(items if progress is None else _progressed(items, f, size, progress))
                 else:
-                    items = _keyed(readers.enter_context(closing(imp.stream(f, ctx))), str(p))
+                    items = _keyed(readers.enter_context(closing(imp.stream(f, ctx))), name)
                     batches = prepared(items if progress is None else _progressed(items, f, size, progress))
             else:
                 try:
                     runs = imp.parse(src.read_all(), ctx)
                 except ImportFormatError as e:
-                    raise e if e.path else e.at(str(p)) from None
+                    raise e if e.path else e.at(name) from None
                 if not runs:
-                    raise ImportFormatError(f"no measured results found ({imp.name} format)", str(p))
+                    raise ImportFormatError(f"no measured results found ({imp.name} format)", name)
                 if progress is not None:
                     progress(size, size)
-                batches = prepared(_keyed(runs, str(p)))
+                batches = prepared(_keyed(runs, name))
             try:
-                return self._add(batches, source=str(p), source_hash=digest, fmt=imp.name,
+                return self._add(batches, source=name, source_hash=digest, fmt=imp.name,
                                  importer=f"{imp.name}/{imp.version}", require_runs=True)
             except ImportFormatError as e:
-                raise e if e.path else e.at(str(p)) from None
+                raise e if e.path else e.at(name) from None
 
     # ---- reading -------------------------------------------------------------------------------------------
     def rows(self, flt: RunFilter = RunFilter()) -> Iterator[sqlite3.Row]:
@@ -822,12 +742,12 @@ class KB:
 
     def records(self, flt: RunFilter = RunFilter()) -> list[dict[str, Any]]:
         """Runs as their documented JSON form (docs/json.md), each with its `origin`."""
-        return [_record(r) for r in self._dict_rows(flt)]
+        return [record(r) for r in self._dict_rows(flt)]
 
     def get_record(self, rid: str) -> dict[str, Any]:
         run = self.get(rid)
         row = self.conn.execute("SELECT * FROM all_runs WHERE id = ?", (run.id,)).fetchone()
-        return _record(dict(row))
+        return record(dict(row))
 
     def _dbs(self) -> tuple[str, ...]:
         return ("main", "ref") if self.reference else ("main",)
@@ -898,7 +818,7 @@ class KB:
 
     def stats(self) -> dict[str, Any]:
         """Counts per origin, system, op and kind, and the number of sources."""
-        from .publish import snapshot_info
+        from .reference import snapshot_info
         q = self.conn.execute
         by = lambda col: {str(k): n for k, n in q(  # noqa: E731
             f"SELECT {col}, count(*) FROM all_runs GROUP BY {col} ORDER BY {col}")}
@@ -970,7 +890,7 @@ class KB:
         try:
             self.conn.executemany("DELETE FROM main.runs WHERE id = ?", [(r["id"],) for r in rows])
             moved = [{**r, **changes} for r in rows]
-            new_ids = _content_ids(row_to_run(r) for r in moved)
+            new_ids = content_ids(row_to_run(r) for r in moved)
             known = self._known_ids(new_ids)
             keep = [(r, rid) for r, rid in zip(moved, new_ids) if rid not in known]
             cols = RUN_COLUMNS

@@ -9,7 +9,8 @@ import importlib
 from typing import Any
 
 _WHERE = {
-    **dict.fromkeys(("Provenance", "Run", "make_run", "norm_api", "norm_layout"), "run"),
+    **dict.fromkeys(("Provenance", "Run", "norm_api", "norm_layout"), "run"),
+    "make_run": "validate",
     **dict.fromkeys(("Advice", "Center", "Config", "Evidence", "FileSystem", "Finding", "Option", "Prediction",
                      "Tier", "Workload"), "types"),
     **dict.fromkeys(("format_size", "normalize", "parse_size"), "units"),

@@ -3,13 +3,11 @@ from __future__ import annotations
 
 import json
 import json.encoder
-import math
-from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from operator import attrgetter, itemgetter
 from typing import Any, Mapping
 
 from ..errors import UsageError
-from .units import normalize
 
 APIS = ("POSIX", "MPIIO", "HDF5", "STDIO", "NETCDF", "PNETCDF", "NFS", "OTHER")
 DATA_OPS = ("write", "read", "randwrite", "randread", "rewrite", "reread")
@@ -152,53 +150,6 @@ def new_instance(cls: type, kw: dict[str, Any]) -> Any:
     return obj
 
 
-def make_run(*, value: float, unit: str, spread: Mapping[str, float | None] | None = None, **kw: Any) -> Run:
-    """Build a Run from a value in any supported unit; normalises value and spread together.
-
-    Raises UsageError for an unknown unit or a negative value.
-    """
-    from .validate import check_run
-    if value is None:
-        raise UsageError("missing value")
-    value = _number(value, "value")
-    if value < 0:
-        raise UsageError(f"value must be a non-negative number, got {value:g}")
-    if not isinstance(unit, str):
-        raise UsageError(f"unit must be text, got {unit!r}")
-    norm, norm_unit = normalize(value, unit)
-    factor = norm / value if value else normalize(1.0, unit)[0]
-    extra = {}
-    for key, v in (spread or {}).items():
-        if v is None:
-            continue
-        v = _number(v, key)
-        if v < 0:
-            raise UsageError(f"{key} must not be negative, got {v:g}")
-        extra[key] = v * factor
-    kw.setdefault("api", None)
-    for name in ("api", "layout"):
-        if kw.get(name) is not None and not isinstance(kw[name], str):
-            raise UsageError(f"{name} must be text, got {kw[name]!r}")
-    kw["api"] = norm_api(kw["api"])
-    if kw.get("layout") is not None:
-        kw["layout"] = norm_layout(kw["layout"])
-    kw.update(extra, value=norm, unit=norm_unit, value_given=value, unit_given=unit.strip())
-    return check_run(new_instance(Run, kw))
-
-
-def _number(v: Any, what: str) -> float:
-    """A finite float from a number; UsageError for text, booleans, NaN and infinities."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise UsageError(f"{what} must be a number, got {v!r}")
-    try:
-        f = float(v)
-    except OverflowError:
-        raise UsageError(f"{what} is too large: {v}") from None
-    if not math.isfinite(f):
-        raise UsageError(f"{what} must be a finite number, got {v}")
-    return f
-
-
 #: what makes two runs the same measurement: the system, every measured setting, the value, unit and kind,
 #: and when and by which job it was measured. Not the path it was read from, nor notes or tool versions, so a
 #: copy of a file, its CRLF twin, reordered rows, a reformatted job record or an export of the KB add nothing.
@@ -291,11 +242,3 @@ def _sha1(data: bytes) -> Any:
     import hashlib
     _sha1 = hashlib.sha1
     return _sha1(data)
-
-
-def with_id(run: Run, rid: str) -> Run:
-    return replace(run, id=rid)
-
-
-def hints_to_text(hints: Mapping[str, str]) -> str:
-    return json.dumps(dict(sorted(hints.items())), separators=(",", ":")) if hints else ""

@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
+from ..lustre import stripable
+
 
 @dataclass(frozen=True, kw_only=True)
 class FileSystem:
@@ -25,8 +27,8 @@ class FileSystem:
 
     @property
     def stripable(self) -> bool:
-        """True where users may set striping themselves (Lustre or BeeGFS, policy permitting)."""
-        return self.type in ("lustre", "beegfs") and self.striping == "user"
+        """True where users may run `lfs setstripe` themselves (Lustre, policy permitting)."""
+        return stripable(self.type, self.striping)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -122,7 +122,3 @@ def format_estimate(value: float, low: float, high: float, unit: str) -> str:
     """A value with its interval, all three in one unit: '5,960 (4,289-8,281) MiB/s'."""
     d, u = _display(max(value, low, high), unit)
     return f"{_number(value, d)} ({_number(low, d)}-{_number(high, d)}) {u}"
-
-
-def is_bandwidth_unit(unit: str) -> bool:
-    return normalize(1.0, unit)[1] == BANDWIDTH_UNIT

@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 import re
 from operator import attrgetter
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import UsageError
-from .run import APIS, KINDS, LAYOUTS, OPS, Run
+from .run import APIS, KINDS, LAYOUTS, OPS, Run, new_instance, norm_api, norm_layout
+from .units import normalize
 
 #: normalised value ceilings: 1e10 MiB/s is about 10 EiB/s, 1e12 ops/s far beyond any metadata server
 MAX_VALUE = {"MiB/s": 1e10, "ops/s": 1e12}
@@ -234,3 +235,49 @@ _MARK = "_ioadvise_checked"
 def checked(run: Run) -> Run:
     """`run` once it has passed check_run (at most one check per instance)."""
     return run if run.__dict__.get(_MARK) else check_run(run)
+
+
+def make_run(*, value: float, unit: str, spread: Mapping[str, float | None] | None = None, **kw: Any) -> Run:
+    """Build a Run from a value in any supported unit; normalises value and spread together.
+
+    Raises UsageError for an unknown unit or a negative value.
+    """
+    if value is None:
+        raise UsageError("missing value")
+    value = _number(value, "value")
+    if value < 0:
+        raise UsageError(f"value must be a non-negative number, got {value:g}")
+    if not isinstance(unit, str):
+        raise UsageError(f"unit must be text, got {unit!r}")
+    norm, norm_unit = normalize(value, unit)
+    factor = norm / value if value else normalize(1.0, unit)[0]
+    extra = {}
+    for key, v in (spread or {}).items():
+        if v is None:
+            continue
+        v = _number(v, key)
+        if v < 0:
+            raise UsageError(f"{key} must not be negative, got {v:g}")
+        extra[key] = v * factor
+    kw.setdefault("api", None)
+    for name in ("api", "layout"):
+        if kw.get(name) is not None and not isinstance(kw[name], str):
+            raise UsageError(f"{name} must be text, got {kw[name]!r}")
+    kw["api"] = norm_api(kw["api"])
+    if kw.get("layout") is not None:
+        kw["layout"] = norm_layout(kw["layout"])
+    kw.update(extra, value=norm, unit=norm_unit, value_given=value, unit_given=unit.strip())
+    return check_run(new_instance(Run, kw))
+
+
+def _number(v: Any, what: str) -> float:
+    """A finite float from a number; UsageError for text, booleans, NaN and infinities."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise UsageError(f"{what} must be a number, got {v!r}")
+    try:
+        f = float(v)
+    except OverflowError:
+        raise UsageError(f"{what} is too large: {v}") from None
+    if not math.isfinite(f):
+        raise UsageError(f"{what} must be a finite number, got {v}")
+    return f

@@ -10,8 +10,7 @@ import shlex
 from typing import Mapping
 
 from .flavours import FLAVOURS, FlavourRule, parse_mpi, parse_version, rule_for
-from .render import (OMPIO_MCA, STRIPE_UNIT, Commands, Plan, check_hints, check_stripe_size, lfs_setstripe, path_fragment,
-                     lfs_size, render, render_flavours)
+from .render import OMPIO_MCA, Commands, Plan, check_hints, path_fragment, render, render_flavours
 
 
 def _items(hints: Mapping[str, object]) -> list[tuple[str, str]]:
@@ -48,6 +47,5 @@ def ompio_exports(hints: Mapping[str, object]) -> tuple[list[str], dict[str, str
     return lines, rest
 
 
-__all__ = ["render", "render_flavours", "Plan", "Commands", "lfs_setstripe", "lfs_size", "check_hints",
-           "check_stripe_size", "path_fragment", "STRIPE_UNIT", "OMPIO_MCA", "FLAVOURS", "FlavourRule", "parse_mpi", "parse_version",
+__all__ = ["render", "render_flavours", "Plan", "Commands", "check_hints", "path_fragment", "OMPIO_MCA", "FLAVOURS", "FlavourRule", "parse_mpi", "parse_version",
            "rule_for", "romio_hints_file", "mpich_mpiio_hints", "ompio_exports"]

@@ -6,7 +6,7 @@ as recipes and `diagnose` quotes the `lfs` line. The rules that make them safe l
 * striping is set on a job-specific directory the commands create (`$IOADVISE_DIR`, a new
   `ioadvise-JOBID` directory below the persistent output directory), never on a top-level or home directory;
 * the ROMIO hints file is `$IOADVISE_DIR/romio-hints`, an absolute, job-private path;
-* stripe sizes must be multiples of 64 KiB and are written the way `lfs` parses them (`1M`, `64K`, never `1MiB`);
+* stripe counts and sizes are those Lustre accepts, written as it parses them (`lustre.Setstripe`);
 * a read job gets no `lfs setstripe` and no striping hints (both act only when a file is created);
 * staging is real commands, the stage-out reporting its byte count and exit status.
 """
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..errors import UsageError
+from ..lustre import Setstripe, check_stripe_count, check_stripe_size, pattern_vars
 from .flavours import FlavourRule, rule_for
 
-STRIPE_UNIT = 64 << 10                    # Lustre stripe sizes are multiples of 64 KiB (lfs-setstripe(1))
 STRIPING_HINTS = ("striping_factor", "striping_unit", "start_iodevice", "romio_lustre_start_iodevice")
 HINTS_NAME = "romio-hints"
 DIR_VAR = "IOADVISE_DIR"
@@ -53,53 +53,18 @@ def check_hints(hints: Mapping[str, object]) -> dict[str, str]:
     return out
 
 
-def lfs_size(n: int) -> str:
-    """A stripe size in the grammar of Lustre's size parser: a number and one unit letter (`4M`, `192K`).
-    ValueError unless it is a positive multiple of 64 KiB."""
-    if isinstance(n, bool) or not isinstance(n, int) or n <= 0 or n % STRIPE_UNIT:
-        raise ValueError(f"stripe size {n!r} bytes is not a positive multiple of 64 KiB (65536 bytes)")
-    for suffix, mult in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if n % mult == 0:
-            return f"{n // mult}{suffix}"
-    return str(n)  # not reached: every multiple of 64 KiB is a whole number of K
-
-
-def check_stripe_size(n: int | None, what: str = "stripe size") -> None:
-    """UsageError for a stripe size Lustre would reject."""
-    if n is not None and (n <= 0 or n % STRIPE_UNIT):
-        raise UsageError(f"{what} {n} bytes: Lustre needs a multiple of 64 KiB (65536 bytes), e.g. 1MiB or 4MiB")
-
-
-def shell_word(p: str) -> str:
-    """Quote for the shell, keeping $VARIABLES expandable: `"$OUTDIR"`, `"/lustre/$USER"` in double quotes."""
-    if "$" not in p:
-        return shlex.quote(p)
-    return '"' + re.sub(r'([\\"`])', r"\\\1", p) + '"'
-
-
-def lfs_setstripe(directory: str, count: int | None, size: int | None) -> str:
-    """`lfs setstripe -c N -S SIZE DIR`, sizes in Lustre's grammar (ValueError for a size lfs rejects)."""
-    parts = ["lfs", "setstripe"]
-    if count is not None:
-        parts += ["-c", str(count)]
-    if size:
-        parts += ["-S", lfs_size(size)]
-    return " ".join(parts + [shell_word(directory)])
-
-
 def path_fragment(pattern: str, extra_vars: frozenset[str] = frozenset()) -> str:
     """A directory pattern as text for inside double quotes: allowed $VARS stay, everything else is literal.
     UsageError for another variable or a relative path."""
     allowed = PATH_VARS | extra_vars
     out: list[str] = []
     pos = 0
-    for m in re.finditer(r"\$(?:\{(\w+)\}|(\w+))", pattern):
-        name = m.group(1) or m.group(2)
+    for name, start, end in pattern_vars(pattern):
         if name not in allowed:
             raise UsageError(f"directory {pattern!r}: ${name} is not allowed (use {', '.join(sorted(PATH_VARS))})")
-        out.append(re.sub(r'([\\"`$])', r"\\\1", pattern[pos:m.start()]))
+        out.append(re.sub(r'([\\"`$])', r"\\\1", pattern[pos:start]))
         out.append("${" + name + "}")
-        pos = m.end()
+        pos = end
     out.append(re.sub(r'([\\"`$])', r"\\\1", pattern[pos:]))
     text = "".join(out).rstrip("/") or "/"
     if not (pattern.startswith("/") or pattern.startswith("$")):
@@ -132,6 +97,11 @@ class Plan:
     hdf5_alignment: int | None = None
     collective: bool | None = None              # collective MPI-IO (HDF5: the collective transfer property)
 
+    def __post_init__(self) -> None:
+        # the one check of a stripe count and size to apply (wrap's flags, advise's pins, a center's defaults)
+        check_stripe_count(self.stripe_count)
+        check_stripe_size(self.stripe_size)
+
 
 @dataclass(frozen=True, kw_only=True)
 class Commands:
@@ -139,7 +109,7 @@ class Commands:
 
     request: str | None = None                  # `#SBATCH --constraint=BEEOND`
     directory: tuple[str, ...] = ()             # export IOADVISE_DIR=...; mkdir -p
-    lfs: str | None = None
+    setstripe: Setstripe | None = None         # the `lfs setstripe` line, as data
     hints: Mapping[str, str] = field(default_factory=dict)
     hints_file: str = ""                        # text of the ROMIO hints file
     hints_write: str | None = None              # the line writing it
@@ -154,6 +124,11 @@ class Commands:
     mpi: str = "mpich"
     mpi_label: str = ""
     mpi_source: str = ""
+
+    @property
+    def lfs(self) -> str | None:
+        """The `lfs setstripe` line as text."""
+        return self.setstripe.render() if self.setstripe else None
 
     def lines(self) -> list[str]:
         """Shell lines for the top of the job script (after its #SBATCH lines)."""
@@ -244,9 +219,6 @@ def render(plan: Plan) -> Commands:
     hints = check_hints(plan.hints) if plan.api.upper() in ("MPIIO", "MPI-IO", "HDF5") else {}
     if plan.hints and not hints:
         notes.append(f"MPI-IO hints are not applied: the job uses {plan.api}, which does not read them.")
-    if plan.stripe_count is not None and (plan.stripe_count == 0 or plan.stripe_count < -1):
-        raise UsageError(f"stripe count {plan.stripe_count}: positive, or -1 for all OSTs")
-    check_stripe_size(plan.stripe_size)
     striping = plan.stripe_count is not None or bool(plan.stripe_size)
     reading = plan.op == "read"
     if reading:
@@ -254,7 +226,7 @@ def render(plan: Plan) -> Commands:
         for k in dropped:
             hints.pop(k)
         if striping or dropped:
-            how = lfs_setstripe("FILE", plan.stripe_count, plan.stripe_size).replace("setstripe", "migrate", 1)
+            how = Setstripe("FILE", plan.stripe_count, plan.stripe_size).render("migrate")
             notes.append(f"A read job cannot change the layout of files that already exist (striping is fixed when "
                          f"a file is created), so no lfs setstripe{' and no ' + ', '.join(dropped) if dropped else ''}"
                          f". If the input's layout is the problem, restripe it once before the job: `{how}`, or copy "
@@ -262,7 +234,7 @@ def render(plan: Plan) -> Commands:
     lfs = None
     if striping and not reading:
         if plan.striping_allowed:
-            lfs = lfs_setstripe(f"${DIR_VAR}", plan.stripe_count, plan.stripe_size)
+            lfs = Setstripe(f"${DIR_VAR}", plan.stripe_count, plan.stripe_size)
         else:
             notes.append("Striping is not set: the center does not let users stripe this file system.")
     env: list[str] = []
@@ -307,7 +279,7 @@ def render(plan: Plan) -> Commands:
         hdf5_c += ("HDF5 C: dxpl = H5Pcreate(H5P_DATASET_XFER); H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE); "
                    "pass dxpl to H5Dwrite/H5Dread",)
     return Commands(request=f"#SBATCH {plan.tier_request}" if plan.tier and plan.tier_request else None,
-                    directory=directory, lfs=lfs, hints=hints, hints_file=hints_file, hints_write=hints_write,
+                    directory=directory, setstripe=lfs, hints=hints, hints_file=hints_file, hints_write=hints_write,
                     env=tuple(env), scratch=scratch, stage_in=stage_in, stage_out=stage_out, h5py=h5py,
                     h5py_collective=h5py_collective, hdf5_c=hdf5_c, notes=tuple(notes), mpi=plan.mpi, mpi_label=rule.label, mpi_source=rule.source)
 

@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
+from ..lustre import ost_limit, stripes_of
+from ..lustre import striped as lustre_striped
 from ..model.run import DATA_OPS, WRITE_OPS, Run, bytes_moved
 from . import physical as ph
 from .physical import INF, MIN_LOG_SIGMA, Z90, Posterior
@@ -46,7 +48,7 @@ class Point:
             t = self.targets if math.isfinite(self.targets) else 1.0
             stripes = t if (self.shared or self.ranks <= 1) else max(t / max(self.ranks, 1.0), 1.0)
         return ph.PPoint(nodes=self.clients, ranks=self.ranks, stripes=float(stripes),
-                         osts=float(self.osts) if self.osts else INF, shared=self.shared, transfer=self.transfer,
+                         osts=ost_limit(self.osts), shared=self.shared, transfer=self.transfer,
                          klass=self.klass or "?/-", layout=self.layout or ("shared" if self.shared else None),
                          striped=self.striped and math.isfinite(self.targets) if self.stripes is None
                          else self.striped, bytes=self.bytes, writes=self.writes, stripe_size=self.stripe_size,
@@ -128,28 +130,20 @@ class Fit:
         return value / w, value * w
 
 
-def _stripes_of(r: Run, osts: int | None, default_stripes: int | None) -> float:
-    sc = r.stripe_count if r.stripe_count not in (None, 0) else (default_stripes or 1)
-    if sc == -1 or sc < 0:
-        sc = osts or 1
-    return float(sc)
-
-
 def run_point(r: Run, ost_count: int | None = None, default_stripes: int | None = None) -> Point:
     """How a measured run maps onto the model's inputs. Unstated client counts mean an aggregate peak."""
     ranks = r.ranks or (r.nodes * (r.ranks_per_node or 1) if r.nodes else None)
     clients = r.nodes or (ranks if ranks else None)
     osts = r.ost_count or ost_count
-    stripes = _stripes_of(r, osts, default_stripes)
+    stripes = float(stripes_of(r.stripe_count, osts, default_stripes))
     shared = r.layout == "shared"
     n = float(ranks) if ranks else INF
-    striped = (r.fs_type or "lustre") in ("lustre", "beegfs")
+    striped = lustre_striped(r.fs_type or "lustre")
     if shared or n == 1:
         targets = stripes
     else:
         targets = n * stripes
-    if osts:
-        targets = min(targets, float(osts))
+    targets = min(targets, ost_limit(osts))
     if not striped:
         targets = INF
     if not math.isfinite(n) and clients:

@@ -24,6 +24,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from ..lustre import striped, stripes_of
 from ..model.run import Run, bytes_moved
 from . import io_class
 from .physical import INF
@@ -60,12 +61,9 @@ class _Obs:
 
 
 def _stripes(r: Run, osts: int | None, dflt: int | None) -> float:
-    if (r.fs_type or "lustre").lower() not in ("lustre", "beegfs"):
+    if not striped((r.fs_type or "lustre").lower()):
         return 0.0              # the file system spreads data itself: stripe counts do not apply
-    sc = r.stripe_count if r.stripe_count not in (None, 0) else (dflt or 1)
-    if sc < 0:
-        sc = r.ost_count or osts or 1
-    return float(sc)
+    return float(stripes_of(r.stripe_count, r.ost_count or osts, dflt))
 
 
 def _log_interp(x: float, a: float, b: float, va: float, vb: float) -> float:

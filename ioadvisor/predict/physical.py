@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping, Sequence
 
+from ..lustre import ost_limit
 from ..model.validate import MIN_VALUE
 
 INF = float("inf")
@@ -247,7 +248,7 @@ def _rate(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> Any:
 
 def point_inputs(p: PPoint, caps: Sequence[str] = ()) -> dict[str, Any]:
     """A point as the model's inputs (floats)."""
-    m = _ost_count(p)
+    m = ost_limit(p.osts)
     cap_idx = caps.index("cap:" + p.klass) if ("cap:" + p.klass) in caps else None
     X = {"nodes": p.nodes, "ranks": p.ranks, "stripes": p.stripes, "osts": m,
          "coll": p.shared and _collective(p.klass) and p.ranks > 1, "one_file": p.shared or p.ranks <= 1,
@@ -264,7 +265,7 @@ def array_inputs(points: Sequence[PPoint], caps: Sequence[str] = ()) -> dict[str
     import numpy as np
     col = lambda f: np.array([f(p) for p in points], dtype=float)   # noqa: E731
     X = {"nodes": col(lambda p: p.nodes), "ranks": col(lambda p: p.ranks), "stripes": col(lambda p: p.stripes),
-         "osts": col(_ost_count),
+         "osts": col(lambda p: ost_limit(p.osts)),
          "coll": np.array([p.shared and _collective(p.klass) and p.ranks > 1 for p in points]),
          "one_file": np.array([p.shared or p.ranks <= 1 for p in points]),
          "shared_many": np.array([p.shared and p.ranks > 1 for p in points]),
@@ -279,10 +280,6 @@ def array_inputs(points: Sequence[PPoint], caps: Sequence[str] = ()) -> dict[str
 
 def _collective(klass: str) -> bool:
     return klass.endswith("/coll")
-
-
-def _ost_count(p: PPoint) -> float:
-    return p.osts if p.osts and p.osts > 0 else INF
 
 
 def _stripe_size(p: PPoint) -> float:
@@ -303,7 +300,7 @@ def lock_writers(p: PPoint) -> float:
             and not _collective(p.klass)):
         return 1.0
     # a run that did not say its stripe count: its stripes are a guess, and so would be the writers per object
-    w = math.ceil(p.nodes / min(max(p.stripes, 1.0), _ost_count(p)) - 1e-9) if p.stripes_known else 1.0
+    w = math.ceil(p.nodes / min(max(p.stripes, 1.0), ost_limit(p.osts)) - 1e-9) if p.stripes_known else 1.0
     t, size = int(p.transfer or 0), int(_stripe_size(p))
     if t > 0 and size > 0 and size % t != 0 and t % size != 0:
         w = max(w, 2.0)

@@ -1,8 +1,8 @@
 """Parse a Slurm batch script the way sbatch reads it. Pure: text in, values out, never raises on bad text.
 
 sbatch reads `#SBATCH` directives from the top of the script until the first line that is neither blank nor a
-comment; `#SBATCH` lines after that are ignored by sbatch and reported here as warnings. `#IOADVISE key=value`
-lines (anywhere in the script) describe the job's I/O for the advisor.
+comment; `#SBATCH` lines after that are ignored by sbatch and reported here as warnings. `#IOADVISE` lines are
+read by `ioadvisor.ioadvise_lines` (through `ioadvisor.job.describe`), not here.
 """
 from __future__ import annotations
 
@@ -27,14 +27,11 @@ FLAGS = {
 # flags whose value is optional and must be attached with "=" (--exclusive=user, --no-kill=off)
 OPTIONAL_ARG = {"exclusive", "get-user-env", "no-kill"}
 
-from ..job import SCRIPT_KEYS as IOADVISE_KEYS  # noqa: E402  the one key table (ioadvisor/job.py)
-
 # the blanks of a line that sbatch (C isspace) and the job_submit.lua hook (%s) skip; str.strip() would also
 # skip FS, GS, RS, NEL and the Unicode spaces, which bash runs as (unknown) commands
 BLANKS = " \t\r\v\f"
 
 _SBATCH_RE = re.compile(r"^#SBATCH(?:\s+(.*))?$")
-_IOADVISE_RE = re.compile(r"^#IOADVISE(?:\s+(.*))?$")
 
 
 @dataclass(frozen=True)
@@ -56,7 +53,6 @@ class JobScript:
     shebang: str | None
     directives: tuple[Directive, ...]
     block_end: int
-    ioadvise: tuple[tuple[str, str, int], ...]          # (key, value, line)
     warnings: tuple[str, ...] = field(default=())
 
     def option(self, name: str, cli: tuple[Directive, ...] = ()) -> str | None:
@@ -73,16 +69,6 @@ class JobScript:
         out: dict[str, str | None] = {}
         for d in (*self.directives, *cli):
             out[d.option] = d.value
-        return out
-
-    def advice_keys(self) -> dict[str, str]:
-        """`#IOADVISE` keys, the last value winning (repeatable keys joined by ',')."""
-        out: dict[str, str] = {}
-        for key, value, _ in self.ioadvise:
-            if key in ("stage_in", "hint") and key in out:
-                out[key] = out[key] + "," + value
-            else:
-                out[key] = value
         return out
 
     @property
@@ -182,7 +168,6 @@ def parse_jobscript(text: str) -> JobScript:
     if shebang is None:
         warnings.append("no #! line: sbatch requires the script to start with one")
     directives: list[Directive] = []
-    ioadvise: list[tuple[str, str, int]] = []
     block_end = len(lines)
     in_block = True
     for idx, line in enumerate(lines):
@@ -201,13 +186,5 @@ def parse_jobscript(text: str) -> JobScript:
             else:
                 warnings.append(f"line {n}: #SBATCH after the first command is ignored by sbatch")
             continue
-        m = _IOADVISE_RE.match(line)
-        if m:
-            for tok in _split(m.group(1) or ""):
-                key, eq, value = tok.partition("=")
-                if not eq or key not in IOADVISE_KEYS:
-                    warnings.append(f"line {n}: unknown #IOADVISE item {tok[:40]!r}")
-                    continue
-                ioadvise.append((key, value, n))
     return JobScript(text=text, lines=lines, shebang=shebang, directives=tuple(directives),
-                     block_end=block_end, ioadvise=tuple(ioadvise), warnings=tuple(warnings))
+                     block_end=block_end, warnings=tuple(warnings))

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..errors import UsageError
-from ..mpiio.render import Plan, check_hints, check_stripe_size, render
+from ..lustre import constraint_of, has_feature, pattern_vars
+from ..mpiio.render import Plan, check_hints, render
 from ..mpiio.flavours import FLAVOURS as MPI_FLAVOURS, parse_version
 from ..util import check_line_value
 from .jobscript import parse_jobscript, script_lines
@@ -152,11 +153,7 @@ def validate(settings: WrapSettings) -> None:
     parse_version(settings.mpi_version)
     if settings.op not in ("write", "read"):
         raise UsageError(f"op {settings.op!r}: write or read")
-    for n, what in ((settings.stripe_count, "stripe count"), (settings.stripe_size, "stripe size")):
-        if n is not None and (not isinstance(n, int) or n < (-1 if what == "stripe count" else 1) or n == 0):
-            raise UsageError(f"{what} must be a positive integer (-1 = all targets for the count), not {n!r}")
-    if isinstance(settings.stripe_size, int):
-        check_stripe_size(settings.stripe_size)
+    settings.plan()         # checks the stripe count and size
     if settings.tier is not None:
         t = settings.tier
         for v, what in ((t.name, "tier name"), (t.request, "tier request"), (t.mount, "tier mount")):
@@ -177,14 +174,13 @@ def mount_expr(pattern: str) -> str:
     """A tier mount pattern as a shell word: literal parts quoted, allowed $VARS expanded, nothing else."""
     parts: list[str] = []
     pos = 0
-    for m in re.finditer(r"\$(?:\{(\w+)\}|(\w+))", pattern):
-        name = m.group(1) or m.group(2)
+    for name, start, end in pattern_vars(pattern):
         if name not in MOUNT_VARS:
             raise UsageError(f"tier mount {pattern!r}: ${name} is not allowed (use {', '.join(sorted(MOUNT_VARS))})")
-        if m.start() > pos:
-            parts.append(q(pattern[pos:m.start()]))
+        if start > pos:
+            parts.append(q(pattern[pos:start]))
         parts.append(f'"${{{name}}}"')
-        pos = m.end()
+        pos = end
     if pos < len(pattern):
         parts.append(q(pattern[pos:]))
     if not parts:
@@ -194,10 +190,9 @@ def mount_expr(pattern: str) -> str:
 
 def _request_directive(request: str, current_constraint: str | None) -> str | None:
     """`#SBATCH` line asking for the tier; merges with the user's --constraint (the last directive wins)."""
-    m = re.match(r"^(?:--constraint=|-C\s*)(.+)$", request.strip())
-    if m:
-        feature = m.group(1)
-        if current_constraint and re.search(rf"(^|[&|,\[\]]){re.escape(feature)}($|[&|,\[\]*:])", current_constraint):
+    feature = constraint_of(request)
+    if feature:
+        if current_constraint and has_feature(current_constraint, feature):
             return None
         value = f"{current_constraint}&{feature}" if current_constraint else feature
         return f"#SBATCH --constraint={_directive_quote(value)}"
@@ -214,8 +209,9 @@ def _directive_quote(value: str) -> str:
     return f'"{value}"'
 
 
-def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> list[str]:
-    """The shell lines of the inserted block (after any #SBATCH lines)."""
+def preamble(settings: WrapSettings, recdir: str | None = None) -> list[str]:
+    """The shell lines of the inserted block (after any #SBATCH lines); the record goes to `recdir` (the directory
+    of the script's --output), else to the output directory."""
     s = settings
     cmds = render(s.plan())
     # the record holds what is applied: a read job's striping and striping hints are dropped by the renderer
@@ -229,11 +225,9 @@ def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> l
     add('case "$0" in /*) _ioadv_self="$0";; *) _ioadv_self="$PWD/$0";; esac')
     add('_ioadv_job="${SLURM_JOB_ID:-$$}"')
     add('_ioadv_cwd="$PWD"')
-    outdir = s.outdir or script_dirs.get("outdir")
-    add(f"_ioadv_out={q(outdir)}" if outdir else '_ioadv_out="$PWD"')
+    add(f"_ioadv_out={q(s.outdir)}" if s.outdir else '_ioadv_out="$PWD"')
     add('case "$_ioadv_out" in /*) ;; *) _ioadv_out="$PWD/$_ioadv_out";; esac')
     add('mkdir -p -- "$_ioadv_out"')
-    recdir = script_dirs.get("recdir")
     add(f"_ioadv_rec_dir={q(recdir)}" if recdir else '_ioadv_rec_dir="$_ioadv_out"')
     add('case "$_ioadv_rec_dir" in /*) ;; *) _ioadv_rec_dir="$PWD/$_ioadv_rec_dir";; esac')
     add('_ioadv_rec="$_ioadv_rec_dir/ioadvise-$_ioadv_job.json"')
@@ -254,8 +248,8 @@ def preamble(settings: WrapSettings, script_dirs: Mapping[str, str | None]) -> l
         add('  export IOADVISE_DIR="$_ioadv_out/ioadvise-$_ioadv_job"')
         add('  mkdir -p -- "$IOADVISE_DIR"')
         add("fi")
-    if cmds.lfs:
-        flags = cmds.lfs[len("lfs setstripe "):].rsplit(" ", 1)[0]
+    if cmds.setstripe:
+        flags = cmds.setstripe.flags()
         add('_ioadv_fs=$(stat -f -c %T "$IOADVISE_DIR" 2>/dev/null)')
         add('if [ "$_ioadv_fs" = lustre ] || { command -v lfs >/dev/null 2>&1 && '
             'lfs getstripe -d "$IOADVISE_DIR" >/dev/null 2>&1; }; then')
@@ -368,10 +362,9 @@ def wrap(text: str, settings: WrapSettings) -> str:
         line = _request_directive(settings.tier.request, js.option("constraint"))
         if line:
             directives.append(line)
-    dirs: dict[str, str | None] = {"outdir": js.advice_keys().get("outdir")}
     output = js.option("output")
-    if output and "/" in output and "%" not in output.rsplit("/", 1)[0]:
-        dirs["recdir"] = output.rsplit("/", 1)[0] or "/"
+    head = output.rsplit("/", 1)[0] if output and "/" in output else None
+    recdir = (head or "/") if head is not None and "%" not in head else None
     # The block sets everything up in the batch shell, then runs the script again in a child shell of the same
     # interpreter (as the kernel reads the #! line: the program and at most one argument), which skips the
     # block and runs the user's commands. Their traps, `exec` or `exit` end only the child; the batch shell's
@@ -381,7 +374,7 @@ def wrap(text: str, settings: WrapSettings) -> str:
     child = " ".join([q(prog)] + ([q(arg.strip())] if arg.strip() else []))
     block = [BEGIN, *directives,
              'if [ "${_ioadv_parent:-}" != "$PPID" ]; then',
-             *(f"  {line}" for line in preamble(settings, dirs)),
+             *(f"  {line}" for line in preamble(settings, recdir)),
              f'  if grep -qF {q(BEGIN_PREFIX)} "$_ioadv_self" 2>/dev/null; then',
              f'    _ioadv_parent=$$ {child} "$_ioadv_self" "$@"',
              "    exit $?",

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ImportFormatError, SlurmError, UsageError
+from ..lustre import constraint_of, has_feature
 from ..model.types import Center
-from .jobscript import JobScript, parse_jobscript
+from .jobscript import parse_jobscript
 from .rewrite import TierSpec, WrapSettings, wrap
 
 # SBATCH_* variables override directives in the script; only these site-wide ones are kept
@@ -83,23 +84,22 @@ def _striping_allowed(center: Center | None) -> bool:
     return any(f.stripable for f in center.filesystems)
 
 
-def explicit_settings(js: JobScript, ex: Explicit, center: Center | None, spec: Any = None) -> WrapSettings:
-    """Settings given on the command line, with the job's own facts (op, lifetime, stage-in) from its description."""
+def explicit_settings(ex: Explicit, center: Center | None, spec: Any = None) -> WrapSettings:
+    """Settings given on the command line, with the job's own facts (op, lifetime, output directory, stage-in)
+    from its description (none when it could not be read)."""
     if spec is None:
         from ..job import JobSpec
         spec = JobSpec()
-    keys = js.advice_keys()
-    stage = ex.stage_in or tuple(spec.stage_in) or tuple(x for x in keys.get("stage_in", "").split(",") if x)
     return WrapSettings(
         stripe_count=ex.stripe_count, stripe_size=ex.stripe_size, hints=dict(ex.hints),
         mpi=ex.mpi or (center.mpi if center else "mpich"),
         mpi_version=ex.mpi_version if ex.mpi else (center.mpi_version if center else None),
         tier=tier_spec(center, ex.tier) if ex.tier else None,
-        outdir=ex.outdir, stage_in=stage, allow_striping=_striping_allowed(center),
+        outdir=ex.outdir or spec.outdir, stage_in=ex.stage_in or tuple(spec.stage_in), allow_striping=_striping_allowed(center),
         op=spec.op or "write", lifetime=spec.lifetime or "after-job")
 
 
-def advised_settings(js: JobScript, ex: Explicit, center: Center, kb_path: Path | None, path: str,
+def advised_settings(ex: Explicit, center: Center, kb_path: Path | None, path: str,
                      spec: Any) -> tuple[WrapSettings, Any]:
     """Settings from `ioadvisor.advise.advise` for the job the description says, and the advice itself."""
     from ..advise import advise
@@ -112,7 +112,7 @@ def advised_settings(js: JobScript, ex: Explicit, center: Center, kb_path: Path 
         advice = advise(w, kb, center, pins=spec.pins())
     from ..advise.explain import plan_for
     cfg = advice.recommendation.config
-    base = explicit_settings(js, ex, center, spec)
+    base = explicit_settings(ex, center, spec)
     tier = tier_spec(center, cfg.tier) if cfg.tier and center.tier(cfg.tier) and center.tier(cfg.tier).mount else None
     # striping goes where `advise` puts it for this job (the file system's mount), not below the start directory
     named = plan_for(cfg, center, w).base
@@ -141,7 +141,7 @@ def wrap_script(text: str, ex: Explicit, *, center: Center | None = None, kb_pat
         spec, problem = None, e
         warnings = list(js.warnings) + [f"the job description is not used: {e}"]
     if ex.any or center is None:
-        s = replace(explicit_settings(js, ex, center, spec), directives=directives)
+        s = replace(explicit_settings(ex, center, spec), directives=directives)
         try:
             return Wrapped(original=text, text=wrap(text, s), settings=s, source="explicit",
                            warnings=tuple(warnings), spec=spec)
@@ -150,7 +150,7 @@ def wrap_script(text: str, ex: Explicit, *, center: Center | None = None, kb_pat
     try:
         if problem is not None:
             raise problem
-        s, advice = advised_settings(js, ex, center, kb_path, path, spec)
+        s, advice = advised_settings(ex, center, kb_path, path, spec)
         s = replace(s, directives=directives)
         # every caveat of the advice (extrapolation, caps, unmeasured modes) travels with the wrapped job
         warnings += [x for x in (advice.warnings if advice is not None else ()) if x not in warnings]
@@ -232,10 +232,9 @@ def in_queue(job_id: str, env: Mapping[str, str] | None = None) -> bool | None:
 def merge_cli_constraint(options: list[str], request: str | None) -> tuple[list[str], bool]:
     """sbatch options with the tier's feature added to a --constraint/-C given on the command line (which
     would otherwise replace the script's, tier included). Returns (options, changed)."""
-    m = re.match(r"^(?:--constraint=|-C\s*)(.+)$", (request or "").strip())
-    if not m:
+    feature = constraint_of(request)
+    if not feature:
         return list(options), False
-    feature = m.group(1)
     opts = list(options)
     spots = []
     i = 0
@@ -252,7 +251,7 @@ def merge_cli_constraint(options: list[str], request: str | None) -> tuple[list[
     if not spots:
         return opts, False
     idx, prefix, value = spots[-1]
-    if re.search(rf"(^|[&|,\[\]]){re.escape(feature)}($|[&|,\[\]*:])", value):
+    if has_feature(value, feature):
         return opts, False
     opts[idx] = f"{prefix}{value}&{feature}"
     return opts, True
