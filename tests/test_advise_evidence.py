@@ -287,3 +287,24 @@ def test_a_stripe_count_above_the_measured_ones_is_not_held_under_their_bandwidt
                             stripe_count=8, value=1200.0 * n ** 0.5, unit="MiB/s") for n in (2, 8)])
     b = ev.band("scratch", "read", "POSIX/-", "shared", "MiB/s", nodes=4, rpn=1, volume=8 << 30, stripes=1)
     assert b.high <= most * MARGIN * 1.001
+
+
+def test_three_runs_at_the_jobs_own_settings_give_its_prediction():
+    from ioadvisor.predict.evidence import Evidence, bounds
+
+    def run(nodes, value, block=1 << 30):
+        return make_run(system="S", filesystem="scratch", fs_type="lustre", ost_count=8, op="write", api="POSIX",
+                        layout="shared", nodes=nodes, ranks=nodes * 8, ranks_per_node=8, block_size=block,
+                        stripe_count=4, value=value, unit="MiB/s")
+    # three repetitions at 4 nodes measured 800, 1,000 and 1,500 MiB/s; 2 and 8 nodes around them
+    runs = [run(4, v) for v in (800.0, 1000.0, 1500.0)] + [run(2, 600.0), run(8, 2400.0)]
+    ev = Evidence(runs)
+    args = dict(nodes=4.0, rpn=8.0, volume=float(1 << 30), stripes=4.0)
+    for model in (100.0, 1400.0, 9000.0):
+        b = bounds(ev, "scratch", "write", "POSIX/-", "shared", "MiB/s", True, **args)
+        # whatever the model's curve says, the job's own measurements decide: their median, not 1,400 or 9,000
+        assert b.clamp(model) == 1000.0
+    # runs at 4x the volume per rank are not the job's settings: they bound the value, they do not pin it
+    ev = Evidence([run(4, v, block=4 << 30) for v in (800.0, 1000.0, 1500.0)] + runs[3:])
+    b = bounds(ev, "scratch", "write", "POSIX/-", "shared", "MiB/s", True, **args)
+    assert b.clamp(1400.0) == 1400.0 and b.clamp(100.0) == 800.0 / 1.25

@@ -33,6 +33,9 @@ MARGIN = 1.25          # one run's noise (about OBS_SIGMA in log space) beyond t
 NODE_SPAN = 4.0        # neighbouring node counts within this factor of the job's
 FAMILY_SPAN = 2.0      # ... and ranks per node within this factor: the same family of runs
 VOLUME_SPAN = 2.0      # volumes per rank within this factor of the nearest one count as the same volume
+EXACT_RUNS = 3         # runs at the job's own node and stripe count that pin the band to their median
+EXACT_MARGIN = 1.0
+EXACT_MARGIN_VOLUME = 1.1
 VOLUME_FAR = 4.0       # a node count whose runs all moved 4x more or less per rank than the job is not near:
                        # ARCHER's 128-node file-per-process sweeps favoured 48 stripes at 1 GiB per rank and 1 at 8
 
@@ -168,8 +171,16 @@ class Evidence:
             scale = nodes / n if len(sides) == 1 else 1.0
             ranges.append((lo * min(scale, 1.0), hi * max(scale, 1.0), exact and n == nodes))
             used += len(at)
-        return Band(low=min(r[0] for r in ranges) / MARGIN, high=max(r[1] for r in ranges) * MARGIN,
-                    n_runs=used, nodes=tuple(n for n, _ in sides), exact=any(r[2] for r in ranges))
+        low, high = min(r[0] for r in ranges) / MARGIN, max(r[1] for r in ranges) * MARGIN
+        here = [o.value for n, at in sides if n == nodes for o in at if o.stripes == (stripes if o.stripes else 0.0)
+                and (volume is None) == (o.volume is None)
+                and (volume is None or abs(math.log(o.volume / volume)) <= math.log(EXACT_MARGIN_VOLUME))]
+        if len(here) >= EXACT_RUNS:
+            # measured at the job's own node and stripe count often enough: within one run's noise of their median
+            med = statistics.median(here)
+            low, high = max(low, med / EXACT_MARGIN), min(high, med * EXACT_MARGIN)
+        return Band(low=low, high=high, n_runs=used, nodes=tuple(n for n, _ in sides),
+                    exact=any(r[2] for r in ranges))
 
     def measured_peak(self, filesystem: str | None, op: str, unit: str, nodes: float) -> float | None:
         """The largest value runs of the group measured, those at fewer nodes scaled linearly to `nodes`."""
