@@ -5,9 +5,8 @@ unit, come from the same family (ranks per node within a factor of `FAMILY_SPAN`
 little of a 24-rank application kernel), and were measured at the nearest node counts on either side of the
 job's (within a factor of `NODE_SPAN`), at the volume per rank nearest the job's. At each such node count the
 runs give, per stripe count, the range they measured (repetitions included); a stripe count between measured ones
-takes the log-log interpolation of its neighbours' ranges; one below them is held under the fewest measured
-count's highest value (no gain is claimed beyond what was measured), one above them under the most measured
-count's highest value scaled linearly in stripes (at best perfect scaling in OSTs), both with no floor. The band at the job is the envelope of the neighbouring node
+takes the log-log interpolation of its neighbours' ranges; one outside them is held under the nearest measured
+count's highest value (no gain is claimed beyond what was measured), with no floor. The band at the job is the envelope of the neighbouring node
 counts' ranges (the job lies between them), or the one side's range scaled by the node ratio where the job lies
 beyond the measured scales, widened by `MARGIN` (one run's noise). A model may interpolate inside the band; it
 may not overrule the runs beyond it, which is what keeps a cliff the runs measured from being recommended.
@@ -246,14 +245,12 @@ def _range_at(obs: list[_Obs], stripes: float) -> tuple[float, float, bool]:
     s = stripes if xs[0] > 0 else 0.0
     if s in by:
         return min(by[s]), max(by[s]), True
-    if s <= xs[0]:
-        # below the measured counts no gain over the fewest is claimed, and no floor is known (fewer stripes take
-        # fewer OSTs)
-        return 0.0, max(by[xs[0]]), False
-    if s >= xs[-1]:
-        # above them at most perfect scaling in stripes from the most (a shared file measured on 1-4 stripes says
-        # little of 56), and no floor (more may fall off a cliff)
-        return 0.0, max(by[xs[-1]]) * s / xs[-1], False
+    if s <= xs[0] or s >= xs[-1]:
+        # beyond the measured counts no gain over the nearest one is claimed, and no floor is known (fewer
+        # stripes take fewer OSTs; more may fall off a cliff). A ceiling scaled linearly in stripes above the
+        # most measured count predicted hidden layouts better but advised shared files that file per process
+        # beat 3-4x: a gain the runs did not measure is not claimed
+        return 0.0, max(by[xs[0] if s <= xs[0] else xs[-1]]), False
     a = max(x for x in xs if x < s)
     b = min(x for x in xs if x > s)
     return (_log_interp(s, a, b, min(by[a]), min(by[b])), _log_interp(s, a, b, max(by[a]), max(by[b])), False)
