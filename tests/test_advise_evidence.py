@@ -277,7 +277,7 @@ def test_three_runs_at_the_jobs_own_settings_give_its_prediction():
     # three repetitions at 4 nodes measured 800, 1,000 and 1,500 MiB/s; 2 and 8 nodes around them
     runs = [run(4, v) for v in (800.0, 1000.0, 1500.0)] + [run(2, 600.0), run(8, 2400.0)]
     ev = Evidence(runs)
-    args = dict(nodes=4.0, rpn=8.0, volume=float(1 << 30), stripes=4.0)
+    args = {"nodes": 4.0, "rpn": 8.0, "volume": float(1 << 30), "stripes": 4.0}
     for model in (100.0, 1400.0, 9000.0):
         b = bounds(ev, "scratch", "write", "POSIX/-", "shared", "MiB/s", True, **args)
         # whatever the model's curve says, the job's own measurements decide: their median, not 1,400 or 9,000

@@ -575,7 +575,7 @@ def format_sweep_table(res: dict[str, Any]) -> str:
                      f"p90 {pct(h['p90_abs_error'])}, 90% interval coverage {pct(h['coverage_90'])}")
         if "at_measured_settings" in h:
             m, d = h["at_measured_settings"], h["dense_family"]
-            wid = lambda v: "-" if v is None else f"{v:.2f}x"   # noqa: E731
+            wid = lambda v: "-" if v is None else f"{v:.2f}x"
             lines.append(f"  at measured settings (>= {SAME_SETTINGS_RUNS} other runs at exactly the run's settings): "
                          f"{m['n']} runs, median |err| {pct(m['median_abs_error'])}")
             lines.append(f"  where >= {DENSE_FAMILY_RUNS} runs of the family lie within {DENSE_SPAN:g}x of the run's "
