@@ -8,7 +8,9 @@ runs give, per stripe count, the range they measured (repetitions included); a s
 takes the log-log interpolation of its neighbours' ranges; one outside them is held under the nearest measured
 count's highest value (no gain is claimed beyond what was measured), with no floor. The band at the job is the envelope of the neighbouring node
 counts' ranges (the job lies between them), or the one side's range scaled by the node ratio where the job lies
-beyond the measured scales, widened by `MARGIN` (one run's noise). A model may interpolate inside the band; it
+beyond the measured scales, widened by `MARGIN` (one run's noise); where `EXACT_RUNS` runs or more were measured at
+the job's own node count, stripe count and volume (within `EXACT_MARGIN_VOLUME`), the band is their median. `standing`
+says how the runs near a job rank a stripe count against the others they measured. A model may interpolate inside the band; it
 may not overrule the runs beyond it, which is what keeps a cliff the runs measured from being recommended.
 
 `measured_peak` is the other bound: the largest bandwidth any run of the group measured, scaled linearly in nodes
