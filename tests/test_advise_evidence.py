@@ -211,3 +211,78 @@ def test_cold_advice_reads_the_stored_evidence_not_the_runs(cliff, monkeypatch):
     again = advise(w, kb, center)
     assert again.recommendation.config == first.recommendation.config
     assert again.recommendation.prediction == first.recommendation.prediction and again.warnings == first.warnings
+
+
+FLAT_SITE = ('name = "Flat"\nmpi = "mpich"\n[[filesystems]]\nname = "scratch"\ntype = "lustre"\n'
+             'ost_count = 48\ndefault_stripe_count = 1\ndefault_stripe_size = "1M"\n')
+
+
+def flat_value(nodes: int, stripes: int) -> float:
+    """File-per-process writes whose best stripe count changes with scale (as ARCHER's fs3 sweeps did): 48
+    stripes 1.4x faster than 4 at 16 and 64 nodes, 1.4x slower at 4 and 256, so a model of the whole system
+    finds stripe counts alike."""
+    ratio = 1.4 if nodes in (16, 64) else 1 / 1.4
+    return 500.0 * nodes ** 0.8 * (ratio if stripes == 48 else 1.0)
+
+
+def test_where_the_model_cannot_tell_stripe_counts_apart_the_neighbouring_runs_rank_them(tmp_path):
+    p = tmp_path / "flat.toml"
+    p.write_text(FLAT_SITE)
+    runs = [make_run(system="Flat", filesystem="scratch", fs_type="lustre", ost_count=48, op="write", api="POSIX",
+                     layout="fpp", nodes=n, ranks=n, ranks_per_node=1, block_size=8 << 30, transfer_size=4 << 20,
+                     stripe_count=s, value=flat_value(n, s) * f, unit="MiB/s", notes=f"rep {i}")
+            for n in (4, 16, 64, 256) for s in (4, 48) for i, f in enumerate((0.95, 1.05))]
+    with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
+        kb.add_runs(runs, source="s", source_hash="s", fmt="csv", importer="test/1")
+        a = advise(Workload(nodes=32, ranks_per_node=1, bytes_per_rank=8 << 30, layout="fpp"), kb, load_center(p))
+    rec = a.recommendation
+    # 32 nodes lies between 16 and 64, where 48 stripes measured 1.4x faster than 4 (and 1 stripe was never
+    # measured): neither the default's 1 nor 4 may be advised from a curve that cannot tell them from 48
+    assert rec.config.stripe_count == 48, [(o.config.stripe_count, o.prediction.value) for o in _options(a)]
+    said = " ".join(rec.reasons)
+    assert "4 stripe(s) measured 1.40x slower" in said and "1 stripe(s) not measured there" in said, said
+    assert "cannot tell them apart from 48" not in said     # no sentence claiming fewer stripes are as good
+
+
+def test_choose_lets_the_runs_rank_what_the_model_cannot_tell_apart():
+    from ioadvisor.advise import choose
+    same = [[100.0 + i for i in range(20)]] * 3
+    g = ("scratch", "write", "posix", "fpp", "MiB/s")
+    # options: the default (1 stripe, never measured near the job), 4 stripes (runs: 0.6 of the best), 48 (best)
+    pick, _ = choose([100.0, 100.0, 100.0], same, [0.0, 0.08, 0.96], stripes=[1, 4, 48], default=0,
+                     standing=[(g, None), (g, 0.6), (g, 1.0)])
+    assert pick == 2
+    # the runs rank the default within 10% of the best: it is kept (a change must buy a measured gain)
+    pick, _ = choose([100.0, 100.0, 100.0], same, [0.0, 0.08, 0.96], stripes=[1, 4, 48], default=0,
+                     standing=[(g, 0.95), (g, 0.6), (g, 1.0)])
+    assert pick == 0
+    # an option of another group (another layout) is not judged by this group's runs: the default stays
+    pick, _ = choose([100.0, 100.0], same[:2], [0.0, 0.96], stripes=[1, 48], default=0,
+                     standing=[(g[:3] + ("shared", "MiB/s"), None), (g, 1.0)])
+    assert pick == 0
+    # a gain the model measures is never overruled by the runs' ranking of slower options
+    fast = [[3 * (100.0 + i) for i in range(20)]]
+    pick, _ = choose([100.0, 300.0], same[:1] + fast, [0.0, 0.96], stripes=[1, 48], default=0,
+                     standing=[(g, 1.0), (g, None)])
+    assert pick == 1
+
+
+def test_three_runs_at_the_jobs_own_settings_give_its_prediction():
+    from ioadvisor.predict.evidence import Evidence, bounds
+
+    def run(nodes, value, block=1 << 30):
+        return make_run(system="S", filesystem="scratch", fs_type="lustre", ost_count=8, op="write", api="POSIX",
+                        layout="shared", nodes=nodes, ranks=nodes * 8, ranks_per_node=8, block_size=block,
+                        stripe_count=4, value=value, unit="MiB/s")
+    # three repetitions at 4 nodes measured 800, 1,000 and 1,500 MiB/s; 2 and 8 nodes around them
+    runs = [run(4, v) for v in (800.0, 1000.0, 1500.0)] + [run(2, 600.0), run(8, 2400.0)]
+    ev = Evidence(runs)
+    args = {"nodes": 4.0, "rpn": 8.0, "volume": float(1 << 30), "stripes": 4.0}
+    for model in (100.0, 1400.0, 9000.0):
+        b = bounds(ev, "scratch", "write", "POSIX/-", "shared", "MiB/s", True, **args)
+        # whatever the model's curve says, the job's own measurements decide: their median, not 1,400 or 9,000
+        assert b.clamp(model) == 1000.0
+    # runs at 4x the volume per rank are not the job's settings: they bound the value, they do not pin it
+    ev = Evidence([run(4, v, block=4 << 30) for v in (800.0, 1000.0, 1500.0)] + runs[3:])
+    b = bounds(ev, "scratch", "write", "POSIX/-", "shared", "MiB/s", True, **args)
+    assert b.clamp(1400.0) == 1400.0 and b.clamp(100.0) == 800.0 / 1.25

@@ -327,3 +327,28 @@ def test_other_volumes_floor_is_what_sweeps_of_the_same_settings_measured():
                      nodes=8, ranks=8, stripe_count=sc, block_size=8 << 30, value=v, unit="MiB/s")
             for sc, v in ((1, 10.0), (48, 20.0))]
     assert _other_volumes(lone, groups + [lone], 48) is None
+
+
+def test_sweep_report_states_the_error_at_measured_settings_and_the_width_where_runs_are_dense(kb_path):
+    from ioadvisor.advise.validate import format_sweep_table, sweep_validate
+    runs = _model_shaped_runs()
+    # three repetitions (+-2%) of the 4-node 4-stripe write: each, held out, has the two others and the original
+    # at exactly its settings (3 runs); no other run has more than one
+    base = next(r for r in runs if r.nodes == 4 and r.stripe_count == 4)
+    reps = [make_run(system="Toy", filesystem="fs", fs_type="lustre", ost_count=16, op="write", layout="shared",
+                     nodes=4, ranks=4, stripe_count=4, value=base.value * f, unit="MiB/s", notes=f"rep {f}")
+            for f in (0.98, 1.02, 1.01)]
+    with KB.open(kb_path) as kb:
+        kb.add_runs(runs + reps, source="toy", source_hash="toy", fmt="csv", importer="test/1")
+        rep = sweep_validate(kb, "Toy", factors=("stripe_count",))
+    h = rep["held_out"]
+    # only the four runs at 4 nodes x 4 stripes qualify, not the 28 held out: the figure must not be the overall one
+    assert h["at_measured_settings"]["n"] == 4 and h["n"] == 28
+    assert h["at_measured_settings"]["median_abs_error"] < 0.05
+    # dense: >= 10 other runs within 2x of the node count. At 2, 4 and 8 nodes the others number 5 x 3 + 3 - 1,
+    # at 1 and 16 nodes 5 x 2 - 1 = 9: those ten runs must not be counted
+    d = h["dense_family"]
+    assert d["n"] == 28 - 10
+    assert 1 < d["median_width"] <= d["p90_width"] <= d["max_width"] and 0 <= d["coverage_90"] <= 1
+    text = format_sweep_table(rep)
+    assert "at measured settings" in text and "interval width (high/low)" in text

@@ -21,6 +21,7 @@ from ..model.run import norm_api, norm_layout
 from ..model.types import Advice, Center, Config, Evidence, FileSystem, Option, Prediction, Tier, Workload
 from ..predict import INF, Fit, Point, io_class
 from ..predict.evidence import Bounds, bounds
+from .explain import RUNS_DECIDED
 
 TOLERANCE = 0.05           # candidates within 5% of the best are treated as equally fast (no posterior draws)
 MIN_GAIN = 0.10            # a gain smaller than 10% is not worth a change
@@ -48,6 +49,7 @@ class _Cand:
     decision: str | None = None      # how the choice between close options was made, for the reasons
     point: Point | None = None       # the model's input for this candidate
     floor: float = 0.0               # the bounds the measured runs and the center put on its value
+    standing: tuple | None = None    # (group, ratio or None): how the runs near the job rank its stripe count
     ceiling: float = INF
     bounded_by: str | None = None    # what moved the model's value into them: runs, measured peak, rated peak
     model_value: float | None = None   # the model's own value before the bounds
@@ -336,6 +338,11 @@ def _bound(c: _Cand, w: Workload, ev: Any) -> None:
     c.floor, c.ceiling, c.band_runs = b.floor, b.ceiling, b.band_runs
     c.bounded_by = b.by(c.value)
     c.value = b.clamp(c.value)
+    if ev is not None:
+        key = (f.filesystem, f.op, p.klass or "", c.config.layout, f.unit)
+        c.standing = (key, ev.standing(*key, nodes=float(w.nodes), rpn=float(w.ranks_per_node),
+                                       volume=float(w.bytes_per_rank) or None,
+                                       stripes=p.stripes if p.striped and p.stripes else 0.0))
 
 
 def _bounded(c: _Cand, xs: list[float]) -> list[float]:
@@ -389,7 +396,8 @@ def gain_probability(better: list[float], worse: list[float], gain: float = MIN_
 
 def choose(values: list[float], draws: Any, costs: list[float], scores: list[int] | None = None, *,
            stripes: list[int | None] | None = None, default: int | None = None,
-           measured: list[bool] | None = None) -> tuple[int, list[int]]:
+           measured: list[bool] | None = None,
+           standing: list[float | None] | None = None) -> tuple[int, list[int]]:
     """The option to advise among predicted ones.
 
     `draws` gives each option's values under the posterior's parameter draws (a list, or a function of the
@@ -398,8 +406,13 @@ def choose(values: list[float], draws: Any, costs: list[float], scores: list[int
     option of a higher comparison score replaces the best when the two are close. Then: the default setting is
     kept when it is close to the best (changing it buys no measurable gain); otherwise the cheapest option whose
     value lies within `TOLERANCE` of the best (on a plateau, more OSTs take from other jobs for nothing), a
-    stripe count the runs measured (`measured`) before one only the model's curve reaches. Returns the chosen
-    index and the indices found close to the best."""
+    stripe count the runs measured (`measured`) before one only the model's curve reaches. `standing` decides
+    first among the options the model cannot tell from the best: per option, None or (group, ratio or None),
+    how the runs near the job rank its stripe count among the others they measured in its group (same file
+    system, op, mode and layout; 1.0 the best: predict.evidence). Of the best's group, only the options the runs rank within
+    `MIN_GAIN` of the best of them stay; one they never measured is not kept over one they did (where the
+    model's curve is flat, the measurements nearest the job rank the options). Returns the chosen index and the
+    indices found close to the best."""
     n = len(values)
     scores = scores or [0] * n
     stripes = stripes or [None] * n
@@ -425,6 +438,17 @@ def choose(values: list[float], draws: Any, costs: list[float], scores: list[int
             best = alt
             break
     tier = [i for i in range(n) if scores[i] == scores[best]]
+    if standing and standing[best] is not None:
+        group = standing[best][0]
+        ranked = [i for i in tier if standing[i] is not None and standing[i][0] == group
+                  and standing[i][1] is not None and (i == best or is_close(best, i))]
+        if ranked:
+            top = max(standing[i][1] for i in ranked)
+            tier = [i for i in tier if standing[i] is None or standing[i][0] != group or
+                    (i in ranked and standing[i][1] * (1 + MIN_GAIN) >= top)]
+            if best not in tier:
+                best = max((i for i in tier if i in ranked), key=lambda i: (values[i], -costs[i]))
+                close.add(best)
     if default is not None and default in tier and (default == best or is_close(best, default)):
         close.add(default)
         return default, sorted(close)
@@ -596,7 +620,8 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
         pick, close = choose([c.value for c in predicted], draws_of,
                              [c.cost for c in predicted], [c.score for c in predicted],
                              stripes=[c.config.stripe_count for c in predicted], default=dflt,
-                             measured=[_measured_stripes(c) for c in predicted])
+                             measured=[_measured_stripes(c) for c in predicted],
+                             standing=[c.standing for c in predicted])
         if dflt is not None and predicted[dflt].value > predicted[pick].value:
             # a change predicted slower than the default is never advised, whatever else ranked it first
             close = sorted(set(close) | {dflt})
@@ -604,7 +629,19 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
         chosen = predicted[pick]
         close_c = [predicted[i] for i in close]
         top = max(predicted, key=lambda c: c.value)
-        if chosen is not top and top in close_c and top.value > chosen.value:
+        other = predicted[dflt] if dflt is not None and predicted[dflt] is not chosen else top
+        if other is not chosen and _ranked_by_runs(chosen, other):
+            r0 = chosen.standing[1]
+            peers = [c for c in predicted if c is not chosen and c.standing and c.standing[1] is not None
+                     and c.standing[0] == chosen.standing[0]]
+            said = [f"{_describe(c.config)} measured {r0 / c.standing[1]:.2f}x slower"
+                    for c in ([max(peers, key=lambda c: c.standing[1])] if peers else [])]
+            if other.standing[1] is None:
+                said.append(f"{_describe(other.config)} not measured there")
+            chosen.decision = (f"{RUNS_DECIDED} this first among options the model's curve cannot tell apart "
+                               f"({_describe(other.config)} predicted {other.value / chosen.value:.2f}x): "
+                               + "; ".join(said))
+        elif chosen is not top and top in close_c and top.value > chosen.value:
             kept = "the default is kept" if pick == dflt else "the cheaper option is kept"
             chosen.decision = (f"no measurable difference in the measured runs between this and "
                                f"{_describe(top.config)} (predicted {top.value / chosen.value:.2f}x, but a gain of "
@@ -670,6 +707,13 @@ def _describe(cfg: Config) -> str:
     if cfg.collective is not None:
         parts.append("collective" if cfg.collective else "independent")
     return ", ".join(parts)
+
+
+def _ranked_by_runs(chosen: _Cand, other: _Cand) -> bool:
+    """Whether the runs near the job, not the model, put `chosen` before `other` (choose's `standing`)."""
+    a, b = chosen.standing, other.standing
+    return (a is not None and b is not None and a[0] == b[0] and a[1] is not None
+            and (b[1] is None or b[1] * (1 + MIN_GAIN) < a[1]))
 
 
 def _settle(a: _Cand, b: _Cand, w: Workload) -> str:

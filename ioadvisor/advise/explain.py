@@ -10,6 +10,9 @@ from ..predict import INF
 from .. import mpiio
 from ..errors import UsageError
 
+# how a decision the runs near the job made (not the model) begins, in the advice's reasons
+RUNS_DECIDED = "the runs measured nearest this job (neighbouring node counts, same settings) rank"
+
 _FACTOR_WORDS = {
     "layout": "file layout", "api": "I/O interface", "cb_write": "two-phase collective buffering for writes",
     "cb_read": "two-phase collective buffering for reads", "stripe_count": "stripe count",
@@ -272,6 +275,8 @@ def stripe_sentence(rec: Option, table: list[Option], center: Center | None) -> 
     v = rec.prediction.value
     if v is None or rec.config.stripe_count is None:
         return None
+    if any(r.startswith("Decision: " + RUNS_DECIDED) for r in rec.reasons):
+        return None             # the runs near the job chose among what the model could not tell apart
     unit = rec.prediction.unit
     values = [o.prediction.value for o in table if o.prediction.value is not None]
     best = max(values)

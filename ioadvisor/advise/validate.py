@@ -21,9 +21,9 @@ from ..errors import UsageError
 from ..kb import RunFilter
 from ..lustre import every_ost
 from ..model.run import bytes_moved
-from ..predict import Fit, fit_all, run_point
-from ..predict.evidence import Bounds, Evidence, bounds
-from ..predict.physical import Z90
+from ..predict import Fit, fit_all, io_class, run_point
+from ..predict.evidence import FAMILY_SPAN, Bounds, Evidence, bounds
+from ..predict.physical import INF, Z90
 
 LOO_MAX = 60
 FOLDS = 10
@@ -37,6 +37,12 @@ FIT_PER_GROUP = 200
 SAMPLED_SWEEPS = 2
 STRIPE_COST = 0.02          # the advice engine's cost per stripe (OSTs taken from other jobs)
 SWEEP_FACTORS = ("stripe_count", "layout", "collective")
+# held-out runs reported apart (`--sweeps`): those with at least SAME_SETTINGS_RUNS other runs at exactly their
+# settings (the error where the KB has measured the job), and those with at least DENSE_FAMILY_RUNS runs of their
+# family within DENSE_SPAN of their node count (the interval's width and coverage where the KB is dense)
+SAME_SETTINGS_RUNS = 3
+DENSE_FAMILY_RUNS = 10
+DENSE_SPAN = 2.0
 
 
 def _center_info(system: str) -> tuple[dict, dict]:
@@ -146,18 +152,62 @@ def _q(xs: Sequence[float], q: float) -> float | None:
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
-def _err_stats(errors: list[tuple[float, bool, bool, str]]) -> dict[str, Any]:
-    """(|error|, extrapolated, covered, op) tuples -> figures."""
-    every = [e for e, _, _, _ in errors]
-    inside = [e for e, x, _, _ in errors if not x]
-    outside = [e for e, x, _, _ in errors if x]
-    writes = [e for e, _, _, op in errors if op == "write"]
+def _err_stats(errors: list[tuple], detail: bool = False) -> dict[str, Any]:
+    """(|error|, extrapolated, covered, op, runs at the same settings, runs of the family near, interval width)
+    tuples -> figures; with `detail` also those at measured settings and where the family's runs are dense."""
+    every = [e[0] for e in errors]
+    inside = [e[0] for e in errors if not e[1]]
+    outside = [e[0] for e in errors if e[1]]
+    writes = [e[0] for e in errors if e[3] == "write"]
     med = lambda xs: statistics.median(xs) if xs else None   # noqa: E731
-    return {"n": len(every), "median_abs_error": med(every), "p90_abs_error": _q(every, 0.9),
-            "median_abs_error_writes": med(writes),
-            "within_measured_clients": {"n": len(inside), "median_abs_error": med(inside)},
-            "extrapolated_clients": {"n": len(outside), "median_abs_error": med(outside)},
-            "coverage_90": (sum(1 for *_, c, _ in errors if c) / len(errors)) if errors else None}
+    out = {"n": len(every), "median_abs_error": med(every), "p90_abs_error": _q(every, 0.9),
+           "median_abs_error_writes": med(writes),
+           "within_measured_clients": {"n": len(inside), "median_abs_error": med(inside)},
+           "extrapolated_clients": {"n": len(outside), "median_abs_error": med(outside)},
+           "coverage_90": (sum(1 for e in errors if e[2]) / len(errors)) if errors else None}
+    if detail:
+        same = [e[0] for e in errors if e[4] >= SAME_SETTINGS_RUNS]
+        dense = [e for e in errors if e[5] >= DENSE_FAMILY_RUNS]
+        widths = [e[6] for e in dense]
+        out["at_measured_settings"] = {"n": len(same), "median_abs_error": med(same)}
+        out["dense_family"] = {"n": len(dense), "median_width": med(widths), "p90_width": _q(widths, 0.9),
+                               "max_width": max(widths) if widths else None,
+                               "coverage_90": sum(1 for e in dense if e[2]) / len(dense) if dense else None}
+    return out
+
+
+def _exact_key(r: Any) -> tuple:
+    """Every setting of a run (its repetitions share it)."""
+    return (r.filesystem, r.op, r.api, r.layout, r.collective, r.stripe_count, r.nodes, r.ranks, r.transfer_size,
+            r.block_size, r.stripe_size, r.unit)
+
+
+def _family_key(r: Any) -> tuple:
+    return (r.filesystem, r.op, io_class(r.api, r.collective), r.layout, r.unit)
+
+
+class _Neighbours:
+    """How many runs of a training set share a run's exact settings, and how many of its family (same file system,
+    op, API class, layout and unit, ranks per node within `FAMILY_SPAN`) lie within `DENSE_SPAN` of its node
+    count: the conditions under which the validation reports the error and the interval width apart."""
+
+    def __init__(self, train: Iterable[Any]):
+        self.same: dict[tuple, int] = {}
+        self.family: dict[tuple, list[tuple[float, float]]] = {}
+        for r in train:
+            k = _exact_key(r)
+            self.same[k] = self.same.get(k, 0) + 1
+            if r.nodes:
+                self.family.setdefault(_family_key(r), []).append((float(r.nodes), (r.ranks or r.nodes) / r.nodes))
+
+    def of(self, r: Any) -> tuple[int, int]:
+        if not r.nodes:
+            return self.same.get(_exact_key(r), 0), 0
+        rpn = (r.ranks or r.nodes) / r.nodes
+        near = sum(1 for n, q in self.family.get(_family_key(r), ())
+                   if abs(math.log(n / r.nodes)) <= math.log(DENSE_SPAN) + 1e-9
+                   and abs(math.log(q / rpn)) <= math.log(FAMILY_SPAN) + 1e-9)
+        return self.same.get(_exact_key(r), 0), near
 
 
 def _folds(n: int) -> list[list[int]]:
@@ -176,10 +226,21 @@ def _bounds_of(ev: Evidence, r: Any, fit: Fit, p: Any) -> Bounds:
                   volume=moved / ranks if moved else None, stripes=p.stripes if p.striped and p.stripes else 0.0)
 
 
+def _standing_of(ev: Evidence, r: Any, fit: Fit, p: Any) -> float | None:
+    """How the runs near run `r`'s settings rank point `p`'s stripe count (predict.evidence)."""
+    if not r.nodes or not math.isfinite(p.ranks):
+        return None
+    moved = bytes_moved(r)
+    return ev.standing(r.filesystem, r.op, p.klass or "", r.layout, r.unit, nodes=float(r.nodes),
+                       rpn=p.ranks / r.nodes, volume=moved / p.ranks if moved else None,
+                       stripes=p.stripes if p.striped and p.stripes else 0.0)
+
+
 def _score_held(sysname: str, fits: dict, held: Iterable, osts: dict, dflt: dict,
-                errs: list[tuple[float, bool, bool, str]], ev: Evidence) -> int:
-    """Append the held-out runs' (|error|, extrapolated, covered, op) to `errs`; the number without a model.
-    Each is predicted as the advice predicts: the model's value within the bounds of the other runs."""
+                errs: list[tuple], ev: Evidence, near: _Neighbours) -> int:
+    """Append the held-out runs' (|error|, extrapolated, covered, op, runs at the same settings, runs of the
+    family near, 90% interval width high/low) to `errs`; the number without a model. Each is predicted as the
+    advice predicts: the model's value within the bounds of the other runs."""
     unpredictable = 0
     for r in held:
         fit = fits.get((sysname, r.filesystem, r.op))
@@ -190,7 +251,8 @@ def _score_held(sysname: str, fits: dict, held: Iterable, osts: dict, dflt: dict
         b = _bounds_of(ev, r, fit, p)
         v = b.clamp(fit.predict(p))
         lo, hi = b.interval(v, *fit.interval(v, p))
-        errs.append((abs(v / r.value - 1), fit.extrapolates(p), lo <= r.value <= hi, r.op))
+        errs.append((abs(v / r.value - 1), fit.extrapolates(p), lo <= r.value <= hi, r.op, *near.of(r),
+                     hi / lo if lo > 0 else INF))
     return unpredictable
 
 
@@ -198,18 +260,18 @@ def _predict_errors(sysname: str, runs: list, osts: dict, dflt: dict, memo: dict
                     held_out: list | None = None) -> tuple[list, int]:
     """Held-out errors: each run of `runs` held out in turn (leave-one-out or k-fold), or, given `held_out` (a
     large system's sample), those runs predicted from one fit on `runs`."""
-    errs: list[tuple[float, bool, bool, str]] = []
+    errs: list[tuple] = []
     memo = {} if memo is None else memo
     if held_out is not None:
         return errs, _score_held(sysname, fit_all(runs, osts, dflt, memo=memo), held_out, osts, dflt, errs,
-                                 Evidence(runs, osts, dflt))
+                                 Evidence(runs, osts, dflt), _Neighbours(runs))
     unpredictable = 0
     for fold in _folds(len(runs)):
         held = set(fold)
         train = [r for i, r in enumerate(runs) if i not in held]
         fits = fit_all(train, osts, dflt, memo=memo)
         unpredictable += _score_held(sysname, fits, (runs[i] for i in fold), osts, dflt, errs,
-                                     Evidence(train, osts, dflt))
+                                     Evidence(train, osts, dflt), _Neighbours(train))
     return errs, unpredictable
 
 
@@ -360,7 +422,8 @@ def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int 
         draws = [[b.clamp(x) for x in fit.draws(p)] for b, p in zip(bs, pts)]
         default_i = cands.index(default)
         pick, _ = choose(vals, draws, [STRIPE_COST * s for s in cands], stripes=list(cands),
-                         default=default_i, measured=[float(s) in fit.stripes_measured for s in cands])
+                         default=default_i, measured=[float(s) in fit.stripes_measured for s in cands],
+                         standing=[("sweep", _standing_of(ev, rep, fit, p)) for p in pts])
         if vals[default_i] > vals[pick]:
             pick = default_i          # as the advice: never a change predicted slower than the default
         advised = cands[pick]
@@ -480,7 +543,7 @@ def sweep_validate(kb: Any, system: str | None = None, factors: Sequence[str] = 
                            "unscored_groups": unscored, "systems": per_sys, "cases": cases,
                            "interval": f"{Z90:g} sd (90%)"}
     if with_errors:
-        out["held_out"] = _err_stats(errs)
+        out["held_out"] = _err_stats(errs, detail=True)
     return out
 
 
@@ -510,5 +573,13 @@ def format_sweep_table(res: dict[str, Any]) -> str:
         lines.append(f"held-out runs (leave-one-out, {FOLDS}-fold above {LOO_MAX} runs per system): {h['n']} runs, "
                      f"median |err| {pct(h['median_abs_error'])} (writes {pct(h['median_abs_error_writes'])}), "
                      f"p90 {pct(h['p90_abs_error'])}, 90% interval coverage {pct(h['coverage_90'])}")
+        if "at_measured_settings" in h:
+            m, d = h["at_measured_settings"], h["dense_family"]
+            wid = lambda v: "-" if v is None else f"{v:.2f}x"
+            lines.append(f"  at measured settings (>= {SAME_SETTINGS_RUNS} other runs at exactly the run's settings): "
+                         f"{m['n']} runs, median |err| {pct(m['median_abs_error'])}")
+            lines.append(f"  where >= {DENSE_FAMILY_RUNS} runs of the family lie within {DENSE_SPAN:g}x of the run's "
+                         f"node count: {d['n']} runs, 90% interval width (high/low) median {wid(d['median_width'])}, "
+                         f"p90 {wid(d['p90_width'])}, max {wid(d['max_width'])}; coverage {pct(d['coverage_90'])}")
     lines.append(f"groups that could not be scored (no model once hidden): {res['unscored_groups']}")
     return "\n".join(lines)

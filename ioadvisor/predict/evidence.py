@@ -8,7 +8,9 @@ runs give, per stripe count, the range they measured (repetitions included); a s
 takes the log-log interpolation of its neighbours' ranges; one outside them is held under the nearest measured
 count's highest value (no gain is claimed beyond what was measured), with no floor. The band at the job is the envelope of the neighbouring node
 counts' ranges (the job lies between them), or the one side's range scaled by the node ratio where the job lies
-beyond the measured scales, widened by `MARGIN` (one run's noise). A model may interpolate inside the band; it
+beyond the measured scales, widened by `MARGIN` (one run's noise); where `EXACT_RUNS` runs or more were measured at
+the job's own node count, stripe count and volume (within `EXACT_MARGIN_VOLUME`), the band is their median. `standing`
+says how the runs near a job rank a stripe count against the others they measured. A model may interpolate inside the band; it
 may not overrule the runs beyond it, which is what keeps a cliff the runs measured from being recommended.
 
 `measured_peak` is the other bound: the largest bandwidth any run of the group measured, scaled linearly in nodes
@@ -19,6 +21,7 @@ Everything here is pure.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
@@ -31,6 +34,9 @@ MARGIN = 1.25          # one run's noise (about OBS_SIGMA in log space) beyond t
 NODE_SPAN = 4.0        # neighbouring node counts within this factor of the job's
 FAMILY_SPAN = 2.0      # ... and ranks per node within this factor: the same family of runs
 VOLUME_SPAN = 2.0      # volumes per rank within this factor of the nearest one count as the same volume
+EXACT_RUNS = 3         # runs at the job's own node and stripe count that pin the band to their median
+EXACT_MARGIN = 1.0
+EXACT_MARGIN_VOLUME = 1.1
 VOLUME_FAR = 4.0       # a node count whose runs all moved 4x more or less per rank than the job is not near:
                        # ARCHER's 128-node file-per-process sweeps favoured 48 stripes at 1 GiB per rank and 1 at 8
 
@@ -112,37 +118,70 @@ class Evidence:
     def measured(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str) -> bool:
         return bool(self._by.get((filesystem, op, klass, layout, unit)))
 
-    def band(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *, nodes: float,
-             rpn: float, volume: float | None, stripes: float) -> Band | None:
-        """The band the runs near the job allow (see the module docstring), or None where none is near."""
-        pool = self._by.get((filesystem, op, klass, layout, unit))
+    def _sides(self, key: tuple, nodes: float, rpn: float, volume: float | None) -> list[tuple[float, list[_Obs]]]:
+        """The runs near a job (see the module docstring): per neighbouring node count, those of the job's family
+        at the volume per rank nearest the job's; [] where none is near."""
+        pool = self._by.get(key)
         if not pool or not nodes or not math.isfinite(nodes):
-            return None
+            return []
         fam = min({o.rpn for o in pool}, key=lambda x: abs(math.log(x / rpn)))
         if abs(math.log(fam / rpn)) > math.log(FAMILY_SPAN) + 1e-9:
-            return None
+            return []
         pool = [o for o in pool if o.rpn == fam]
         if volume:
             pool = [o for o in pool if o.volume is None or abs(math.log(o.volume / volume)) <= math.log(VOLUME_FAR)]
         counts = sorted({o.nodes for o in pool})
         below = [n for n in counts if n <= nodes and nodes / n <= NODE_SPAN + 1e-9]
         above = [n for n in counts if n >= nodes and n / nodes <= NODE_SPAN + 1e-9]
-        sides = sorted({x for x in (below[-1] if below else None, above[0] if above else None) if x is not None})
-        if not sides:
-            return None
-        ranges, used = [], 0
-        for n in sides:
+        out = []
+        for n in sorted({x for x in (below[-1] if below else None, above[0] if above else None) if x is not None}):
             at = [o for o in pool if o.nodes == n]
             vols = [o.volume for o in at if o.volume]
             if volume and vols:
                 near = min(vols, key=lambda v: abs(math.log(v / volume)))
                 at = [o for o in at if o.volume is None or abs(math.log(o.volume / near)) <= math.log(VOLUME_SPAN)]
+            out.append((n, at))
+        return out
+
+    def standing(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *,
+                 nodes: float, rpn: float, volume: float | None, stripes: float) -> float | None:
+        """How the runs near the job rank a stripe count against the others they measured: at each neighbouring
+        node count that measured it, the median of its runs over the best count's median there; the geometric
+        mean over those node counts (1.0: the best wherever measured). None where no run near the job measured
+        this stripe count."""
+        ratios = []
+        for _, at in self._sides((filesystem, op, klass, layout, unit), nodes, rpn, volume):
+            by: dict[float, list[float]] = {}
+            for o in at:
+                by.setdefault(o.stripes, []).append(o.value)
+            s = stripes if min(by) > 0 else 0.0
+            if s in by and len(by) > 1:
+                med = {k: statistics.median(v) for k, v in by.items()}
+                ratios.append(med[s] / max(med.values()))
+        return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+
+    def band(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *, nodes: float,
+             rpn: float, volume: float | None, stripes: float) -> Band | None:
+        """The band the runs near the job allow (see the module docstring), or None where none is near."""
+        sides = self._sides((filesystem, op, klass, layout, unit), nodes, rpn, volume)
+        if not sides:
+            return None
+        ranges, used = [], 0
+        for n, at in sides:
             lo, hi, exact = _range_at(at, stripes)
             scale = nodes / n if len(sides) == 1 else 1.0
             ranges.append((lo * min(scale, 1.0), hi * max(scale, 1.0), exact and n == nodes))
             used += len(at)
-        return Band(low=min(r[0] for r in ranges) / MARGIN, high=max(r[1] for r in ranges) * MARGIN,
-                    n_runs=used, nodes=tuple(sides), exact=any(r[2] for r in ranges))
+        low, high = min(r[0] for r in ranges) / MARGIN, max(r[1] for r in ranges) * MARGIN
+        here = [o.value for n, at in sides if n == nodes for o in at if o.stripes == (stripes if o.stripes else 0.0)
+                and (volume is None) == (o.volume is None)
+                and (volume is None or abs(math.log(o.volume / volume)) <= math.log(EXACT_MARGIN_VOLUME))]
+        if len(here) >= EXACT_RUNS:
+            # measured at the job's own node and stripe count often enough: within one run's noise of their median
+            med = statistics.median(here)
+            low, high = max(low, med / EXACT_MARGIN), min(high, med * EXACT_MARGIN)
+        return Band(low=low, high=high, n_runs=used, nodes=tuple(n for n, _ in sides),
+                    exact=any(r[2] for r in ranges))
 
     def measured_peak(self, filesystem: str | None, op: str, unit: str, nodes: float) -> float | None:
         """The largest value runs of the group measured, those at fewer nodes scaled linearly to `nodes`."""
@@ -210,7 +249,9 @@ def _range_at(obs: list[_Obs], stripes: float) -> tuple[float, float, bool]:
         return min(by[s]), max(by[s]), True
     if s <= xs[0] or s >= xs[-1]:
         # beyond the measured counts no gain over the nearest one is claimed, and no floor is known (fewer
-        # stripes take fewer OSTs; more may fall off a cliff)
+        # stripes take fewer OSTs; more may fall off a cliff). A ceiling scaled linearly in stripes above the
+        # most measured count predicted hidden layouts better but advised shared files that file per process
+        # beat 3-4x: a gain the runs did not measure is not claimed
         return 0.0, max(by[xs[0] if s <= xs[0] else xs[-1]]), False
     a = max(x for x in xs if x < s)
     b = min(x for x in xs if x > s)
