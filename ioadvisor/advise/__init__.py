@@ -439,16 +439,10 @@ def choose(values: list[float], draws: Any, costs: list[float], scores: list[int
             break
     tier = [i for i in range(n) if scores[i] == scores[best]]
     if standing and standing[best] is not None:
-        group = standing[best][0]
-        ranked = [i for i in tier if standing[i] is not None and standing[i][0] == group
-                  and standing[i][1] is not None and (i == best or is_close(best, i))]
-        if ranked:
-            top = max(standing[i][1] for i in ranked)
-            tier = [i for i in tier if standing[i] is None or standing[i][0] != group or
-                    (i in ranked and standing[i][1] * (1 + MIN_GAIN) >= top)]
-            if best not in tier:
-                best = max((i for i in tier if i in ranked), key=lambda i: (values[i], -costs[i]))
-                close.add(best)
+        tier, ranked_best = _runs_rank_alike(tier, best, standing, is_close, values, costs)
+        if ranked_best != best:
+            best = ranked_best
+            close.add(best)
     if default is not None and default in tier and (default == best or is_close(best, default)):
         close.add(default)
         return default, sorted(close)
@@ -460,6 +454,24 @@ def choose(values: list[float], draws: Any, costs: list[float], scores: list[int
     if pick != best and is_close(best, pick):
         close.add(pick)
     return pick, sorted(close)
+
+
+def _runs_rank_alike(tier: list[int], best: int, standing: list[Any], is_close: Any, values: list[float],
+                     costs: list[float]) -> tuple[list[int], int]:
+    """`choose`'s options left once the runs near the job have ranked those the model cannot tell from `best`
+    (same group as `best`: only those within MIN_GAIN of the runs' best stay, and none they never measured over
+    one they did), and the best of them."""
+    group = standing[best][0]
+    ranked = [i for i in tier if standing[i] is not None and standing[i][0] == group
+              and standing[i][1] is not None and (i == best or is_close(best, i))]
+    if not ranked:
+        return tier, best
+    top = max(standing[i][1] for i in ranked)
+    tier = [i for i in tier if standing[i] is None or standing[i][0] != group or
+            (i in ranked and standing[i][1] * (1 + MIN_GAIN) >= top)]
+    if best not in tier:
+        best = max((i for i in tier if i in ranked), key=lambda i: (values[i], -costs[i]))
+    return tier, best
 
 
 # ---- comparisons ------------------------------------------------------------------------------------------------
