@@ -32,7 +32,6 @@ NOT_YET_SPLIT: frozenset[str] = frozenset({
     "docs/collect.py:_SystemRuns.summarise",
     "docs/plots.py:render",
     "importers/fio.py:parse",
-    "importers/mdtest.py:parse",
     "job.py:describe",
     "kb/publish.py:publish",
     "kb/store.py:KB.import_file",
