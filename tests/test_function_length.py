@@ -34,7 +34,6 @@ NOT_YET_SPLIT: frozenset[str] = frozenset({
     "kb/publish.py:publish",
     "kb/store.py:KB.import_file",
     "kb/store.py:KB.open",
-    "mpiio/render.py:render",
     "predict/physical.py:fit",
 })
 
