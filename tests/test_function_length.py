@@ -31,8 +31,6 @@ NOT_YET_SPLIT: frozenset[str] = frozenset({
     "diagnose/rules.py:LUS001.check",
     "docs/collect.py:_SystemRuns.summarise",
     "docs/plots.py:render",
-    "kb/store.py:KB.import_file",
-    "kb/store.py:KB.open",
     "predict/physical.py:fit",
 })
 
