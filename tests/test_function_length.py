@@ -28,7 +28,6 @@ NOT_YET_SPLIT: frozenset[str] = frozenset({
     "bench/kernel.py:run_data",
     "bench/sweep.py:plan_sweep",
     "diagnose/derive.py:_derive",
-    "diagnose/rules.py:LUS001.check",
     "docs/collect.py:_SystemRuns.summarise",
     "docs/plots.py:render",
     "predict/physical.py:fit",
