@@ -27,7 +27,6 @@ NOT_YET_SPLIT: frozenset[str] = frozenset({
     "bench/kernel.py:run_data",
     "bench/sweep.py:plan_sweep",
     "docs/collect.py:_SystemRuns.summarise",
-    "docs/plots.py:render",
     "predict/physical.py:fit",
 })
 
