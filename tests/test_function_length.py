@@ -26,7 +26,6 @@ NOT_YET_SPLIT: frozenset[str] = frozenset({
     "bench/kernel.py:_hdf5",
     "bench/kernel.py:run_data",
     "bench/sweep.py:plan_sweep",
-    "docs/collect.py:_SystemRuns.summarise",
     "predict/physical.py:fit",
 })
 
