@@ -23,8 +23,6 @@ MARKER = "long because:"
 NOT_YET_SPLIT: frozenset[str] = frozenset({
     "advise/__init__.py:advise",
     "advise/explain.py:finalize",
-    "bench/kernel.py:_hdf5",
-    "bench/kernel.py:run_data",
     "bench/sweep.py:plan_sweep",
     "predict/physical.py:fit",
 })
