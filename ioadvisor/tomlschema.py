@@ -16,7 +16,7 @@ from typing import Any, Iterator
 #: the Python types a TOML value of each declared type may have (a bool is never an int or a number here)
 TYPES: dict[str, tuple[type, ...]] = {
     "str": (str,), "int": (int,), "bool": (bool,), "number": (int, float), "table": (dict,), "tables": (list,),
-    "list": (list,), "scalar": (str, int, float, bool), "any": (object,),
+    "list": (list,), "scalar": (str, int, float, bool), "text": (str, int), "any": (object,),
 }
 
 Path = tuple[str | int, ...]
@@ -74,7 +74,7 @@ def dotted(path: Path) -> str:
 
 
 def _is(value: Any, type_: str) -> bool:
-    if type_ in ("int", "number") and isinstance(value, bool):
+    if type_ in ("int", "number", "text") and isinstance(value, bool):
         return False
     if type_ == "tables":
         return isinstance(value, list) and all(isinstance(v, dict) for v in value)

@@ -184,7 +184,7 @@ def test_hero_runs_do_not_lift_an_application_kernel_above_its_own_runs(tmp_path
 def test_every_caveat_of_the_advice_reaches_the_guide(cliff):
     from ioadvisor.docs.decisions import WORKLOADS, decision_guide
     kb, center = cliff
-    rows = {r["key"]: r for r in decision_guide(kb, {"object": center})}
+    rows = {r["key"]: r for r in decision_guide(kb, center)}
     assert rows
     said = 0
     for key, w in WORKLOADS:

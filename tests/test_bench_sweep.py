@@ -281,3 +281,47 @@ def test_a_plan_that_is_not_one_is_a_usage_error(tmp_path, text):
     p.write_text(text)
     with pytest.raises(UsageError, match="not a readable sweep plan"):
         load_plan(p)
+
+
+@pytest.mark.parametrize("toml, says", [
+    # the messages users of sweep files know, now from the one declared shape of a sweep of each kind
+    ('colour = "red"\n', "unknown key(s) colour (known: name, kind, launcher, base, vary, exclude, include, config, "
+                         "slurm)"),
+    ('base = 3\n', "[base] must be a table"),
+    ('vary = [1, 2]\n', "[vary] must be a table"),
+    ('exclude = 3\n', "exclude must be an array of tables ([[exclude]])"),
+    ('include = [1]\n', "include must be an array of tables ([[include]])"),
+    ('[[include]]\napi = "mpiio"\n[[include]]\nstripes = 2\n', "[[include]] unknown key(s) stripes"),
+    ('kind = "md"\n[[config]]\nranks = 2\napi = "posix"\n', "[[config]] unknown key(s) api"),
+    ('kind = "md"\n[base]\nfiles_per_dir = 4\nlayout = "fpp"\n',
+     "[base] unknown key(s) layout for kind md (known: files_per_dir, dirs_per_rank, unique_dir, file_size, items, "
+     "reps, dir, system, filesystem, center, ranks, nodes)"),
+    ('[slurm]\nmem = "4G"\n', "[slurm] unknown key(s) mem (known: partition, time, account, qos, nodes, "
+                              "ntasks_per_node, constraint, options)"),
+    ('[slurm]\ntime = 1.5\n', "[slurm] time: 1.5 is not text or a number"),
+    ('[slurm]\nexclusive = true\n', "[slurm] unknown key(s) exclusive"),
+    ('[slurm]\npartition = true\n', "[slurm] partition: True is not text or a number"),
+    ('[slurm]\noptions = "--exclusive"\n', "[slurm] options must be a list of strings"),
+    ('[slurm]\noptions = [1.5]\n', "[slurm] options: 1.5 is not text or a number (options is a list of strings)"),
+    # newly refused: a [slurm] that is not a table read as its characters (`slurm = "x"` was "unknown key(s) x"),
+    # and a name that is not a string taken as its str() (`name = true` named the plan "True")
+    ('slurm = "partition"\n', "[slurm] must be a table"),
+    ('name = true\n', "name: True is not a string"),
+    ('name = 3\n', "name: 3 is not a string"),
+])
+def test_sweep_shape_problems_are_named_as_before(tmp_path, toml, says):
+    f = tmp_path / "bad.toml"
+    f.write_text(toml)
+    with pytest.raises(ConfigError) as e:
+        plan_sweep(f, tmp_path / "res")
+    assert str(e.value).startswith(f"{f}: {says}"), str(e.value)
+    assert not (tmp_path / "res").exists()
+
+
+def test_sweep_shape_depends_on_kind():
+    """Each kind's settings and nothing else: md has no api, data has no files_per_dir; both have ranks, nodes."""
+    from ioadvisor.bench.params import DATA_KEYS, MD_KEYS
+    from ioadvisor.bench.sweep import sweep_shape
+    for kind, keys, other in (("data", DATA_KEYS, "files_per_dir"), ("md", MD_KEYS, "api")):
+        base = next(f.table for f in sweep_shape(kind).fields if f.name == "base")
+        assert set(base.names()) == set(keys) | {"ranks", "nodes"} and other not in base.names()

@@ -238,19 +238,23 @@ def test_cli_terminal_report():
     assert "Counters: slowest_rank=1312, fastest_rank=597" in r.output                 # and the counters
 
 
-def test_record_adds_a_production_run(kb_path):
+def test_record_adds_a_production_run(kb_path, tmp_path):
+    """example.darshan's files lie under /scratch2: a center mounting its scratch2 file system there gets the job
+    as a production run filed under scratch2."""
     log = LOGDIR / "example.darshan"
-    r = runner.invoke(app, ["diagnose", str(log), "--record", "--center", "ha8000", "--kb", str(kb_path), "--json"])
+    c = tmp_path / "nersc.toml"
+    c.write_text('name = "nersc"\n[[filesystems]]\nname = "scratch2"\ntype = "lustre"\nmount = "/scratch2"\n')
+    r = runner.invoke(app, ["diagnose", str(log), "--record", "--center", str(c), "--kb", str(kb_path), "--json"])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout)["recorded"]["runs"] == 1
+    assert json.loads(r.stdout)["recorded"] == {"system": "nersc", "runs": 1, "already_known": False, "note": None}
     from ioadvisor.kb.store import KB, RunFilter
     with KB.open(kb_path, create=False) as kb:
-        (run,) = kb.runs(RunFilter(system="HA8000", kind="production"))
+        (run,) = kb.runs(RunFilter(system="nersc", kind="production"))
     ind = _independent(log)
     assert run.op == "write" and run.ranks == ind["nprocs"] and run.layout == "shared" and run.stripe_count == 24
-    assert run.total_bytes == ind["posix_w"] + ind["stdio_w"]
+    assert run.total_bytes == ind["posix_w"] + ind["stdio_w"] and run.filesystem == "scratch2"
     # the same log again adds nothing
-    r2 = runner.invoke(app, ["diagnose", str(log), "--record", "--center", "ha8000", "--kb", str(kb_path), "--json"])
+    r2 = runner.invoke(app, ["diagnose", str(log), "--record", "--center", str(c), "--kb", str(kb_path), "--json"])
     assert json.loads(r2.stdout)["recorded"]["already_known"] is True
 
 

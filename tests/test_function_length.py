@@ -23,7 +23,6 @@ MARKER = "long because:"
 NOT_YET_SPLIT: frozenset[str] = frozenset({
     "advise/__init__.py:advise",
     "advise/explain.py:finalize",
-    "bench/sweep.py:plan_sweep",
     "predict/physical.py:fit",
 })
 

@@ -17,10 +17,10 @@ Definitions (docs/archive.md states them for readers of the report):
 from __future__ import annotations
 
 import json
-import math
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
+from ..diagnose.summary import job_nodes
 from .store import EMPTY_SHA256
 
 __all__ = ["REPORT_SCHEMA", "center_report", "has_jobs", "saving_s"]
@@ -50,13 +50,6 @@ def has_jobs(kb: Any) -> bool:
 def _hours(seconds: float | None, count: int | None) -> float | None:
     return None if seconds is None or count is None else round(seconds * count / 3600.0, 4)
 
-
-def _nodes(stated: int | None, nprocs: int, rpn: int | None) -> tuple[int | None, str | None]:
-    if stated:
-        return stated, "log"
-    if rpn:
-        return max(1, math.ceil(nprocs / rpn)), "ranks_per_node"
-    return None, None
 
 
 def center_report(kb: Any, *, top: int = 10, ranks_per_node: int | None = None, system: str | None = None,
@@ -101,13 +94,11 @@ def _jobs(conn: Any, where: str, args: Sequence[str], ranks_per_node: int | None
     jobs: dict[str, dict[str, Any]] = {}
     for r in conn.execute(f"SELECT j.*, l.path, l.system FROM main.archive_jobs j JOIN main.archive_logs l "
                           f"ON l.hash = j.hash {where}", args):
-        rpn = ranks_per_node or rpn_of.get((r["system"] or "").lower())
-        nodes, source = _nodes(r["nodes"], r["nprocs"], rpn)
+        nodes, source = job_nodes(r["nodes"], r["nprocs"], ranks_per_node, rpn_of.get((r["system"] or "").lower()))
         jobs[r["hash"]] = {"log": r["path"], "system": r["system"], "filesystem": r["filesystem"],
                            "jobid": r["jobid"], "uid": r["uid"], "app": r["app"], "exe": r["exe"],
                            "nprocs": r["nprocs"], "nodes": nodes,
-                           "nodes_from": "log" if source == "log" else (
-                               None if source is None else ("option" if ranks_per_node else "center")),
+                           "nodes_from": source,
                            "run_time_s": r["run_time_s"], "io_time_per_rank_s": round(r["io_time_per_rank_s"], 3),
                            "process_hours": _hours(r["run_time_s"], r["nprocs"]),
                            "node_hours": _hours(r["run_time_s"], nodes), "at_stake_s": 0.0, "saving_s": None,

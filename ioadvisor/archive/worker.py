@@ -15,7 +15,7 @@ from typing import Any, Callable
 from ..errors import IOAdvisorError, UsageError
 from ..util import printable
 
-__all__ = ["MEASURED_SHARE", "Settings", "setup", "app_name", "job_facts", "measured_on", "nodes_stated"]
+__all__ = ["Settings", "setup", "app_name", "job_facts"]
 
 
 @dataclass(frozen=True)
@@ -41,66 +41,6 @@ def job_facts(d: Any) -> dict[str, Any]:
             "run_time_s": s.run_time, "start_time": s.start_time, "io_time_per_rank_s": d.io_time_per_rank,
             "bytes_read": s.bytes_read, "bytes_written": s.bytes_written, "layout": s.layout, "files": len(s.files),
             "partial": int(s.partial), "darshan_version": s.darshan_version}
-
-
-# share of a job's bytes (through files) that must lie under the center's mounts for the job to be a measurement
-# of the center: nearly all, so that a job reading a small input from a file system the center file does not
-# describe still counts, and a job of another machine (none of its bytes there) never does
-MEASURED_SHARE = 0.99
-
-
-def measured_on(s: Any, center: Any) -> str | None:
-    """The center file system a job's production runs are filed under, or None when the log is kept as a
-    diagnosis only. The job's files that moved data (through POSIX, MPI-IO or STDIO) must hold at least
-    MEASURED_SHARE of its bytes under the mounts of `center`; the file system holding most of them is named. A
-    log of a job that ran elsewhere, of a job that moved data through no file, or a scan without a center
-    measures nothing of the center."""
-    from ..center import place_of_path
-    if center is None:
-        return None
-    moved: dict[str | None, int] = {}
-    by_dir: dict[str, Any] = {}          # a file per process: thousands of files, a few directories
-    data = [(f.path, f.bytes) for f in s.files if f.bytes > 0 and not f.special]
-    data += [(a["file"], a["bytes"]) for a in s.stdio_streams if a["bytes"] > 0]     # terminal streams left out
-    for path, nbytes in data:
-        d = os.path.dirname(path)
-        if d not in by_dir:
-            by_dir[d] = place_of_path(center, os.path.join(d, "x"))
-        fs = by_dir[d][0] if by_dir[d] else None
-        moved[fs] = moved.get(fs, 0) + nbytes
-    outside = moved.pop(None, 0)
-    inside = sum(moved.values())
-    if not inside or inside < MEASURED_SHARE * (inside + outside):
-        return None
-    return max(moved, key=lambda fs: (moved[fs], fs))
-
-
-def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any) -> int | None:
-    """The job's node count where the log states it, else None: the BG/Q module's BGQ_NNODES, or the distinct
-    host names of DXT trace records when they cover every rank (a trace of some ranks says nothing of the
-    others). Darshan's other modules record no node count."""
-    wanted = [m for m in ("BG/Q", "DXT_POSIX", "DXT_MPIIO") if m in modules]
-    if not wanted:
-        return None
-    from ..diagnose.derive import open_log
-    log = open_log(backend, path)
-    try:
-        if "BG/Q" in wanted:
-            rec = backend.log_get_record(log, "BG/Q", dtype="dict")
-            n = int(rec["counters"][backend.counter_names("BGQ").index("BGQ_NNODES")]) if rec else 0
-            if n > 0:
-                return n
-        hosts: dict[int, str] = {}
-        budget = 2 * nprocs + 64          # records read at most: a trace of a few ranks over many files is not read
-        for mod in wanted:
-            if mod == "BG/Q":
-                continue
-            while len(hosts) < nprocs and budget > 0 and (rec := backend.log_get_record(log, mod, dtype="dict")):
-                budget -= 1
-                hosts.setdefault(int(rec["rank"]), rec["hostname"])
-        return len(set(hosts.values())) if nprocs > 0 and len(hosts) == nprocs else None
-    finally:
-        backend.log_close(log)
 
 
 def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
@@ -146,26 +86,23 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
         except IOAdvisorError as e:
             return {**out, "status": "failed", "error": getattr(e, "reason", None) or str(e)}
         job = job_facts(d)
-        job["filesystem"] = measured_on(s, center)
-        try:
-            job["nodes"] = nodes_stated(p, s.modules, s.nprocs, backend)
-        except Exception:                # the node count is a detail: the log itself was read
-            job["nodes"] = None
+        job["filesystem"], runs = _production_runs(p, s, settings.system, center)
+        job["nodes"] = s.nodes
         return {**out, "status": "ok", "error": None, "job": job, "findings": [to_plain(f) for f in d.findings],
-                "runs": _production_runs(p, s, settings.system, job["filesystem"])}
+                "runs": runs}
 
     return handle
 
 
-def _production_runs(path: str, s: Any, system: str | None, filesystem: str | None) -> list[dict[str, Any]]:
-    """The runs of a log whose files lie under a mount of the center (`filesystem`; None: a diagnosis only)."""
+def _production_runs(path: str, s: Any, system: str | None, center: Any) -> tuple[str | None, list[dict[str, Any]]]:
+    """The file system a log is a measurement of and its runs (`importers.darshan.production_runs`, the rule
+    `kb import` and `diagnose --record` apply); (None, []): a diagnosis only."""
     from ..importers import ImportContext
-    from ..importers.darshan import summary_runs
-    if filesystem is None:
-        return []
+    from ..importers.darshan import measured_on, production_runs
     name = printable(path)          # the name as the KB holds it (a byte that is not UTF-8 as \\xNN)
-    ctx = ImportContext(source=name, system=system, filesystem=filesystem, kind="production")
+    ctx = ImportContext(source=name, system=system, kind="production")
     try:
-        return [r.to_dict() for r in summary_runs(s, ctx, name)]
+        fs, _, runs = production_runs(s, ctx, name, center)
     except IOAdvisorError:          # counters no run can be made of: the job's facts and findings stand
-        return []
+        return measured_on(s, center), []
+    return fs, [r.to_dict() for r in runs]

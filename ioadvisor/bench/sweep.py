@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError, UsageError
+from ..tomlschema import Field, Problem, Table, first_problem
 from ..util import atomic_write, check_line_value, loads_toml
 from .params import DATA_KEYS, MD_KEYS, data_params, md_params
 
@@ -132,39 +133,76 @@ def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_r
         doc = loads_toml(text if text is not None else read_text(path, TOML))
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{src}: {e}") from None
-    unknown = sorted(set(doc) - set(TOP_KEYS))
-    if unknown:
-        raise ConfigError(f"{src}: unknown key(s) {', '.join(unknown)} (known: {', '.join(TOP_KEYS)})")
+    kind = _check_shape(src, doc)
+    slurm = doc.get("slurm", {})
+    _check_slurm(src, slurm)
+    launcher = doc.get("launcher", "mpiexec")
+    if _launcher_words(launcher) is None:
+        raise ConfigError(f"{src}: launcher: {launcher!r} is not mpiexec, srun or srun with options "
+                          f"(e.g. \"srun --mpi=pmi2\")")
+    combos = _combinations(src, doc)
+    name = doc.get("name") or Path(src).stem
+    if not name.replace("-", "").replace("_", "").isalnum():
+        raise ConfigError(f"{src}: name: {name!r} may hold only letters, digits, - and _")
+    configs = _configs(src, name, kind, doc.get("base", {}), combos, varied=bool(doc.get("vary")))
+    if any(c.nodes for c in configs) and (slurm.get("nodes") or slurm.get("ntasks_per_node")):
+        raise ConfigError(f"{src}: [slurm] nodes/ntasks_per_node conflict with configs that set nodes (the array "
+                          f"asks for the most nodes and ranks per node any config needs)")
+    if results is None:
+        stamp = _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
+        results = (default_results or Path("."))/ f"{name}-{stamp}"
+    return Plan(name=name, kind=kind, source=os.path.abspath(src), configs=tuple(configs), slurm=dict(slurm),
+                launcher=launcher, results=os.path.abspath(str(results)))
+
+
+SLURM = Table(tuple(Field(k, "list" if k == "options" else "text") for k in SLURM_KEYS))
+
+
+def sweep_shape(kind: str) -> Table:
+    """The shape of a sweep file of this kind: its settings are the kind's benchmark keys plus ranks and nodes,
+    in [base] and [vary] (a value or a list of values) and in each [[exclude]], [[include]] and [[config]]."""
+    settings = Table(tuple(Field(k) for k in (DATA_KEYS if kind == "data" else MD_KEYS) + EXTRA_KEYS))
+    tables = {"base": Field("base", "table", table=settings), "vary": Field("vary", "table", table=settings),
+              "slurm": Field("slurm", "table", table=SLURM), "name": Field("name", "str")}
+    for key in ("exclude", "include", "config"):
+        tables[key] = Field(key, "tables", table=settings)
+    return Table(tuple(tables.get(k, Field(k)) for k in TOP_KEYS))
+
+
+def _check_shape(src: str, doc: dict[str, Any]) -> str:
+    """The sweep's kind, once the document has the shape of a sweep of that kind; ConfigError otherwise."""
     kind = doc.get("kind", "data")
     if kind not in ("data", "md"):
         raise ConfigError(f"{src}: kind: {kind!r} is not data or md")
-    known = (DATA_KEYS if kind == "data" else MD_KEYS) + EXTRA_KEYS
-    base = doc.get("base", {})
-    vary = doc.get("vary", {})
-    for table, content in (("base", base), ("vary", vary)):
-        if not isinstance(content, dict):
-            raise ConfigError(f"{src}: [{table}] must be a table")
-        bad = sorted(set(content) - set(known))
-        if bad:
-            raise ConfigError(f"{src}: [{table}] unknown key(s) {', '.join(bad)} for kind {kind} "
-                              f"(known: {', '.join(known)})")
-    both = sorted(set(base) & set(vary))
-    if both:
-        raise ConfigError(f"{src}: {', '.join(both)} in both [base] and [vary]")
-    for key in ("exclude", "include", "config"):
-        entries = doc.get(key, [])
-        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-            raise ConfigError(f"{src}: {key} must be an array of tables ([[{key}]])")
-        for e in entries:
-            bad = sorted(set(e) - set(known))
-            if bad:
-                raise ConfigError(f"{src}: [[{key}]] unknown key(s) {', '.join(bad)}")
-    slurm = doc.get("slurm", {})
-    bad = sorted(set(slurm) - set(SLURM_KEYS))
-    if bad:
-        raise ConfigError(f"{src}: [slurm] unknown key(s) {', '.join(bad)} (known: {', '.join(SLURM_KEYS)})")
+    p = first_problem(doc, sweep_shape(kind))
+    if p is not None:
+        raise ConfigError(f"{src}: {_shape_message(p, kind)}")
+    return kind
+
+
+def _shape_message(p: Problem, kind: str) -> str:
+    """A shape problem worded as users of sweep files know it: tables by their TOML header."""
+    table, keys = p.path[0] if p.path else "", ", ".join(p.keys)
+    if p.code == "unknown":
+        return {"": f"unknown key(s) {keys} (known: {', '.join(p.allowed)})",
+                "base": f"[base] unknown key(s) {keys} for kind {kind} (known: {', '.join(p.allowed)})",
+                "vary": f"[vary] unknown key(s) {keys} for kind {kind} (known: {', '.join(p.allowed)})",
+                "slurm": f"[slurm] unknown key(s) {keys} (known: {', '.join(p.allowed)})",
+                }.get(str(table), f"[[{table}]] unknown key(s) {keys}")
+    if table in ("exclude", "include", "config"):
+        return f"{table} must be an array of tables ([[{table}]])"
+    if len(p.path) == 1:
+        return f"name: {p.value!r} is not a string" if table == "name" else f"[{table}] must be a table"
+    key = p.path[1]
+    if key == "options":
+        return "[slurm] options must be a list of strings"
+    return f"[slurm] {key}: {p.value!r} is not text or a number"
+
+
+def _check_slurm(src: str, slurm: dict[str, Any]) -> None:
+    """Every [slurm] value fits on one #SBATCH line (the shape has made each text or a number)."""
     for key, v in slurm.items():
-        for item in (v if key == "options" and isinstance(v, list) else [v]):
+        for item in (v if key == "options" else [v]):
             if isinstance(item, bool) or not isinstance(item, (str, int)):
                 raise ConfigError(f"{src}: [slurm] {key}: {item!r} is not text or a number"
                                   + (" (options is a list of strings)" if key == "options" else ""))
@@ -174,22 +212,24 @@ def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_r
                 raise ConfigError(f"{src}: {e}") from None
             if '"' in str(item) and key != "options":
                 raise ConfigError(f"{src}: [slurm] {key}: {str(item)[:40]!r}: no double quotes in #SBATCH values")
-    if "options" in slurm and not isinstance(slurm["options"], list):
-        raise ConfigError(f"{src}: [slurm] options must be a list of strings")
-    launcher = doc.get("launcher", "mpiexec")
-    if _launcher_words(launcher) is None:
-        raise ConfigError(f"{src}: launcher: {launcher!r} is not mpiexec, srun or srun with options "
-                          f"(e.g. \"srun --mpi=pmi2\")")
 
+
+def _combinations(src: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The settings of each config over [base]: the product of [vary] without [[exclude]], with [[include]]
+    added, then the [[config]] entries (alone when nothing varies)."""
+    base, vary = doc.get("base", {}), doc.get("vary", {})
+    both = sorted(set(base) & set(vary))
+    if both:
+        raise ConfigError(f"{src}: {', '.join(both)} in both [base] and [vary]")
     keys = list(vary)
     explicit = [dict(c) for c in doc.get("config", [])]
-    combos = [dict(zip(keys, vals)) for vals in itertools.product(*(_values(f"{src}: vary.{k}", vary[k]) for k in keys))]
-    if explicit and not keys:
-        combos = []            # a list of configs alone: exactly those
     for c in explicit:
         both = sorted(set(c) & set(keys))
         if both:
             raise ConfigError(f"{src}: [[config]] sets {', '.join(both)}, which [vary] varies")
+    combos = [dict(zip(keys, vals)) for vals in itertools.product(*(_values(f"{src}: vary.{k}", vary[k]) for k in keys))]
+    if explicit and not keys:
+        combos = []            # a list of configs alone: exactly those
     matches = lambda combo, entry, only: all(combo.get(k) == v for k, v in entry.items() if k in only)  # noqa: E731
     combos = [c for c in combos if not any(matches(c, e, set(e)) for e in doc.get("exclude", []))]
     for inc in doc.get("include", []):
@@ -202,10 +242,12 @@ def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_r
     combos += explicit
     if not combos:
         raise ConfigError(f"{src}: the sweep has no configs left")
+    return combos
 
-    name = str(doc.get("name") or Path(src).stem)
-    if not name.replace("-", "").replace("_", "").isalnum():
-        raise ConfigError(f"{src}: name: {name!r} may hold only letters, digits, - and _")
+
+def _configs(src: str, name: str, kind: str, base: dict[str, Any], combos: list[dict[str, Any]], *,
+             varied: bool) -> list[SweepConfig]:
+    """Each combination over [base], validated as the benchmark of `kind` validates its settings."""
     configs = []
     for i, combo in enumerate(combos):
         merged = {**base, **combo}
@@ -221,18 +263,11 @@ def plan_sweep(path: str | Path, results: str | Path | None = None, *, default_r
         try:
             p = data_params(merged) if kind == "data" else md_params(merged)
         except UsageError as e:
-            hint = " (leave such combinations out with [[exclude]])" if keys else ""
+            hint = " (leave such combinations out with [[exclude]])" if varied else ""
             raise ConfigError(f"{src}: config {i} ({_label(combo)}): {e}{hint}") from None
         configs.append(SweepConfig(index=i, ranks=ranks, settings=p.to_dict(), label=_label(combo) or "base",
                                    nodes=nodes))
-    if any(c.nodes for c in configs) and (slurm.get("nodes") or slurm.get("ntasks_per_node")):
-        raise ConfigError(f"{src}: [slurm] nodes/ntasks_per_node conflict with configs that set nodes (the array "
-                          f"asks for the most nodes and ranks per node any config needs)")
-    if results is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%dT%H%M%S")
-        results = (default_results or Path("."))/ f"{name}-{stamp}"
-    return Plan(name=name, kind=kind, source=os.path.abspath(src), configs=tuple(configs), slurm=dict(slurm),
-                launcher=launcher, results=os.path.abspath(str(results)))
+    return configs
 
 
 # ---- running ------------------------------------------------------------------------------------------------

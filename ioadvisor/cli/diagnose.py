@@ -27,6 +27,12 @@ def _value(x: Any) -> str:
     return f"{x:.0f}" if isinstance(x, (int, float)) else "no measured value"
 
 
+def _nodes_row(a: dict[str, Any]) -> str:
+    if a["nodes"] is None:
+        return "not known (the figures are per process)"
+    return f"{a['nodes']} ({a['note']})"
+
+
 def _render(doc: dict[str, Any], con: Any) -> None:
     # rich is imported here, not at the top: `diagnose --json` does without it (start-up time is a target)
     from rich.panel import Panel
@@ -40,7 +46,7 @@ def _render(doc: dict[str, Any], con: Any) -> None:
     start = _dt.datetime.fromtimestamp(job["start_time"], _dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") \
         if job.get("start_time") else "-"
     rows = [("Log", doc["log"]), ("Executable", job["exe"]), ("Job id", str(job["jobid"])),
-            ("Processes", str(job["nprocs"])), ("Run time", f"{job['run_time']:.0f} s (started {start})"),
+            ("Processes", str(job["nprocs"])), ("Nodes", _nodes_row(doc["workload_assumptions"])), ("Run time", f"{job['run_time']:.0f} s (started {start})"),
             ("Darshan", f"{job['darshan_version']} (log format {job['log_version']})"),
             ("Modules", ", ".join(job["modules"])),
             ("Layout", f"{job['layout']}: {job['shared_files']} shared, {job['fpp_files']} per-process files")]
@@ -100,7 +106,8 @@ def diagnose_cmd(
     thresholds: Annotated[Optional[Path], typer.Option(
         "--thresholds", help="TOML file overriding rule thresholds ([RULE_ID] tables).", show_default=False)] = None,
     ranks_per_node: Annotated[Optional[int], typer.Option(
-        "--ranks-per-node", min=1, help="Ranks per node (Darshan records no node count; default 1).")] = None,
+        "--ranks-per-node", min=1, help="Ranks per node, where the log states no node count (default: the center "
+                                        "file's ranks_per_node, else figures are per process).")] = None,
     record: Annotated[bool, typer.Option(
         "--record", help="Add the job to the KB as a production observation.")] = False,
 ) -> None:
@@ -109,16 +116,20 @@ def diagnose_cmd(
         doc = diagnose_report(log, kb=kb, center=center, thresholds=thresholds, ranks_per_node=ranks_per_node)
         if record:
             from ..kb.store import KB
-            system = None
+            c_obj = None
             if center:
                 from ..center import load_center
-                system = load_center(center).name
+                c_obj = load_center(center)
+            system = c_obj.name if c_obj else None
             with KB.open(kb, create=True) as store:
-                res = store.import_file(log, "darshan", kind="production", system=system)
-            doc["recorded"] = {"system": system or "unknown", "runs": res.runs, "already_known": res.skipped}
+                # runs only when the log's files lie under the center's mounts (importers.darshan.placement)
+                res = store.import_file(log, "darshan", kind="production", system=system, center=c_obj)
+            doc["recorded"] = {"system": system or "unknown", "runs": res.runs, "already_known": res.skipped,
+                               "note": res.note}
             if not json_out:
                 console.print(printable(f"Recorded {res.runs} production run(s) for system {system or 'unknown'}"
-                                        + (" (already in the KB)" if res.skipped else "") + "."))
+                                        + (" (already in the KB)" if res.skipped else "")
+                                        + (f"; {res.note}" if res.note else "") + "."))
         if html is not None:
             from ..diagnose.report import render_html
             from ..util import atomic_write

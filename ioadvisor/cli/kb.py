@@ -37,7 +37,8 @@ def import_(
     filesystem: Annotated[Optional[str], typer.Option(help="File system or tier name.")] = None,
     center: Annotated[Optional[str], typer.Option(
         help="Center file or name ($IOADVISE_CENTERS, shipped) whose node_memory and rated bandwidths flag runs that measured a "
-             "cache or exceed the peak (default: the center named like the system).")] = None,
+             "cache or exceed the peak, and whose mounts must hold a Darshan log's files for it to add runs "
+             "(default: the center named like the system).")] = None,
     kb: KBOption = None,
     json_out: JsonOption = False,
 ) -> None:

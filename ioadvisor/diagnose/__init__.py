@@ -9,6 +9,7 @@ Library entry points:
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,13 +114,18 @@ def diagnose(log: str | Path, *, kb: str | Path | None = None, center: str | Non
     """
     from .derive import to_workload
 
+    from .summary import job_nodes
+
     d = analyze(log, center=center, thresholds=thresholds, kb=kb, use_kb=use_kb)
     findings = list(d.findings)
-    workload = to_workload(d.summary, ranks_per_node)
     c_obj = _center(center)
+    s = d.summary
+    # the archive's order: the log's node count, else --ranks-per-node, else the center file's ranks_per_node
+    nodes, source = job_nodes(s.nodes, s.nprocs, ranks_per_node, c_obj.ranks_per_node if c_obj else None)
+    workload = to_workload(s, math.ceil(max(1, s.nprocs) / nodes) if nodes else None)
     if c_obj is not None:
         findings = [_with_advice(f, workload, kb, c_obj) if f.id in ("LUS001", "LUS003") else f for f in findings]
-    return document(d.summary, findings, workload, ranks_per_node)
+    return document(s, findings, workload, nodes, source)
 
 
 def _center(center: str | None) -> Any:
@@ -150,6 +156,18 @@ def _with_advice(f: Any, workload: Any, kb: Any, center: Any) -> Any:
     return dataclasses.replace(f, advice=adv)
 
 
+def _assumptions(workload: Any, nodes: int | None, nodes_from: str | None) -> dict[str, Any]:
+    """Where the workload's node count comes from; without one, its figures are per process (1 rank per node)."""
+    from .summary import NODES_FROM
+    if nodes is None:
+        return {"nodes": None, "ranks_per_node": None, "nodes_from": None,
+                "note": "no node count: the log states none and neither --ranks-per-node nor the center file "
+                        "gives ranks per node; the workload's figures are per process (each counted as a node "
+                        "of 1 rank)"}
+    return {"nodes": nodes, "ranks_per_node": workload.ranks_per_node, "nodes_from": nodes_from,
+            "note": NODES_FROM[nodes_from]}
+
+
 def _rank_spread(sp: Any) -> dict[str, Any] | None:
     if sp is None:
         return None
@@ -167,7 +185,8 @@ def _mpiio_dir(d: Any) -> dict[str, Any] | None:
             "collective_share_max": round(d.collective_share_max, 4), "time_s": round(d.time, 4)}
 
 
-def document(s: LogSummary, findings: list[Any], workload: Any, ranks_per_node: int | None) -> dict[str, Any]:
+def document(s: LogSummary, findings: list[Any], workload: Any, nodes: int | None,
+             nodes_from: str | None = None) -> dict[str, Any]:
     """The stable JSON shape of a diagnosis."""
     used = sorted({o for f in s.files if f.lustre for o in f.lustre.osts})
     req = {op: {"ops": r.ops, "small": r.small, "zero_bytes": r.zero, "exactly_1mib": r.exactly_1mib,
@@ -213,7 +232,6 @@ def document(s: LogSummary, findings: list[Any], workload: Any, ranks_per_node: 
                    "mpiio_write": _mpiio_dir(f.mpiio_write), "mpiio_rank_spread": _rank_spread(f.mpiio_spread),
                    "lustre": dataclasses.asdict(f.lustre) if f.lustre else None} for f in s.files[:50]],
         "workload": to_plain(workload),
-        "workload_assumptions": {"ranks_per_node": ranks_per_node or 1,
-                                 "note": "Darshan records no node count" if not ranks_per_node else ""},
+        "workload_assumptions": _assumptions(workload, nodes, nodes_from),
         "findings": [to_plain(f) for f in findings],
     }

@@ -7,6 +7,7 @@ complaint or signal into an `ImportFormatError` naming the file.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -185,11 +186,43 @@ def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:
         return list(dict.fromkeys(ln.strip() for ln in lines if ln.strip().lower().startswith("error")))
 
     try:
-        return _read(path, backend, complaints)
+        s = _read(path, backend, complaints)
     except _LogError as e:
         raise ImportFormatError(str(e), path) from None
     except Exception as e:  # the log made the reader fail in a way not foreseen: report, don't trace
         raise ImportFormatError(f"cannot read the log: {type(e).__name__}: {e}", path) from None
+    try:
+        nodes = nodes_stated(path, s.modules, s.nprocs, backend)
+    except Exception:                    # the node count is a detail: the log itself was read
+        nodes = None
+    return dataclasses.replace(s, nodes=nodes) if nodes else s
+
+
+def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any) -> int | None:
+    """The job's node count where the log states it, else None: the BG/Q module's BGQ_NNODES, or the distinct
+    host names of DXT trace records when they cover every rank (a trace of some ranks says nothing of the
+    others). Darshan's other modules record no node count."""
+    wanted = [m for m in ("BG/Q", "DXT_POSIX", "DXT_MPIIO") if m in modules]
+    if not wanted:
+        return None
+    log = open_log(backend, path)
+    try:
+        if "BG/Q" in wanted:
+            rec = backend.log_get_record(log, "BG/Q", dtype="dict")
+            n = int(rec["counters"][backend.counter_names("BGQ").index("BGQ_NNODES")]) if rec else 0
+            if n > 0:
+                return n
+        hosts: dict[int, str] = {}
+        budget = 2 * nprocs + 64          # records read at most: a trace of a few ranks over many files is not read
+        for mod in wanted:
+            if mod == "BG/Q":
+                continue
+            while len(hosts) < nprocs and budget > 0 and (rec := backend.log_get_record(log, mod, dtype="dict")):
+                budget -= 1
+                hosts.setdefault(int(rec["rank"]), rec["hostname"])
+        return len(set(hosts.values())) if nprocs > 0 and len(hosts) == nprocs else None
+    finally:
+        backend.log_close(log)
 
 
 class _NotLoaded(types.ModuleType):

@@ -6,6 +6,7 @@ collective and independent calls), the summary carries the bound that is certain
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 # Darshan's size histogram. Its bucket macro (DARSHAN_BUCKET_INC) tests `size < 101`, `< 1025`, `< 10241`,
@@ -264,6 +265,7 @@ class LogSummary:
     fs_ost_count_at_least: int | None = None   # highest OST index seen + 1: a lower bound, never a cap
     partial: bool = False                # Darshan ran out of memory and dropped records
     notes: tuple[str, ...] = ()
+    nodes: int | None = None             # the node count the log states (`derive.nodes_stated`), else None
 
     # convenience views -------------------------------------------------------------------------------
     @property
@@ -328,3 +330,20 @@ class LogSummary:
         if fb >= 0.8 * (sb + fb):
             return "fpp"
         return "mixed"
+
+
+NODES_FROM = {"log": "the log states it (BG/Q record, or DXT traces of every rank)",
+              "option": "processes / --ranks-per-node", "center": "processes / the center file's ranks_per_node"}
+
+
+def job_nodes(stated: int | None, nprocs: int, option_rpn: int | None,
+              center_rpn: int | None) -> tuple[int | None, str | None]:
+    """A job's node count and where it comes from (a key of NODES_FROM): the count the log states, else the
+    processes over the ranks per node given by the user, else over the center file's; (None, None) when none
+    of them is known: the job is counted in processes only."""
+    if stated:
+        return stated, "log"
+    for rpn, source in ((option_rpn, "option"), (center_rpn, "center")):
+        if rpn:
+            return max(1, math.ceil(nprocs / rpn)), source
+    return None, None

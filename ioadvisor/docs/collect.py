@@ -11,7 +11,6 @@ from collections import namedtuple
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from ..archive.store import ARCHIVE_RUN_SQL
 from ..kb import KB
 from ..model.run import META_OPS
 from ..model.types import Center, FileSystem
@@ -20,6 +19,9 @@ from ..model.units import format_size
 # Up to this many runs per file system the tables list every run; above it they list groups of runs with the
 # same settings (median, range, count), so a system with 100,000 runs still gives a readable page.
 ROW_LIMIT = 300
+# a run the guide shows as a measurement of a file system: not a production job's bytes / run time (a lower bound,
+# whatever road it came by: archive scan, `kb import` or `diagnose --record` of a log, a job record)
+MEASUREMENT_SQL = "kind IS NOT 'production'"
 # Most groups shown per file system and most runs listed on a provenance page (runs linked from a table are
 # always listed).
 GROUP_LIMIT = 200
@@ -283,10 +285,11 @@ class _SystemRuns:
             "WHERE system = ? COLLATE NOCASE", (name,))]
         scan = bool(sizes[0]) and (sizes[1] or 0) > sizes[0] * self.SCAN_SHARE
         self.conn.execute("DROP TABLE IF EXISTS temp.doc_runs")
-        # `+system` keeps sqlite off the system index (the same rows either way); the production runs an archive
-        # scan made of jobs' logs are no measurements of the file systems: left out of every table and plot
+        # `+system` keeps sqlite off the system index (the same rows either way); production runs (jobs' bytes /
+        # run time, whether from an archive scan, `kb import`, `diagnose --record` or job records) are no
+        # measurements of the file systems: left out of every table and plot
         self.conn.execute(f"CREATE TEMP TABLE doc_runs AS SELECT {_FS_LABEL} AS fs, {cols} FROM all_runs "
-                          f"WHERE {'+' if scan else ''}system = ? COLLATE NOCASE AND NOT {ARCHIVE_RUN_SQL}", (name,))
+                          f"WHERE {'+' if scan else ''}system = ? COLLATE NOCASE AND {MEASUREMENT_SQL}", (name,))
         self.counts = dict(self.conn.execute("SELECT fs, count(*) FROM temp.doc_runs GROUP BY fs"))
         self.total = sum(self.counts.values())
 
@@ -458,8 +461,8 @@ def system_names(kb: KB, centers: list[Center], only: bool) -> list[str]:
     names = {c.name for c in centers}
     if not only:
         names |= {n for n in kb.systems() if kb.conn.execute(
-            f"SELECT 1 FROM all_runs WHERE system = ? COLLATE NOCASE AND NOT {ARCHIVE_RUN_SQL} LIMIT 1",
-            (n,)).fetchone()}          # a system whose only runs came from an archive scan has no measurement
+            f"SELECT 1 FROM all_runs WHERE system = ? COLLATE NOCASE AND {MEASUREMENT_SQL} LIMIT 1",
+            (n,)).fetchone()}          # a system whose only runs are production jobs' has no measurement
         names |= {c["system"] for c in kb.comparisons()}
     # the KB matches system names without regard to case: "HA8000" and "ha8000" are one system, one page
     one: dict[str, str] = {}

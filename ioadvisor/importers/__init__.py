@@ -17,7 +17,7 @@ import importlib
 import json
 import sys
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from ..errors import ImportFormatError, UsageError
 from ..model.run import Run
@@ -38,6 +38,17 @@ class ImportContext:
     system: str | None = None        # --system: the machine the runs were measured on
     filesystem: str | None = None
     kind: str = "benchmark"
+    center: Any = None               # --center (a Center, a center file or a name): where a Darshan log's files
+                                     # must lie for it to measure the center
+
+
+class NoMeasurement(Exception):
+    """Raised by `parse` for a readable file that measures nothing of the center it is imported for (a Darshan
+    log of a job that ran elsewhere): not an error; the import adds nothing and says why (`reason`)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass(frozen=True)

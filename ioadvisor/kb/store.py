@@ -474,7 +474,8 @@ def _streamed(imp: Any, f: BinaryIO, ctx: Any, size: int, progress: Callable[[in
 
 def _parsed_whole(imp: Any, src: _ImportSource, ctx: Any, size: int,
                   progress: Callable[[int, int], None] | None) -> list[Run]:
-    """The runs of a file an importer reads whole; at least one, or an error naming the file."""
+    """The runs of a file an importer reads whole; at least one, or an error naming the file (a NoMeasurement
+    passes through: the caller reports why nothing was added)."""
     try:
         runs = imp.parse(src.read_all(), ctx)
     except ImportFormatError as e:
@@ -692,7 +693,9 @@ class KB:
         (ioadvisor.inputs).
         `progress(bytes_done, bytes_total)` is called as the file is parsed. Runs get their evidence flags
         (ioadvisor.center.evidence) from `center` (a `Center`, a center file or a shipped name) or else from
-        the shipped center named like the runs' system."""
+        the shipped center named like the runs' system; the same center's mounts decide whether a Darshan log
+        measures it (importers.darshan.placement): a log that does not adds nothing, and the result's note says
+        why."""
         from .. import importers
         from ..util import printable
         p = Path(path)
@@ -706,7 +709,8 @@ class KB:
             if imp.check is not None and src.spool is None:
                 imp.check(str(p))                # e.g. a Darshan header that does not fit the file: not read
             digest, size = src.scan(imp.text, None if imp.stream else importers.MAX_WHOLE_FILE)
-            ctx = importers.ImportContext(source=name, system=system, filesystem=filesystem, kind=kind)
+            ctx = importers.ImportContext(source=name, system=system, filesystem=filesystem, kind=kind,
+                                          center=center)
             nullable = self._null_default_columns()
 
             def prepared(items: Iterable[tuple[str, tuple]]) -> Iterator[Batch]:
@@ -716,7 +720,11 @@ class KB:
             if imp.stream is not None:
                 batches = _streamed(imp, src.reopen(), ctx, size, progress, readers, prepared)
             else:
-                batches = prepared(_keyed(_parsed_whole(imp, src, ctx, size, progress), name))
+                try:
+                    runs = _parsed_whole(imp, src, ctx, size, progress)
+                except importers.NoMeasurement as e:    # read, but no measurement: nothing added, not even its hash
+                    return ImportResult(name, imp.name, 0, False, 0, f"no measured run: {e.reason}")
+                batches = prepared(_keyed(runs, name))
             try:
                 return self._add(batches, source=name, source_hash=digest, fmt=imp.name,
                                  importer=f"{imp.name}/{imp.version}", require_runs=True)

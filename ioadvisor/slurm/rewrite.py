@@ -59,8 +59,11 @@ class WrapSettings:
     directives: tuple[str, ...] = ()     # sbatch options written as #SBATCH lines (e.g. --nodes=8 from wrap -N 8)
     stripe_base: str | None = None       # where $IOADVISE_DIR goes, as the advice names it (/lustre/$USER);
                                          # None: below the output directory
+    api: str = "MPIIO"                   # the job's I/O interface: hints reach MPI-IO and HDF5 only
+    fs_type: str | None = "lustre"       # the type of the file system the job writes to, as the center says
 
     def to_plain(self) -> dict:
+        """What the job's record holds (api and fs_type are facts of the job and center, not applied settings)."""
         return {
             "stripe_count": self.stripe_count, "stripe_size": self.stripe_size, "hints": dict(self.hints),
             "mpi": self.mpi, "mpi_version": self.mpi_version, "tier": None if self.tier is None else {
@@ -74,8 +77,8 @@ class WrapSettings:
     def plan(self) -> Plan:
         """The configuration for the one renderer; `$IOADVISE_DIR` goes below the directory the advice names,
         else below the wrapper's output directory."""
-        return Plan(op=self.op, api="MPIIO", stripe_count=self.stripe_count, stripe_size=self.stripe_size,
-                    striping_allowed=self.allow_striping, fs_type="lustre", hints=dict(self.hints), mpi=self.mpi,
+        return Plan(op=self.op, api=self.api, stripe_count=self.stripe_count, stripe_size=self.stripe_size,
+                    striping_allowed=self.allow_striping, fs_type=self.fs_type, hints=dict(self.hints), mpi=self.mpi,
                     mpi_version=self.mpi_version, base=self.stripe_base or "$_ioadv_out",
                     base_vars=frozenset({"_ioadv_out"}),
                     lifetime=self.lifetime)

@@ -13,7 +13,8 @@ from typing import Any, Mapping
 
 from ..errors import ImportFormatError, SlurmError, UsageError
 from ..lustre import constraint_of, has_feature
-from ..model.types import Center
+from ..model.run import norm_api
+from ..model.types import Center, FileSystem
 from .jobscript import parse_jobscript
 from .rewrite import TierSpec, WrapSettings, wrap
 
@@ -78,10 +79,14 @@ def tier_spec(center: Center | None, name: str) -> TierSpec:
     return TierSpec(name=t.name, request=t.request, mount=t.mount, stage=t.stage)
 
 
-def _striping_allowed(center: Center | None) -> bool:
+def _filesystem(center: Center | None, spec: Any) -> FileSystem | None:
+    """The center's file system the job writes to when no advice chose one: the one the job description pins
+    (tier=NAME), else the one striping is for, else the first persistent one (None without a center)."""
     if center is None or not center.filesystems:
-        return True
-    return any(f.stripable for f in center.filesystems)
+        return None
+    pinned = center.filesystem(spec.tier) if spec.tier else None
+    return pinned or next((f for f in center.filesystems if f.stripable), None) or next(
+        (f for f in center.filesystems if f.persistent), center.filesystems[0])
 
 
 def explicit_settings(ex: Explicit, center: Center | None, spec: Any = None) -> WrapSettings:
@@ -90,13 +95,16 @@ def explicit_settings(ex: Explicit, center: Center | None, spec: Any = None) -> 
     if spec is None:
         from ..job import JobSpec
         spec = JobSpec()
+    fs = _filesystem(center, spec)
     return WrapSettings(
         stripe_count=ex.stripe_count, stripe_size=ex.stripe_size, hints=dict(ex.hints),
         mpi=ex.mpi or (center.mpi if center else "mpich"),
         mpi_version=ex.mpi_version if ex.mpi else (center.mpi_version if center else None),
         tier=tier_spec(center, ex.tier) if ex.tier else None,
-        outdir=ex.outdir or spec.outdir, stage_in=ex.stage_in or tuple(spec.stage_in), allow_striping=_striping_allowed(center),
-        op=spec.op or "write", lifetime=spec.lifetime or "after-job")
+        outdir=ex.outdir or spec.outdir, stage_in=ex.stage_in or tuple(spec.stage_in),
+        allow_striping=fs.stripable if fs else True, op=spec.op or "write", lifetime=spec.lifetime or "after-job",
+        # hints given to wrap are MPI-IO hints: only a job that says it uses POSIX goes without them
+        api=norm_api(spec.api) or "MPIIO", fs_type=fs.type if fs else "lustre")
 
 
 def advised_settings(ex: Explicit, center: Center, kb_path: Path | None, path: str,
@@ -114,11 +122,13 @@ def advised_settings(ex: Explicit, center: Center, kb_path: Path | None, path: s
     cfg = advice.recommendation.config
     base = explicit_settings(ex, center, spec)
     tier = tier_spec(center, cfg.tier) if cfg.tier and center.tier(cfg.tier) and center.tier(cfg.tier).mount else None
-    # striping goes where `advise` puts it for this job (the file system's mount), not below the start directory
-    named = plan_for(cfg, center, w).base
+    # the interface, file system and striping policy are the ones `advise` renders its commands with, and
+    # striping goes where it puts it for this job (the file system's mount), not below the start directory
+    plan = plan_for(cfg, center, w)
     return replace(base, stripe_count=cfg.stripe_count, stripe_size=cfg.stripe_size,
                    hints={str(k): str(v) for k, v in cfg.hints.items()}, tier=tier,
-                   stripe_base=None if named == "$PWD" else named), advice
+                   stripe_base=None if plan.base == "$PWD" else plan.base, api=plan.api, fs_type=plan.fs_type,
+                   allow_striping=plan.striping_allowed), advice
 
 
 def wrap_script(text: str, ex: Explicit, *, center: Center | None = None, kb_path: Path | None = None,

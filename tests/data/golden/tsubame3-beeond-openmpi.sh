@@ -15,7 +15,7 @@ if [ "${_ioadv_parent:-}" != "$PPID" ]; then
   _ioadv_rec_dir=logs
   case "$_ioadv_rec_dir" in /*) ;; *) _ioadv_rec_dir="$PWD/$_ioadv_rec_dir";; esac
   _ioadv_rec="$_ioadv_rec_dir/ioadvise-$_ioadv_job.json"
-  _ioadv_settings='{"allow_striping":true,"directives":[],"hints":{"romio_cb_write":"disable"},"lifetime":"job","mpi":"openmpi","mpi_version":"2.1.2","op":"write","outdir":null,"stage_in":["input"],"stripe_base":null,"stripe_count":4,"stripe_size":null,"tier":{"mount":"/beeond","name":"beeond","request":"--constraint=BEEOND","stage":true}}'
+  _ioadv_settings='{"allow_striping":true,"directives":[],"hints":{},"lifetime":"job","mpi":"openmpi","mpi_version":"2.1.2","op":"write","outdir":null,"stage_in":["input"],"stripe_base":null,"stripe_count":4,"stripe_size":null,"tier":{"mount":"/beeond","name":"beeond","request":"--constraint=BEEOND","stage":true}}'
   _ioadv_record() {
     printf '{"job_id":"%s","host":"%s","start":%s,"end":%s,"exit_code":%s,"staged_out_bytes":%s,"stage_out_seconds":%s,"stage_out_status":%s,"settings":%s}\n' "$_ioadv_job" "$(hostname 2>/dev/null)" "$_ioadv_start" "${1:-null}" "${2:-null}" "${3:-null}" "${4:-null}" "${5:-null}" "$_ioadv_settings" > "$_ioadv_rec.tmp" && mv -f -- "$_ioadv_rec.tmp" "$_ioadv_rec"
   }
@@ -60,11 +60,7 @@ if [ "${_ioadv_parent:-}" != "$PPID" ]; then
   else
     echo "ioadvise: striping: not set, $IOADVISE_DIR is not on Lustre" >&2
   fi
-  printf '%s\n' 'romio_cb_write disable' > "$IOADVISE_DIR/romio-hints"
-  export ROMIO_HINTS="$IOADVISE_DIR/romio-hints"
-  export OMPI_MCA_io=romio314
-  export IOADVISE_HINTS=romio_cb_write=disable
-  echo "ioadvise: hints: romio_cb_write=disable for Open MPI 2.x-3.x: ROMIO_HINTS=$ROMIO_HINTS OMPI_MCA_io=$OMPI_MCA_io" >&2
+  echo 'ioadvise: hints: not applied (MPI-IO hints are not applied: the job uses POSIX, which does not read them.)' >&2
   _ioadv_scratch=/beeond
   if [ -d "$_ioadv_scratch" ] && [ -w "$_ioadv_scratch" ]; then
     export IOADVISE_SCRATCH="$_ioadv_scratch"
