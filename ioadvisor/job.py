@@ -262,6 +262,68 @@ def sbatch_sizes(args: Sequence[str]) -> dict[str, int]:
     return out
 
 
+def _toml_layer(toml: str, toml_path: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The workload file's values and, per key, where it was set (file:line)."""
+    try:
+        data = loads_toml(toml)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"line (\d+)", str(e))
+        raise ImportFormatError(f"not valid TOML: {e}", toml_path, int(m.group(1)) if m else None) from None
+    at: tuple[str, ...] = ("workload",) if "workload" in data else ()
+    data = data.get("workload", data)
+    if not isinstance(data, dict):
+        raise ImportFormatError("workload must be a table ([workload])", toml_path, key_line(toml, at))
+    bad = first_problem(data, WORKLOAD)
+    if bad is not None:
+        raise ImportFormatError(f"unknown key {bad.keys[0]!r} (known: {', '.join(KEY)})", toml_path,
+                                key_line(toml, at + bad.keys[0:1]))
+    vals: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for key, raw in data.items():
+        k = key.replace("-", "_")
+        where = (toml_path, key_line(toml, at + (key,)))
+        if KEY[k].repeat and isinstance(raw, list):
+            vals[k] = tuple(read_value(k, x, where) for x in raw) if k != "hint" else {
+                a: b for x in raw for a, b in read_value(k, x, where).items()}
+        else:
+            v = read_value(k, raw, where)
+            vals[k] = (v,) if KEY[k].repeat and not isinstance(v, dict) else v
+        sources[k] = f"{toml_path}:{where[1]}" if where[1] else toml_path
+    return vals, sources
+
+
+def _explicit_layer(explicit: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The values given as options (None: not given) and the option that set each."""
+    vals: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for k, raw in explicit.items():
+        if raw is None:
+            continue
+        vals[k] = read_value(k, raw, (None, None)) if k in KEY else raw
+        sources[k] = "--" + k.replace("_", "-")
+    return vals, sources
+
+
+def _merge(layers: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The layers' values, each key from the highest layer that sets it; ranks per node from the highest layer
+    that says anything about ranks."""
+    merged: dict[str, Any] = {}
+    for _, vals in layers:
+        for k, v in vals.items():
+            if k in ("ntasks", "ntasks_per_node"):
+                continue
+            merged[k] = v
+    for _, vals in reversed(layers):
+        if "ranks_per_node" in vals or "ntasks_per_node" in vals:
+            merged["ranks_per_node"] = vals.get("ranks_per_node", vals.get("ntasks_per_node"))
+            break
+        if "ntasks" in vals:
+            nodes = merged.get("nodes") or 1
+            merged["ranks_per_node"] = max(1, math.ceil(vals["ntasks"] / nodes))
+            break
+    return merged
+
+
 def describe(*, script: str | None = None, script_path: str = "<script>", toml: str | None = None,
              toml_path: str = "<workload>", sbatch: Mapping[str, int] | None = None,
              explicit: Mapping[str, Any] | None = None, strict: bool = True) -> JobSpec:
@@ -276,57 +338,17 @@ def describe(*, script: str | None = None, script_path: str = "<script>", toml: 
         layers += [("sbatch-script", sb), ("ioadvise", io)]
         sources.update(src)
     if toml is not None:
-        try:
-            data = loads_toml(toml)
-        except tomllib.TOMLDecodeError as e:
-            m = re.search(r"line (\d+)", str(e))
-            raise ImportFormatError(f"not valid TOML: {e}", toml_path, int(m.group(1)) if m else None) from None
-        at: tuple[str, ...] = ("workload",) if "workload" in data else ()
-        data = data.get("workload", data)
-        if not isinstance(data, dict):
-            raise ImportFormatError("workload must be a table ([workload])", toml_path, key_line(toml, at))
-        bad = first_problem(data, WORKLOAD)
-        if bad is not None:
-            raise ImportFormatError(f"unknown key {bad.keys[0]!r} (known: {', '.join(KEY)})", toml_path,
-                                    key_line(toml, at + bad.keys[0:1]))
-        vals: dict[str, Any] = {}
-        for key, raw in data.items():
-            k = key.replace("-", "_")
-            where = (toml_path, key_line(toml, at + (key,)))
-            if KEY[k].repeat and isinstance(raw, list):
-                vals[k] = tuple(read_value(k, x, where) for x in raw) if k != "hint" else {
-                    a: b for x in raw for a, b in read_value(k, x, where).items()}
-            else:
-                v = read_value(k, raw, where)
-                vals[k] = (v,) if KEY[k].repeat and not isinstance(v, dict) else v
-            sources[k] = f"{toml_path}:{where[1]}" if where[1] else toml_path
+        vals, src = _toml_layer(toml, toml_path)
         layers.append(("toml", vals))
+        sources.update(src)
     if sbatch:
         layers.append(("sbatch-options", dict(sbatch)))
         sources.update({k: "sbatch option" for k in sbatch})
     if explicit:
-        vals = {}
-        for k, raw in explicit.items():
-            if raw is None:
-                continue
-            vals[k] = read_value(k, raw, (None, None)) if k in KEY else raw
-            sources[k] = "--" + k.replace("_", "-")
+        vals, src = _explicit_layer(explicit)
         layers.append(("explicit", vals))
-    merged: dict[str, Any] = {}
-    for _, vals in layers:
-        for k, v in vals.items():
-            if k in ("ntasks", "ntasks_per_node"):
-                continue
-            merged[k] = v
-    # ranks per node: the highest layer that says anything about ranks decides
-    for _, vals in reversed(layers):
-        if "ranks_per_node" in vals or "ntasks_per_node" in vals:
-            merged["ranks_per_node"] = vals.get("ranks_per_node", vals.get("ntasks_per_node"))
-            break
-        if "ntasks" in vals:
-            nodes = merged.get("nodes") or 1
-            merged["ranks_per_node"] = max(1, math.ceil(vals["ntasks"] / nodes))
-            break
+        sources.update(src)
+    merged = _merge(layers)
     if script is not None:
         # what sbatch does when the script says nothing: one node, one task per node
         if "nodes" not in merged:

@@ -23,21 +23,6 @@ MARKER = "long because:"
 NOT_YET_SPLIT: frozenset[str] = frozenset({
     "advise/__init__.py:advise",
     "advise/explain.py:finalize",
-    "archive/store.py:add_results",
-    "bench/kernel.py:_hdf5",
-    "bench/kernel.py:run_data",
-    "diagnose/derive.py:_derive",
-    "diagnose/rules.py:LUS001.check",
-    "docs/collect.py:_SystemRuns.summarise",
-    "docs/plots.py:render",
-    "importers/fio.py:parse",
-    "importers/mdtest.py:parse",
-    "job.py:describe",
-    "kb/publish.py:publish",
-    "kb/store.py:KB.import_file",
-    "kb/store.py:KB.open",
-    "model/validate.py:check_run",
-    "mpiio/render.py:render",
     "predict/physical.py:fit",
 })
 

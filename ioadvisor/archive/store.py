@@ -10,6 +10,7 @@ import datetime as _dt
 import hashlib
 import json
 import os
+import sqlite3
 from typing import Any, Iterable, Mapping
 
 from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run
@@ -66,6 +67,57 @@ def hash_status(conn: Any, digest: str) -> str | None:
     return row[0] if row else None
 
 
+def _add_result(kb: Any, r: Mapping[str, Any], added: dict[str, int], *, system: str, center: Any, now: str) -> None:
+    """One worker result into the open transaction (nothing when its log is known already); `added` counts it."""
+    conn = kb.conn
+    digest = r["hash"]
+    old = hash_status(conn, digest)
+    if old == "ok" or (old == "failed" and r["status"] == "failed"):
+        return
+    if old == "failed":
+        conn.execute("DELETE FROM archive_logs WHERE hash = ?", (digest,))
+    error = r.get("error")
+    conn.execute("INSERT INTO archive_logs VALUES (?,?,?,?,?,?,?)",
+                 (digest, printable(r["path"]), r["size"], r["status"], error and printable(error), system, now))
+    added["logs"] += 1
+    if r["status"] != "ok":
+        added["failed"] += 1
+        return
+    job = r["job"]
+    conn.execute(f"INSERT INTO archive_jobs (hash, {', '.join(JOB_COLUMNS)}) "
+                 f"VALUES ({', '.join('?' * (len(JOB_COLUMNS) + 1))})",
+                 (digest, *(job.get(c) for c in JOB_COLUMNS)))
+    added["jobs"] += 1
+    added["measured"] += job.get("filesystem") is not None
+    conn.executemany("INSERT INTO archive_findings VALUES (?,?,?,?,?)",
+                     [(digest, f["id"], f["severity"], f["time_at_stake_s"],
+                       json.dumps(f, sort_keys=True)) for f in r["findings"]])
+    added["findings"] += len(r["findings"])
+    if r["runs"]:
+        # a log already imported with `kb import` keeps its runs; one whose every run is in the KB already
+        # (another copy of the job's record) adds none
+        n, _ = kb.add_source((run_from_dict(d) for d in r["runs"]), source=printable(r["path"]),
+                             source_hash=digest, fmt="darshan", importer="darshan/1", center=center) or (0, 0)
+        added["runs"] += n
+
+
+def _add_paths(conn: sqlite3.Connection, paths: Iterable[PathSeen], added: dict[str, int], *, system: str,
+               now: str) -> list[PathSeen]:
+    """Record the paths whose log is in the KB (an empty file's as a failed log); the others, to record later."""
+    later = []
+    for p in paths:
+        if p[3] == EMPTY_SHA256 and hash_status(conn, p[3]) is None:
+            conn.execute("INSERT INTO archive_logs VALUES (?,?,?,?,?,?,?)",
+                         (EMPTY_SHA256, printable(p[0]), 0, "failed", EMPTY_TEXT, system, now))
+            added["logs"] += 1
+            added["failed"] += 1
+        if hash_status(conn, p[3]) is None:
+            later.append(p)
+        else:
+            conn.execute("INSERT OR REPLACE INTO archive_paths VALUES (?,?,?,?)", (path_key(p[0]), *p[1:]))
+    return later
+
+
 def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[PathSeen], *,
                 system: str, center: Any = None) -> tuple[dict[str, int], list[PathSeen]]:
     """Add worker results and the paths seen to the KB in one transaction; returns what was added, and the
@@ -84,48 +136,8 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
     conn.execute("BEGIN IMMEDIATE")
     try:
         for r in results:
-            digest = r["hash"]
-            old = hash_status(conn, digest)
-            if old == "ok" or (old == "failed" and r["status"] == "failed"):
-                continue
-            if old == "failed":
-                conn.execute("DELETE FROM archive_logs WHERE hash = ?", (digest,))
-            error = r.get("error")
-            conn.execute("INSERT INTO archive_logs VALUES (?,?,?,?,?,?,?)",
-                         (digest, printable(r["path"]), r["size"], r["status"], error and printable(error),
-                          system, now))
-            added["logs"] += 1
-            if r["status"] != "ok":
-                added["failed"] += 1
-                continue
-            job = r["job"]
-            conn.execute(f"INSERT INTO archive_jobs (hash, {', '.join(JOB_COLUMNS)}) "
-                         f"VALUES ({', '.join('?' * (len(JOB_COLUMNS) + 1))})",
-                         (digest, *(job.get(c) for c in JOB_COLUMNS)))
-            added["jobs"] += 1
-            added["measured"] += job.get("filesystem") is not None
-            conn.executemany("INSERT INTO archive_findings VALUES (?,?,?,?,?)",
-                             [(digest, f["id"], f["severity"], f["time_at_stake_s"],
-                               json.dumps(f, sort_keys=True)) for f in r["findings"]])
-            added["findings"] += len(r["findings"])
-            if r["runs"]:
-                # a log already imported with `kb import` keeps its runs; one whose every run is in the KB already
-                # (another copy of the job's record) adds none
-                n, _ = kb.add_source((run_from_dict(d) for d in r["runs"]), source=printable(r["path"]),
-                                     source_hash=digest, fmt="darshan", importer="darshan/1",
-                                     center=center) or (0, 0)
-                added["runs"] += n
-        later = []
-        for p in paths:
-            if p[3] == EMPTY_SHA256 and hash_status(conn, p[3]) is None:
-                conn.execute("INSERT INTO archive_logs VALUES (?,?,?,?,?,?,?)",
-                             (EMPTY_SHA256, printable(p[0]), 0, "failed", EMPTY_TEXT, system, now))
-                added["logs"] += 1
-                added["failed"] += 1
-            if hash_status(conn, p[3]) is None:
-                later.append(p)
-            else:
-                conn.execute("INSERT OR REPLACE INTO archive_paths VALUES (?,?,?,?)", (path_key(p[0]), *p[1:]))
+            _add_result(kb, r, added, system=system, center=center, now=now)
+        later = _add_paths(conn, paths, added, system=system, now=now)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

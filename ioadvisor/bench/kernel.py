@@ -132,6 +132,38 @@ def _mpiio(p: DataParams, op: str, path: str, offs: list[int], buf: _Buffer, exp
     return t0, now(), bad
 
 
+def _h5_file_options(p: DataParams, op: str, length: int, comm: Any, info: Any) -> dict[str, Any]:
+    """h5py.File's keywords: the mpio driver for a shared file (`info` its hints), the alignment for a write."""
+    kw: dict[str, Any] = {}
+    if info is not None:
+        kw = {"driver": "mpio", "comm": comm, "info": info}
+    if p.hdf5_alignment and op == "write":
+        # like IOR: objects at least this big (the dataset) start at a multiple of it
+        kw.update(alignment_threshold=min(p.hdf5_alignment, length), alignment_interval=p.hdf5_alignment)
+    return kw
+
+
+def _note_io_mode(dset: Any, op: str, h5: dict[str, Any]) -> None:
+    """Record in `h5` the I/O mode HDF5 reports for the phase's last transfer, and why it was not collective."""
+    dxpl = getattr(dset, "_dxpl", None)   # the list h5py's transfers and `collective` use
+    if dxpl is None:
+        return
+    from .h5mpi import actual_io_mode
+    got = actual_io_mode(dxpl.id)
+    if got:
+        h5.setdefault("io_mode", {})[op] = got[0]
+        if got[1]:
+            h5.setdefault("no_collective_cause", {})[op] = got[1]
+
+
+def _fsync_file(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _hdf5(p: DataParams, op: str, path: str, offs: list[int], buf: _Buffer, expect: int,
           comm: Any, ranks: int, readback: dict[str, str], h5: dict[str, Any]) -> tuple[float, float, int]:
     """One phase on an HDF5 file: one contiguous 1-D byte dataset, `data`, each transfer a hyperslab at the
@@ -143,14 +175,8 @@ def _hdf5(p: DataParams, op: str, path: str, offs: list[int], buf: _Buffer, expe
         raise BenchError("h5py is not installed: HDF5 runs need `pip install ioadvisor[hdf5]`") from None
     shared = p.layout == "shared"
     length = p.segments * p.block_size * (ranks if shared else 1)
-    kw: dict[str, Any] = {}
-    info = None
-    if shared:
-        info = _mpi_info(p)
-        kw = {"driver": "mpio", "comm": comm, "info": info}
-    if p.hdf5_alignment and op == "write":
-        # like IOR: objects at least this big (the dataset) start at a multiple of it
-        kw.update(alignment_threshold=min(p.hdf5_alignment, length), alignment_interval=p.hdf5_alignment)
+    info = _mpi_info(p) if shared else None
+    kw = _h5_file_options(p, op, length, comm, info)
     arr = buf.array
     bad = 0
     t0 = now()
@@ -174,14 +200,8 @@ def _hdf5(p: DataParams, op: str, path: str, offs: list[int], buf: _Buffer, expe
                     dset.read_direct(arr, source_sel=slice(off, off + len(arr)))
                     if arr[0] != expect:
                         bad += 1
-            dxpl = getattr(dset, "_dxpl", None)   # the list h5py's transfers and `collective` use
-            if shared and offs and dxpl is not None:
-                from .h5mpi import actual_io_mode
-                got = actual_io_mode(dxpl.id)
-                if got:
-                    h5.setdefault("io_mode", {})[op] = got[0]
-                    if got[1]:
-                        h5.setdefault("no_collective_cause", {})[op] = got[1]
+            if shared and offs:
+                _note_io_mode(dset, op, h5)
         if "data_offset" not in h5:   # after the writes: serial HDF5 allocates the storage on the first one
             h5["data_offset"] = dset.id.get_offset()
         if op == "write" and p.fsync and shared:
@@ -191,11 +211,7 @@ def _hdf5(p: DataParams, op: str, path: str, offs: list[int], buf: _Buffer, expe
         if info is not None:
             info.Free()
     if op == "write" and p.fsync and not shared:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync_file(path)
     return t0, now(), bad
 
 
@@ -246,6 +262,77 @@ def cache_warning(total_bytes: int, nodes: int, memtotal: int | None, bypassed: 
     return None
 
 
+def _prepare_directory(p: DataParams, rank: int) -> tuple[dict[str, Any], str | None]:
+    """Rank 0 makes the directory and sets its striping (before any file exists: the directory's default layout
+    is what every file made in it gets); the striping applied and a warning, if any."""
+    if rank != 0:
+        return {}, None
+    try:
+        Path(p.dir).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BenchError(f"{p.dir}: cannot create directory: {e.strerror}") from None
+    return stripe_directory(p.dir, fs_type(p.dir)[0], p.stripe_count, p.stripe_size)
+
+
+class _Phases:
+    """The timed phases of all repetitions on one rank: each phase's span (the same on every rank) and the
+    verify errors summed over the ranks, per operation asked for."""
+
+    def __init__(self, p: DataParams, comm: Any, shift: int) -> None:
+        self.p, self.comm = p, comm
+        self.rank, self.ranks = comm.Get_rank(), comm.Get_size()
+        self.src = (self.rank + shift) % self.ranks
+        self.readback: dict[str, str] = {}
+        self.h5: dict[str, Any] = {}
+        self.times: dict[str, list[float]] = {op: [] for op in p.ops}
+        self.errors: dict[str, int] = {op: 0 for op in p.ops}
+        self.dropped = False
+
+    def run(self, buf: _Buffer) -> None:
+        p, rank = self.p, self.rank
+        for rep in range(p.reps):
+            wr_offs = offsets(p, rank, self.ranks)
+            rd_offs = offsets(p, self.src, self.ranks)
+            if p.random:
+                _random.Random(p.seed + rep * 7919 + rank).shuffle(wr_offs)
+                _random.Random(p.seed + rep * 7919 + self.src + 104729).shuffle(rd_offs)
+            # a read-only benchmark writes the file first, untimed
+            need_prep = "read" in p.ops and "write" not in p.ops
+            for op in (("write",) if need_prep else ()) + p.ops:
+                span, bad = self._phase(op, buf, wr_offs if op == "write" else rd_offs)
+                if op in self.times and not (need_prep and op == "write"):
+                    self.times[op].append(span)
+                    self.errors[op] += bad
+            self.comm.Barrier()
+            if not p.keep:
+                _remove(p, rank)
+
+    def _phase(self, op: str, buf: _Buffer, offs: list[int]) -> tuple[float, int]:
+        p, comm = self.p, self.comm
+        if op == "read" and p.drop_caches:
+            _drop(comm)
+            self.dropped = True
+        comm.Barrier()
+        origin = now()
+        if op == "write":
+            buf.fill(pattern_byte(self.rank))
+            path, expect = file_path(p, self.rank), 0
+        else:
+            path, expect = file_path(p, self.src), pattern_byte(self.src)
+        t0, t1, bad = _phase(p, op, path, offs, buf, expect, comm, self.ranks, self.readback, self.h5)
+        return synced_span(comm, t0, t1, origin), comm.allreduce(bad)
+
+
+def _hdf5_warnings(h5env: dict[str, Any]) -> list[str]:
+    """Phases where HDF5 did not do the collective I/O that was asked for."""
+    out = []
+    for op, mode in h5env.get("io_mode", {}).items():
+        if "collective" not in mode:
+            why = ", ".join(h5env.get("no_collective_cause", {}).get(op, [])) or "no cause given"
+            out.append(f"HDF5 did {mode} I/O in the {op} phase although collective was asked ({why})")
+    return out
+
+
 def run_data(p: DataParams, comm: Any | None = None) -> dict[str, Any] | None:
     """Run the data benchmark on every rank of `comm`; rank 0 returns the result document, others None.
 
@@ -256,56 +343,16 @@ def run_data(p: DataParams, comm: Any | None = None) -> dict[str, Any] | None:
     if comm is None:
         comm = world(require_mpi=p.api == "mpiio" or p.layout == "shared" and p.api == "hdf5")
     rank, ranks = comm.Get_rank(), comm.Get_size()
-    try:
-        if rank == 0:
-            Path(p.dir).mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise BenchError(f"{p.dir}: cannot create directory: {e.strerror}") from None
-    striping: dict[str, Any] = {}
-    stripe_warning = None
-    if rank == 0:
-        # before any file exists: the directory's default layout is what every file made in it gets
-        striping, stripe_warning = stripe_directory(p.dir, fs_type(p.dir)[0], p.stripe_count, p.stripe_size)
+    striping, stripe_warning = _prepare_directory(p, rank)
     comm.Barrier()
     env = effective_env(comm, p.dir)
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     shift = 1 if (p.rank_shift and ranks > 1) else 0
-    src = (rank + shift) % ranks
-    buf = _Buffer(p.transfer_size, aligned=p.direct)
-    readback: dict[str, str] = {}
-    h5: dict[str, Any] = {}
     total = p.segments * p.block_size * ranks
-    times: dict[str, list[float]] = {op: [] for op in p.ops}
-    errors: dict[str, int] = {op: 0 for op in p.ops}
-    dropped = False
+    buf = _Buffer(p.transfer_size, aligned=p.direct)
+    phases = _Phases(p, comm, shift)
     try:
-        for rep in range(p.reps):
-            wr_offs = offsets(p, rank, ranks)
-            rd_offs = offsets(p, src, ranks)
-            if p.random:
-                _random.Random(p.seed + rep * 7919 + rank).shuffle(wr_offs)
-                _random.Random(p.seed + rep * 7919 + src + 104729).shuffle(rd_offs)
-            need_prep = "read" in p.ops and "write" not in p.ops
-            for op in (("write",) if need_prep else ()) + p.ops:
-                if op == "read" and p.drop_caches:
-                    _drop(comm)
-                    dropped = True
-                comm.Barrier()
-                origin = now()
-                if op == "write":
-                    buf.fill(pattern_byte(rank))
-                    path, offs, expect = file_path(p, rank), wr_offs, 0
-                else:
-                    path, offs, expect = file_path(p, src), rd_offs, pattern_byte(src)
-                t0, t1, bad = _phase(p, op, path, offs, buf, expect, comm, ranks, readback, h5)
-                span = synced_span(comm, t0, t1, origin)
-                bad = comm.allreduce(bad)
-                if op in times and not (need_prep and op == "write"):
-                    times[op].append(span)
-                    errors[op] += bad
-            comm.Barrier()
-            if not p.keep:
-                _remove(p, rank)
+        phases.run(buf)
     except OSError as e:
         raise BenchError(f"{getattr(e, 'filename', None) or p.dir}: {e.strerror or e}") from None
     finally:
@@ -315,20 +362,18 @@ def run_data(p: DataParams, comm: Any | None = None) -> dict[str, Any] | None:
         return None
     results = []
     for op in p.ops:
-        bws = [total / t / MiB for t in times[op]]
-        results.append({"op": op, "unit": "MiB/s", "bytes": total, "values": bws, "seconds": times[op],
-                        **summarize(bws), "verify_errors": errors[op]})
+        bws = [total / t / MiB for t in phases.times[op]]
+        results.append({"op": op, "unit": "MiB/s", "bytes": total, "values": bws, "seconds": phases.times[op],
+                        **summarize(bws), "verify_errors": phases.errors[op]})
+    dropped = phases.dropped
     warnings = [w for w in [stripe_warning, cache_warning(total, env["nodes"], env["mem_total"], p.direct or dropped)]
                 if w]
-    h5env = _hdf5_env(h5, p.ops) if p.api == "hdf5" else None
+    h5env = _hdf5_env(phases.h5, p.ops) if p.api == "hdf5" else None
     if h5env and p.collective:
-        for op, mode in h5env.get("io_mode", {}).items():
-            if "collective" not in mode:
-                why = ", ".join(h5env.get("no_collective_cause", {}).get(op, [])) or "no cause given"
-                warnings.append(f"HDF5 did {mode} I/O in the {op} phase although collective was asked ({why})")
+        warnings += _hdf5_warnings(h5env)
     effective = {**env, "api": p.api, "layout": p.layout, "collective": p.collective,
                  "access": "random" if p.random else "sequential", "direct": p.direct,
-                 "hints": readback, "hints_source": "MPI_File_get_info" if readback else None,
+                 "hints": phases.readback, "hints_source": "MPI_File_get_info" if phases.readback else None,
                  "rank_shift": shift, "fsync": p.fsync, "drop_caches": dropped, **striping}
     if h5env:
         effective["hdf5"] = h5env

@@ -395,14 +395,11 @@ def _drain(backend: Any, log: Any, idx: int) -> int:
         n += 1
 
 
-def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names: dict, modules: tuple[str, ...],
-            recs: dict[str, list[dict]], partial: bool, partial_modules: tuple[str, ...] = ()) -> LogSummary:
-    """The LogSummary of one log's records (plain dicts, as `_records` returns them)."""
-    nprocs = max(1, int(job["nprocs"]))
+def _log_notes(exe: str, nprocs: int, modules: tuple[str, ...], partial: bool,
+               partial_modules: tuple[str, ...]) -> list[str]:
+    """What the reader of the summary should know about the log itself."""
     notes: list[str] = []
-    exe = exe.strip()
     if not exe:
-        exe = "(not recorded)"
         notes.append("the log records no executable name")
     if partial:
         notes.append("Darshan ran out of record memory (partial log"
@@ -412,13 +409,16 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
         notes.append(f"I/O through {', '.join(unread)} is in the log but not analysed here")
     if nprocs == 1:
         notes.append("a single process: no file is shared")
+    return notes
 
-    layouts = _layouts(recs.get("LUSTRE", []))
+
+def _files(recs: dict[str, list[dict]], names: dict, mounts: list[tuple[str, str]], nprocs: int,
+           layouts: dict) -> list[FileSummary]:
+    """One FileSummary per file, the most bytes first."""
     mpiio = _mpiio_files(recs.get("MPI-IO", []), nprocs)
     by_file: dict[int, list[dict]] = {}
     for rec in recs.get("POSIX", []):
         by_file.setdefault(rec["id"], []).append(rec)
-
     files: list[FileSummary] = []
     mount_cache: dict[str, tuple[str | None, str | None]] = {}
     # a file MPI-IO moved data to is a file even where its POSIX records are missing (a partial log drops them)
@@ -429,11 +429,15 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
         mnt, fstype = _mount_of(fname, mounts, mount_cache)
         files.append(_file(fid, fname, group, nprocs, mnt, fstype, mpiio.get(fid), layouts.get(fid)))
     files.sort(key=lambda f: -f.bytes)
+    return files
 
+
+def _posix_counts(recs: dict[str, list[dict]], special_ids: set[int]
+                  ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """The POSIX access-size histograms (read, write) and sequential-access counts, special files left out."""
     read_sizes = {b: 0 for b in SIZE_BINS}
     write_sizes = {b: 0 for b in SIZE_BINS}
     seq = {"CONSEC_READS": 0, "CONSEC_WRITES": 0, "SEQ_READS": 0, "SEQ_WRITES": 0}
-    special_ids = {f.id for f in files if f.special}
     for rec in recs.get("POSIX", []):
         if rec["id"] in special_ids:
             continue
@@ -443,14 +447,12 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
             write_sizes[b] += c[f"POSIX_SIZE_WRITE_{b}"]
         for k in seq:
             seq[k] += c[f"POSIX_{k}"]
-    regular = [f for f in files if not f.special]
-    reads = sum((f.read_req for f in regular), Requests())
-    writes = sum((f.write_req for f in regular), Requests())
+    return read_sizes, write_sizes, seq
 
-    stdio = _stdio_streams(recs.get("STDIO", []), names, nprocs)
-    apis = _api_totals(modules, recs)
-    osts = _ost_loads(files)
-    all_ids = [o for lay in layouts.values() for o in lay.osts]
+
+def _mpiio_ops(recs: dict[str, list[dict]]) -> dict[str, int]:
+    """MPI-IO operations by kind: independent reads and writes, collective ones (split counted as collective),
+    non-blocking ones."""
     m_ops = {"ir": 0, "iw": 0, "cr": 0, "cw": 0, "nb": 0}
     for rec in recs.get("MPI-IO", []):
         c = rec["counters"]
@@ -459,14 +461,34 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
         m_ops["cr"] += c["MPIIO_COLL_READS"] + c["MPIIO_SPLIT_READS"]
         m_ops["cw"] += c["MPIIO_COLL_WRITES"] + c["MPIIO_SPLIT_WRITES"]
         m_ops["nb"] += c["MPIIO_NB_READS"] + c["MPIIO_NB_WRITES"]
+    return m_ops
+
+
+def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names: dict, modules: tuple[str, ...],
+            recs: dict[str, list[dict]], partial: bool, partial_modules: tuple[str, ...] = ()) -> LogSummary:
+    """The LogSummary of one log's records (plain dicts, as `_records` returns them)."""
+    nprocs = max(1, int(job["nprocs"]))
+    exe = exe.strip()
+    notes = _log_notes(exe, nprocs, modules, partial, partial_modules)
+    layouts = _layouts(recs.get("LUSTRE", []))
+    files = _files(recs, names, mounts, nprocs, layouts)
+    special_ids = {f.id for f in files if f.special}
+    read_sizes, write_sizes, seq = _posix_counts(recs, special_ids)
+    regular = [f for f in files if not f.special]
+    reads = sum((f.read_req for f in regular), Requests())
+    writes = sum((f.write_req for f in regular), Requests())
+    stdio = _stdio_streams(recs.get("STDIO", []), names, nprocs)
+    apis = _api_totals(modules, recs)
+    osts = _ost_loads(files)
+    all_ids = [o for lay in layouts.values() for o in lay.osts]
+    m_ops = _mpiio_ops(recs)
     h5_coll: bool | None = None
     for rec in recs.get("H5D", []):
         h5_coll = bool(h5_coll) or rec["counters"]["H5D_USE_MPIIO_COLLECTIVE"] > 0
-
     meta_j = job.get("metadata") or {}
     start = job.get("start_time_sec")
     return LogSummary(
-        path=path, exe=exe, jobid=job.get("jobid"), uid=job.get("uid"), nprocs=nprocs,
+        path=path, exe=exe or "(not recorded)", jobid=job.get("jobid"), uid=job.get("uid"), nprocs=nprocs,
         run_time=float(job.get("run_time") or 0.0), start_time=int(start) if start is not None else None,
         darshan_version=str(meta_j.get("lib_ver", "")), log_version=str(job.get("log_ver", "")),
         modules=modules, partial_modules=partial_modules, mounts=tuple(mounts), apis=apis, files=tuple(files),

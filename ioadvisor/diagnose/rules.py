@@ -252,6 +252,40 @@ def _file_rank_time(f: FileSummary) -> tuple[float, str]:
     return mean, f"({f.read_time:.3f} + {f.write_time:.3f}) s read + write time / {f.ranks} ranks = {mean:.3f} s"
 
 
+def _stripe_count_advice(f: FileSummary, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> tuple[int, list[str]]:
+    """The stripe count to advise for shared file `f` and how it was reached, step by step."""
+    want = stripe_count_for(f.layer_bytes, t)
+    how = [f"{want} by the size table for a {format_size(f.layer_bytes)} shared file"]
+    if ctx.center_ost_count and want > ctx.center_ost_count:
+        want = ctx.center_ost_count
+        how.append(f"capped at the file system's {want} OSTs (center config {ctx.center_name})")
+    if f.ranks and want > f.ranks:
+        want = f.ranks
+        how.append(f"capped at the {f.ranks} ranks that access the file")
+    want = max(want, 2)
+    if not ctx.center_ost_count and s.fs_ost_count_at_least:
+        how.append(f"the log shows at least {s.fs_ost_count_at_least} OSTs (a lower bound, not a limit)")
+    return want, how
+
+
+def _gain_text(gain: Mapping[str, Any] | None, ctx: Context, ranks: int | None) -> str:
+    """What striping is expected to gain: measured on this system at this job's scale, or why it is not known."""
+    if gain and not gain["at_job_scale"]:
+        return (f"Expected gain: no measurement for this system at this job's scale ({gain['system']}'s "
+                f"1-stripe vs striped runs are at {gain['clients']} clients, this job has {ranks} ranks); "
+                f"striping can give up to the stripe count times one OST's bandwidth, until the clients "
+                f"become the limit.")
+    if gain:
+        return (f"Expected gain: about {gain['gain']:.1f}x, as measured on this system, {gain['system']} "
+                f"(runs {', '.join(str(i) for i in gain['runs'])}: {gain['one_stripe_mib_s']} MiB/s on 1 stripe "
+                f"vs {gain['striped_mib_s']} MiB/s on {gain['stripes']} stripes with {gain['clients']} "
+                f"clients; this job has {ranks}).")
+    where = f"the center {ctx.center_name}" if ctx.center_name else "the system this job ran on"
+    return (f"Expected gain: no measurement for this system (the KB has no 1-stripe vs striped write "
+            f"runs of {where}); striping can give up to the stripe count times one OST's bandwidth, "
+            f"until the clients become the limit.")
+
+
 class LUS001(Rule):
     """Large shared file on a single stripe"""
 
@@ -264,17 +298,7 @@ class LUS001(Rule):
             return None
         f = max(hits, key=lambda x: x.layer_bytes)
         size = f.layer_bytes
-        want = stripe_count_for(size, t)
-        how = [f"{want} by the size table for a {format_size(size)} shared file"]
-        if ctx.center_ost_count and want > ctx.center_ost_count:
-            want = ctx.center_ost_count
-            how.append(f"capped at the file system's {want} OSTs (center config {ctx.center_name})")
-        if f.ranks and want > f.ranks:
-            want = f.ranks
-            how.append(f"capped at the {f.ranks} ranks that access the file")
-        want = max(want, 2)
-        if not ctx.center_ost_count and s.fs_ost_count_at_least:
-            how.append(f"the log shows at least {s.fs_ost_count_at_least} OSTs (a lower bound, not a limit)")
+        want, how = _stripe_count_advice(f, s, t, ctx)
         ssize = f.lustre.stripe_size if f.lustre.stripe_size and not stripe_size_problem(f.lustre.stripe_size) \
             else (1 << 20)
         at_stake, how_t = _file_rank_time(f)
@@ -289,27 +313,9 @@ class LUS001(Rule):
             "fs_ost_count_at_least": s.fs_ost_count_at_least, "stripe_count_reasoning": "; ".join(how),
             "command": cmd}
         gain = measured_stripe_gain(ctx.kb, want, ctx.center_name, f.ranks)
-        if gain and not gain["at_job_scale"]:
-            evidence["expected_gain"] = None
-            evidence["gain_basis"] = gain
-            gtext = (f"Expected gain: no measurement for this system at this job's scale ({gain['system']}'s "
-                     f"1-stripe vs striped runs are at {gain['clients']} clients, this job has {f.ranks} ranks); "
-                     f"striping can give up to the stripe count times one OST's bandwidth, until the clients "
-                     f"become the limit.")
-        elif gain:
-            evidence["expected_gain"] = gain["gain"]
-            evidence["gain_basis"] = gain
-            gtext = (f"Expected gain: about {gain['gain']:.1f}x, as measured on this system, {gain['system']} "
-                     f"(runs {', '.join(str(i) for i in gain['runs'])}: {gain['one_stripe_mib_s']} MiB/s on 1 stripe "
-                     f"vs {gain['striped_mib_s']} MiB/s on {gain['stripes']} stripes with {gain['clients']} "
-                     f"clients; this job has {f.ranks}).")
-        else:
-            evidence["expected_gain"] = None
-            evidence["gain_basis"] = None
-            where = f"the center {ctx.center_name}" if ctx.center_name else "the system this job ran on"
-            gtext = (f"Expected gain: no measurement for this system (the KB has no 1-stripe vs striped write "
-                     f"runs of {where}); striping can give up to the stripe count times one OST's bandwidth, "
-                     f"until the clients become the limit.")
+        evidence["expected_gain"] = gain["gain"] if gain and gain["at_job_scale"] else None
+        evidence["gain_basis"] = gain or None
+        gtext = _gain_text(gain, ctx, f.ranks)
         msg = (f"{_short(f.path)} ({format_size(size)} through {f.layer}, {f.ranks} ranks) lives on "
                f"{f.lustre.stripe_count} OST, so every rank's data goes through one server; {_s(at_stake)} per rank "
                f"went to it. Stripe it over "

@@ -9,7 +9,7 @@ import sqlite3
 import statistics
 from collections import namedtuple
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from ..kb import KB
 from ..model.run import META_OPS
@@ -219,6 +219,56 @@ _FS_LABEL = "coalesce(nullif(filesystem, ''), '-')"
 _ORDER = "ORDER BY origin DESC, source_hash, seq"
 
 
+def _table_row(med: Lite, values: list[float], flags: Iterable[str]) -> Row:
+    """A group's table row: its median run, the range of its sorted `values` and their count."""
+    lo, hi = values[0], values[-1]
+    return Row(
+        **_settings(med), value=fmt_num(med.value), unit=med.unit,
+        normalised=f"{fmt_num(med.value)} {med.unit}",
+        spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if fmt_num(lo) != fmt_num(hi) else
+        (_spread(med) if len(values) == 1 else "-"),
+        count=len(values), run_id=med.id, citation=med.citation or "",
+        flags=tuple(sorted(flags)))
+
+
+def _place(r: Lite, values: list[float], last: tuple, curves: dict[str, dict[tuple, list]],
+           best: dict[tuple, tuple]) -> None:
+    """Put a group (its median run `r`) on the plot curves it belongs to; keep its last run when it is the
+    best of its layout and operation so far."""
+    def add(kind: str, point: tuple) -> None:
+        curves[kind].setdefault(point, []).append((r, values))
+
+    api = r.api if r.api != "POSIX" else None
+    if r.unit == "MiB/s":
+        if r.stripe_count is not None:
+            add("stripes", (r.op, r.layout, api, r.nodes, r.stripe_count))
+        if r.ranks is not None:
+            add("clients", (r.op, r.layout, api, r.stripe_count, r.ranks))
+        if r.layout in ("fpp", "shared"):
+            b = best.get((r.layout, r.op))
+            if b is None or last[:2] > b[:2]:
+                best[(r.layout, r.op)] = last
+    elif r.unit == "ops/s" and r.ranks is not None:      # as plots.quantity_of classifies rates
+        if r.op in META_OPS:
+            add("metadata", (r.op, r.ranks))
+        else:
+            add("iops", (r.op, r.layout, api, r.ranks))
+
+
+def _curve_points(pts: dict[tuple, list]) -> list[Lite]:
+    """A curve's stand-in runs: per point its single run, or its smallest, median and largest value."""
+    out: list[Lite] = []
+    for members in pts.values():
+        first, v = members[0]
+        if len(members) > 1:
+            v = sorted(x for _, values in members for x in values)
+        elif len(v) == 1:
+            out.append(first)                   # one run: itself, with its published spread
+            continue
+        out += [first._replace(value=x) for x in (v[0], statistics.median(v), v[-1])]
+    return out
+
+
 class _SystemRuns:
     """One system's runs as the guide needs them, copied into a temporary table once; large file systems are
     then summarised by sqlite (groups, medians, plot points), never held as objects."""
@@ -264,6 +314,26 @@ class _SystemRuns:
         so the link points at a real value), range and count. Plots: stand-ins for the runs that give every
         plot the same points as all the runs would: per plotted point its single run, or its smallest, median
         and largest value (plots draw the median with the range). Held in memory: one value per run."""
+        medians, groups = self._group_medians(fs)
+        flagged = self._group_flags(fs)
+        rows: list[tuple[tuple, Row]] = []
+        curves: dict[str, dict[tuple, list]] = {"stripes": {}, "clients": {}, "metadata": {}, "iops": {}}
+        best: dict[tuple, tuple] = {}
+        for rowid, med in medians:
+            values, last = groups[rowid]
+            key = _group_key(med)
+            rows.append((_key(key), _table_row(med, values, flagged.get(key, ()))))
+            _place(med, values, last, curves, best)
+        # the best run of each layout and operation, read whole (a bar of one run shows its published spread)
+        points: dict[str, list[Lite]] = {"layout": [self._run(b[2]) for b in best.values()]}
+        for kind, pts in curves.items():
+            points[kind] = _curve_points(pts)
+        # sqlite sorts NULL first, the tables put "-" last: the groups' order is Python's
+        return [row for _, row in sorted(rows, key=lambda kr: kr[0])], points
+
+    def _group_medians(self, fs: str) -> tuple[list[tuple[int, Lite]], dict[int, tuple[list[float], tuple]]]:
+        """Per group of equal settings on `fs`: its median run (rowid, run), and by that rowid the group's sorted
+        values and its last run (value, id, rowid)."""
         groups: dict[int, tuple[list[float], tuple]] = {}   # median run's rowid -> sorted values, last run
 
         class Values:
@@ -292,58 +362,15 @@ class _SystemRuns:
                 "JOIN temp.doc_runs AS d ON d.rowid = g.med", (fs,))]
         finally:
             self.conn.create_aggregate("doc_group_values", 3, None)
-        # evidence flags: of every run of a group (few runs have any)
+        return medians, groups
+
+    def _group_flags(self, fs: str) -> dict[tuple, set[str]]:
+        """The evidence flags of every run of a group, by the group's settings (few runs have any)."""
         flagged: dict[tuple, set[str]] = {}
+        cols = ", ".join(_GROUP_COLS)
         for t in self._query(f"SELECT {cols}, flags FROM temp.doc_runs WHERE fs = ? AND flags IS NOT NULL", (fs,)):
             flagged.setdefault(t[:-1], set()).update(t[-1].split(","))
-        rows: list[tuple[tuple, Row]] = []
-        curves: dict[str, dict[tuple, list]] = {"stripes": {}, "clients": {}, "metadata": {}, "iops": {}}
-        best: dict[tuple, tuple] = {}
-
-        def add(kind: str, point: tuple, med: Lite, values: list[float]) -> None:
-            curves[kind].setdefault(point, []).append((med, values))
-
-        for rowid, med in medians:
-            values, last = groups[rowid]
-            key = _group_key(med)
-            lo, hi = values[0], values[-1]
-            rows.append((_key(key), Row(
-                **_settings(med), value=fmt_num(med.value), unit=med.unit,
-                normalised=f"{fmt_num(med.value)} {med.unit}",
-                spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if fmt_num(lo) != fmt_num(hi) else
-                (_spread(med) if len(values) == 1 else "-"),
-                count=len(values), run_id=med.id, citation=med.citation or "",
-                flags=tuple(sorted(flagged.get(key, ()))))))
-            r = med
-            api = r.api if r.api != "POSIX" else None
-            if r.unit == "MiB/s":
-                if r.stripe_count is not None:
-                    add("stripes", (r.op, r.layout, api, r.nodes, r.stripe_count), r, values)
-                if r.ranks is not None:
-                    add("clients", (r.op, r.layout, api, r.stripe_count, r.ranks), r, values)
-                if r.layout in ("fpp", "shared"):
-                    b = best.get((r.layout, r.op))
-                    if b is None or last[:2] > b[:2]:
-                        best[(r.layout, r.op)] = last
-            elif r.unit == "ops/s" and r.ranks is not None:      # as plots.quantity_of classifies rates
-                if r.op in META_OPS:
-                    add("metadata", (r.op, r.ranks), r, values)
-                else:
-                    add("iops", (r.op, r.layout, api, r.ranks), r, values)
-        # the best run of each layout and operation, read whole (a bar of one run shows its published spread)
-        points: dict[str, list[Lite]] = {"layout": [self._run(b[2]) for b in best.values()]}
-        for kind, pts in curves.items():
-            out = points[kind] = []
-            for members in pts.values():
-                first, v = members[0]
-                if len(members) > 1:
-                    v = sorted(x for _, values in members for x in values)
-                elif len(v) == 1:
-                    out.append(first)                   # one run: itself, with its published spread
-                    continue
-                out += [first._replace(value=x) for x in (v[0], statistics.median(v), v[-1])]
-        # sqlite sorts NULL first, the tables put "-" last: the groups' order is Python's
-        return [row for _, row in sorted(rows, key=lambda kr: kr[0])], points
+        return flagged
 
     def _run(self, rowid: int) -> Lite:
         t = next(iter(self._query(f"SELECT {', '.join(_ROW_COLS)} FROM temp.doc_runs WHERE rowid = ?", (rowid,))))

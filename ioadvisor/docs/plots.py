@@ -255,6 +255,69 @@ def _figure() -> Any:
     return fig
 
 
+def _draw_lines(ax: Any, spec: PlotSpec, cols: list[str]) -> list[Any]:
+    """Each curve as one line with its markers and one line of cap markers, all error bars as one collection;
+    the legend's handles (line and marker)."""
+    from matplotlib import ticker
+    from matplotlib.collections import LineCollection
+    from matplotlib.lines import Line2D
+    # error bars from min(low, y) to max(high, y), as errorbar() draws them, and their caps
+    bars, bar_cols, caps = [], [], []
+    for s, c in zip(spec.series, cols):
+        lows = [min(lo, y) for y, lo in zip(s.y, s.low)]
+        highs = [max(hi, y) for y, hi in zip(s.y, s.high)]
+        bars += [((x, lo), (x, hi)) for x, lo, hi in zip(s.x, lows, highs)]
+        bar_cols += [c] * len(s.x)
+        caps.append(([*s.x, *s.x], [*lows, *highs]))
+    ax.add_collection(LineCollection(bars, colors=bar_cols, linewidths=1.5), autolim=True)
+    handles = []
+    for s, c, (cx, cy) in zip(spec.series, cols, caps):
+        ax.plot(cx, cy, linestyle="none", marker="_", markersize=6, color=c)
+        ax.plot(s.x, s.y, marker="o", color=c)
+        handles.append(Line2D([], [], marker="o", color=c, label=s.label))
+    if _use_log([float(x) for s in spec.series for x in s.x]):
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_minor_locator(ticker.NullLocator())   # powers of two label themselves
+    elif spec.integer_x:
+        ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
+    return handles
+
+
+def _draw_bars(ax: Any, spec: PlotSpec, cols: list[str]) -> None:
+    """Each series as bars side by side per category, with error bars."""
+    cats = sorted({x for s in spec.series for x in s.x}, key=str)
+    width = 0.8 / max(1, len(spec.series))
+    for i, (s, c) in enumerate(zip(spec.series, cols)):
+        pos = [cats.index(x) + (i - (len(spec.series) - 1) / 2) * width for x in s.x]
+        yerr = [[max(0.0, y - lo) for y, lo in zip(s.y, s.low)],
+                [max(0.0, hi - y) for y, hi in zip(s.y, s.high)]]
+        ax.bar(pos, s.y, width=width, yerr=yerr, capsize=4, label=s.label, color=c)
+    ax.set_xticks(range(len(cats)), [str(c) for c in cats])
+
+
+def _axes_text(ax: Any, spec: PlotSpec, handles: list[Any] | None) -> None:
+    """The y scale, tick labels, title, axis labels, grid and legend."""
+    from matplotlib import ticker
+    if _use_log([v for s in spec.series for v in (*s.y, *s.low, *s.high)]):
+        ax.set_yscale("log")
+    # plain tick labels (no mathtext): faster, and readable as numbers
+    for axis in (ax.xaxis, ax.yaxis):
+        if axis.get_scale() == "log":
+            axis.set_major_formatter(ticker.FuncFormatter(_tick))
+            # no minor ticks: unlabelled, and laying them out took a fifth of a plot's drawing time
+            axis.set_minor_locator(ticker.NullLocator())
+    # at the top of the axes, where it would go by itself (the top axis has no labels); placed, not searched
+    # for, which took a tenth of a plot's drawing time
+    ax.set_title(spec.title, y=1.0)
+    ax.set_xlabel(spec.xlabel)
+    ax.set_ylabel(spec.ylabel)
+    ax.grid(True, which="major", alpha=0.3)
+    # the legend sits right of the axes, never over the data
+    ax.legend(**({"handles": handles} if handles is not None else {}), fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False, title=spec.note or None,
+              title_fontsize=8, alignment="left")
+
+
 def render(spec: PlotSpec) -> tuple[bytes, bytes]:
     """SVG and PNG bytes of one plot; no dates, creator strings or random ids in either.
 
@@ -262,64 +325,18 @@ def render(spec: PlotSpec) -> tuple[bytes, bytes]:
     with its markers and one line of cap markers, all error bars of the plot are one collection, and the
     legend shows each curve's line and marker."""
     import matplotlib
-    from matplotlib import ticker
-    from matplotlib.collections import LineCollection
-    from matplotlib.lines import Line2D
     # the CJK font only where a text needs it: looking glyphs up through a fallback font costs every text
     fonts = LATIN if all(t.isascii() for t in _texts(spec)) else CJK
     with matplotlib.rc_context({**_RC, "font.family": fonts}):
         fig = _figure()
         ax = fig.add_subplot()
-        ally = [v for s in spec.series for v in (*s.y, *s.low, *s.high)]
         cols = colours([s.label for s in spec.series])
         handles = None
         if spec.kind == "line":
-            # error bars from min(low, y) to max(high, y), as errorbar() draws them, and their caps
-            bars, bar_cols, caps = [], [], []
-            for s, c in zip(spec.series, cols):
-                lows = [min(lo, y) for y, lo in zip(s.y, s.low)]
-                highs = [max(hi, y) for y, hi in zip(s.y, s.high)]
-                bars += [((x, lo), (x, hi)) for x, lo, hi in zip(s.x, lows, highs)]
-                bar_cols += [c] * len(s.x)
-                caps.append(([*s.x, *s.x], [*lows, *highs]))
-            ax.add_collection(LineCollection(bars, colors=bar_cols, linewidths=1.5), autolim=True)
-            handles = []
-            for s, c, (cx, cy) in zip(spec.series, cols, caps):
-                ax.plot(cx, cy, linestyle="none", marker="_", markersize=6, color=c)
-                ax.plot(s.x, s.y, marker="o", color=c)
-                handles.append(Line2D([], [], marker="o", color=c, label=s.label))
-            if _use_log([float(x) for s in spec.series for x in s.x]):
-                ax.set_xscale("log", base=2)
-                ax.xaxis.set_minor_locator(ticker.NullLocator())   # powers of two label themselves
-            elif spec.integer_x:
-                ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
+            handles = _draw_lines(ax, spec, cols)
         else:
-            cats = sorted({x for s in spec.series for x in s.x}, key=str)
-            width = 0.8 / max(1, len(spec.series))
-            for i, (s, c) in enumerate(zip(spec.series, cols)):
-                pos = [cats.index(x) + (i - (len(spec.series) - 1) / 2) * width for x in s.x]
-                yerr = [[max(0.0, y - lo) for y, lo in zip(s.y, s.low)],
-                        [max(0.0, hi - y) for y, hi in zip(s.y, s.high)]]
-                ax.bar(pos, s.y, width=width, yerr=yerr, capsize=4, label=s.label, color=c)
-            ax.set_xticks(range(len(cats)), [str(c) for c in cats])
-        if _use_log(ally):
-            ax.set_yscale("log")
-        # plain tick labels (no mathtext): faster, and readable as numbers
-        for axis in (ax.xaxis, ax.yaxis):
-            if axis.get_scale() == "log":
-                axis.set_major_formatter(ticker.FuncFormatter(_tick))
-                # no minor ticks: unlabelled, and laying them out took a fifth of a plot's drawing time
-                axis.set_minor_locator(ticker.NullLocator())
-        # at the top of the axes, where it would go by itself (the top axis has no labels); placed, not searched
-        # for, which took a tenth of a plot's drawing time
-        ax.set_title(spec.title, y=1.0)
-        ax.set_xlabel(spec.xlabel)
-        ax.set_ylabel(spec.ylabel)
-        ax.grid(True, which="major", alpha=0.3)
-        # the legend sits right of the axes, never over the data
-        ax.legend(**({"handles": handles} if handles is not None else {}), fontsize=8, loc="upper left",
-                  bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, frameon=False, title=spec.note or None,
-                  title_fontsize=8, alignment="left")
+            _draw_bars(ax, spec, cols)
+        _axes_text(ax, spec, handles)
         fig.subplots_adjust(left=0.1, right=LEGEND_AT, top=0.91, bottom=0.13)
         svg, png = io.BytesIO(), io.BytesIO()
         fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})

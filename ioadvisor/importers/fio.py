@@ -68,8 +68,8 @@ def _nonneg(v: Any, what: str) -> float:
     return f
 
 
-def parse(data: bytes, ctx: ImportContext) -> list[Run]:
-    text = decode(data, ctx.source)
+def _document(text: str, ctx: ImportContext) -> dict:
+    """The fio JSON document (fio may print lines before it)."""
     start = _json_start(text)
     if start < 0:
         raise ImportFormatError("not a fio JSON output (run fio with --output-format=json)", ctx.source, 1)
@@ -77,65 +77,78 @@ def parse(data: bytes, ctx: ImportContext) -> list[Run]:
     doc = load_json(text[start:], ctx.source, "fio JSON", skipped_lines + 1)
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise ImportFormatError("fio JSON without a 'jobs' list", ctx.source, skipped_lines + 1)
-    version = str(doc.get("fio version", "")).removeprefix("fio-") or None
-    date = None
-    if isinstance(doc.get("timestamp"), (int, float)):
-        date = datetime.fromtimestamp(doc["timestamp"], tz=timezone.utc).date().isoformat()
-    gopts = doc.get("global options") or {}
+    return doc
 
-    # entries of the same job (name, group) reported per process are added up
+
+def _job_groups(doc: dict, ctx: ImportContext) -> dict[tuple, list[dict]]:
+    """The job entries by (name, group): fio reports a job once per process, and those entries are added up."""
     groups: dict[tuple, list[dict]] = {}
     for job in doc["jobs"]:
         if not isinstance(job, dict):
             raise ImportFormatError("fio JSON: a job entry is not an object", ctx.source)
         groups.setdefault((job.get("jobname"), job.get("groupid")), []).append(job)
+    return groups
 
+
+def _job_runs(entries: list[dict], opts: dict, prov: Provenance, ctx: ImportContext) -> list[Run]:
+    """One job's runs: one per direction (read, write) that moved bytes."""
+    if any(int(e.get("error", 0) or 0) for e in entries):
+        raise ValueError("fio reported an error for this job")
+    rw = (_opt(opts, "rw") or _opt(opts, "readwrite") or "read").lower()
+    random_access = rw in RANDOM_RW
+    numjobs = int(_opt(opts, "numjobs") or 1)
+    ranks = numjobs if len(entries) == 1 else len(entries)
+    bs = _size(_opt(opts, "bs") or _opt(opts, "blocksize"), "bs") or 4096
+    size = _size(_opt(opts, "size"), "size")
+    direct = (_opt(opts, "direct") or "0").strip() not in ("0", "false", "")
+    filename = _opt(opts, "filename")
+    shared = bool(filename) and ranks > 1 and ":" not in filename
+    engine = _opt(opts, "ioengine") or "psync"
+    depth = _opt(opts, "iodepth") or "1"
+    runs = []
+    for direction in ("read", "write"):
+        stats = [e.get(direction) or {} for e in entries]
+        io_bytes = sum(_nonneg(s.get("io_bytes", 0), f"{direction}.io_bytes") for s in stats)
+        if io_bytes <= 0:
+            continue
+        bw_kib = sum(_nonneg(s.get("bw"), f"{direction}.bw") for s in stats)
+        iops = sum(_nonneg(s.get("iops"), f"{direction}.iops") for s in stats)
+        notes = [f"ioengine={engine}, iodepth={depth}"]
+        if len(entries) > 1:
+            notes.append(f"sum of {len(entries)} per-process job entries")
+        if random_access:
+            value, unit = iops, "IOPS"
+            notes.append(f"bandwidth {bw_kib / 1024:.2f} MiB/s")
+        else:
+            value, unit = bw_kib, "KiB/s"
+            notes.append(f"{iops:.2f} IOPS")
+        op = ("rand" + direction) if random_access else direction
+        runs.append(make_run(
+            system=ctx.system or "local", filesystem=ctx.filesystem, op=op, api="POSIX",
+            layout="shared" if shared else "fpp", nodes=1, ranks=ranks, ranks_per_node=ranks,
+            transfer_size=bs, file_size=size, total_bytes=int(io_bytes),
+            access="random" if random_access else "sequential", direct=direct, value=value, unit=unit,
+            notes="; ".join(notes), provenance=prov))
+    return runs
+
+
+def parse(data: bytes, ctx: ImportContext) -> list[Run]:
+    doc = _document(decode(data, ctx.source), ctx)
+    version = str(doc.get("fio version", "")).removeprefix("fio-") or None
+    date = None
+    if isinstance(doc.get("timestamp"), (int, float)):
+        date = datetime.fromtimestamp(doc["timestamp"], tz=timezone.utc).date().isoformat()
+    gopts = doc.get("global options") or {}
     runs: list[Run] = []
-    for (name, _gid), entries in groups.items():
+    for (name, _gid), entries in _job_groups(doc, ctx).items():
         opts = {**gopts, **(entries[0].get("job options") or {})}
-        where = f"job {name!r}"
+        cmd = "fio " + " ".join(f"--{k}={v}" for k, v in opts.items())
+        prov = Provenance(source=ctx.source, command=cmd, tool="fio", tool_version=version,
+                          importer="fio/1", date=date, kind=ctx.kind)
         try:
-            if any(int(e.get("error", 0) or 0) for e in entries):
-                raise ValueError("fio reported an error for this job")
-            rw = (_opt(opts, "rw") or _opt(opts, "readwrite") or "read").lower()
-            random_access = rw in RANDOM_RW
-            numjobs = int(_opt(opts, "numjobs") or 1)
-            ranks = numjobs if len(entries) == 1 else len(entries)
-            bs = _size(_opt(opts, "bs") or _opt(opts, "blocksize"), "bs") or 4096
-            size = _size(_opt(opts, "size"), "size")
-            direct = (_opt(opts, "direct") or "0").strip() not in ("0", "false", "")
-            filename = _opt(opts, "filename")
-            shared = bool(filename) and ranks > 1 and ":" not in filename
-            engine = _opt(opts, "ioengine") or "psync"
-            depth = _opt(opts, "iodepth") or "1"
-            cmd = "fio " + " ".join(f"--{k}={v}" for k, v in opts.items())
-            for direction in ("read", "write"):
-                stats = [e.get(direction) or {} for e in entries]
-                io_bytes = sum(_nonneg(s.get("io_bytes", 0), f"{direction}.io_bytes") for s in stats)
-                if io_bytes <= 0:
-                    continue
-                bw_kib = sum(_nonneg(s.get("bw"), f"{direction}.bw") for s in stats)
-                iops = sum(_nonneg(s.get("iops"), f"{direction}.iops") for s in stats)
-                notes = [f"ioengine={engine}, iodepth={depth}"]
-                if len(entries) > 1:
-                    notes.append(f"sum of {len(entries)} per-process job entries")
-                if random_access:
-                    value, unit = iops, "IOPS"
-                    notes.append(f"bandwidth {bw_kib / 1024:.2f} MiB/s")
-                else:
-                    value, unit = bw_kib, "KiB/s"
-                    notes.append(f"{iops:.2f} IOPS")
-                op = ("rand" + direction) if random_access else direction
-                prov = Provenance(source=ctx.source, command=cmd, tool="fio", tool_version=version,
-                                  importer="fio/1", date=date, kind=ctx.kind)
-                runs.append(make_run(
-                    system=ctx.system or "local", filesystem=ctx.filesystem, op=op, api="POSIX",
-                    layout="shared" if shared else "fpp", nodes=1, ranks=ranks, ranks_per_node=ranks,
-                    transfer_size=bs, file_size=size, total_bytes=int(io_bytes),
-                    access="random" if random_access else "sequential", direct=direct, value=value, unit=unit,
-                    notes="; ".join(notes), provenance=prov))
+            runs.extend(_job_runs(entries, opts, prov, ctx))
         except (ValueError, IOAdvisorError) as e:
-            raise ImportFormatError(f"fio JSON {where}: {e}", ctx.source) from None
+            raise ImportFormatError(f"fio JSON job {name!r}: {e}", ctx.source) from None
     return runs
 
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 
 from ..errors import ImportFormatError, IOAdvisorError
@@ -82,13 +84,28 @@ def _int_opt(opts: dict, key: str) -> int | None:
         return None
 
 
-def parse(data: bytes, ctx: ImportContext) -> list[Run]:
-    text = decode(data, ctx.source)
-    lines = text.splitlines()
+@dataclass(frozen=True)
+class _Setup:
+    """What the header and the command line tell about the whole run."""
+
+    version: str
+    ranks: int
+    nodes: int
+    command: str | None
+    opts: dict
+    items_per_rank: int | None
+    unique: bool
+    one_file: bool
+    depth: int
+    per_dir: int | None
+    file_size: int | None
+    api: str
+
+
+def _setup(text: str, ctx: ImportContext) -> _Setup:
     launch = _LAUNCH.search(text)
     if not launch:
         raise ImportFormatError("not an mdtest output (no 'mdtest-... was launched with' line)", ctx.source, 1)
-    version = launch.group(1).split("-", 1)[1]
     ranks, nodes = int(launch.group(2)), int(launch.group(3))
     cmd_m = re.search(r"^Command line used: (.*)$", text, re.M)
     command = cmd_m.group(1).strip() if cmd_m else None
@@ -96,30 +113,39 @@ def parse(data: bytes, ctx: ImportContext) -> list[Run]:
     items_m = re.search(r"^\s*(\d+) tasks, (\d+) (files/directories|files|directories)\s*$", text, re.M)
     items_per_rank = (int(items_m.group(2)) // max(1, int(items_m.group(1)))) if items_m else _int_opt(opts, "n")
     unique = bool(opts.get("u"))
-    one_file = bool(opts.get("S"))
     depth = _int_opt(opts, "z") or 0
     per_dir = _int_opt(opts, "I")
     if per_dir is None and depth == 0 and items_per_rank is not None:
         per_dir = items_per_rank if unique else items_per_rank * ranks
-    file_size = _int_opt(opts, "w")
-    api = opts.get("a") if isinstance(opts.get("a"), str) else "POSIX"
+    return _Setup(version=launch.group(1).split("-", 1)[1], ranks=ranks, nodes=nodes, command=command, opts=opts,
+                  items_per_rank=items_per_rank, unique=unique, one_file=bool(opts.get("S")), depth=depth,
+                  per_dir=per_dir, file_size=_int_opt(opts, "w"),
+                  api=opts.get("a") if isinstance(opts.get("a"), str) else "POSIX")
 
+
+def _summary_start(lines: list[str], ctx: ImportContext) -> int:
+    """The index of the summary table's title line."""
     # "SUMMARY rate (in ops/sec): (of N iterations)" since mdtest 3; "SUMMARY: (of N iterations)" in 1.9
     start = next((i for i, l in enumerate(lines)
                   if l.strip().startswith("SUMMARY rate") or l.strip().startswith("SUMMARY: (of")), None)
     if start is None:
         raise ImportFormatError("truncated mdtest output: no 'SUMMARY rate' table (did mdtest stop early?)",
                                 ctx.source, len(lines))
-    it_m = re.search(r"\(of (\d+) iterations?\)", lines[start])
-    reps = int(it_m.group(1)) if it_m else _int_opt(opts, "i")
-    notes_base = ["every task on one single file (-S)" if one_file
-                  else "unique directory per task (-u)" if unique else "all tasks in shared directories"]
-    if depth:
-        notes_base.append(f"tree depth {depth}, branching {_int_opt(opts, 'b') or 1}")
+    return start
+
+
+def _notes(setup: _Setup, reps: int | None) -> str:
+    notes = ["every task on one single file (-S)" if setup.one_file
+             else "unique directory per task (-u)" if setup.unique else "all tasks in shared directories"]
+    if setup.depth:
+        notes.append(f"tree depth {setup.depth}, branching {_int_opt(setup.opts, 'b') or 1}")
     if reps and reps > 1:
-        notes_base.append(f"mean of {reps} iterations; 95% CI computed (Student t) from mdtest's Std Dev")
-    date = _date(text)
-    runs: list[Run] = []
+        notes.append(f"mean of {reps} iterations; 95% CI computed (Student t) from mdtest's Std Dev")
+    return "; ".join(notes)
+
+
+def _rows(lines: list[str], start: int, ctx: ImportContext) -> Iterator[tuple[int, re.Match]]:
+    """The summary table's lines after the title, as (index, match); at least one, or an error."""
     seen_rows = 0
     for j in range(start + 1, len(lines)):
         s = lines[j].strip()
@@ -133,31 +159,52 @@ def parse(data: bytes, ctx: ImportContext) -> list[Run]:
         if not m:
             raise ImportFormatError(f"unreadable mdtest summary line: {s!r} (truncated?)", ctx.source, j + 1)
         seen_rows += 1
-        name = " ".join(m.group(1).split()).lower()
-        op = OPS.get(name)
+        yield j, m
+    if not seen_rows:
+        raise ImportFormatError("mdtest 'SUMMARY rate' table has no lines (truncated?)", ctx.source, start + 1)
+
+
+def _row_run(m: re.Match, op: str, setup: _Setup, reps: int | None, notes: str, date: str | None,
+             ctx: ImportContext) -> Run | None:
+    """One summary line's run (None when its mean rate is zero)."""
+    vmax, vmin, mean, sd = (float(m.group(k)) for k in (2, 3, 4, 5))
+    if any(v != v or v < 0 for v in (vmax, vmin, mean, sd)):
+        raise ValueError(f"{m.group(1).strip()}: negative or undefined rate")
+    if mean == 0:
+        return None
+    low, high = ci95(mean, sd, reps)
+    prov = Provenance(source=ctx.source, command=setup.command, tool="mdtest", tool_version=setup.version,
+                      importer="mdtest/1", date=date, kind=ctx.kind)
+    ranks, nodes = setup.ranks, setup.nodes
+    return make_run(
+        system=ctx.system or "local", filesystem=ctx.filesystem, op=op, api=setup.api,
+        layout="fpp" if setup.unique else "shared", nodes=nodes, ranks=ranks,
+        ranks_per_node=ranks // nodes if nodes and ranks % nodes == 0 else None,
+        items_per_rank=setup.items_per_rank, files_per_dir=setup.per_dir if op.startswith(("file", "dir")) else None,
+        file_size=setup.file_size if op.startswith("file") else None, reps=reps, value=mean, unit="ops/s",
+        spread={"value_min": vmin, "value_max": vmax, "value_sd": sd, "ci95_low": low, "ci95_high": high},
+        notes=notes, provenance=prov, flags=(ONE_FILE,) if setup.one_file else ())
+
+
+def parse(data: bytes, ctx: ImportContext) -> list[Run]:
+    text = decode(data, ctx.source)
+    lines = text.splitlines()
+    setup = _setup(text, ctx)
+    start = _summary_start(lines, ctx)
+    it_m = re.search(r"\(of (\d+) iterations?\)", lines[start])
+    reps = int(it_m.group(1)) if it_m else _int_opt(setup.opts, "i")
+    notes, date = _notes(setup, reps), _date(text)
+    runs: list[Run] = []
+    for j, m in _rows(lines, start, ctx):
+        op = OPS.get(" ".join(m.group(1).split()).lower())
         if op is None:
             continue
         try:
-            vmax, vmin, mean, sd = (float(m.group(k)) for k in (2, 3, 4, 5))
-            if any(v != v or v < 0 for v in (vmax, vmin, mean, sd)):
-                raise ValueError(f"{m.group(1).strip()}: negative or undefined rate")
-            if mean == 0:
-                continue
-            low, high = ci95(mean, sd, reps)
-            prov = Provenance(source=ctx.source, command=command, tool="mdtest", tool_version=version,
-                              importer="mdtest/1", date=date, kind=ctx.kind)
-            runs.append(make_run(
-                system=ctx.system or "local", filesystem=ctx.filesystem, op=op, api=api,
-                layout="fpp" if unique else "shared", nodes=nodes, ranks=ranks,
-                ranks_per_node=ranks // nodes if nodes and ranks % nodes == 0 else None,
-                items_per_rank=items_per_rank, files_per_dir=per_dir if op.startswith(("file", "dir")) else None,
-                file_size=file_size if op.startswith("file") else None, reps=reps, value=mean, unit="ops/s",
-                spread={"value_min": vmin, "value_max": vmax, "value_sd": sd, "ci95_low": low, "ci95_high": high},
-                notes="; ".join(notes_base), provenance=prov, flags=(ONE_FILE,) if one_file else ()))
+            run = _row_run(m, op, setup, reps, notes, date, ctx)
         except (ValueError, IOAdvisorError) as e:
             raise ImportFormatError(str(e), ctx.source, j + 1) from None
-    if not seen_rows:
-        raise ImportFormatError("mdtest 'SUMMARY rate' table has no lines (truncated?)", ctx.source, start + 1)
+        if run is not None:
+            runs.append(run)
     if not any(l.startswith("-- finished at") for l in lines[start:]):
         raise ImportFormatError("truncated mdtest output: no '-- finished at' line after the summary",
                                 ctx.source, len(lines))

@@ -66,14 +66,8 @@ def _summarise(conn: sqlite3.Connection) -> None:
                      "VALUES (?,?,?,?,?,?,0)", [r for s in systems for r in kb._system_fs_rows("main", s)])
 
 
-def publish(kb_path: Path, target: Path) -> dict[str, Any]:
-    """Write the snapshot of the KB at `kb_path` (with the shipped reference data) to `target` atomically."""
-    import datetime as _dt
-    import tempfile
-    import uuid
-    from .schema import migrate
-    from .store import KB
-    kb_path, out = Path(kb_path), target_path(Path(target))
+def _check_publishable(kb_path: Path, out: Path) -> None:
+    """UsageError unless `kb_path` is a working KB and `out` another file in an existing directory."""
     if not kb_path.is_file():
         raise UsageError(f"{kb_path}: no knowledge base to publish (import runs into it first)")
     if not out.parent.is_dir():
@@ -82,6 +76,55 @@ def publish(kb_path: Path, target: Path) -> dict[str, Any]:
         raise UsageError(f"{out}: is the KB being published; publish into another file")
     if _is_snapshot(kb_path):
         raise UsageError(f"{kb_path}: is a published snapshot, which is never changed; publish from the working KB")
+
+
+def _fill(tmp: str, ref: Path, kb_path: Path, snap: str) -> tuple[dict[str, int], dict[str, int], str]:
+    """Write the snapshot into the new file `tmp`: the rows copied per table from the shipped data and from the
+    staff KB, and the time it was published."""
+    import datetime as _dt
+    from .schema import migrate
+    conn = sqlite3.connect(tmp, isolation_level=None)
+    try:
+        # the journal in memory: nothing but the snapshot itself is written in the shared directory
+        conn.execute("PRAGMA journal_mode = MEMORY")
+        migrate(conn, tmp)
+        conn.execute("ATTACH DATABASE ? AS shipped", (f"file:{quote(str(ref))}?mode=ro&immutable=1",))
+        conn.execute("ATTACH DATABASE ? AS staff", (f"file:{quote(str(kb_path))}?mode=ro",))
+        conn.execute("BEGIN")               # one read transaction: the staff KB as of one moment
+        shipped = {t: _copy(conn, "shipped", t) for t in TABLES}
+        staff = {t: _copy(conn, "staff", t) for t in TABLES}
+        _summarise(conn)
+        at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        conn.execute("INSERT INTO published VALUES (?, ?, ?)", (snap, at, str(kb_path.resolve())))
+        conn.execute("COMMIT")
+        conn.execute("DETACH DATABASE shipped")
+        conn.execute("DETACH DATABASE staff")
+        conn.execute("PRAGMA journal_mode = DELETE")
+    finally:
+        conn.close()
+    return shipped, staff, at
+
+
+def _replace(tmp: str, out: Path) -> None:
+    """Make `tmp` readable by all, flush it and rename it over `out`, the rename itself flushed too."""
+    os.chmod(tmp, 0o644)                    # mkstemp's file is the owner's only: every user reads this one
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, out)
+    dirfd = os.open(out.parent, os.O_RDONLY)
+    try:
+        os.fsync(dirfd)                     # the rename itself on disk
+    finally:
+        os.close(dirfd)
+
+
+def publish(kb_path: Path, target: Path) -> dict[str, Any]:
+    """Write the snapshot of the KB at `kb_path` (with the shipped reference data) to `target` atomically."""
+    import tempfile
+    import uuid
+    from .store import KB
+    kb_path, out = Path(kb_path), target_path(Path(target))
+    _check_publishable(kb_path, out)
     KB.open(kb_path, reference=False).close()          # migrated to this version's schema first
     ref = KB.built_reference()                          # the shipped data, never a published layer
     try:
@@ -91,34 +134,8 @@ def publish(kb_path: Path, target: Path) -> dict[str, Any]:
     os.close(fd)
     snap = uuid.uuid4().hex[:16]
     try:
-        conn = sqlite3.connect(tmp, isolation_level=None)
-        try:
-            # the journal in memory: nothing but the snapshot itself is written in the shared directory
-            conn.execute("PRAGMA journal_mode = MEMORY")
-            migrate(conn, tmp)
-            conn.execute("ATTACH DATABASE ? AS shipped", (f"file:{quote(str(ref))}?mode=ro&immutable=1",))
-            conn.execute("ATTACH DATABASE ? AS staff", (f"file:{quote(str(kb_path))}?mode=ro",))
-            conn.execute("BEGIN")               # one read transaction: the staff KB as of one moment
-            shipped = {t: _copy(conn, "shipped", t) for t in TABLES}
-            staff = {t: _copy(conn, "staff", t) for t in TABLES}
-            _summarise(conn)
-            at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-            conn.execute("INSERT INTO published VALUES (?, ?, ?)", (snap, at, str(kb_path.resolve())))
-            conn.execute("COMMIT")
-            conn.execute("DETACH DATABASE shipped")
-            conn.execute("DETACH DATABASE staff")
-            conn.execute("PRAGMA journal_mode = DELETE")
-        finally:
-            conn.close()
-        os.chmod(tmp, 0o644)                    # mkstemp's file is the owner's only: every user reads this one
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, out)
-        dirfd = os.open(out.parent, os.O_RDONLY)
-        try:
-            os.fsync(dirfd)                     # the rename itself on disk
-        finally:
-            os.close(dirfd)
+        shipped, staff, at = _fill(tmp, ref, kb_path, snap)
+        _replace(tmp, out)
     except sqlite3.Error as e:
         raise KBError(f"{out}: cannot publish ({e})") from None
     except OSError as e:

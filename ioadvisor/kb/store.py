@@ -417,6 +417,76 @@ class RunFilter:
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
 
+def _target(p: Path, create: bool) -> str:
+    """What sqlite opens for the KB at `p`: the path (its directory made when `create`), or `:memory:` for a
+    missing KB opened only to read."""
+    if not p.exists():
+        if not create:
+            return ":memory:"
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise KBError(f"{p}: cannot create knowledge base directory: {e.strerror}") from None
+    elif p.is_dir():
+        raise KBError(f"{p}: is a directory, not a knowledge base")
+    return str(p)
+
+
+def _connect_migrated(p: Path, target: str, create: bool) -> sqlite3.Connection:
+    """A connection to `target`, migrated to this version's schema when it can be written."""
+    # a KB opened only to read (create=False) that cannot be written (a read-only file or mount, an
+    # immutable file) is read as it is
+    modes = ("rw",) if create or target == ":memory:" else ("rw", "ro", "immutable")
+    for mode in modes:
+        conn = None
+        try:
+            conn = _connect(target, mode)
+            migrate(conn, target, write=mode == "rw")
+            conn.execute("SELECT count(*) FROM main.sqlite_master").fetchone()
+            break
+        except sqlite3.OperationalError as e:
+            if conn is not None:
+                conn.close()
+            if mode == modes[-1] or not _cannot_write(e):
+                raise KBError(f"{p}: not a usable knowledge base ({e})") from None
+        except sqlite3.DatabaseError as e:
+            if conn is not None:
+                conn.close()
+            raise KBError(f"{p}: not a usable knowledge base ({e})") from None
+    return conn
+
+
+def _streamed(imp: Any, f: BinaryIO, ctx: Any, size: int, progress: Callable[[int, int], None] | None,
+              readers: ExitStack, prepared: Callable[[Iterable[tuple[str, tuple]]], Iterator[Batch]]
+              ) -> Iterable[Batch]:
+    """The batches of a file an importer reads as it goes (its generators closed by `readers`)."""
+    if imp.name == "csv":
+        # rows read straight into the stored form (kb.csvrows), no Run per row; a large file by a
+        # second process, which also sets flags and makes the batches, while this one stores
+        from . import csvrows
+        if size >= csvrows.ASIDE_BYTES and csvrows.can_read_aside():
+            return readers.enter_context(closing(csvrows.read_aside(f, ctx, prepared, size, progress)))
+        items = readers.enter_context(closing(imp.stream(f, ctx, csvrows.RowReader)))
+    else:
+        items = _keyed(readers.enter_context(closing(imp.stream(f, ctx))), ctx.source)
+    return prepared(items if progress is None else _progressed(items, f, size, progress))
+
+
+def _parsed_whole(imp: Any, src: _ImportSource, ctx: Any, size: int,
+                  progress: Callable[[int, int], None] | None) -> list[Run]:
+    """The runs of a file an importer reads whole; at least one, or an error naming the file (a NoMeasurement
+    passes through: the caller reports why nothing was added)."""
+    try:
+        runs = imp.parse(src.read_all(), ctx)
+    except ImportFormatError as e:
+        raise e if e.path else e.at(ctx.source) from None
+    if not runs:
+        raise ImportFormatError(f"no measured results found ({imp.name} format)", ctx.source)
+    if progress is not None:
+        progress(size, size)
+    return runs
+
+
 class KB:
     """A user knowledge base with the reference KB attached read-only as `ref`."""
 
@@ -439,67 +509,43 @@ class KB:
         With create=False a missing KB is not created: an empty in-memory one stands in.
         """
         p = Path(path) if path is not None else default_kb_path()
-        target = str(p)
-        if not p.exists():
-            if create:
-                try:
-                    p.parent.mkdir(parents=True, exist_ok=True)
-                except OSError as e:
-                    raise KBError(f"{p}: cannot create knowledge base directory: {e.strerror}") from None
-            else:
-                target = ":memory:"
-        elif p.is_dir():
-            raise KBError(f"{p}: is a directory, not a knowledge base")
-        # a KB opened only to read (create=False) that cannot be written (a read-only file or mount, an
-        # immutable file) is read as it is
-        modes = ("rw",) if create or target == ":memory:" else ("rw", "ro", "immutable")
-        for mode in modes:
-            conn = None
-            try:
-                conn = _connect(target, mode)
-                migrate(conn, target, write=mode == "rw")
-                conn.execute("SELECT count(*) FROM main.sqlite_master").fetchone()
-                break
-            except sqlite3.OperationalError as e:
-                if conn is not None:
-                    conn.close()
-                if mode == modes[-1] or not _cannot_write(e):
-                    raise KBError(f"{p}: not a usable knowledge base ({e})") from None
-            except sqlite3.DatabaseError as e:
-                if conn is not None:
-                    conn.close()
-                raise KBError(f"{p}: not a usable knowledge base ({e})") from None
-        ref_path = None
-        if reference:
-            from .reference import published_kb_path
-            published = published_kb_path()
-            ref_path = str(published or cls.built_reference())
-            # read-only and immutable: the reference layer (the cached build, or the center's published snapshot
-            # on a shared, possibly read-only file system) is only ever replaced whole by a rename, never changed
-            # in place, so no process locks it or creates a journal, -wal or -shm file beside it, and a write
-            # transaction on the user's KB does not lock it for the other processes
-            from urllib.parse import quote
-            try:
-                if published is not None:
-                    _check_published(published)
-                conn.execute("ATTACH DATABASE ? AS ref", (f"file:{quote(ref_path)}?mode=ro&immutable=1",))
-                if not conn.execute("SELECT count(*) FROM ref.sqlite_master").fetchone()[0]:
-                    # this SQLite does not read URI names: the plain path (and a file named like the URI) instead
-                    conn.execute("DETACH DATABASE ref")
-                    conn.execute("ATTACH DATABASE ? AS ref", (ref_path,))
-                if published is not None:
-                    _check_schema(conn, published)
-            except (sqlite3.DatabaseError, KBError) as e:
-                conn.close()
-                if isinstance(e, KBError):
-                    raise
-                raise KBError(f"{ref_path}: not a usable knowledge base ({e})") from None
+        target = _target(p, create)
+        conn = _connect_migrated(p, target, create)
+        ref_path = cls._attach_reference(conn) if reference else None
         union = "SELECT 'user' AS origin, * FROM main.{t}"
         if ref_path:
             union += " UNION ALL SELECT 'reference' AS origin, * FROM ref.{t}"
         conn.execute("CREATE TEMP VIEW all_runs AS " + union.format(t="runs"))
         conn.execute("CREATE TEMP VIEW all_comparisons AS " + union.format(t="comparisons"))
         return cls(conn, target, ref_path)
+
+    @classmethod
+    def _attach_reference(cls, conn: sqlite3.Connection) -> str:
+        """Attach the reference layer as `ref` (closing `conn` on failure); its path."""
+        from .reference import published_kb_path
+        published = published_kb_path()
+        ref_path = str(published or cls.built_reference())
+        # read-only and immutable: the reference layer (the cached build, or the center's published snapshot
+        # on a shared, possibly read-only file system) is only ever replaced whole by a rename, never changed
+        # in place, so no process locks it or creates a journal, -wal or -shm file beside it, and a write
+        # transaction on the user's KB does not lock it for the other processes
+        from urllib.parse import quote
+        try:
+            if published is not None:
+                _check_published(published)
+            conn.execute("ATTACH DATABASE ? AS ref", (f"file:{quote(ref_path)}?mode=ro&immutable=1",))
+            if not conn.execute("SELECT count(*) FROM ref.sqlite_master").fetchone()[0]:
+                # this SQLite does not read URI names: the plain path (and a file named like the URI) instead
+                conn.execute("DETACH DATABASE ref")
+                conn.execute("ATTACH DATABASE ? AS ref", (ref_path,))
+            if published is not None:
+                _check_schema(conn, published)
+        except (sqlite3.DatabaseError, KBError) as e:
+            conn.close()
+            if isinstance(e, KBError):
+                raise
+            raise KBError(f"{ref_path}: not a usable knowledge base ({e})") from None
+        return ref_path
 
     @classmethod
     def built_reference(cls) -> Path:
@@ -672,31 +718,12 @@ class KB:
 
             batches: Iterable[Batch]
             if imp.stream is not None:
-                f = src.reopen()
-                if imp.name == "csv":
-                    # rows read straight into the stored form (kb.csvrows), no Run per row; a large file by a
-                    # second process, which also sets flags and makes the batches, while this one stores
-                    from . import csvrows
-                    if size >= csvrows.ASIDE_BYTES and csvrows.can_read_aside():
-                        batches = readers.enter_context(closing(csvrows.read_aside(f, ctx, prepared, size,
-                                                                                   progress)))
-                    else:
-                        items = readers.enter_context(closing(imp.stream(f, ctx, csvrows.RowReader)))
-                        batches = prepared(items if progress is None else _progressed(items, f, size, progress))
-                else:
-                    items = _keyed(readers.enter_context(closing(imp.stream(f, ctx))), name)
-                    batches = prepared(items if progress is None else _progressed(items, f, size, progress))
+                batches = _streamed(imp, src.reopen(), ctx, size, progress, readers, prepared)
             else:
                 try:
-                    runs = imp.parse(src.read_all(), ctx)
-                except ImportFormatError as e:
-                    raise e if e.path else e.at(name) from None
+                    runs = _parsed_whole(imp, src, ctx, size, progress)
                 except importers.NoMeasurement as e:    # read, but no measurement: nothing added, not even its hash
                     return ImportResult(name, imp.name, 0, False, 0, f"no measured run: {e.reason}")
-                if not runs:
-                    raise ImportFormatError(f"no measured results found ({imp.name} format)", name)
-                if progress is not None:
-                    progress(size, size)
                 batches = prepared(_keyed(runs, name))
             try:
                 return self._add(batches, source=name, source_hash=digest, fmt=imp.name,

@@ -154,8 +154,8 @@ def check_date(value: str) -> None:
     _VALID_DATES.add(value)
 
 
-def check_run(run: Run) -> Run:
-    """`run` itself if every value may enter the KB; UsageError naming the first one that may not."""
+def _check_choices(run: Run) -> None:
+    """The fields that take one of a few known words, and the two booleans."""
     if run.op not in OPS:
         raise UsageError(f"unknown op {run.op!r} (known: {', '.join(OPS)})")
     if run.api is not None and run.api not in APIS:
@@ -173,6 +173,10 @@ def check_run(run: Run) -> Run:
         v = getattr(run, flag)
         if v is not None and not isinstance(v, bool):
             raise UsageError(f"{flag} must be true or false, got {v!r}")
+
+
+def _check_value(run: Run) -> float:
+    """The value as a number a real system can measure in its unit."""
     value = _finite(run.value, "value")
     if value is None or value < 0:
         raise UsageError(f"value must be a non-negative number, got {run.value}")
@@ -184,6 +188,12 @@ def check_run(run: Run) -> Run:
                          f"{MIN_VALUE[run.unit]:.3g} {run.unit})")
     if run.value_given is not None:
         _finite(run.value_given, "value")
+    return value
+
+
+def _check_spread(run: Run, value: float) -> None:
+    """Min, max, standard deviation and confidence interval: in range and on the right side of the value."""
+    ceiling = MAX_VALUE[run.unit]
     given = _GET_SPREAD(run)
     spread = (dict.fromkeys(_SPREAD) if given == _NO_SPREAD
               else {k: _finite(v, k) for k, v in zip(_SPREAD, given)})
@@ -199,10 +209,10 @@ def check_run(run: Run) -> Run:
     if (spread["ci95_low"] is not None and spread["ci95_high"] is not None
             and spread["ci95_low"] > spread["ci95_high"]):
         raise UsageError(f"ci95_low {spread['ci95_low']:g} is above ci95_high {spread['ci95_high']:g}")
-    for (f, lo, hi), v in zip(_INT_BOUNDS, _GET_INTS(run)):
-        # the usual case (nothing, or a plain int in range) decided here; check_int says what is wrong
-        if v is not None and (type(v) is not int or not lo <= v <= hi):
-            check_int(v, f)
+
+
+def _check_texts(run: Run) -> None:
+    """The names, notes, hints and provenance strings."""
     _name(run.system, "system", required=True)
     for f, v in zip(_NAMES[1:], _GET_NAMES(run)):
         if v is not None:
@@ -223,6 +233,17 @@ def check_run(run: Run) -> Run:
     for f, v in zip(_PROV_TEXT, _GET_PROV_TEXT(p)):
         if v is not None:
             _text(v, f)
+
+
+def check_run(run: Run) -> Run:
+    """`run` itself if every value may enter the KB; UsageError naming the first one that may not."""
+    _check_choices(run)
+    _check_spread(run, _check_value(run))
+    for (f, lo, hi), v in zip(_INT_BOUNDS, _GET_INTS(run)):
+        # the usual case (nothing, or a plain int in range) decided here; check_int says what is wrong
+        if v is not None and (type(v) is not int or not lo <= v <= hi):
+            check_int(v, f)
+    _check_texts(run)
     # a frozen instance cannot change afterwards, so it need not be checked twice (dataclasses.replace makes
     # a new, unmarked one)
     object.__setattr__(run, _MARK, True)

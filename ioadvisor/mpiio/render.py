@@ -212,6 +212,55 @@ def _flavour_env(rule: FlavourRule, hints: Mapping[str, str], fs_type: str | Non
     return lines, True
 
 
+def _drop_striping_for_read(plan: Plan, hints: dict[str, str], striping: bool, notes: list[str]) -> None:
+    """A read job: the striping hints leave `hints`, and a note says how to restripe the input instead."""
+    dropped = [k for k in hints if k in STRIPING_HINTS]
+    for k in dropped:
+        hints.pop(k)
+    if striping or dropped:
+        how = Setstripe("FILE", plan.stripe_count, plan.stripe_size).render("migrate")
+        notes.append(f"A read job cannot change the layout of files that already exist (striping is fixed when "
+                     f"a file is created), so no lfs setstripe{' and no ' + ', '.join(dropped) if dropped else ''}"
+                     f". If the input's layout is the problem, restripe it once before the job: `{how}`, or copy "
+                     f"it into a directory set with `lfs setstripe`.")
+
+
+def _tier_lines(plan: Plan, notes: list[str]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The scratch tier's lines: its variable, the copies in before the job's work and out after it."""
+    scratch: tuple[str, ...] = ()
+    stage_in: tuple[str, ...] = ()
+    stage_out: tuple[str, ...] = ()
+    if plan.tier and plan.tier_mount:
+        scratch = (f'export {SCRATCH_VAR}="{path_fragment(plan.tier_mount)}"',)
+        if plan.stage:
+            stage_in = tuple(f'cp -R -- {shlex.quote(i)} "${SCRATCH_VAR}"/' for i in plan.stage_in)
+            if plan.lifetime == "after-job":
+                dest = path_fragment(plan.base, plan.base_vars)
+                stage_out = ('_ioadv_rc=0; cp -R -- "$IOADVISE_SCRATCH"/. "' + dest + '"/ || _ioadv_rc=$?',
+                             'echo "ioadvise: staged out $(du -sb -- "$IOADVISE_SCRATCH" | cut -f1) bytes to '
+                             + dest.replace('"', '\\"') + ', exit $_ioadv_rc"')
+        elif plan.lifetime == "after-job":
+            notes.append(f"The tier {plan.tier} is not staged: copy results to persistent storage yourself.")
+    return scratch, stage_in, stage_out
+
+
+def _hdf5_settings(plan: Plan, reading: bool) -> tuple[dict[str, int], tuple[str, ...], bool]:
+    """HDF5's alignment (h5py's keywords and the C call) and whether each transfer must be made collective."""
+    h5py: dict[str, int] = {}
+    hdf5_c: tuple[str, ...] = ()
+    hdf5 = plan.api.upper() == "HDF5"
+    if plan.hdf5_alignment and hdf5 and not reading:
+        thr = min(plan.hdf5_alignment, 1 << 20)
+        h5py = {"alignment_threshold": thr, "alignment_interval": int(plan.hdf5_alignment)}
+        hdf5_c = (f"HDF5 C: H5Pset_alignment(fapl, {thr}, {int(plan.hdf5_alignment)});",)
+    h5py_collective = bool(hdf5 and plan.collective)
+    if h5py_collective:
+        # collective HDF5 is a property of each transfer: without it every H5Dwrite/H5Dread is independent
+        hdf5_c += ("HDF5 C: dxpl = H5Pcreate(H5P_DATASET_XFER); H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE); "
+                   "pass dxpl to H5Dwrite/H5Dread",)
+    return h5py, hdf5_c, h5py_collective
+
+
 def render(plan: Plan) -> Commands:
     """The commands that apply `plan`. UsageError for values that cannot be rendered safely."""
     notes: list[str] = []
@@ -222,15 +271,7 @@ def render(plan: Plan) -> Commands:
     striping = plan.stripe_count is not None or bool(plan.stripe_size)
     reading = plan.op == "read"
     if reading:
-        dropped = [k for k in hints if k in STRIPING_HINTS]
-        for k in dropped:
-            hints.pop(k)
-        if striping or dropped:
-            how = Setstripe("FILE", plan.stripe_count, plan.stripe_size).render("migrate")
-            notes.append(f"A read job cannot change the layout of files that already exist (striping is fixed when "
-                         f"a file is created), so no lfs setstripe{' and no ' + ', '.join(dropped) if dropped else ''}"
-                         f". If the input's layout is the problem, restripe it once before the job: `{how}`, or copy "
-                         f"it into a directory set with `lfs setstripe`.")
+        _drop_striping_for_read(plan, hints, striping, notes)
     lfs = None
     if striping and not reading:
         if plan.striping_allowed:
@@ -252,32 +293,8 @@ def render(plan: Plan) -> Commands:
     if lfs or needs_file:
         base = path_fragment(plan.base, plan.base_vars)
         directory = (f'export {DIR_VAR}="{base}/ioadvise-{JOB_ID}"', f'mkdir -p -- "${DIR_VAR}"')
-    scratch: tuple[str, ...] = ()
-    stage_in: tuple[str, ...] = ()
-    stage_out: tuple[str, ...] = ()
-    if plan.tier and plan.tier_mount:
-        scratch = (f'export {SCRATCH_VAR}="{path_fragment(plan.tier_mount)}"',)
-        if plan.stage:
-            stage_in = tuple(f'cp -R -- {shlex.quote(i)} "${SCRATCH_VAR}"/' for i in plan.stage_in)
-            if plan.lifetime == "after-job":
-                dest = path_fragment(plan.base, plan.base_vars)
-                stage_out = ('_ioadv_rc=0; cp -R -- "$IOADVISE_SCRATCH"/. "' + dest + '"/ || _ioadv_rc=$?',
-                             'echo "ioadvise: staged out $(du -sb -- "$IOADVISE_SCRATCH" | cut -f1) bytes to '
-                             + dest.replace('"', '\\"') + ', exit $_ioadv_rc"')
-        elif plan.lifetime == "after-job":
-            notes.append(f"The tier {plan.tier} is not staged: copy results to persistent storage yourself.")
-    h5py: dict[str, int] = {}
-    hdf5_c: tuple[str, ...] = ()
-    hdf5 = plan.api.upper() == "HDF5"
-    if plan.hdf5_alignment and hdf5 and not reading:
-        thr = min(plan.hdf5_alignment, 1 << 20)
-        h5py = {"alignment_threshold": thr, "alignment_interval": int(plan.hdf5_alignment)}
-        hdf5_c = (f"HDF5 C: H5Pset_alignment(fapl, {thr}, {int(plan.hdf5_alignment)});",)
-    h5py_collective = bool(hdf5 and plan.collective)
-    if h5py_collective:
-        # collective HDF5 is a property of each transfer: without it every H5Dwrite/H5Dread is independent
-        hdf5_c += ("HDF5 C: dxpl = H5Pcreate(H5P_DATASET_XFER); H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE); "
-                   "pass dxpl to H5Dwrite/H5Dread",)
+    scratch, stage_in, stage_out = _tier_lines(plan, notes)
+    h5py, hdf5_c, h5py_collective = _hdf5_settings(plan, reading)
     return Commands(request=f"#SBATCH {plan.tier_request}" if plan.tier and plan.tier_request else None,
                     directory=directory, setstripe=lfs, hints=hints, hints_file=hints_file, hints_write=hints_write,
                     env=tuple(env), scratch=scratch, stage_in=stage_in, stage_out=stage_out, h5py=h5py,
