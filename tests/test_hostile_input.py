@@ -333,7 +333,11 @@ def test_kb_import_of_a_file_named_with_any_bytes(kind, tmp_path):
     with open(path, "wb") as f:
         f.write((HEADER + "\n" + GOOD_ROW + "\n").encode() if kind == "csv" else DARSHAN.read_bytes())
     kb = tmp_path / "kb.sqlite"
-    res = ioadvise("kb", "import", os.fsdecode(path), "--kb", kb, "--system", "s", "--json")
+    # a log measures a center only when the center's mounts hold its files: example.darshan's lie under /scratch2
+    center = tmp_path / "s.toml"
+    center.write_text('name = "s"\n[[filesystems]]\nname = "fs0"\ntype = "lustre"\nmount = "/scratch2"\n'
+                      'ost_count = 8\n')
+    res = ioadvise("kb", "import", os.fsdecode(path), "--kb", kb, "--system", "s", "--center", center, "--json")
     assert res.exit_code == 0, res.output
     shown = f"{tmp_path}/r\\xff\\x1b[31m.{kind}"
     assert json.loads(res.stdout)[0]["runs"] >= 1
