@@ -21,7 +21,6 @@ MARKER = "long because:"
 
 #: long functions not split yet, as "module path:qualified name" (remove an entry when its function is split)
 NOT_YET_SPLIT: frozenset[str] = frozenset({
-    "advise/__init__.py:advise",
     "predict/physical.py:fit",
 })
 
