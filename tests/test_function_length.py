@@ -20,11 +20,7 @@ MAX_EXCUSED = 8
 MARKER = "long because:"
 
 #: long functions not split yet, as "module path:qualified name" (remove an entry when its function is split)
-NOT_YET_SPLIT: frozenset[str] = frozenset({
-    "advise/__init__.py:advise",
-    "advise/explain.py:finalize",
-    "predict/physical.py:fit",
-})
+NOT_YET_SPLIT: frozenset[str] = frozenset()
 
 
 def _tokens(source: str) -> list[tokenize.TokenInfo]:

@@ -560,17 +560,9 @@ def _no_numbers_stripes(w: Workload, fs: FileSystem, layout: str) -> int:
     return max(1, min(fs.ost_count or 1, w.nodes))
 
 
-def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: Mapping[str, Any] | None = None,
-           system: str | None = None) -> Advice:
-    """Recommend a configuration for `workload` on `center` (or a center derived from `system`'s runs)."""
-    from ..center import resolve_center
-    from .fits import system_fits
-    check_workload(workload)
-    w = replace(workload, api=norm_api(workload.api) or "POSIX")
-    if center is None:
-        center = resolve_center(system, None, kb)
-    # the system as the KB spells it: a center file naming it in another case advises as --system does
-    system = next((s for s in kb.systems() if s.lower() == center.name.lower()), center.name)
+def _checked_pins(pins: Mapping[str, Any] | None, w: Workload, center: Center) -> dict[str, Any]:
+    """The pins given (None values dropped), the layout normalised; a layout contradicting the workload or a
+    tier the center lacks is a usage error."""
     pins = {k: v for k, v in (pins or {}).items() if v is not None}
     if pins.get("layout"):
         pins["layout"] = norm_layout(pins["layout"])
@@ -583,9 +575,11 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
                     not any(want == f.name.lower() for f in center.filesystems) and want not in ("none", "global"):
                 known = ", ".join([t.name for t in center.tiers] + [f.name for f in center.filesystems])
                 raise UsageError(f"{center.name} has no tier or file system {pins[name]!r} (known: {known})")
-    fits = system_fits(kb, system, center)
-    comparisons = kb.comparisons(system)
-    base_cfg = baseline_config(w, center)
+    return pins
+
+
+def _pinned_cands(w: Workload, center: Center, pins: Mapping[str, Any], base_cfg: Config) -> list[_Cand]:
+    """The configurations to weigh, honouring the pins; none is a usage error."""
     if pins.get("stripe_count") is not None or pins.get("stripe_size") is not None:
         cands = _pinned_candidates(w, center, pins)
     else:
@@ -597,8 +591,12 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
         cands = same or cands
     if not cands:
         raise UsageError("no configuration satisfies the pinned settings on " + center.name)
-    from .fits import system_evidence
-    ev = system_evidence(kb, system, center) if fits else None
+    return cands
+
+
+def _assess(cands: list[_Cand], w: Workload, fits: Any, system: str, comparisons: list[dict[str, Any]],
+            base_cfg: Config, ev: Any) -> None:
+    """Predict, bound, score and cost each candidate; mark the unmeasured ones when any is measured."""
     for c in cands:
         _predict(c, w, fits, system)
         _bound(c, w, ev)
@@ -612,6 +610,12 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
            ev.measured(c.fit.filesystem, c.fit.op, c.point.klass, c.config.layout, c.fit.unit)
            for c in cands if ev is not None):
         _mark_unmeasured(cands, ev)
+
+
+def _without_unevidenced_stripes(cands: list[_Cand], center: Center, pins: Mapping[str, Any]
+                                 ) -> tuple[list[_Cand], list[_Cand]]:
+    """(candidates, predicted ones) without the predicted stripe counts no evidence supports, unless that
+    leaves none or the stripe count is pinned."""
     predicted = [c for c in cands if c.value is not None]
     if predicted and not pins.get("stripe_count"):
         dflt = {fs.name: _default_stripes(fs) for fs in center.filesystems}
@@ -620,64 +624,82 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
             dropped = {id(c) for c in predicted} - {id(c) for c in kept}
             cands = [c for c in cands if id(c) not in dropped]
             predicted = kept
-    if predicted:
-        base_key = _visible(base_cfg)
-        dflt = next((i for i, c in enumerate(predicted) if c.tier is None and _visible(c.config) == base_key), None)
-        def draws_of(i: int) -> list[float]:
-            c = predicted[i]
-            if not c.draws and c.fit is not None and c.point is not None:
-                c.draws = _bounded(c, c.fit.draws(c.point))
-            return c.draws
+    return cands, predicted
 
-        pick, close = choose([c.value for c in predicted], draws_of,
-                             [c.cost for c in predicted], [c.score for c in predicted],
-                             stripes=[c.config.stripe_count for c in predicted], default=dflt,
-                             measured=[_measured_stripes(c) for c in predicted],
-                             standing=[c.standing for c in predicted])
-        if dflt is not None and predicted[dflt].value > predicted[pick].value:
-            # a change predicted slower than the default is never advised, whatever else ranked it first
-            close = sorted(set(close) | {dflt})
-            pick = dflt
-        chosen = predicted[pick]
-        close_c = [predicted[i] for i in close]
-        top = max(predicted, key=lambda c: c.value)
-        other = predicted[dflt] if dflt is not None and predicted[dflt] is not chosen else top
-        if other is not chosen and _ranked_by_runs(chosen, other):
-            r0 = chosen.standing[1]
-            peers = [c for c in predicted if c is not chosen and c.standing and c.standing[1] is not None
-                     and c.standing[0] == chosen.standing[0]]
-            said = [f"{_describe(c.config)} measured {r0 / c.standing[1]:.2f}x slower"
-                    for c in ([max(peers, key=lambda c: c.standing[1])] if peers else [])]
-            if other.standing[1] is None:
-                said.append(f"{_describe(other.config)} not measured there")
-            chosen.decision = (f"{RUNS_DECIDED} this first among options the model's curve cannot tell apart "
-                               f"({_describe(other.config)} predicted {other.value / chosen.value:.2f}x): "
-                               + "; ".join(said))
-        elif chosen is not top and top in close_c and top.value > chosen.value:
-            kept = "the default is kept" if pick == dflt else "the cheaper option is kept"
-            chosen.decision = (f"no measurable difference in the measured runs between this and "
-                               f"{_describe(top.config)} (predicted {top.value / chosen.value:.2f}x, but a gain of "
-                               f"{int(MIN_GAIN * 100)}% or more has a probability below {int(CONFIDENCE * 100)}%), "
-                               f"so {kept}; {_settle(top, chosen, w)}")
-        elif dflt is not None and predicted[dflt] is not chosen:
-            # the default's draws are evaluated only if `choose` compared it: evaluate them here if not
-            p = gain_probability(draws_of(pick), draws_of(dflt))
-            chosen.decision = (f"predicted {chosen.value / predicted[dflt].value:.2f}x the default, a gain of "
-                               f"{int(MIN_GAIN * 100)}% or more with probability {p:.2f}")
-        ranked = [chosen] + sorted((c for c in close_c if c is not chosen), key=lambda c: (-c.score, c.cost, -c.value))
-        near_ids = {id(c) for c in ranked}
-        rest = sorted((c for c in predicted if id(c) not in near_ids), key=lambda c: (-c.value, -c.score, c.cost))
-        unpredicted = sorted((c for c in cands if c.value is None), key=lambda c: (-c.score, c.cost))
-        order = ranked + rest + unpredicted
-    else:
-        def rule_distance(c: _Cand) -> float:
-            if c.config.stripe_count is None:
-                return 0.0
-            target = _no_numbers_stripes(w, c.place, c.config.layout)
-            return abs(math.log2(c.config.stripe_count) - math.log2(target))
-        order = sorted(cands, key=lambda c: (-c.score, rule_distance(c), c.cost))
-    rec = order[0]
-    # the baseline, predicted the same way
+
+def _explain_choice(chosen: _Cand, predicted: list[_Cand], pick: int, dflt: int | None, close_c: list[_Cand],
+                    w: Workload, draws_of: Any) -> None:
+    """Set `chosen.decision`: why it was chosen over the fastest prediction or the default."""
+    top = max(predicted, key=lambda c: c.value)
+    other = predicted[dflt] if dflt is not None and predicted[dflt] is not chosen else top
+    if other is not chosen and _ranked_by_runs(chosen, other):
+        r0 = chosen.standing[1]
+        peers = [c for c in predicted if c is not chosen and c.standing and c.standing[1] is not None
+                 and c.standing[0] == chosen.standing[0]]
+        said = [f"{_describe(c.config)} measured {r0 / c.standing[1]:.2f}x slower"
+                for c in ([max(peers, key=lambda c: c.standing[1])] if peers else [])]
+        if other.standing[1] is None:
+            said.append(f"{_describe(other.config)} not measured there")
+        chosen.decision = (f"{RUNS_DECIDED} this first among options the model's curve cannot tell apart "
+                           f"({_describe(other.config)} predicted {other.value / chosen.value:.2f}x): "
+                           + "; ".join(said))
+    elif chosen is not top and top in close_c and top.value > chosen.value:
+        kept = "the default is kept" if pick == dflt else "the cheaper option is kept"
+        chosen.decision = (f"no measurable difference in the measured runs between this and "
+                           f"{_describe(top.config)} (predicted {top.value / chosen.value:.2f}x, but a gain of "
+                           f"{int(MIN_GAIN * 100)}% or more has a probability below {int(CONFIDENCE * 100)}%), "
+                           f"so {kept}; {_settle(top, chosen, w)}")
+    elif dflt is not None and predicted[dflt] is not chosen:
+        # the default's draws are evaluated only if `choose` compared it: evaluate them here if not
+        p = gain_probability(draws_of(pick), draws_of(dflt))
+        chosen.decision = (f"predicted {chosen.value / predicted[dflt].value:.2f}x the default, a gain of "
+                           f"{int(MIN_GAIN * 100)}% or more with probability {p:.2f}")
+
+
+def _order_predicted(cands: list[_Cand], predicted: list[_Cand], base_cfg: Config, w: Workload) -> list[_Cand]:
+    """The candidates best first when some are predicted: the choice and those too close to tell from it,
+    then the other predicted ones by value, then the unpredicted ones."""
+    base_key = _visible(base_cfg)
+    dflt = next((i for i, c in enumerate(predicted) if c.tier is None and _visible(c.config) == base_key), None)
+
+    def draws_of(i: int) -> list[float]:
+        c = predicted[i]
+        if not c.draws and c.fit is not None and c.point is not None:
+            c.draws = _bounded(c, c.fit.draws(c.point))
+        return c.draws
+
+    pick, close = choose([c.value for c in predicted], draws_of,
+                         [c.cost for c in predicted], [c.score for c in predicted],
+                         stripes=[c.config.stripe_count for c in predicted], default=dflt,
+                         measured=[_measured_stripes(c) for c in predicted],
+                         standing=[c.standing for c in predicted])
+    if dflt is not None and predicted[dflt].value > predicted[pick].value:
+        # a change predicted slower than the default is never advised, whatever else ranked it first
+        close = sorted(set(close) | {dflt})
+        pick = dflt
+    chosen = predicted[pick]
+    close_c = [predicted[i] for i in close]
+    _explain_choice(chosen, predicted, pick, dflt, close_c, w, draws_of)
+    ranked = [chosen] + sorted((c for c in close_c if c is not chosen), key=lambda c: (-c.score, c.cost, -c.value))
+    near_ids = {id(c) for c in ranked}
+    rest = sorted((c for c in predicted if id(c) not in near_ids), key=lambda c: (-c.value, -c.score, c.cost))
+    unpredicted = sorted((c for c in cands if c.value is None), key=lambda c: (-c.score, c.cost))
+    return ranked + rest + unpredicted
+
+
+def _order_by_rules(cands: list[_Cand], w: Workload) -> list[_Cand]:
+    """The candidates best first when none is predicted: by score, closeness to the rule's stripe count, cost."""
+    def rule_distance(c: _Cand) -> float:
+        if c.config.stripe_count is None:
+            return 0.0
+        target = _no_numbers_stripes(w, c.place, c.config.layout)
+        return abs(math.log2(c.config.stripe_count) - math.log2(target))
+    return sorted(cands, key=lambda c: (-c.score, rule_distance(c), c.cost))
+
+
+def _baseline(base_cfg: Config, center: Center, w: Workload, fits: Any, system: str, ev: Any,
+              comparisons: list[dict[str, Any]], cands: list[_Cand]) -> _Cand:
+    """The baseline, predicted the same way as the candidates."""
     base = _Cand(base_cfg, center.filesystem(base_cfg.filesystem) or default_filesystem(center), None)
     _predict(base, w, fits, system)
     _bound(base, w, ev)
@@ -687,13 +709,43 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
         s = _cmp_applies(cmp, w, base)
         if s:
             base.applied.append({**cmp, "_sign": s})
-    alts = _alternatives(order[1:], rec)
-    for c in [rec, base] + alts:       # intervals and limits only for the options shown: each costs the draws
+    return base
+
+
+def _set_intervals(shown: list[_Cand]) -> None:
+    """Intervals and limits, only for the options shown: each costs the draws."""
+    for c in shown:
         if c.value is not None and c.fit is not None and c.point is not None:
             c.low, c.high = c.fit.interval(c.value, c.point)
             if c.bounds is not None:
                 c.low, c.high = c.bounds.interval(c.value, c.low, c.high)
             c.binding = c.fit.binding(c.point)
+
+
+def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: Mapping[str, Any] | None = None,
+           system: str | None = None) -> Advice:
+    """Recommend a configuration for `workload` on `center` (or a center derived from `system`'s runs)."""
+    from ..center import resolve_center
+    from .fits import system_evidence, system_fits
+    check_workload(workload)
+    w = replace(workload, api=norm_api(workload.api) or "POSIX")
+    if center is None:
+        center = resolve_center(system, None, kb)
+    # the system as the KB spells it: a center file naming it in another case advises as --system does
+    system = next((s for s in kb.systems() if s.lower() == center.name.lower()), center.name)
+    pins = _checked_pins(pins, w, center)
+    fits = system_fits(kb, system, center)
+    comparisons = kb.comparisons(system)
+    base_cfg = baseline_config(w, center)
+    cands = _pinned_cands(w, center, pins, base_cfg)
+    ev = system_evidence(kb, system, center) if fits else None
+    _assess(cands, w, fits, system, comparisons, base_cfg, ev)
+    cands, predicted = _without_unevidenced_stripes(cands, center, pins)
+    order = _order_predicted(cands, predicted, base_cfg, w) if predicted else _order_by_rules(cands, w)
+    rec = order[0]
+    base = _baseline(base_cfg, center, w, fits, system, ev, comparisons, cands)
+    alts = _alternatives(order[1:], rec)
+    _set_intervals([rec, base] + alts)
     from .explain import build_option, warnings_for
     evidence_runs = _evidence_runs(kb, [rec, base] + alts)
     options = [build_option(c, w, center, base, rec, evidence_runs, has_numbers=bool(fits))

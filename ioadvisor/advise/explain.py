@@ -296,6 +296,57 @@ def stripe_sentence(rec: Option, table: list[Option], center: Center | None) -> 
     return None
 
 
+def _deduplicated(o: Option) -> Option:
+    """The option with each piece of evidence and each reason once, in their first order."""
+    from dataclasses import replace
+    ev, keys = [], set()
+    for e in o.evidence:
+        k = (e.run_id, e.citation, e.source, e.summary)
+        if k not in keys:
+            keys.add(k)
+            ev.append(e)
+    reasons = list(dict.fromkeys(o.reasons))
+    return replace(o, evidence=tuple(ev), reasons=tuple(reasons))
+
+
+def _time_sentence(advice: Any, p: Any) -> str | None:
+    """How long the job's bytes take at the predicted bandwidth `p` (None when it is no MiB/s figure)."""
+    if not (p.value and p.unit == "MiB/s"):
+        return None
+    w = advice.workload
+    total = w.bytes_per_rank * w.ranks
+    t = total / (p.value * (1 << 20))
+    lo_t, hi_t = ((_seconds(total / (p.high * (1 << 20))), _seconds(total / (p.low * (1 << 20))))
+                  if p.low and p.high else ("", ""))
+    span = f" ({lo_t} to {hi_t} over the interval)" if lo_t != hi_t else ""
+    return f"At {_fmt(p.value, p.unit)} the job's {format_size(total)} take about {_seconds(t)}{span}."
+
+
+def _pinned_sentence(rec: Option, pins: Mapping[str, Any], unpinned: Any) -> str:
+    """The settings pinned, and the unpinned best beside them when it differs from `rec`."""
+    p = rec.prediction
+    said = ", ".join(f"{k}={v}" for k, v in pins.items() if k != "hints") or ""
+    if pins.get("hints"):
+        said = ", ".join(x for x in (said, "hints " + ",".join(f"{k}={v}" for k, v in pins["hints"].items()))
+                         if x)
+    text = f"Pinned by you: {said}; the rest was chosen around it."
+    u = unpinned.recommendation if unpinned is not None else None
+    if u is not None and _key(u) != _key(rec):
+        uc = u.config
+        where = f"{uc.tier} (tier)" if uc.tier else uc.filesystem
+        stripes = "" if uc.stripe_count is None else f", {uc.stripe_count} x {format_size(uc.stripe_size)}"
+        val = u.prediction.value
+        cmp = ""
+        if val is not None and p.value:
+            cmp = f", predicted {_fmt(val, u.prediction.unit)} ({val / p.value:.2f}x this)"
+        elif val is not None:
+            cmp = f", predicted {_fmt(val, u.prediction.unit)}"
+        text += f" Unpinned, the best is {where}, {uc.layout}, {uc.api}{stripes}{cmp}."
+    elif u is not None:
+        text += " Unpinned, the advisor chooses the same."
+    return text
+
+
 def finalize(advice: Any, center: Center | None = None, pins: Mapping[str, Any] | None = None,
              unpinned: Any = None) -> Any:
     """The Advice with its table cleaned and its reasons checked against the table: no alternative repeating
@@ -310,52 +361,16 @@ def finalize(advice: Any, center: Center | None = None, pins: Mapping[str, Any] 
         if _key(a) not in seen:
             seen.add(_key(a))
             alts.append(a)
-
-    def clean(o: Option) -> Option:
-        ev, keys = [], set()
-        for e in o.evidence:
-            k = (e.run_id, e.citation, e.source, e.summary)
-            if k not in keys:
-                keys.add(k)
-                ev.append(e)
-        reasons = list(dict.fromkeys(o.reasons))
-        return replace(o, evidence=tuple(ev), reasons=tuple(reasons))
-
-    rec, base, alts = clean(rec), clean(base), [clean(a) for a in alts]
+    rec, base, alts = _deduplicated(rec), _deduplicated(base), [_deduplicated(a) for a in alts]
     reasons = list(rec.reasons)
     table = [rec, base, *alts]
     sentence = None if pins and "stripe_count" in pins else stripe_sentence(rec, table, center)
     if sentence:
         reasons.insert(1 if reasons else 0, sentence)
-    w = advice.workload
-    p = rec.prediction
-    if p.value and p.unit == "MiB/s":
-        total = w.bytes_per_rank * w.ranks
-        t = total / (p.value * (1 << 20))
-        lo_t, hi_t = ((_seconds(total / (p.high * (1 << 20))), _seconds(total / (p.low * (1 << 20))))
-                      if p.low and p.high else ("", ""))
-        span = f" ({lo_t} to {hi_t} over the interval)" if lo_t != hi_t else ""
-        reasons.append(f"At {_fmt(p.value, p.unit)} the job's {format_size(total)} take about {_seconds(t)}{span}.")
+    timing = _time_sentence(advice, rec.prediction)
+    if timing:
+        reasons.append(timing)
     if pins:
-        said = ", ".join(f"{k}={v}" for k, v in pins.items() if k != "hints") or ""
-        if pins.get("hints"):
-            said = ", ".join(x for x in (said, "hints " + ",".join(f"{k}={v}" for k, v in pins["hints"].items()))
-                             if x)
-        text = f"Pinned by you: {said}; the rest was chosen around it."
-        u = unpinned.recommendation if unpinned is not None else None
-        if u is not None and _key(u) != _key(rec):
-            uc = u.config
-            where = f"{uc.tier} (tier)" if uc.tier else uc.filesystem
-            stripes = "" if uc.stripe_count is None else f", {uc.stripe_count} x {format_size(uc.stripe_size)}"
-            val = u.prediction.value
-            cmp = ""
-            if val is not None and p.value:
-                cmp = f", predicted {_fmt(val, u.prediction.unit)} ({val / p.value:.2f}x this)"
-            elif val is not None:
-                cmp = f", predicted {_fmt(val, u.prediction.unit)}"
-            text += f" Unpinned, the best is {where}, {uc.layout}, {uc.api}{stripes}{cmp}."
-        elif u is not None:
-            text += " Unpinned, the advisor chooses the same."
-        reasons.insert(0, text)
+        reasons.insert(0, _pinned_sentence(rec, pins, unpinned))
     rec = replace(rec, reasons=tuple(reasons))
     return replace(advice, recommendation=rec, baseline=base, alternatives=tuple(alts))

@@ -420,6 +420,112 @@ def _priors(kind: str, klasses: Sequence[str], center_priors: Mapping[str, float
     return base
 
 
+def _first_start(kind: str, names: list[str], mu: "Any", lo: "Any", hi: "Any", y: "Any",
+                 points: Sequence[PPoint]) -> "Any":
+    """The fit's first start: the priors' centre, moved to where the data are."""
+    import numpy as np
+    x0 = np.clip(mu.copy(), lo + 1e-9, hi - 1e-9)
+    if kind == "bandwidth":
+        # start where the data are: per-OST and per-stream rates near the median run over its stripes/ranks
+        med = float(np.median(np.exp(y)))
+        for k in ("log_stream", "log_ost", "log_node", "log_pair"):
+            i = names.index(k)
+            x0[i] = np.clip(math.log(med), lo[i] + 1e-9, hi[i] - 1e-9)
+        if "log_boost" in names:
+            # a cache that does nothing is a flat direction of the fit: start from one that helps, at the
+            # median volume the runs moved
+            x0[names.index("log_boost")] = math.log(3.0)
+            vols = [p.bytes for p in points if p.bytes]
+            i = names.index("log_cache")
+            x0[i] = np.clip(math.log(float(np.median(vols))), lo[i] + 1e-9, hi[i] - 1e-9)
+    else:
+        i = names.index("log_rank")
+        ranks = np.array([max(p.ranks, 1.0) for p in points])
+        x0[i] = np.clip(float(np.median(y - np.log(ranks))), lo[i] + 1e-9, hi[i] - 1e-9)
+    return x0
+
+
+def _starts(kind: str, names: list[str], x0: "Any", mu: "Any", lo: "Any", hi: "Any", y: "Any",
+            n: int) -> list:
+    """Where the optimiser starts: `x0`, and for few runs also the priors' centre and a one-stream start."""
+    import numpy as np
+    starts = [x0]
+    if n <= 60:
+        # few runs: several optima may fit (which limit binds is ambiguous); try the priors' centre and
+        # a start where one stream to one OST binds
+        starts.append(np.clip(mu, lo + 1e-9, hi - 1e-9))
+        if kind == "bandwidth":
+            alt = x0.copy()
+            alt[names.index("log_pair")] = np.clip(float(np.min(y)), lo[names.index("log_pair")] + 1e-9,
+                                                   hi[names.index("log_pair")] - 1e-9)
+            if "log_boost" in names:
+                # ... with a cache that does nothing: a cached stream would otherwise hide that limit
+                alt[names.index("log_boost")] = 0.0
+            starts.append(alt)
+    return starts
+
+
+def _run_sigma(best: "Any", data_res: "Any", n: int) -> float:
+    """The log-space residual scale of one run, from the optimum `best` and its data residuals."""
+    import numpy as np
+    # residual scale of one run: the larger of the MAD and the 90th percentile of |residual| / 1.645 (production
+    # runs are heavy-tailed: a MAD alone gave 90% intervals that held 73% of held-out runs), corrected for the
+    # parameters the runs pinned (in-sample residuals understate held-out ones), and widened for few runs
+    ares = np.abs(data_res - np.median(data_res))
+    mad = float(np.median(ares)) * 1.4826 if n > 2 else 0.0
+    q90 = float(np.quantile(ares, 0.9)) / Z90 if n > 4 else 0.0
+    sigma = max(mad, q90)
+    if n > 2:
+        try:
+            Jd = best.jac[:n]
+            Jp = best.jac[n:]
+            # effective parameters: how much of each direction the data (not the prior) determine
+            Hd, Hp = Jd.T @ Jd, Jp.T @ Jp
+            k = float(np.trace(Hd @ np.linalg.pinv(Hd + Hp)))
+            sigma *= math.sqrt(n / max(n - k, 1.0))
+        except (np.linalg.LinAlgError, ValueError):
+            pass
+    return max(sigma, MIN_LOG_SIGMA * (1 + 3 / math.sqrt(n)))
+
+
+def _posterior_draws(x: "Any", J: "Any", sigma: float, lo: "Any", hi: "Any", sd: "Any", resid: Any,
+                     seed: int) -> tuple:
+    """(draws, their standard deviations) around the optimum `x` with residual Jacobian `J`."""
+    import numpy as np
+    # Laplace approximation: covariance from the Jacobian of the standardised residuals
+    try:
+        H = J.T @ J
+        cov = np.linalg.pinv(H + 1e-9 * np.eye(len(x)))
+        scale = max(1.0, (sigma / OBS_SIGMA) ** 2)
+        cov = cov * scale
+        rng = np.random.default_rng(seed)
+        # the symmetric square root of the covariance is unique (an SVD's or eigenvectors' signs are not, and
+        # differ between LAPACK builds): the same fit gives the same draws on every machine
+        w, V = np.linalg.eigh((cov + cov.T) / 2)
+        root = (V * np.sqrt(np.maximum(w, 0.0))) @ V.T
+        prop = np.clip(x + rng.standard_normal((4 * N_DRAWS, len(x))) @ root, lo, hi)
+        # The Laplace approximation is blind to one-sided limits (a peak far above every run may not fall below
+        # the fastest one): weigh each proposal by posterior / proposal density and resample.
+        prec = np.linalg.pinv(cov)
+        d = prop - x
+        log_q = -0.5 * np.einsum("ij,jk,ik->i", d, prec, d)
+        log_p = np.array([-_robust_cost(resid(v)) for v in prop])
+        lw = log_p - log_q
+        lw -= lw.max()
+        wts = np.exp(lw)
+        wts /= wts.sum()
+        # systematic resampling: each proposal kept in proportion to its weight, without the extra noise of
+        # drawing the resample at random
+        cum = np.cumsum(wts)
+        idx = np.minimum(np.searchsorted(cum, (np.arange(N_DRAWS) + 0.5) / N_DRAWS), len(prop) - 1)
+        draws = prop[idx]
+        post_sd = draws.std(axis=0)
+    except (np.linalg.LinAlgError, ValueError):
+        draws = np.tile(x, (N_DRAWS, 1))
+        post_sd = sd
+    return draws, post_sd
+
+
 def fit(kind: str, points: Sequence[PPoint], values: Sequence[float], *,
         center_priors: Mapping[str, float] | None = None, seed: int = 0) -> Posterior:
     """Robust MAP fit of one group's runs; a posterior with draws for the decision rule."""
@@ -455,39 +561,9 @@ def fit(kind: str, points: Sequence[PPoint], values: Sequence[float], *,
             lp = np.log(np.maximum(preds(x), 1e-300))
         return np.concatenate([(lp - y) / OBS_SIGMA, (x - mu) / sd])
 
-    x0 = np.clip(mu.copy(), lo + 1e-9, hi - 1e-9)
-    if kind == "bandwidth":
-        # start where the data are: per-OST and per-stream rates near the median run over its stripes/ranks
-        med = float(np.median(np.exp(y)))
-        for k in ("log_stream", "log_ost", "log_node", "log_pair"):
-            i = names.index(k)
-            x0[i] = np.clip(math.log(med), lo[i] + 1e-9, hi[i] - 1e-9)
-        if "log_boost" in names:
-            # a cache that does nothing is a flat direction of the fit: start from one that helps, at the
-            # median volume the runs moved
-            x0[names.index("log_boost")] = math.log(3.0)
-            vols = [p.bytes for p in points if p.bytes]
-            i = names.index("log_cache")
-            x0[i] = np.clip(math.log(float(np.median(vols))), lo[i] + 1e-9, hi[i] - 1e-9)
-    else:
-        i = names.index("log_rank")
-        ranks = np.array([max(p.ranks, 1.0) for p in points])
-        x0[i] = np.clip(float(np.median(y - np.log(ranks))), lo[i] + 1e-9, hi[i] - 1e-9)
+    x0 = _first_start(kind, names, mu, lo, hi, y, points)
     best = None
-    starts = [x0]
-    if len(points) <= 60:
-        # few runs: several optima may fit (which limit binds is ambiguous); try the priors' centre and
-        # a start where one stream to one OST binds
-        starts.append(np.clip(mu, lo + 1e-9, hi - 1e-9))
-        if kind == "bandwidth":
-            alt = x0.copy()
-            alt[names.index("log_pair")] = np.clip(float(np.min(y)), lo[names.index("log_pair")] + 1e-9,
-                                                   hi[names.index("log_pair")] - 1e-9)
-            if "log_boost" in names:
-                # ... with a cache that does nothing: a cached stream would otherwise hide that limit
-                alt[names.index("log_boost")] = 0.0
-            starts.append(alt)
-    for start in starts:
+    for start in _starts(kind, names, x0, mu, lo, hi, y, len(points)):
         try:
             r = least_squares(resid, start, bounds=(lo, hi), loss="soft_l1", f_scale=1.0, max_nfev=200,
                               x_scale="jac")
@@ -498,58 +574,8 @@ def fit(kind: str, points: Sequence[PPoint], values: Sequence[float], *,
     if best is None:
         raise ValueError("fit failed")
     x = best.x
-    n = len(points)
-    data_res = (np.log(np.maximum(preds(x), 1e-300)) - y)
-    # residual scale of one run: the larger of the MAD and the 90th percentile of |residual| / 1.645 (production
-    # runs are heavy-tailed: a MAD alone gave 90% intervals that held 73% of held-out runs), corrected for the
-    # parameters the runs pinned (in-sample residuals understate held-out ones), and widened for few runs
-    ares = np.abs(data_res - np.median(data_res))
-    mad = float(np.median(ares)) * 1.4826 if n > 2 else 0.0
-    q90 = float(np.quantile(ares, 0.9)) / Z90 if n > 4 else 0.0
-    sigma = max(mad, q90)
-    if n > 2:
-        try:
-            Jd = best.jac[:n]
-            Jp = best.jac[n:]
-            # effective parameters: how much of each direction the data (not the prior) determine
-            Hd, Hp = Jd.T @ Jd, Jp.T @ Jp
-            k = float(np.trace(Hd @ np.linalg.pinv(Hd + Hp)))
-            sigma *= math.sqrt(n / max(n - k, 1.0))
-        except (np.linalg.LinAlgError, ValueError):
-            pass
-    sigma = max(sigma, MIN_LOG_SIGMA * (1 + 3 / math.sqrt(n)))
-    # Laplace approximation: covariance from the Jacobian of the standardised residuals
-    J = best.jac
-    try:
-        H = J.T @ J
-        cov = np.linalg.pinv(H + 1e-9 * np.eye(len(x)))
-        scale = max(1.0, (sigma / OBS_SIGMA) ** 2)
-        cov = cov * scale
-        rng = np.random.default_rng(seed)
-        # the symmetric square root of the covariance is unique (an SVD's or eigenvectors' signs are not, and
-        # differ between LAPACK builds): the same fit gives the same draws on every machine
-        w, V = np.linalg.eigh((cov + cov.T) / 2)
-        root = (V * np.sqrt(np.maximum(w, 0.0))) @ V.T
-        prop = np.clip(x + rng.standard_normal((4 * N_DRAWS, len(x))) @ root, lo, hi)
-        # The Laplace approximation is blind to one-sided limits (a peak far above every run may not fall below
-        # the fastest one): weigh each proposal by posterior / proposal density and resample.
-        prec = np.linalg.pinv(cov)
-        d = prop - x
-        log_q = -0.5 * np.einsum("ij,jk,ik->i", d, prec, d)
-        log_p = np.array([-_robust_cost(resid(v)) for v in prop])
-        lw = log_p - log_q
-        lw -= lw.max()
-        wts = np.exp(lw)
-        wts /= wts.sum()
-        # systematic resampling: each proposal kept in proportion to its weight, without the extra noise of
-        # drawing the resample at random
-        cum = np.cumsum(wts)
-        idx = np.minimum(np.searchsorted(cum, (np.arange(N_DRAWS) + 0.5) / N_DRAWS), len(prop) - 1)
-        draws = prop[idx]
-        post_sd = draws.std(axis=0)
-    except (np.linalg.LinAlgError, ValueError):
-        draws = np.tile(x, (N_DRAWS, 1))
-        post_sd = sd
+    sigma = _run_sigma(best, np.log(np.maximum(preds(x), 1e-300)) - y, len(points))
+    draws, post_sd = _posterior_draws(x, best.jac, sigma, lo, hi, sd, resid, seed)
     prior_only = tuple(k for k, ps, s in zip(names, post_sd, sd) if ps > 0.8 * s)
     return Posterior(kind=kind, theta=tuple((k, float(v)) for k, v in zip(names, x)),
                      draws=tuple(tuple(float(v) for v in d) for d in draws), log_sigma=float(sigma),
