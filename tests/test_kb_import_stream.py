@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -15,30 +13,17 @@ from ioadvisor.errors import ImportFormatError
 from ioadvisor.importers import MAX_CELL, MAX_LINE
 from ioadvisor.kb import KB, RunFilter
 from ioadvisor.kb.store import BATCH
+from measured import run_measured
 
 HEADER = ("source,system,filesystem,ost_count,op,api,layout,collective,nodes,ranks,transfer_size_bytes,"
           "block_size_bytes_per_rank,stripe_count,stripe_size_bytes,value,unit,notes")
-EXE = Path(sys.executable).parent / "ioadvise"
 GIB = 1 << 30
 
 
 def _import_cli(kb_path: Path, *args: str, timeout: float = 60, stdin: object = None) -> tuple[int, str, float, float]:
     """Run `ioadvise kb import` in a child; exit code, stderr, wall seconds and peak RSS in MB (wait4)."""
-    t = time.monotonic()
-    # through a small parent: a child forked from this test process would count our own RSS as its peak
-    p = subprocess.run([sys.executable, "-c", _MEASURE, str(EXE), "kb", "import", "--kb", str(kb_path), *args],
-                       capture_output=True, timeout=timeout, env={**os.environ, "COLUMNS": "300"}, stdin=stdin)
-    err, _, peak = p.stderr.decode().rpartition("\npeak-rss-kb ")
-    return p.returncode, err, time.monotonic() - t, int(peak) / 1024
-
-
-_MEASURE = """
-import os, subprocess, sys
-p = subprocess.Popen(sys.argv[1:])
-_, status, usage = os.wait4(p.pid, 0)
-sys.stderr.write(f"\\npeak-rss-kb {usage.ru_maxrss}")
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
+    rc, _, err, secs, rss = run_measured("kb", "import", "--kb", str(kb_path), *args, timeout=timeout, stdin=stdin)
+    return rc, err, secs, rss
 
 
 def _kb_untouched(kb_path: Path) -> None:
