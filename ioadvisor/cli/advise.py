@@ -10,7 +10,8 @@ from ..errors import UsageError
 from ..inputs import SCRIPT, TOML
 from ..util import read_text
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, print_json
+from .common import (AccessSize, ApiOpt, BytesPerRank, CollectiveOpt, FilesOpt, JsonOption, KBOption, LayoutOpt,
+                     LifetimeOpt, OpOpt, RandomOpt, RanksPerNode, TotalBytes, cli_errors, console, print_json)
 
 app = command_app()
 
@@ -129,25 +130,23 @@ def advise_cmd(
     ntasks: Annotated[Optional[int], typer.Option("-n", "--ntasks", help="MPI ranks in all (as sbatch -n): "
                                                   "ranks per node = ntasks / nodes, rounded up.")] = None,
     ntasks_per_node: Annotated[Optional[int], typer.Option("--ntasks-per-node", help="As sbatch.")] = None,
-    ranks_per_node: Annotated[Optional[int], typer.Option(help="MPI ranks per node (wins over -n and "
-                                                          "--ntasks-per-node).")] = None,
-    bytes_per_rank: Annotated[Optional[str], typer.Option(help="Data each rank writes or reads, e.g. 1GiB.")] = None,
-    total_bytes: Annotated[Optional[str], typer.Option(help="Total data instead of --bytes-per-rank.")] = None,
-    api: Annotated[Optional[str], typer.Option(help="posix, mpiio or hdf5.")] = None,
-    layout: Annotated[Optional[str], typer.Option(help="shared (one file), fpp (file per process) or any.")] = None,
-    op: Annotated[Optional[str], typer.Option(help="write or read.")] = None,
-    access_size: Annotated[Optional[str], typer.Option(help="Bytes per I/O request, e.g. 4MiB.")] = None,
-    random: Annotated[Optional[bool], typer.Option("--random", help="Random rather than sequential access.")] = None,
-    files: Annotated[Optional[int], typer.Option(help="Files each rank creates (metadata load).")] = None,
-    lifetime: Annotated[Optional[str], typer.Option(help="job (scratch only) or after-job (must persist).")] = None,
+    ranks_per_node: RanksPerNode = None,
+    bytes_per_rank: BytesPerRank = None,
+    total_bytes: TotalBytes = None,
+    api: ApiOpt = None,
+    layout: LayoutOpt = None,
+    op: OpOpt = None,
+    access_size: AccessSize = None,
+    random: RandomOpt = None,
+    files: FilesOpt = None,
+    lifetime: LifetimeOpt = None,
     workload: Annotated[Optional[Path], typer.Option(help="Workload TOML file; options given here override it.")] = None,
     script: Annotated[Optional[Path], typer.Option(help="Job script: its #SBATCH -N/-n/--ntasks-per-node and "
                                                    "#IOADVISE key=value lines (docs/slurm.md).")] = None,
     stripe_count: Annotated[Optional[int], typer.Option(help="Pin the stripe count (-1: all OSTs).")] = None,
     stripe_size: Annotated[Optional[str], typer.Option(help="Pin the stripe size, e.g. 4MiB.")] = None,
     tier: Annotated[Optional[str], typer.Option(help="Pin the tier or file system by name.")] = None,
-    collective: Annotated[Optional[bool], typer.Option("--collective/--independent",
-                                                       help="Pin collective or independent MPI-IO.")] = None,
+    collective: CollectiveOpt = None,
     hints: Annotated[Optional[str], typer.Option(help="Pin MPI-IO hints: KEY=VALUE,KEY=VALUE.")] = None,
     mpi: Annotated[Optional[str], typer.Option(help="MPI for the commands: mpich, openmpi, cray, intel or mvapich2, "
                                                "optionally @VERSION (openmpi@4.1.4; default: the center's).")] = None,

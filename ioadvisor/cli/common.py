@@ -166,3 +166,22 @@ def print_json(obj: Any) -> None:
     """JSON on stdout, nothing else; never a NaN or Infinity token (they become null)."""
     from ..util import to_json
     sys.stdout.write(to_json(obj, indent=2) + "\n")
+
+
+# the workload options `advise`, `wrap` and `submit` share (in wrap and submit they beat the script's #IOADVISE
+# lines)
+RanksPerNode = Annotated[Optional[int], typer.Option("--ranks-per-node", help="MPI ranks per node (wins over -n and "
+                                                     "--ntasks-per-node).")]
+BytesPerRank = Annotated[Optional[str], typer.Option("--bytes-per-rank", help="Data each rank writes or reads, "
+                                                     "e.g. 1GiB.")]
+TotalBytes = Annotated[Optional[str], typer.Option("--total-bytes", help="Total data instead of --bytes-per-rank.")]
+ApiOpt = Annotated[Optional[str], typer.Option("--api", help="posix, mpiio or hdf5.")]
+LayoutOpt = Annotated[Optional[str], typer.Option("--layout", help="shared (one file), fpp (file per process) or any.")]
+OpOpt = Annotated[Optional[str], typer.Option("--op", help="write or read.")]
+AccessSize = Annotated[Optional[str], typer.Option("--access-size", help="Bytes per I/O request, e.g. 4MiB.")]
+RandomOpt = Annotated[Optional[bool], typer.Option("--random", help="Random rather than sequential access.")]
+FilesOpt = Annotated[Optional[int], typer.Option("--files", help="Files each rank creates (metadata load).")]
+LifetimeOpt = Annotated[Optional[str], typer.Option("--lifetime", help="job (scratch only) or after-job (must "
+                                                    "persist).")]
+CollectiveOpt = Annotated[Optional[bool], typer.Option("--collective/--independent", help="Pin collective or "
+                                                       "independent MPI-IO.")]

@@ -10,7 +10,9 @@ import typer
 
 from ..errors import UsageError
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json, printable, warn
+from .common import (AccessSize, ApiOpt, BytesPerRank, CollectiveOpt, FilesOpt, JsonOption, KBOption, LayoutOpt,
+                     LifetimeOpt, OpOpt, RandomOpt, RanksPerNode, TotalBytes, cli_errors, console, err_console,
+                     print_json, printable, warn)
 
 app = command_app()
 
@@ -31,22 +33,6 @@ StageIn = Annotated[Optional[list[str]], typer.Option("--stage-in", help="File o
 DiffOpt = Annotated[bool, typer.Option("--diff", help="Also print the change to the script as a unified diff.")]
 OutDir = Annotated[Optional[str], typer.Option("--outdir", help="Persistent directory for results (default: "
                                                 "#IOADVISE outdir=, else the job's start directory).")]
-# the workload options of `advise`; they beat the script's #IOADVISE lines
-RanksPerNode = Annotated[Optional[int], typer.Option("--ranks-per-node", help="MPI ranks per node (wins over -n and "
-                                                     "--ntasks-per-node).")]
-BytesPerRank = Annotated[Optional[str], typer.Option("--bytes-per-rank", help="Data each rank writes or reads, "
-                                                     "e.g. 1GiB.")]
-TotalBytes = Annotated[Optional[str], typer.Option("--total-bytes", help="Total data instead of --bytes-per-rank.")]
-ApiOpt = Annotated[Optional[str], typer.Option("--api", help="posix, mpiio or hdf5.")]
-LayoutOpt = Annotated[Optional[str], typer.Option("--layout", help="shared (one file), fpp (file per process) or any.")]
-OpOpt = Annotated[Optional[str], typer.Option("--op", help="write or read.")]
-AccessSize = Annotated[Optional[str], typer.Option("--access-size", help="Bytes per I/O request, e.g. 4MiB.")]
-RandomOpt = Annotated[Optional[bool], typer.Option("--random", help="Random rather than sequential access.")]
-FilesOpt = Annotated[Optional[int], typer.Option("--files", help="Files each rank creates (metadata load).")]
-LifetimeOpt = Annotated[Optional[str], typer.Option("--lifetime", help="job (scratch only) or after-job (must "
-                                                    "persist).")]
-CollectiveOpt = Annotated[Optional[bool], typer.Option("--collective/--independent", help="Pin collective or "
-                                                       "independent MPI-IO.")]
 
 
 def _workload(**given) -> dict:
