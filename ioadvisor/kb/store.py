@@ -223,7 +223,7 @@ class _ImportSource:
         h = hashlib.sha256()
         dec = codecs.getincrementaldecoder("utf-8")() if text else None
         line, run, size = 1, 0, 0          # current line number, bytes of it read so far
-        if max_bytes is not None and self.spool is None and os.stat(self.path).st_size > max_bytes:
+        if max_bytes is not None and self.spool is None and os.fstat(self.f.fileno()).st_size > max_bytes:
             # a regular file's size is known: refused before a byte of it is hashed (a 20 GiB sparse log)
             raise ImportFormatError(f"larger than {max_bytes >> 20} MiB, more than the importer of this "
                                     "format reads (split the file)", str(self.path))
