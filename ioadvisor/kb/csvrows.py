@@ -336,7 +336,9 @@ def read_aside(f: BinaryIO, ctx: ImportContext, prepare: Callable[[Iterator[tupl
     finally:
         receive.close()
         if not done and child.is_alive():
-            child.terminate()
+            # SIGKILL, not SIGTERM: a handler for SIGTERM inherited through the fork (an MPI library loaded in this
+            # process installs one) kept the child alive, blocked in a pipe write, and the join below waited for good
+            child.kill()
         child.join()
 
 
