@@ -12,6 +12,7 @@ import itertools
 from operator import itemgetter
 import os
 import sqlite3
+import time
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,6 +43,20 @@ def default_kb_path() -> Path:
     return Path(base) / "ioadvisor" / "kb.sqlite"
 
 
+def _to_wal(conn: sqlite3.Connection) -> None:
+    """Put the KB in WAL mode (it stays so). SQLite does not wait for a lock to switch the journal mode: where
+    other processes open the same new KB at once, the switch fails with "database is locked" at once, busy
+    timeout or not; it is retried for as long as the busy timeout, and not tried where the KB is WAL already."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 def _connect(path: str, mode: str = "rw") -> sqlite3.Connection:
     """A connection to the KB at `path`: to write ("rw"), or only to read ("ro"; "immutable" where not even
     the read lock can be taken, as on a read-only mount, where nothing can change the file either)."""
@@ -53,7 +68,7 @@ def _connect(path: str, mode: str = "rw") -> sqlite3.Connection:
                                timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, uri=True)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     if path != ":memory:" and mode == "rw":
-        conn.execute("PRAGMA journal_mode = WAL")
+        _to_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
     conn.row_factory = sqlite3.Row
     return conn
