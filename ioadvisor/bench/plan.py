@@ -23,7 +23,7 @@ from ..errors import UsageError
 from ..lustre import pattern_vars
 from ..model.run import DATA_OPS, norm_api
 from ..model.types import Center, Config, FileSystem, Workload
-from ..predict import Fit, Point, io_class, run_point
+from ..predict import Fit, Point, run_point
 from ..predict.physical import Z90
 
 MAX_TARGETS = 8                     # most frequent production workloads taken as targets
