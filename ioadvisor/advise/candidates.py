@@ -20,6 +20,9 @@ STRIPE_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 256, 512
 
 @dataclass(eq=False)
 class Candidate:
+    """One setting weighed for a workload on a place (file system, tier), with what the engine learns of it:
+    the prediction and its bounds, the published comparisons that apply, the cost of the change."""
+
     config: Config
     place: FileSystem
     tier: Tier | None

@@ -184,8 +184,8 @@ def _no_numbers_stripes(w: Workload, fs: FileSystem, layout: str) -> int:
     return max(1, min(fs.ost_count or 1, w.nodes))
 
 
-def _explain_choice(chosen: Candidate, predicted: list[Candidate], pick: int, dflt: int | None, close_c: list[Candidate],
-                    w: Workload, draws_of: Any) -> None:
+def _explain_choice(chosen: Candidate, predicted: list[Candidate], pick: int, dflt: int | None,
+                    close_c: list[Candidate], w: Workload, draws_of: Any) -> None:
     """Set `chosen.decision`: why it was chosen over the fastest prediction or the default."""
     top = max(predicted, key=lambda c: c.value)
     other = predicted[dflt] if dflt is not None and predicted[dflt] is not chosen else top
@@ -213,7 +213,8 @@ def _explain_choice(chosen: Candidate, predicted: list[Candidate], pick: int, df
                            f"{int(MIN_GAIN * 100)}% or more with probability {p:.2f}")
 
 
-def order_predicted(cands: list[Candidate], predicted: list[Candidate], base_cfg: Config, w: Workload) -> list[Candidate]:
+def order_predicted(cands: list[Candidate], predicted: list[Candidate], base_cfg: Config,
+                    w: Workload) -> list[Candidate]:
     """The candidates best first when some are predicted: the choice and those too close to tell from it,
     then the other predicted ones by value, then the unpredicted ones."""
     base_key = visible_settings(base_cfg)
