@@ -217,8 +217,8 @@ def _matches_pins(cfg: Config, pins: Mapping[str, Any]) -> bool:
     return True
 
 
-def _apply_pins(cands: list[Candidate], pins: Mapping[str, Any], w: Workload, center: Center) -> list[Candidate]:
-    """Pinned values the candidate grid does not contain (an unusual stripe count, extra hints) are applied."""
+def _with_pinned_hints(cands: list[Candidate], pins: Mapping[str, Any]) -> list[Candidate]:
+    """The candidates with the pinned MPI-IO hints added to (or replacing) their own."""
     out = []
     for c in cands:
         cfg = c.config
@@ -315,7 +315,7 @@ def pinned_candidates(w: Workload, center: Center, pins: Mapping[str, Any], base
         cands = _off_grid_candidates(w, center, pins)
     else:
         cands = candidates_for(w, center, pins)
-    cands = _apply_pins(cands, pins, w, center)
+    cands = _with_pinned_hints(cands, pins)
     if pins.get("stripe_count") is not None and not pins.get("filesystem") and not pins.get("tier"):
         # asked about its stripe count, a job stays on the file system it would use
         same = [c for c in cands if c.tier is None and c.config.filesystem == base_cfg.filesystem]
