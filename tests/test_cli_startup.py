@@ -86,12 +86,13 @@ def _process(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
 @pytest.fixture
 def small_kb(tmp_path):
     """A KB of the IOR samples under a system no center file names (the center comes from the KB)."""
+    from ioadvisor.ingest import import_file
     from ioadvisor.kb import KB
     from tests.conftest import SAMPLES
     kb = tmp_path / "kb.sqlite"
     with KB.open(kb) as store:
         for f in sorted((SAMPLES / "ior").iterdir()):
-            store.import_file(f, system="laptop")
+            import_file(store, f, system="laptop")
     return str(kb)
 
 

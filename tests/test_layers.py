@@ -29,8 +29,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("logs", ("ioadvisor.diagnose.summary", "ioadvisor.diagnose.derive")),
     # file formats read into runs
     ("importers", ("ioadvisor.importers",)),
-    # the knowledge base: store, migrations, the reference layer, imports of files into it
+    # the knowledge base: store, migrations, the reference layer
     ("kb", ("ioadvisor.kb",)),
+    # files into the KB: read by an importer, flagged by the center's evidence rules, stored in batches
+    ("ingest", ("ioadvisor.ingest",)),
     ("predict", ("ioadvisor.predict",)),
     ("advise", ("ioadvisor.advise",)),
     ("diagnose", ("ioadvisor.diagnose",)),

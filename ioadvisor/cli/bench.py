@@ -75,10 +75,11 @@ def _finish(doc: dict[str, Any], result_dir: Optional[Path], kb: Optional[Path],
     path = result.write(doc, result_dir or default_result_dir())
     imported = None
     if kb is not None:
+        from ..ingest import import_file
         from ..kb import KB
         with KB.open(kb) as store:
             # flagged against the center the benchmark ran under, as `kb import --center` would
-            imported = store.import_file(path, "bench", center=doc.get("params", {}).get("center"))
+            imported = import_file(store, path, "bench", center=doc.get("params", {}).get("center"))
     for w in doc.get("warnings", []):
         err_console.print(f"[yellow]Warning:[/] {escape(str(w))}", highlight=False, markup=True)
     if json_out:
