@@ -13,7 +13,7 @@ import pytest
 from ioadvisor.errors import ImportFormatError, KBError
 from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB, RunFilter
-from ioadvisor.kb.export import export_csv
+from ioadvisor.importers.csv import export_csv
 from ioadvisor.kb.schema import SCHEMA_VERSION
 
 HEADER = ("source,system,filesystem,ost_count,op,api,layout,collective,nodes,ranks,transfer_size_bytes,"

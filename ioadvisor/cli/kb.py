@@ -205,7 +205,7 @@ def export(
     """Export runs as the canonical CSV (re-importable) or JSON."""
     with cli_errors():
         from ..errors import UsageError
-        from ..kb.export import export_csv
+        from ..importers.csv import export_csv
         from ..util import atomic_write, to_json
         if fmt not in ("csv", "json"):
             raise UsageError(f"unknown export format {fmt!r} (use csv or json)")
