@@ -100,10 +100,18 @@ class Setstripe:
             if value is not None and problem(value):
                 raise ValueError(f"lfs setstripe: {problem(value)}")
 
+    def args(self) -> list[str]:
+        """`["-c", "8", "-S", "1M"]` (empty when both are unset)."""
+        return ((["-c", str(self.count)] if self.count is not None else [])
+                + (["-S", lfs_size(self.size)] if self.size is not None else []))
+
     def flags(self) -> str:
         """`-c 8 -S 1M` (empty when both are unset)."""
-        return " ".join((["-c", str(self.count)] if self.count is not None else [])
-                        + (["-S", lfs_size(self.size)] if self.size is not None else []))
+        return " ".join(self.args())
+
+    def argv(self, lfs: str = "lfs", verb: str = "setstripe") -> list[str]:
+        """The command as the arguments of a process run without a shell, `lfs` the program's path."""
+        return [lfs, verb, *self.args(), self.path]
 
     def render(self, verb: str = "setstripe") -> str:
         return " ".join(["lfs", verb, *filter(None, [self.flags()]), shell_word(self.path)])
