@@ -121,7 +121,7 @@ def main() -> None:
         per = _run(_PER_LOG, str(root), str(args.sample))
         rows["process_per_log"] = {"logs": per["logs"], "wall_s": round(per["wall_s"], 2),
                                    "logs_per_s": round(per["logs"] / per["wall_s"], 1)}
-    w1, w2 = rows["workers_1"]["logs_per_s"], rows["workers_2"]["logs_per_s"]
+    w2 = rows["workers_2"]["logs_per_s"]
     summary = {"logs": args.logs, "archive_made_s": round(made, 1), **rows,
                "speedup_2_workers_over_1": round(statistics.median(ratios), 2),
                "speedup_2_workers_over_process_per_log": round(w2 / rows["process_per_log"]["logs_per_s"], 1),

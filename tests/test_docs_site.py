@@ -546,3 +546,26 @@ def test_every_diagnosis_rule_has_its_title_and_fix_in_every_catalogue():
         assert en[f"rule_{rule.id}"] == rule.title
         assert ja[f"rule_{rule.id}"] != rule.title and ja[f"rule_fix_{rule.id}"] != en[f"rule_fix_{rule.id}"]
     assert all(f"op_{op}" in ja and ja[f"op_{op}"] != op for op in OPS)
+
+
+def test_a_fault_in_the_engine_is_raised_not_a_row_quietly_left_out(monkeypatch, tmp_path):
+    """The guide leaves out a workload the engine refuses (an IOAdvisorError), and only that: any other failure of
+    the engine would otherwise print a guide with fewer recipes and no sign that something broke."""
+    from ioadvisor.center import load_center_file
+    from ioadvisor.docs import decisions
+    from ioadvisor.errors import UsageError
+    from ioadvisor.kb import KB
+    center = load_center_file(Path(__file__).resolve().parent.parent / "data" / "centers" / "tsubame3.toml")
+    with KB.open(tmp_path / "kb.sqlite") as kb:
+        assert len(decisions.decision_guide(kb, center)) == len(decisions.WORKLOADS)
+
+        def refuses(wl, kb, center):
+            raise UsageError("no answer")
+        monkeypatch.setattr(decisions, "advise", refuses)
+        assert decisions.decision_guide(kb, center) == []
+
+        def breaks(wl, kb, center):
+            raise ZeroDivisionError("a fault")
+        monkeypatch.setattr(decisions, "advise", breaks)
+        with pytest.raises(ZeroDivisionError):
+            decisions.decision_guide(kb, center)

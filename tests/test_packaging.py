@@ -19,3 +19,13 @@ def test_wheel_ships_reference_data_and_console_script(tmp_path):
     expected = {p.name for p in (ROOT / "data" / "reference").glob("*.csv")}
     assert expected and expected <= shipped
     assert any(n.startswith("ioadvisor/_data/centers/") for n in names)
+
+
+def test_python_m_ioadvisor_is_the_ioadvise_command(tmp_path):
+    """`python -m ioadvisor` runs the same command as the `ioadvise` script: same output, same exit codes (0 for an
+    answer, 2 for a bad option), where the script is not on PATH."""
+    script = str(Path(sys.executable).parent / "ioadvise")
+    for args, code in ((["--version"], 0), (["advise", "--nodes", "0"], 2)):
+        a = subprocess.run([sys.executable, "-m", "ioadvisor", *args], capture_output=True, text=True, timeout=60)
+        b = subprocess.run([script, *args], capture_output=True, text=True, timeout=60)
+        assert (a.returncode, a.stdout) == (b.returncode, b.stdout) and a.returncode == code, (a, b)

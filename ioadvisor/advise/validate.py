@@ -368,7 +368,7 @@ def _size_table_count(r: Any, osts: int | None) -> int:
 
 
 def _stripe_candidates(osts: int | None, measured: Sequence[float]) -> list[int]:
-    from . import STRIPE_STEPS
+    from .candidates import STRIPE_STEPS
     top = int(osts or max(measured))
     return sorted({s for s in STRIPE_STEPS if s <= top} | {top} | {int(m) for m in measured if m <= top})
 
@@ -386,7 +386,7 @@ def _medians(group: list, factor: str, osts: int | None) -> dict[Any, float]:
 
 def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int | None,
                 ev: Evidence | None = None) -> dict[str, Any] | None:
-    from . import choose
+    from .ranking import choose
     rep = group[0]
     ev = ev if ev is not None else Evidence(())
     measured = _medians(group, factor, osts)

@@ -23,7 +23,7 @@ from ..errors import UsageError
 from ..lustre import pattern_vars
 from ..model.run import DATA_OPS, norm_api
 from ..model.types import Center, Config, FileSystem, Workload
-from ..predict import Fit, Point, io_class, run_point
+from ..predict import Fit, Point, run_point
 from ..predict.physical import Z90
 
 MAX_TARGETS = 8                     # most frequent production workloads taken as targets
@@ -178,7 +178,7 @@ def candidate_grid(fs: FileSystem, targets: Sequence[Target], max_nodes: int, rp
     """Benchmark points: node counts (powers of two up to `max_nodes`, and the targets'), ranks per node (1, 4,
     the targets' and `rpn_max`), every stripe count the advice weighs (`bench run --stripe-count` sets it with
     lfs setstripe), and the layouts and APIs of the targets."""
-    from ..advise import _default_stripes, _stripable, _stripe_counts
+    from ..advise.candidates import default_stripes_on, stripe_counts
     nodes = {1 << k for k in range(0, 31) if (1 << k) <= max_nodes} | {max_nodes}
     nodes |= {t.workload.nodes for t in targets if t.workload.nodes <= max_nodes}
     rpns = {r for r in (1, 4, rpn_max) if r <= rpn_max} | {t.workload.ranks_per_node for t in targets
@@ -190,9 +190,9 @@ def candidate_grid(fs: FileSystem, targets: Sequence[Target], max_nodes: int, rp
     size = fs.default_stripe_size or (1 << 20)
     out = []
     for api, layout, coll in shapes:
-        counts: list[int | None] = list(_stripe_counts(fs, layout)) if _stripable(fs) else [None]
+        counts: list[int | None] = list(stripe_counts(fs, layout)) if fs.stripable else [None]
         for sc in counts:
-            sc_out = None if sc == _default_stripes(fs) else sc
+            sc_out = None if sc == default_stripes_on(fs) else sc
             for n in sorted(nodes):
                 for r in sorted(rpns):
                     out.append(BenchPoint(nodes=n, ranks_per_node=r, api=api, layout=layout, collective=coll,
@@ -202,9 +202,9 @@ def candidate_grid(fs: FileSystem, targets: Sequence[Target], max_nodes: int, rp
 
 def bench_point_model(p: BenchPoint, fs: FileSystem, op: str, transfer: int) -> Point:
     """A benchmark point as the model's input (the advice's own mapping of a setting)."""
-    from ..advise import _default_stripes, candidate_point
+    from ..advise.candidates import candidate_point, default_stripes_on
     cfg = Config(filesystem=fs.name, layout=p.layout, api=p.api, collective=p.collective,
-                 stripe_count=p.stripe_count if p.stripe_count is not None else _default_stripes(fs),
+                 stripe_count=p.stripe_count if p.stripe_count is not None else default_stripes_on(fs),
                  stripe_size=p.stripe_size)
     w = Workload(nodes=p.nodes, ranks_per_node=p.ranks_per_node, bytes_per_rank=1 << 30, api=p.api,
                  layout=p.layout, op=op, access_size=transfer)
@@ -213,9 +213,9 @@ def bench_point_model(p: BenchPoint, fs: FileSystem, op: str, transfer: int) -> 
 
 def target_options(t: Target, center: Center, fs: FileSystem) -> list[Point]:
     """The options the advice weighs for a target on `fs` (the global file system, no tier)."""
-    from ..advise import _candidates, candidate_point
+    from ..advise.candidates import candidate_point, candidates_for
     w = replace(t.workload, api=norm_api(t.workload.api) or "POSIX")
-    cands = [c for c in _candidates(w, center, {}) if c.tier is None and c.place.name == fs.name]
+    cands = [c for c in candidates_for(w, center, {}) if c.tier is None and c.place.name == fs.name]
     return [candidate_point(c.config, c.place, w) for c in cands]
 
 
@@ -223,7 +223,7 @@ def decision_pair(t: Target, center: Center, fs: FileSystem, fit: Fit, opts: Seq
     """(the option the fit predicts best, the default) for a target, or (the best other option, the default)
     where the default is best: the comparison the advice's choice turns on. None when the default is not on
     `fs` or the target has no other option."""
-    from ..advise import baseline_config, candidate_point
+    from ..advise.candidates import baseline_config, candidate_point
     w = replace(t.workload, api=norm_api(t.workload.api) or "POSIX")
     base = baseline_config(w, center)
     if base.filesystem != fs.name:
@@ -239,7 +239,7 @@ def decision_pair(t: Target, center: Center, fs: FileSystem, fit: Fit, opts: Seq
 
 def _group_points(runs: Sequence[Any], fs: FileSystem, op: str) -> list:
     """The fitted group's runs as the model's inputs, as `fit_group` chooses them."""
-    from ..advise import _default_stripes
+    from ..advise.candidates import default_stripes_on
     from ..predict import MAX_FIT_RUNS
     rs = [r for r in runs if r.filesystem == fs.name and r.op == op and r.value and r.value > 0
           and math.isfinite(r.value)]
@@ -248,7 +248,7 @@ def _group_points(runs: Sequence[Any], fs: FileSystem, op: str) -> list:
     if len(rs) > MAX_FIT_RUNS:
         step = len(rs) / MAX_FIT_RUNS
         rs = [rs[int(i * step)] for i in range(MAX_FIT_RUNS)]
-    return [run_point(r, fs.ost_count, _default_stripes(fs)).physical() for r in rs]
+    return [run_point(r, fs.ost_count, default_stripes_on(fs)).physical() for r in rs]
 
 
 def _label(p: Point) -> str:
@@ -452,7 +452,7 @@ def plan_for(kb: Any, system: str | None, center: Center | None, budget: int, *,
              max_nodes: int | None = None, rpn_max: int | None = None, objective: str = "options") -> BenchPlan:
     """The plan for a system of the KB: its production workloads (else the default targets) on `filesystem`
     (default: the file system jobs use unless told otherwise)."""
-    from ..advise import default_filesystem
+    from ..advise.candidates import default_filesystem
     from ..advise.fits import load_system_runs, system_fits
     from ..center import resolve_center
     from ..kb import RunFilter

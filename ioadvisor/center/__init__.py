@@ -14,7 +14,7 @@ from ..model.validate import INT_RANGES, MAX_NAME, _name, _text
 from ..tomlschema import Field, Problem, Table, dotted, first_problem, key_line
 from ..util import loads_toml
 
-from .schema import FS_STRIPING, KEYS, MPI_FLAVOURS, TIER_KINDS, keys_of
+from .schema import FS_STRIPING, KEYS, MPI_FLAVOURS, keys_of
 
 UNKNOWN_FS = "unknown"         # the file system of runs that do not name one
 _STRIPING = FS_STRIPING

@@ -9,7 +9,7 @@ import typer
 from ..kb import KB, RunFilter
 from ..model.units import format_size
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, err_console, print_json, printable, progress_bar
+from .common import JsonOption, KBOption, cli_errors, console, print_json, printable, progress_bar
 
 app = command_app()
 

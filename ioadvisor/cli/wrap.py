@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import difflib
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 

@@ -1,10 +1,10 @@
-"""The decision guide: what the advice engine recommends for a few typical workloads on one system.
-Empty when `ioadvisor.advise` is not installed or gives no advice for the system."""
+"""The decision guide: what the advice engine recommends for a few typical workloads on one system."""
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
+from ..advise import advise
+from ..errors import IOAdvisorError
 from ..kb import KB
 from ..model.types import Center, Workload
 from .collect import fmt_num
@@ -27,45 +27,31 @@ WORKLOADS: tuple[tuple[str, Workload], ...] = (
 )
 
 
-def _get(obj: Any, *names: str) -> Any:
-    for n in names:
-        obj = obj.get(n) if isinstance(obj, dict) else getattr(obj, n, None)
-        if obj is None:
-            return None
-    return obj
-
-
 def decision_guide(kb: KB, center: Center | None) -> list[dict[str, Any]]:
-    if center is None or importlib.util.find_spec("ioadvisor.advise") is None:
-        return []
-    import ioadvisor.advise as adv
-    fn = getattr(adv, "advise", None)
-    if not callable(fn):
+    """A row per typical workload the engine answers for the center's system. A workload it refuses (an
+    IOAdvisorError: nothing it can answer from) is left out; any other failure is a fault and is raised."""
+    if center is None:
         return []
     rows = []
     for key, wl in WORKLOADS:
         try:
-            a = fn(wl, kb, center)
-        except Exception:        # a workload the engine cannot answer for this system: leave the row out
+            a = advise(wl, kb, center)
+        except IOAdvisorError:
             continue
-        cfg = _get(a, "recommendation", "config")
-        pred = _get(a, "recommendation", "prediction")
-        if cfg is None:
-            continue
-        note = _get(pred, "note") or ""
-        rows.append({"key": key, "tier": _get(cfg, "tier") or "-", "filesystem": _get(cfg, "filesystem") or "-",
-                     "layout": _get(cfg, "layout") or "-", "api": _get(cfg, "api") or "-",
-                     "collective": {True: "yes", False: "no"}.get(_get(cfg, "collective"), "-"),
-                     "stripe_count": _get(cfg, "stripe_count") or "-",
-                     "stripe_size": _get(cfg, "stripe_size"),
-                     "predicted": (f"{fmt_num(_get(pred, 'value'))} {_get(pred, 'unit')}"
-                                   if pred is not None and _get(pred, "value") is not None else "-"),
+        cfg, pred = a.recommendation.config, a.recommendation.prediction
+        note = pred.note or ""
+        rows.append({"key": key, "tier": cfg.tier or "-", "filesystem": cfg.filesystem or "-",
+                     "layout": cfg.layout or "-", "api": cfg.api or "-",
+                     "collective": {True: "yes", False: "no"}.get(cfg.collective, "-"),
+                     "stripe_count": cfg.stripe_count or "-",
+                     "stripe_size": cfg.stripe_size,
+                     "predicted": f"{fmt_num(pred.value)} {pred.unit}" if pred.value is not None else "-",
                      # a prediction for client counts outside the measured ones is marked on the page
                      "extrapolated": note.startswith("extrapolated"),
-                     "n_runs": _get(pred, "n_runs") or 0,
-                     "reasons": list(_get(a, "recommendation", "reasons") or ())[:2],
+                     "n_runs": pred.n_runs or 0,
+                     "reasons": list(a.recommendation.reasons)[:2],
                      # what `advise` prints for this workload: the recipes are these commands
-                     "workload": wl, "commands": dict(_get(a, "recommendation", "commands") or {}),
+                     "workload": wl, "commands": dict(a.recommendation.commands),
                      # every caveat of the advice (extrapolation, caps, unmeasured modes) is on the page too
-                     "warnings": list(_get(a, "warnings") or ())})
+                     "warnings": list(a.warnings)})
     return rows

@@ -1,0 +1,238 @@
+"""The advice engine: a workload's candidates predicted from the system's fits, bounded by the runs near the job
+and the center's ceilings, ranked, and the best few explained with the runs they rest on (`advise`)."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping
+
+from ..model.run import norm_api
+from ..model.types import Advice, Center, Config, Workload
+from ..predict import Fit
+from ..predict.evidence import bounds
+from .candidates import (Candidate, baseline_config, candidate_point, check_workload, checked_pins,
+                         default_filesystem, default_stripes_on, pinned_candidates, visible_settings)
+from .ranking import cmp_applies, cost_of, order_by_rules, order_predicted
+
+METADATA_OPS = ("file_create", "open_create")
+
+
+def _fit_for(fits: Mapping, system: str, fsname: str, op: str | None) -> Fit | None:
+    """The fit of a file system; runs that name no file system stand for the derived `unknown` one."""
+    if op is None:
+        return None
+    f = fits.get((system, fsname, op))
+    if f is None and fsname == "unknown":
+        f = fits.get((system, None, op))
+    return f
+
+
+def _metadata_op(fits: Mapping, system: str, fsname: str) -> str | None:
+    for op in METADATA_OPS:
+        if _fit_for(fits, system, fsname, op) is not None:
+            return op
+    return None
+
+
+def _predict(c: Candidate, w: Workload, fits: Mapping, system: str) -> None:
+    cfg = c.config
+    meta = w.metadata_heavy
+    op = _metadata_op(fits, system, cfg.filesystem) if meta else w.op
+    if not meta and w.access == "random" and _fit_for(fits, system, cfg.filesystem, "rand" + w.op):
+        op = "rand" + w.op           # random small requests: the measured IOPS, not sequential bandwidth
+    fit = _fit_for(fits, system, cfg.filesystem, op)
+    if fit is None:
+        return
+    p = candidate_point(cfg, c.place, w)
+    v = fit.predict(p)
+    c.value = v
+    c.fit = fit
+    c.extrapolated = fit.extrapolates(p)
+    c.point = p
+
+
+def _bound(c: Candidate, w: Workload, ev: Any) -> None:
+    """Evidence first: the candidate's value, moved into the band the runs near the job measured (a model may
+    interpolate between them, not overrule them: predict.evidence), and under the physical ceilings (the file
+    system's rated peak from the center file, the largest bandwidth its runs measured, scaled to the job)."""
+    if c.value is None or c.fit is None or c.point is None:
+        return
+    f, p, fs = c.fit, c.point, c.place
+    rated = fs.rated_write_bandwidth if w.op == "write" else fs.rated_read_bandwidth
+    b = bounds(ev, f.filesystem, f.op, p.klass or "", c.config.layout, f.unit, f.kind == "bandwidth",
+               nodes=float(w.nodes), rpn=float(w.ranks_per_node), volume=float(w.bytes_per_rank) or None,
+               stripes=p.stripes if p.striped and p.stripes else 0.0,
+               rated=rated / (1 << 20) if rated and f.unit == "MiB/s" else None)
+    c.model_value = c.value
+    c.bounds = b
+    c.floor, c.ceiling, c.band_runs = b.floor, b.ceiling, b.band_runs
+    c.bounded_by = b.by(c.value)
+    c.value = b.clamp(c.value)
+    if ev is not None:
+        key = (f.filesystem, f.op, p.klass or "", c.config.layout, f.unit)
+        c.standing = (key, ev.standing(*key, nodes=float(w.nodes), rpn=float(w.ranks_per_node),
+                                       volume=float(w.bytes_per_rank) or None,
+                                       stripes=p.stripes if p.striped and p.stripes else 0.0))
+
+
+def _mark_unmeasured(cands: list[Candidate], ev: Any) -> None:
+    """Measure first: where runs measured some mode (API class and layout) of the job's op on a file system, a
+    candidate of a mode none of them measured is not predicted (its number would be the model's guess only) and
+    not recommended over a measured one; the answer names the runs that would settle it instead."""
+    if ev is None:
+        return
+    for c in cands:
+        if c.value is None or c.fit is None or c.point is None:
+            continue
+        f = c.fit
+        if not ev.modes(f.filesystem, f.op, f.unit):
+            continue
+        if not ev.measured(f.filesystem, f.op, c.point.klass, c.config.layout, f.unit):
+            c.unmeasured = _mode_words(c.config)
+            c.value = None
+
+
+def _mode_words(cfg: Config) -> str:
+    mode = "" if cfg.collective is None else ("collective " if cfg.collective else "independent ")
+    return f"{mode}{cfg.api} {cfg.layout}-file I/O on {cfg.filesystem}"
+
+
+def _no_stripe_evidence(c: Candidate, default: int | None) -> bool:
+    """A stripe count other than the default on a file system whose runs never varied striping: the model's
+    number for it would come from its prior alone, so it is not offered as a measured gain."""
+    if c.fit is None or c.config.stripe_count is None or c.fit.kind != "bandwidth":
+        return False
+    return len(c.fit.stripes_measured) < 2 and c.config.stripe_count != (default or 1)
+
+
+def _assess(cands: list[Candidate], w: Workload, fits: Any, system: str, comparisons: list[dict[str, Any]],
+            base_cfg: Config, ev: Any) -> None:
+    """Predict, bound, score and cost each candidate; mark the unmeasured ones when any is measured."""
+    for c in cands:
+        _predict(c, w, fits, system)
+        _bound(c, w, ev)
+        for cmp in comparisons:
+            s = cmp_applies(cmp, w, c)
+            if s:
+                c.score += s
+                c.applied.append({**cmp, "_sign": s})
+        c.cost = cost_of(c, w, base_cfg)
+    if any(c.value is not None and c.fit is not None and c.point is not None and
+           ev.measured(c.fit.filesystem, c.fit.op, c.point.klass, c.config.layout, c.fit.unit)
+           for c in cands if ev is not None):
+        _mark_unmeasured(cands, ev)
+
+
+def _without_unevidenced_stripes(cands: list[Candidate], center: Center, pins: Mapping[str, Any]
+                                 ) -> tuple[list[Candidate], list[Candidate]]:
+    """(candidates, predicted ones) without the predicted stripe counts no evidence supports, unless that
+    leaves none or the stripe count is pinned."""
+    predicted = [c for c in cands if c.value is not None]
+    if predicted and not pins.get("stripe_count"):
+        dflt = {fs.name: default_stripes_on(fs) for fs in center.filesystems}
+        kept = [c for c in predicted if not _no_stripe_evidence(c, dflt.get(c.config.filesystem))]
+        if kept:
+            dropped = {id(c) for c in predicted} - {id(c) for c in kept}
+            cands = [c for c in cands if id(c) not in dropped]
+            predicted = kept
+    return cands, predicted
+
+
+def _baseline(base_cfg: Config, center: Center, w: Workload, fits: Any, system: str, ev: Any,
+              comparisons: list[dict[str, Any]], cands: list[Candidate]) -> Candidate:
+    """The baseline, predicted the same way as the candidates."""
+    base = Candidate(base_cfg, center.filesystem(base_cfg.filesystem) or default_filesystem(center), None)
+    _predict(base, w, fits, system)
+    _bound(base, w, ev)
+    if any(c.unmeasured for c in cands):
+        _mark_unmeasured([base], ev)
+    for cmp in comparisons:
+        s = cmp_applies(cmp, w, base)
+        if s:
+            base.applied.append({**cmp, "_sign": s})
+    return base
+
+
+def _set_intervals(shown: list[Candidate]) -> None:
+    """Intervals and limits, only for the options shown: each costs the draws."""
+    for c in shown:
+        if c.value is not None and c.fit is not None and c.point is not None:
+            c.low, c.high = c.fit.interval(c.value, c.point)
+            if c.bounds is not None:
+                c.low, c.high = c.bounds.interval(c.value, c.low, c.high)
+            c.binding = c.fit.binding(c.point)
+
+
+def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: Mapping[str, Any] | None = None,
+           system: str | None = None) -> Advice:
+    """Recommend a configuration for `workload` on `center` (or a center derived from `system`'s runs)."""
+    from ..center import resolve_center
+    from .fits import system_evidence, system_fits
+    check_workload(workload)
+    w = replace(workload, api=norm_api(workload.api) or "POSIX")
+    if center is None:
+        center = resolve_center(system, None, kb)
+    # the system as the KB spells it: a center file naming it in another case advises as --system does
+    system = next((s for s in kb.systems() if s.lower() == center.name.lower()), center.name)
+    pins = checked_pins(pins, w, center)
+    fits = system_fits(kb, system, center)
+    comparisons = kb.comparisons(system)
+    base_cfg = baseline_config(w, center)
+    cands = pinned_candidates(w, center, pins, base_cfg)
+    ev = system_evidence(kb, system, center) if fits else None
+    _assess(cands, w, fits, system, comparisons, base_cfg, ev)
+    cands, predicted = _without_unevidenced_stripes(cands, center, pins)
+    order = order_predicted(cands, predicted, base_cfg, w) if predicted else order_by_rules(cands, w)
+    rec = order[0]
+    base = _baseline(base_cfg, center, w, fits, system, ev, comparisons, cands)
+    alts = _alternatives(order[1:], rec)
+    _set_intervals([rec, base] + alts)
+    from .explain import build_option, warnings_for
+    evidence_runs = _evidence_runs(kb, [rec, base] + alts)
+    options = [build_option(c, w, center, base, rec, evidence_runs, has_numbers=bool(fits))
+               for c in [rec, base] + alts]
+    advice = Advice(system=system, workload=w, recommendation=options[0], baseline=options[1],
+                    alternatives=tuple(options[2:]), warnings=tuple(warnings_for(w, center, fits, predicted, rec, cands)))
+    # reasons about the table come from the table's own numbers (explain.finalize); pinned advice is set
+    # beside the unpinned best
+    from .explain import finalize
+    unpinned = None
+    if pins:
+        try:
+            unpinned = advise(workload, kb, center)
+        except Exception:      # the unpinned question may have no answer; the pinned one still stands
+            unpinned = None
+    return finalize(advice, center, pins, unpinned)
+
+
+def _alternatives(order: list[Candidate], rec: Candidate, n: int = 4) -> list[Candidate]:
+    """The next best few: first one per different kind of choice (place, layout, collective mode), then other
+    stripe settings, so the runners-up show what else was weighed. Predicted options come first."""
+    out: list[Candidate] = []
+    seen = {visible_settings(rec.config)}
+    pools = [order]
+    if rec.value is not None:
+        pools = [[c for c in order if c.value is not None], order]
+    for pool in pools:
+        kinds = {visible_settings(rec.config)[:4]} | {visible_settings(c.config)[:4] for c in out}
+        for by_kind in (True, False):
+            for c in pool:
+                k = visible_settings(c.config)
+                if k in seen or (by_kind and k[:4] in kinds):
+                    continue
+                kinds.add(k[:4])
+                seen.add(k)
+                out.append(c)
+                if len(out) >= n:
+                    return out
+            if pool is pools[0] and len(pools) > 1 and not by_kind:
+                break
+    return out
+
+
+def _evidence_runs(kb: Any, cands: list[Candidate]) -> dict[str, Any]:
+    from .fits import runs_by_ids
+    ids: list[str] = []
+    for c in cands:
+        if c.fit:
+            ids.extend(i for i in c.fit.run_ids[:12] if i not in ids)
+    return runs_by_ids(kb, ids)
