@@ -2,7 +2,8 @@
 
 Every import is one transaction. A file imported before (same bytes) adds nothing, and neither does a run
 already in the KB: run ids derive from the run's content (`content_key`), so a copy, a CRLF twin, reordered
-rows or an export of the KB add no runs.
+rows or an export of the KB add no runs. Files are read, and their runs flagged, above the KB (`ingest`): it
+stores the batches of runs it is given and knows neither importers nor centers.
 """
 from __future__ import annotations
 
