@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from ioadvisor.docs import build_site
+from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB
 
 HEADER = ("source,system,filesystem,fs_type,ost_count,op,api,layout,collective,nodes,ranks,transfer_size_bytes,"
@@ -82,7 +83,7 @@ def main() -> None:
             for k in range(0, n, per):
                 f = Path(d) / f"part{k // per}.csv"
                 make_csv(f, min(per, n - k), k)
-                kb.import_file(f)
+                import_file(kb, f)
             print(f"imported {n:,} synthetic runs in {time.perf_counter() - t:.1f} s")
             for label, kw in cases:
                 t, res = timed_build(kb, Path(d) / "big", repeats, **kw)

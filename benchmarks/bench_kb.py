@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB, RunFilter
 
 HEADER = ("source,system,filesystem,ost_count,op,api,layout,collective,nodes,ranks,transfer_size_bytes,"
@@ -51,7 +52,7 @@ def main() -> None:
         with KB.open(kb_path) as kb:
             for f in files:
                 t = time.perf_counter()
-                kb.import_file(f)
+                import_file(kb, f)
                 rates.append(per / (time.perf_counter() - t))
             print(f"import: median {statistics.median(rates):,.0f} runs/s over {len(files)} files of {per} runs "
                   f"(parse + insert, one transaction each)")

@@ -24,12 +24,13 @@ import scale_data  # noqa: E402
 CHILD = """
 import json, sys
 import ioadvisor
+from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB
 kb_path, center, *files = sys.argv[1:]
 out = {"package": ioadvisor.__file__, "results": []}
 with KB.open(kb_path) as kb:
     for f in files:
-        r = kb.import_file(f, center=center if f.endswith("b.csv") else None)
+        r = import_file(kb, f, center=center if f.endswith("b.csv") else None)
         out["results"].append([r.runs, r.skipped, r.duplicates, r.note])
 print(json.dumps(out))
 """

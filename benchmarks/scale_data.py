@@ -68,6 +68,7 @@ def big_kb(n: int = 1_000_000, per_file: int = 50_000) -> Path:
     kb_path = d / f"kb-{n}.sqlite"
     if kb_path.exists():
         return kb_path
+    from ioadvisor.ingest import import_file
     from ioadvisor.kb import KB
     tmp = d / f"kb-{n}.building.sqlite"
     for suffix in ("", "-wal", "-shm"):
@@ -75,7 +76,7 @@ def big_kb(n: int = 1_000_000, per_file: int = 50_000) -> Path:
     with KB.open(tmp) as kb:
         for k in range(0, n, per_file):
             f = write_csv(d / f"part-{n}-{k // per_file}.csv", min(per_file, n - k), k)
-            kb.import_file(f)
+            import_file(kb, f)
             f.unlink()
         kb.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     os.replace(tmp, kb_path)

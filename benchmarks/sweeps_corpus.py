@@ -92,13 +92,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sweeps_corpus: no corpus CSV files in {args.corpus} (use --corpus DIR)", file=sys.stderr)
         return 2
     from ioadvisor.advise.validate import sweep_validate, format_sweep_table
+    from ioadvisor.ingest import import_file
     from ioadvisor.kb import KB
     with tempfile.TemporaryDirectory() as tmp:
         counts = convert(args.corpus, Path(tmp) / "csv")
         kb_path = args.kb or Path(tmp) / "corpus.sqlite"
         with KB.open(kb_path, reference=False) as kb:
             for f in sorted((Path(tmp) / "csv").glob("*.csv")):
-                kb.import_file(f, "csv")
+                import_file(kb, f, "csv")
             t0 = time.perf_counter()
             res = sweep_validate(kb, system=args.system)
             res["seconds"] = round(time.perf_counter() - t0, 1)

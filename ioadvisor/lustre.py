@@ -100,10 +100,18 @@ class Setstripe:
             if value is not None and problem(value):
                 raise ValueError(f"lfs setstripe: {problem(value)}")
 
+    def args(self) -> list[str]:
+        """`["-c", "8", "-S", "1M"]` (empty when both are unset)."""
+        return ((["-c", str(self.count)] if self.count is not None else [])
+                + (["-S", lfs_size(self.size)] if self.size is not None else []))
+
     def flags(self) -> str:
         """`-c 8 -S 1M` (empty when both are unset)."""
-        return " ".join((["-c", str(self.count)] if self.count is not None else [])
-                        + (["-S", lfs_size(self.size)] if self.size is not None else []))
+        return " ".join(self.args())
+
+    def argv(self, lfs: str = "lfs", verb: str = "setstripe") -> list[str]:
+        """The command as the arguments of a process run without a shell, `lfs` the program's path."""
+        return [lfs, verb, *self.args(), self.path]
 
     def render(self, verb: str = "setstripe") -> str:
         return " ".join(["lfs", verb, *filter(None, [self.flags()]), shell_word(self.path)])
@@ -129,16 +137,22 @@ def every_ost(count: int | None, osts: int | None) -> int | None:
     return most_stripes(osts) if count == ALL_OSTS and osts else count
 
 
+def count_set(count: int | None) -> bool:
+    """Whether a stripe count is set: 0 (as in `lfs setstripe -c 0`) means the file system's default, as unset as
+    none at all."""
+    return count is not None and count != 0
+
+
 def stripes_of(count: int | None, osts: int | None, default: int | None = None) -> int:
     """The stripes a new file gets: the count set, else the file system's default, else 1; every OST for a
     negative count (1 where the OST count is unknown)."""
-    n = count if count not in (None, 0) else (default or 1)
+    n = count if count_set(count) else (default or 1)
     return (most_stripes(osts) if osts else 1) if n < 0 else n
 
 
 def default_stripes(count: int | None) -> int:
     """The stripes a file system's default gives: its stated count, 1 where it states none."""
-    return count if count not in (None, 0) else 1
+    return count if count_set(count) else 1
 
 
 # ---- file systems -----------------------------------------------------------------------------------------------

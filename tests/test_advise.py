@@ -8,6 +8,7 @@ import pytest
 from ioadvisor.advise import advise
 from ioadvisor.center import load_center
 from ioadvisor.errors import UsageError
+from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB
 from ioadvisor.model.types import Workload
 
@@ -123,7 +124,7 @@ def test_tsubame_reads_follow_the_stripe_comparison(kb):
 def test_advice_for_a_system_known_only_from_imported_runs(kb_path, samples):
     with KB.open(kb_path) as store:
         for f in sorted((samples / "ior").iterdir()):
-            store.import_file(f, system="mycluster")
+            import_file(store, f, system="mycluster")
         w = Workload(nodes=1, ranks_per_node=2, bytes_per_rank=64 << 20, api="mpiio", layout="shared")
         a = advise(w, store, None, system="MyCluster")
     assert a.system == "mycluster"

@@ -21,13 +21,15 @@ from ioadvisor.errors import UsageError
 from ioadvisor.kb import KB, RunFilter
 
 STAND_IN_LFS = r"""#!/bin/sh
-# stand-in for Lustre's lfs: records its arguments, answers getstripe -d from the recorded setstripe
+# stand-in for Lustre's lfs: records its arguments, answers getstripe -d from the recorded setstripe (in bytes,
+# as lfs reports a size given as 4M)
 echo "$@" >> "$LFS_LOG"
 case "$1" in
   setstripe)
     [ -n "$LFS_FAIL" ] && { echo "lfs setstripe: $LFS_FAIL" >&2; exit 22; }
     shift; c=0; s=0
     while [ $# -gt 1 ]; do case "$1" in -c) c=$2; shift 2;; -S) s=$2; shift 2;; *) shift;; esac; done
+    case "$s" in *K) s=$((${s%K} << 10));; *M) s=$((${s%M} << 20));; *G) s=$((${s%G} << 30));; esac
     echo "$c $s" > "$LFS_LOG.layout";;
   getstripe)
     if [ -f "$LFS_LOG.layout" ]; then read c s < "$LFS_LOG.layout"; else c=1; s=1048576; fi
@@ -63,7 +65,7 @@ def test_directory_output_is_parsed():
 def test_stand_in_lustre_directory_is_striped_before_use(stand_in_lfs, tmp_path):
     got, warning = stripe_directory(str(tmp_path), "lustre", 8, 4 << 20)
     assert warning is None and got == {"stripe_count": 8, "stripe_size": 4 << 20}
-    assert stand_in_lfs.read_text().splitlines() == [f"setstripe -c 8 -S {4 << 20} {tmp_path}",
+    assert stand_in_lfs.read_text().splitlines() == [f"setstripe -c 8 -S 4M {tmp_path}",
                                                      f"getstripe -d {tmp_path}"]
 
 
@@ -97,7 +99,7 @@ def test_stand_in_lustre_run_files_the_striping_in_the_kb(stand_in_lfs, tmp_path
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     assert doc["effective"]["stripe_count"] == 4 and doc["effective"]["stripe_size"] == 2 << 20
-    assert f"setstripe -c 4 -S {2 << 20} {tmp_path / 'd'}" in stand_in_lfs.read_text()
+    assert f"setstripe -c 4 -S 2M {tmp_path / 'd'}" in stand_in_lfs.read_text()
     assert f"--stripe-count 4 --stripe-size {2 << 20}" in doc["command"]      # the command that repeats it
     with KB.open(kb_path) as kb:
         runs = kb.runs(RunFilter(system="stripebox"))

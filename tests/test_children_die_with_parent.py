@@ -72,7 +72,7 @@ def _kill_with_children(args: list[str], n: int, timeout: float = 90) -> tuple[s
 
 
 def test_kb_import_reader_ends_with_the_killed_import(tmp_path, kb_path):
-    # from 8 MiB (kb.csvrows.ASIDE_BYTES) a second process reads while the first stores
+    # from 8 MiB (ingest.csvrows.ASIDE_BYTES) a second process reads while the first stores
     rows = "".join(f"x,sysK,lustre,8,write,POSIX,fpp,,1,{i % 4096 + 1},,,,,{i + 1},MB/s,\n" for i in range(400_000))
     f = tmp_path / "big.csv"
     f.write_text(HEADER + "\n" + rows)

@@ -69,10 +69,10 @@ sys.argv = ["ioadvise", *sys.argv[1:]]
 main()
 """
 # numpy, scipy and matplotlib belong to `docs build`, `bench` and `diagnose`; rich costs about 40 ms of import
-# and layout; the center, importer and model-type modules are not needed to list stored runs
+# and layout; the center, importer, ingestion and model-type modules are not needed to list stored runs
 HEAVY = {"numpy", "scipy", "matplotlib", "pydantic", "jinja2", "darshan"}
 NOT_FOR_LISTING = HEAVY | {"rich", "ioadvisor.model.types", "ioadvisor.importers", "ioadvisor.center",
-                           "ioadvisor.advise", "ioadvisor.diagnose", "ioadvisor.kb.export", "tomllib"}
+                           "ioadvisor.advise", "ioadvisor.diagnose", "ioadvisor.ingest", "tomllib"}
 
 
 def _process(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
@@ -86,12 +86,13 @@ def _process(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
 @pytest.fixture
 def small_kb(tmp_path):
     """A KB of the IOR samples under a system no center file names (the center comes from the KB)."""
+    from ioadvisor.ingest import import_file
     from ioadvisor.kb import KB
     from tests.conftest import SAMPLES
     kb = tmp_path / "kb.sqlite"
     with KB.open(kb) as store:
         for f in sorted((SAMPLES / "ior").iterdir()):
-            store.import_file(f, system="laptop")
+            import_file(store, f, system="laptop")
     return str(kb)
 
 

@@ -1,4 +1,4 @@
-"""The KB's CSV reader (kb.csvrows) stores every row exactly as the importer's Run would be stored: the same
+"""The KB's CSV reader (ingest.csvrows) stores every row exactly as the importer's Run would be stored: the same
 values, the same content key (so the same run ids), the same error for a bad row. Rows the fast reading does not
 take on itself go to the importer; the tests also count that the fast reading does take the ordinary rows."""
 from __future__ import annotations
@@ -11,8 +11,9 @@ import pytest
 from ioadvisor.errors import IOAdvisorError
 from ioadvisor.importers import ImportContext
 from ioadvisor.importers import csv as csvimp
+from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB
-from ioadvisor.kb import csvrows
+from ioadvisor.ingest import csvrows
 from ioadvisor.kb.rows import keyed_row
 from ioadvisor.model.validate import checked
 
@@ -167,7 +168,7 @@ def test_the_caches_stay_bounded_and_long_cells_are_not_kept():
 
 
 def test_an_import_stores_what_the_run_path_stores_with_flags(tmp_path):
-    """Through KB.import_file, with a center whose memory and peaks flag some runs: the rows stored (every
+    """Through ingest.import_file, with a center whose memory and peaks flag some runs: the rows stored (every
     column, flags included) are those of the runs the importer reads, flagged as before."""
     from ioadvisor.center import load_center
     from ioadvisor.center.evidence import flags_of
@@ -187,7 +188,7 @@ def test_an_import_stores_what_the_run_path_stores_with_flags(tmp_path):
     f = tmp_path / "flags.csv"
     f.write_text("\n".join(lines) + "\n")
     with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
-        kb.import_file(f, center=str(center))
+        import_file(kb, f, center=str(center))
         stored = [tuple(r) for r in kb.conn.execute(f"SELECT {','.join(RUN_COLUMNS)} FROM runs ORDER BY rowid")]
     c = load_center(str(center))
     runs = csvimp.parse(f.read_bytes(), ImportContext(source=str(f)))
@@ -221,8 +222,8 @@ def test_occurrences_across_batches_and_sources_give_the_ids_of_the_whole_source
     fa.write_text(head + "\n" + "\n".join(a_rows) + "\n")
     fb.write_text(head + "\n" + "\n".join(b_rows) + "\n")
     with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
-        ra = kb.import_file(fa)
-        rb = kb.import_file(fb)
+        ra = import_file(kb, fa)
+        rb = import_file(kb, fb)
         stored = {r[0]: r[1] for r in kb.conn.execute("SELECT id, source FROM runs")}
     ctx = ImportContext(source="x")
     runs_a = csvimp.parse(fa.read_bytes(), ctx)
@@ -235,7 +236,7 @@ def test_occurrences_across_batches_and_sources_give_the_ids_of_the_whole_source
     assert set(stored) == set(ids_a) | set(ids_b) and len(stored) == 23
 
 
-# ---- a large file read by a second process (kb.csvrows.read_aside) ---------------------------------------------
+# ---- a large file read by a second process (ingest.csvrows.read_aside) -----------------------------------------
 @pytest.fixture
 def aside(monkeypatch):
     """Every CSV import reads in a second process, as files from ASIDE_BYTES do."""
@@ -273,7 +274,7 @@ def test_a_file_read_aside_stores_what_one_process_stores(tmp_path, monkeypatch,
             monkeypatch.setattr(csvrows, "ASIDE_BYTES", 1 << 60)
         with KB.open(tmp_path / f"{label}.sqlite", reference=False) as kb:
             progress = []
-            r = kb.import_file(f, center=str(center), progress=lambda done, total: progress.append((done, total)))
+            r = import_file(kb, f, center=str(center), progress=lambda done, total: progress.append((done, total)))
             stored[label] = (r, [tuple(x) for x in kb.conn.execute("SELECT * FROM runs ORDER BY rowid")],
                              [tuple(x) for x in kb.conn.execute("SELECT * FROM system_fs ORDER BY 1, 2")])
             seen.append(progress)
@@ -299,14 +300,14 @@ def test_an_error_read_aside_rolls_back_the_file_and_names_its_line(tmp_path, mo
     f.write_text(head + "\n" + "\n".join(good) + "\nsysE,fs,write,POSIX,fpp,,1,1,,,,,,5,furlongs,n,s\n")
     with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
         with pytest.raises(ImportFormatError) as e:
-            kb.import_file(f)
+            import_file(kb, f)
         assert str(e.value).startswith(f"{f}:2052: unknown unit 'furlongs'")
         assert kb.count(RunFilter(origin="user")) == 0 and kb.stats()["sources"] == 0
         assert kb.systems() == []
         # the same file without the bad row imports whole; again, it adds nothing and the reader is stopped
         f.write_text(head + "\n" + "\n".join(good) + "\n")
-        assert kb.import_file(f).runs == 2050
-        again = kb.import_file(f)
+        assert import_file(kb, f).runs == 2050
+        again = import_file(kb, f)
         assert again.skipped and again.runs == 0
     assert len(aside) == 3 and _children() == []
 
@@ -328,7 +329,7 @@ def test_a_reader_that_dies_is_an_error_not_a_short_import(tmp_path, monkeypatch
     monkeypatch.setattr(csvrows.RowReader, "__call__", die)     # the child dies at its first row
     with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
         with pytest.raises(IOAdvisorError) as e:
-            kb.import_file(f)
+            import_file(kb, f)
         assert "the process reading the file stopped" in str(e.value) and str(f) in str(e.value)
         assert kb.count(RunFilter(origin="user")) == 0 and kb.stats()["sources"] == 0
     assert _children() == []

@@ -11,6 +11,7 @@ import pytest
 from ioadvisor import importers
 from ioadvisor.errors import ImportFormatError
 from ioadvisor.importers import ImportContext
+from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB, RunFilter
 
 SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
@@ -141,5 +142,5 @@ def test_job_error_is_reported():
 def test_kb_import(kb_path):
     with KB.open(kb_path) as kb:
         for p in FIO:
-            assert kb.import_file(p, system="demo").format == "fio"
+            assert import_file(kb, p, system="demo").format == "fio"
         assert kb.count(RunFilter(system="demo", op="randread")) == 1

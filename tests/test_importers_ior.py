@@ -16,6 +16,7 @@ from ioadvisor.cli import app
 from ioadvisor.errors import ImportFormatError
 from ioadvisor.importers import ImportContext
 from ioadvisor.model.stats import ci95, t95
+from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB, RunFilter
 
 SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
@@ -234,7 +235,7 @@ def test_kb_import_file_and_cli_end_to_end(kb_path):
     assert by_source[("posix_fpp_2ranks.txt", "write")]["value"] == float(fpp["write"]["Mean(MiB)"])
     # importing again adds nothing
     with KB.open(kb_path) as kb:
-        again = kb.import_file(IOR / "posix_fpp_2ranks.txt", system="demo")
+        again = import_file(kb, IOR / "posix_fpp_2ranks.txt", system="demo")
         assert again.skipped
         assert kb.count(RunFilter(system="demo", layout="fpp")) == 2
 

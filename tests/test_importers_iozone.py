@@ -9,6 +9,7 @@ import pytest
 from ioadvisor import importers
 from ioadvisor.errors import ImportFormatError
 from ioadvisor.importers import ImportContext
+from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB, RunFilter
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -141,5 +142,5 @@ def test_misaligned_cell_and_negative_value():
 def test_kb_import(kb_path):
     with KB.open(kb_path) as kb:
         for p in ALL:
-            assert kb.import_file(p, system="demo").format == "iozone"
+            assert import_file(kb, p, system="demo").format == "iozone"
         assert kb.count(RunFilter(system="demo", op="randwrite")) == 4

@@ -18,6 +18,7 @@ import pytest
 
 from ioadvisor import importers
 from ioadvisor.importers import ImportContext
+from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB, RunFilter
 
 IOZONE = shutil.which("iozone")
@@ -185,10 +186,10 @@ def test_kb_import_of_real_output(outputs, kb_path):
     with KB.open(kb_path) as kb:
         total = 0
         for name in ("auto_report", "auto_blank", "nn_write", "nn_read", "ops"):
-            res = kb.import_file(outputs[name], system="here")
+            res = import_file(kb, outputs[name], system="here")
             assert res.format == "iozone" and not res.skipped
             total += res.runs
         # 18 + 8 + 1 + 1 + 3 runs; a second import adds nothing
         assert total == 31 == kb.count(RunFilter(system="here"))
-        assert kb.import_file(outputs["auto_report"], system="here").skipped
+        assert import_file(kb, outputs["auto_report"], system="here").skipped
         assert kb.count(RunFilter(system="here")) == 31

@@ -11,6 +11,7 @@ from ioadvisor import importers
 from ioadvisor.errors import ImportFormatError
 from ioadvisor.importers import ImportContext
 from ioadvisor.model.stats import t95
+from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB, RunFilter
 
 SAMPLES = Path(__file__).resolve().parent / "data" / "samples"
@@ -133,7 +134,7 @@ def test_negative_rate_names_its_line():
 
 def test_kb_import(kb_path):
     with KB.open(kb_path) as kb:
-        total = sum(kb.import_file(p, system="demo").runs for p in MD)
+        total = sum(import_file(kb, p, system="demo").runs for p in MD)
         assert total == sum(sum(1 for v in _summary(p).values() if v[2] > 0) for p in MD)
         assert kb.count(RunFilter(system="demo", op="file_create")) == 2
 
@@ -163,8 +164,8 @@ def test_single_file_runs_are_flagged_and_never_fitted(tmp_path):
     assert plain and not any(r.flags for r in plain)
     (tmp_path / "s.txt").write_text(text)
     with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
-        kb.import_file(tmp_path / "s.txt", "mdtest", system="mdsys")
-        kb.import_file(SAMPLES / "mdtest" / "files_unique_2ranks.txt", "mdtest", system="mdsys")
+        import_file(kb, tmp_path / "s.txt", "mdtest", system="mdsys")
+        import_file(kb, SAMPLES / "mdtest" / "files_unique_2ranks.txt", "mdtest", system="mdsys")
         listed = kb.runs(RunFilter(system="mdsys"))
         assert sum(1 for r in listed if ONE_FILE in r.flags) == len(runs)
         fitted = load_system_runs(kb, "mdsys")

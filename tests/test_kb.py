@@ -11,8 +11,9 @@ import time
 import pytest
 
 from ioadvisor.errors import ImportFormatError, KBError
+from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB, RunFilter
-from ioadvisor.kb.export import export_csv
+from ioadvisor.importers.csv import export_csv
 from ioadvisor.kb.schema import SCHEMA_VERSION
 
 HEADER = ("source,system,filesystem,ost_count,op,api,layout,collective,nodes,ranks,transfer_size_bytes,"
@@ -30,8 +31,8 @@ def test_import_is_one_transaction_and_idempotent(tmp_path, kb_path):
         "x,sysA,lustre,8,read,POSIX,fpp,,2,8,1048576,4194304,1,1048576,2,GiB/s,note",
     ])
     with KB.open(kb_path) as kb:
-        r1 = kb.import_file(f)
-        r2 = kb.import_file(f)
+        r1 = import_file(kb, f)
+        r2 = import_file(kb, f)
         assert (r1.runs, r1.skipped) == (2, False)
         assert (r2.runs, r2.skipped) == (0, True)
         runs = kb.runs(RunFilter(system="sysA", origin="user"))
@@ -56,7 +57,7 @@ def test_bad_rows_name_file_and_line_and_import_nothing(tmp_path, kb_path, row, 
     f = write_csv(tmp_path / "bad.csv", [good, row])
     with KB.open(kb_path) as kb:
         with pytest.raises(ImportFormatError) as e:
-            kb.import_file(f)
+            import_file(kb, f)
         assert f"bad.csv:3:" in str(e.value) and msg in str(e.value)
         assert kb.count(RunFilter(origin="user")) == 0
 
@@ -69,7 +70,7 @@ def test_foreign_and_truncated_files(tmp_path, kb_path, samples):
     with KB.open(kb_path) as kb:
         for f in (png, trunc):
             with pytest.raises(ImportFormatError) as e:
-                kb.import_file(f)
+                import_file(kb, f)
             assert f.name in str(e.value)
         assert kb.count(RunFilter(origin="user")) == 0
 
@@ -92,7 +93,7 @@ def test_export_round_trips(tmp_path, kb_path):
     out.write_text(text)
     other = tmp_path / "other.sqlite"
     with KB.open(other, reference=False) as kb2:
-        kb2.import_file(out)
+        import_file(kb2, out)
         back = kb2.runs()
     assert len(back) == len(ref)
     key = lambda r: str((r.system, r.filesystem, r.op, r.nodes, r.ranks, round(r.value, 6), r.provenance.citation))
@@ -119,7 +120,8 @@ def _csv_with(tmp_path, name, n, system):
 
 def test_eight_concurrent_importers_lose_nothing(tmp_path, kb_path):
     files = [_csv_with(tmp_path, f"f{i}", 200, f"sys{i}") for i in range(8)]
-    script = "import sys; from ioadvisor.kb import KB; KB.open(sys.argv[1]).import_file(sys.argv[2])"
+    script = ("import sys; from ioadvisor.kb import KB; from ioadvisor.ingest import import_file; "
+              "import_file(KB.open(sys.argv[1]), sys.argv[2])")
     procs = [subprocess.Popen([sys.executable, "-c", script, str(kb_path), str(f)]) for f in files]
     assert [p.wait(timeout=120) for p in procs] == [0] * 8
     with KB.open(kb_path) as kb:
@@ -155,8 +157,8 @@ def test_killed_import_leaves_kb_consistent(tmp_path, kb_path):
     # the child signals when it is inside the transaction, then gets killed
     script = textwrap.dedent("""
         import sys, os
+        from ioadvisor.ingest import import_file
         from ioadvisor.kb import KB
-        import ioadvisor.kb.store as st
         kb = KB.open(sys.argv[1])
         orig = kb.conn
         class Slow:
@@ -171,7 +173,7 @@ def test_killed_import_leaves_kb_consistent(tmp_path, kb_path):
                 return orig.executemany(sql, gen())
             def execute(self, *a): return orig.execute(*a)
         kb.conn = Slow()
-        kb.import_file(sys.argv[2])
+        import_file(kb, sys.argv[2])
     """)
     flag = tmp_path / "inside"
     p = subprocess.Popen([sys.executable, "-c", script, str(kb_path), str(big), str(flag)])
@@ -186,7 +188,7 @@ def test_killed_import_leaves_kb_consistent(tmp_path, kb_path):
         assert kb.count(RunFilter(origin="user")) == 0
         assert kb.stats()["sources"] == 0
         assert kb.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        r = kb.import_file(big)   # and the same file imports fine afterwards
+        r = import_file(kb, big)   # and the same file imports fine afterwards
         assert r.runs == 50_000
 
 

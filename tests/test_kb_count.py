@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 
+from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB, RunFilter
 
 HEADER = ("source,system,filesystem,fs_type,ost_count,op,api,layout,collective,nodes,ranks,transfer_size_bytes,"
@@ -25,7 +26,7 @@ def store(tmp_path):
         f"t,{s},scratch,lustre,8,{op},{api},{lay},{coll},1,4,1048576,16777216,1,1048576,{100 + i},MiB/s,\n"
         for i, (s, op, api, lay, coll) in enumerate(ROWS)))
     with KB.open(tmp_path / "kb.sqlite") as kb:
-        kb.import_file(csv)
+        import_file(kb, csv)
         yield kb
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from ioadvisor.errors import ImportFormatError
 from ioadvisor.importers import MAX_CELL, MAX_LINE
+from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB, RunFilter
 from ioadvisor.kb.store import BATCH
 from measured import run_measured
@@ -78,7 +79,7 @@ def test_a_long_line_deep_in_a_file_is_named(tmp_path, kb_path):
     f.write_text(HEADER + "\n" + (row + "\n") * 1000 + row + "y" * (MAX_LINE + 10) + "\n" + row + "\n")
     with KB.open(kb_path) as kb:
         with pytest.raises(ImportFormatError) as e:
-            kb.import_file(f)
+            import_file(kb, f)
         assert str(e.value) == f"{f}:1002: line longer than 1 MiB: not a benchmark output"
         assert kb.count(RunFilter(origin="user")) == 0
 
@@ -89,7 +90,7 @@ def test_an_over_long_cell_is_refused_with_its_line(tmp_path, kb_path):
     f.write_text(HEADER + "\n" + row + "\n" + row + "n" * (MAX_CELL + 1) + "\n")
     with KB.open(kb_path) as kb:
         with pytest.raises(ImportFormatError) as e:
-            kb.import_file(f)
+            import_file(kb, f)
         assert str(e.value).startswith(f"{f}:3: not a CSV line: field larger than field limit")
         assert kb.count(RunFilter(origin="user")) == 0
 
@@ -101,7 +102,7 @@ def test_not_utf8_deep_in_a_file_names_its_line(tmp_path, kb_path):
     f.write_bytes(HEADER.encode() + b"\n" + row * 20_000 + b"x,sys\xe9,lustre,8,write,POSIX,fpp,,1,1,,,,,5,MB/s,\n")
     with KB.open(kb_path) as kb:
         with pytest.raises(ImportFormatError) as e:
-            kb.import_file(f)
+            import_file(kb, f)
         assert str(e.value) == f"{f}:20002: not UTF-8 text"
 
 
@@ -113,14 +114,14 @@ def test_an_error_in_the_last_batch_rolls_back_every_batch(tmp_path, kb_path):
     f.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
     with KB.open(kb_path) as kb:
         with pytest.raises(ImportFormatError) as e:
-            kb.import_file(f)
+            import_file(kb, f)
         assert f"late-error.csv:{n + 2}:" in str(e.value) and "unknown unit" in str(e.value)
         # 3 batches of BATCH runs were inserted before the error: none of them may remain
         assert kb.count(RunFilter(origin="user")) == 0 and kb.stats()["sources"] == 0
         assert kb.systems().count("sysB") == 0
         rows.pop()
         f.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
-        r = kb.import_file(f)
+        r = import_file(kb, f)
         assert r.runs == n and kb.count(RunFilter(system="sysB")) == n
         assert kb.conn.execute("SELECT n_runs FROM sources").fetchone()[0] == n
 
@@ -132,10 +133,10 @@ def test_a_pipe_imports_like_the_file(tmp_path, kb_path):
     with open(w, "wb") as wf:
         wf.write(f.read_bytes())
     with KB.open(kb_path) as kb:
-        res = kb.import_file(f"/dev/fd/{r}")
+        res = import_file(kb, f"/dev/fd/{r}")
         os.close(r)
         assert (res.runs, res.skipped) == (1, False)
-        assert kb.import_file(f).skipped       # same content, same hash: the file adds nothing
+        assert import_file(kb, f).skipped       # same content, same hash: the file adds nothing
 
 
 def test_stored_rows_hold_every_column_of_their_runs_when_the_batch_leaves_columns_empty():
@@ -147,7 +148,7 @@ def test_stored_rows_hold_every_column_of_their_runs_when_the_batch_leaves_colum
     path = Path(__file__).parent / "data" / "ids" / "crafted.csv"
     parsed = get("csv").parse(path.read_bytes(), ImportContext(source=str(path)))
     with KB.open(":memory:", reference=False) as kb:
-        kb.import_file(path)
+        import_file(kb, path)
         stored = [tuple(r) for r in kb.conn.execute(f"SELECT {','.join(RUN_COLUMNS)} FROM runs ORDER BY rowid")]
     assert len(stored) == len(parsed) == 6
     col = RUN_COLUMNS.index

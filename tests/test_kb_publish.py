@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ioadvisor.errors import KBError
+from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB
 
 EXE = Path(sys.executable).parent / "ioadvise"
@@ -179,7 +180,7 @@ def test_stored_fits_are_refitted_after_a_new_publication(tmp_path, monkeypatch)
     staff, shared = tmp_path / "staff.sqlite", tmp_path / "shared"
     shared.mkdir()
     with KB.open(staff) as kb:
-        kb.import_file(SAMPLES / "posix_fpp_2ranks.txt", system="Mine", filesystem="lus")
+        import_file(kb, SAMPLES / "posix_fpp_2ranks.txt", system="Mine", filesystem="lus")
     target = Path(publish(staff, shared)["path"])
     monkeypatch.setenv("IOADVISE_CENTER_KB", str(target))
     mine = tmp_path / "me.sqlite"
@@ -191,7 +192,7 @@ def test_stored_fits_are_refitted_after_a_new_publication(tmp_path, monkeypatch)
     first = n_runs()
     monkeypatch.delenv("IOADVISE_CENTER_KB")
     with KB.open(staff) as kb:
-        kb.import_file(SAMPLES / "posix_shared_2ranks.txt", system="Mine", filesystem="lus")
+        import_file(kb, SAMPLES / "posix_shared_2ranks.txt", system="Mine", filesystem="lus")
     publish(staff, shared)
     monkeypatch.setenv("IOADVISE_CENTER_KB", str(target))
     assert (first, n_runs()) == (2, 4)

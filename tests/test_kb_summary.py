@@ -7,6 +7,7 @@ import sqlite3
 import pytest
 
 from ioadvisor.center import center_from_runs, center_from_summary, resolve_center
+from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB, RunFilter
 from ioadvisor.kb.schema import MIGRATIONS
 
@@ -45,7 +46,7 @@ def _no_run_reads(kb: KB) -> list[str]:
 
 def test_summary_center_equals_the_center_read_from_every_run(tmp_path, kb_path):
     with KB.open(kb_path) as kb:
-        kb.import_file(_csv(tmp_path / "a.csv", ROWS))
+        import_file(kb, _csv(tmp_path / "a.csv", ROWS))
         full = center_from_runs("myc", kb.runs(RunFilter(system="myc")))
         denied = _no_run_reads(kb)
         c = resolve_center("myc", None, kb)
@@ -59,7 +60,7 @@ def test_summary_center_equals_the_center_read_from_every_run(tmp_path, kb_path)
 
 def test_deleting_the_run_with_the_largest_ost_count_lowers_it(tmp_path, kb_path):
     with KB.open(kb_path) as kb:
-        kb.import_file(_csv(tmp_path / "a.csv", ROWS))
+        import_file(kb, _csv(tmp_path / "a.csv", ROWS))
         kb.conn.execute("DELETE FROM main.runs WHERE system = 'MYC'")     # the 24-OST run, and the only 'lustre'
         c = resolve_center("myc", None, kb)
         assert _shape(c)[0] == ("scratch", "unknown", 16, "none")        # not 24, not lustre

@@ -67,7 +67,7 @@ def hash_status(conn: Any, digest: str) -> str | None:
     return row[0] if row else None
 
 
-def _add_result(kb: Any, r: Mapping[str, Any], added: dict[str, int], *, system: str, center: Any, now: str) -> None:
+def _add_result(kb: Any, r: Mapping[str, Any], added: dict[str, int], *, system: str, flag: Any, now: str) -> None:
     """One worker result into the open transaction (nothing when its log is known already); `added` counts it."""
     conn = kb.conn
     digest = r["hash"]
@@ -97,7 +97,7 @@ def _add_result(kb: Any, r: Mapping[str, Any], added: dict[str, int], *, system:
         # a log already imported with `kb import` keeps its runs; one whose every run is in the KB already
         # (another copy of the job's record) adds none
         n, _ = kb.add_source((run_from_dict(d) for d in r["runs"]), source=printable(r["path"]),
-                             source_hash=digest, fmt="darshan", importer="darshan/1", center=center) or (0, 0)
+                             source_hash=digest, fmt="darshan", importer="darshan/1", flag=flag) or (0, 0)
         added["runs"] += n
 
 
@@ -127,16 +127,18 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
     scanned successfully adds nothing. Production runs go through the same checks, content ids and evidence
     flags as `kb import`; a log already imported with `kb import` keeps its runs."""
     from ..center import center_for
+    from ..ingest import flagger
     # one center for the batch (every log of a scan is filed under one system): looking it up per log was most
     # of the scanning process's time
     center = center if center is not None else center_for(None, system)
+    flag = flagger(center) if center is not None else None
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     added = {"logs": 0, "failed": 0, "jobs": 0, "measured": 0, "findings": 0, "runs": 0}
     conn = kb.conn
     conn.execute("BEGIN IMMEDIATE")
     try:
         for r in results:
-            _add_result(kb, r, added, system=system, center=center, now=now)
+            _add_result(kb, r, added, system=system, flag=flag, now=now)
         later = _add_paths(conn, paths, added, system=system, now=now)
         conn.execute("COMMIT")
     except BaseException:

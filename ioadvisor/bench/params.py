@@ -5,7 +5,7 @@ Validation is pure and runs before any file or MPI process is touched; errors na
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import UsageError
 from ..lustre import check_stripe_count, check_stripe_size
@@ -127,15 +127,18 @@ def _size(key: str, v: Any) -> int:
         raise UsageError(f"{key}: {e}") from None
 
 
+def _given(values: Mapping[str, Any], known: Sequence[str]) -> Iterator[tuple[str, Any]]:
+    """The keys of `values` that hold a value (not None), with it; UsageError naming every key not `known`."""
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise UsageError(f"unknown key(s) {', '.join(unknown)} (known: {', '.join(known)})")
+    return ((k, v) for k, v in values.items() if v is not None)
+
+
 def data_params(values: Mapping[str, Any]) -> DataParams:
     """Build and validate DataParams from loose values (CLI strings, TOML values); UsageError names the key."""
-    unknown = sorted(set(values) - set(DATA_KEYS))
-    if unknown:
-        raise UsageError(f"unknown key(s) {', '.join(unknown)} (known: {', '.join(DATA_KEYS)})")
     kw: dict[str, Any] = {}
-    for key, v in values.items():
-        if v is None:
-            continue
+    for key, v in _given(values, DATA_KEYS):
         if key in ("api", "layout"):
             v = str(v).strip().lower().replace("-", "")
             if key == "layout":
@@ -202,13 +205,8 @@ def check_data(p: DataParams) -> None:
 
 def md_params(values: Mapping[str, Any]) -> MdParams:
     """Build and validate MdParams from loose values; UsageError names the key."""
-    unknown = sorted(set(values) - set(MD_KEYS))
-    if unknown:
-        raise UsageError(f"unknown key(s) {', '.join(unknown)} (known: {', '.join(MD_KEYS)})")
     kw: dict[str, Any] = {}
-    for key, v in values.items():
-        if v is None:
-            continue
+    for key, v in _given(values, MD_KEYS):
         if key in ("files_per_dir", "dirs_per_rank", "reps"):
             v = _pos_int(key, v)
         elif key == "unique_dir":

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from typing import Any
 
+from ..lustre import Setstripe
 from . import BenchError
 
 _COUNT = re.compile(r"stripe_count:\s*(-?\d+)")
@@ -42,8 +43,11 @@ def stripe_directory(directory: str, ftype: str | None, count: int = 0, size: in
             raise BenchError(f"{directory} is on Lustre but lfs is not on PATH: cannot set the stripe count")
         return {}, None
     if asked:
-        cmd = [lfs, "setstripe"] + (["-c", str(count)] if count else []) + (["-S", str(size)] if size else [])
-        _run(cmd + [directory])
+        try:
+            cmd = Setstripe(directory, count or None, size or None).argv(lfs)
+        except ValueError as e:
+            raise BenchError(f"{directory}: {e}") from None
+        _run(cmd)
     got = _run([lfs, "getstripe", "-d", directory], check=asked)
     count_got, size_got = parse_dir_stripe(got)
     return {"stripe_count": count_got, "stripe_size": size_got}, None

@@ -404,6 +404,7 @@ class SweepOutcome:
 def _ingest(kb_path: str | Path | None, path: Path) -> int:
     if kb_path is False:
         return 0
+    from ..ingest import import_file
     from ..kb import KB
     try:
         center = json.loads(path.read_text()).get("params", {}).get("center")
@@ -411,7 +412,7 @@ def _ingest(kb_path: str | Path | None, path: Path) -> int:
         center = None      # the import names what is wrong with the file
     with KB.open(kb_path) as store:
         # flagged against the center the benchmark ran under, as `kb import --center` would
-        res = store.import_file(path, "bench", center=center)
+        res = import_file(store, path, "bench", center=center)
     return 0 if res.skipped else res.runs
 
 

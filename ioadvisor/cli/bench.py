@@ -70,15 +70,21 @@ def _rank_errors() -> Iterator[None]:
         raise typer.Exit(e.exit_code) from None
 
 
-def _finish(doc: dict[str, Any], result_dir: Optional[Path], kb: Optional[Path], json_out: bool) -> None:
+def _finish(res: dict[str, Any] | None, system: str | None, result_dir: Optional[Path], kb: Optional[Path],
+            json_out: bool) -> None:
+    """Write, import and report the result of a kernel's run: on the first rank (the others have none)."""
+    if res is None:
+        return
     from ..bench import result
+    doc = result.document(res, system=system)
     path = result.write(doc, result_dir or default_result_dir())
     imported = None
     if kb is not None:
+        from ..ingest import import_file
         from ..kb import KB
         with KB.open(kb) as store:
             # flagged against the center the benchmark ran under, as `kb import --center` would
-            imported = store.import_file(path, "bench", center=doc.get("params", {}).get("center"))
+            imported = import_file(store, path, "bench", center=doc.get("params", {}).get("center"))
     for w in doc.get("warnings", []):
         err_console.print(f"[yellow]Warning:[/] {escape(str(w))}", highlight=False, markup=True)
     if json_out:
@@ -159,11 +165,7 @@ def run(
         if drop_caches and os.geteuid() != 0:
             raise UsageError("--drop-caches needs root; use --direct or a data set larger than memory instead")
         from ..bench.kernel import run_data
-        res = run_data(p)
-        if res is None:
-            return
-        from ..bench import result
-        _finish(result.document(res, system=system), result_dir, kb, json_out)
+        _finish(run_data(p), system, result_dir, kb, json_out)
 
 
 @bench_app.command("md")
@@ -190,11 +192,7 @@ def md(
                            file_size=file_size, items=items, reps=reps, dir=str(directory), system=system,
                            filesystem=filesystem, center=_check_center(center)))
         from ..bench.mdkernel import run_md
-        res = run_md(p)
-        if res is None:
-            return
-        from ..bench import result
-        _finish(result.document(res, system=system), result_dir, kb, json_out)
+        _finish(run_md(p), system, result_dir, kb, json_out)
 
 
 @bench_app.command("sweep")

@@ -115,6 +115,7 @@ def diagnose_cmd(
     with cli_errors():
         doc = diagnose_report(log, kb=kb, center=center, thresholds=thresholds, ranks_per_node=ranks_per_node)
         if record:
+            from ..ingest import import_file
             from ..kb.store import KB
             c_obj = None
             if center:
@@ -123,7 +124,7 @@ def diagnose_cmd(
             system = c_obj.name if c_obj else None
             with KB.open(kb, create=True) as store:
                 # runs only when the log's files lie under the center's mounts (importers.darshan.placement)
-                res = store.import_file(log, "darshan", kind="production", system=system, center=c_obj)
+                res = import_file(store, log, "darshan", kind="production", system=system, center=c_obj)
             doc["recorded"] = {"system": system or "unknown", "runs": res.runs, "already_known": res.skipped,
                                "note": res.note}
             if not json_out:

@@ -40,6 +40,7 @@ def collect(
         from ..importers import ImportContext
         from ..inputs import RECORD, read_input
         from ..importers.jobrecord import read_record, record_runs
+        from ..ingest import import_file
         from ..kb import KB
         from ..center import center_for, default_system_name
         from ..slurm.records import find_records
@@ -61,7 +62,7 @@ def collect(
                        "system": system or "unknown", "filesystem": fs or rec.tier,
                        "runs": 0, "status": "no staged volume: nothing measured"}
                 if runs:
-                    res = store.import_file(p, "jobrecord", system=system, filesystem=fs, kind="production")
+                    res = import_file(store, p, "jobrecord", system=system, filesystem=fs, kind="production")
                     row["runs"] = res.runs
                     row["status"] = "already in the KB" if res.skipped else "imported"
                 rows.append(row)

@@ -44,6 +44,7 @@ def import_(
 ) -> None:
     """Import benchmark outputs; each file is one transaction, and a file imported before adds nothing."""
     with cli_errors():
+        from ..ingest import import_file
         results = []
         if center is not None:
             from ..center import load_center
@@ -59,8 +60,8 @@ def import_(
 
                     def step(read: int, _total: int, base: int = done) -> None:
                         prog.update(task, completed=base + min(read, size))
-                    results.append(store.import_file(p, fmt, system=system, filesystem=filesystem,
-                                                     center=center, progress=step))
+                    results.append(import_file(store, p, fmt, system=system, filesystem=filesystem,
+                                               center=center, progress=step))
                     done += size
                     prog.update(task, completed=done)
         if json_out:
@@ -204,7 +205,7 @@ def export(
     """Export runs as the canonical CSV (re-importable) or JSON."""
     with cli_errors():
         from ..errors import UsageError
-        from ..kb.export import export_csv
+        from ..importers.csv import export_csv
         from ..util import atomic_write, to_json
         if fmt not in ("csv", "json"):
             raise UsageError(f"unknown export format {fmt!r} (use csv or json)")
@@ -377,9 +378,10 @@ def check(
     unless --yes). Runs imported before the center file said node_memory or a rated peak gain their flags."""
     with cli_errors():
         from ..center import load_center
+        from ..center.evidence import flags_of
         c = load_center(center)
         with KB.open(kb, create=False) as store:
-            changes = store.check_flags(c, system=system, apply=yes)
+            changes = store.check_flags(lambda run: flags_of(run, center=c), system=system or c.name, apply=yes)
         if json_out:
             print_json({"center": c.name, "system": system or c.name, "dry_run": not yes, "changed": changes})
             return

@@ -23,7 +23,7 @@ def systems(kb: KBOption = None, json_out: JsonOption = False) -> None:
     """List every known system: its runs (yours and the reference data's), their sources, and its center file."""
     with cli_errors():
         from ..kb import KB
-        from ..kb.systems import known_systems
+        from ..center.systems import known_systems
         with KB.open(kb, create=False) as store:
             rows = known_systems(store)
     if json_out:

@@ -2,26 +2,24 @@
 
 Every import is one transaction. A file imported before (same bytes) adds nothing, and neither does a run
 already in the KB: run ids derive from the run's content (`content_key`), so a copy, a CRLF twin, reordered
-rows or an export of the KB add no runs.
+rows or an export of the KB add no runs. Files are read, and their runs flagged, above the KB (`ingest`): it
+stores the batches of runs it is given and knows neither importers nor centers.
 """
 from __future__ import annotations
 
 import datetime as _dt
-import codecs
 import itertools
 from operator import itemgetter
 import os
 import sqlite3
 import time
-from contextlib import ExitStack, closing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import ImportFormatError, IOAdvisorError, KBError, UsageError
 from ..model.run import Run, run_id
-from .rows import (RUN_COLUMNS, V_FLAGS, V_SYSTEM, VALUES, content_ids, keyed_row, record, row_to_run,
-                   values_run)
+from .rows import (RUN_COLUMNS, VALUES, content_ids, keyed_row, record, row_to_run)
 from .schema import COMPARISON_COLUMNS, FSNAME, UNKNOWN_FS, migrate, rollback
 
 BUSY_TIMEOUT_MS = 60_000
@@ -100,7 +98,7 @@ def _cannot_write(e: sqlite3.Error) -> bool:
     return any(t in text for t in ("readonly", "read-only", "unable to open", "disk I/O error"))
 
 
-def _keyed(runs: Iterable[Run], source: str) -> Iterator[tuple[str, tuple]]:
+def keyed_runs(runs: Iterable[Run], source: str) -> Iterator[tuple[str, tuple]]:
     """Runs as keyed rows, each run checked first (whatever read it): one bad value stops the source."""
     from ..model.validate import checked
     for i, r in enumerate(runs, 1):
@@ -116,12 +114,13 @@ def _keyed(runs: Iterable[Run], source: str) -> Iterator[tuple[str, tuple]]:
 Batch = tuple[tuple[str, ...], list[str], list[str], list[tuple]]
 
 
-def _batches(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
-             size: int | None = None) -> Iterator[Batch]:
+def batched(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
+            size: int | None = None) -> Iterator[Batch]:
     """Keyed rows in batches of `size` (BATCH). A batch names only the columns some row of it fills: binding a
     parameter costs about as much as storing it, and most runs leave half the columns empty. Columns in
     `nullable` (NULL by default) are left out when every row has NULL there; the rows are stored as they would
-    be with every column named."""
+    be with every column named (`KB.null_default_columns`, read before: the batches may be made in another
+    process)."""
     it = iter(items)
     size = size or BATCH
     while True:
@@ -178,142 +177,6 @@ class _Summary:
                                     THEN excluded.ost_count ELSE ost_count END,
                    n_runs = n_runs + excluded.n_runs""",
             [(s, f, t, o, c, last - n + 1 + first) for (s, f), (t, o, c, first) in self.groups.items()])
-
-
-def _progressed(items: Iterable[Any], f: BinaryIO, size: int,
-                progress: Callable[[int, int], None]) -> Iterator[Any]:
-    """The items a streaming reader yields, reporting the bytes of `f` read so far (of `size`) every few
-    thousand."""
-    for i, item in enumerate(items, 1):
-        if i % 2000 == 0:
-            progress(f.tell(), size)
-        yield item
-    progress(size, size)
-
-
-class _ImportSource:
-    """A file to import, read in bounded memory: hashed in one pass, then reopened for the parser."""
-
-    CHUNK = 256 << 10
-
-    def __init__(self, path: Path):
-        self.path, self.spool, self.f = path, None, None
-
-    def __enter__(self) -> "_ImportSource":
-        from ..inputs import RESULT, open_input
-        p = self.path
-        self.f = open_input(p, RESULT)          # a regular file or a pipe; a device or socket is refused
-        import stat
-        if not stat.S_ISREG(os.fstat(self.f.fileno()).st_mode):
-            # a pipe or device: keep what the first pass reads, so the parser reads the same bytes
-            import tempfile
-            self.spool = tempfile.TemporaryFile(prefix="ioadvise-import-")
-        self._head = self._read(importers_sniff_bytes())
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for f in (self.f, self.spool):
-            if f is not None:
-                f.close()
-
-    def _read(self, n: int) -> bytes:
-        try:
-            data = self.f.read(n)
-        except OSError as e:
-            raise UsageError(f"{self.path}: cannot read: {e.strerror}") from None
-        if self.spool is not None:
-            self.spool.write(data)
-        return data
-
-    def head(self) -> bytes:
-        return self._head
-
-    def scan(self, text: bool, max_bytes: int | None) -> tuple[str, int]:
-        """sha256 and size of the whole file. For a text format, refuses a line longer than MAX_LINE or bytes
-        that are not UTF-8, naming the line; with max_bytes, refuses a larger file. Stops at the first
-        refusal, so /dev/zero or a gigabyte on one line cost at most about MAX_LINE bytes of reading."""
-        import hashlib
-
-        from ..importers import MAX_LINE
-        h = hashlib.sha256()
-        dec = codecs.getincrementaldecoder("utf-8")() if text else None
-        line, run, size = 1, 0, 0          # current line number, bytes of it read so far
-        if max_bytes is not None and self.spool is None and os.fstat(self.f.fileno()).st_size > max_bytes:
-            # a regular file's size is known: refused before a byte of it is hashed (a 20 GiB sparse log)
-            raise ImportFormatError(f"larger than {max_bytes >> 20} MiB, more than the importer of this "
-                                    "format reads (split the file)", str(self.path))
-        chunk = self._head
-        while chunk:
-            h.update(chunk)
-            size += len(chunk)
-            if max_bytes is not None and size > max_bytes:
-                raise ImportFormatError(f"larger than {max_bytes >> 20} MiB, more than the importer of this "
-                                        "format reads (split the file)", str(self.path))
-            if dec is not None:
-                try:
-                    dec.decode(chunk)
-                except UnicodeDecodeError as e:
-                    at = max(0, e.start - len(dec.getstate()[0]))
-                    raise ImportFormatError("not UTF-8 text", str(self.path),
-                                            line + chunk.count(b"\n", 0, at)) from None
-                if run + len(chunk) <= MAX_LINE:       # no line in this chunk can be too long: count only
-                    last = chunk.rfind(b"\n")
-                    line += chunk.count(b"\n")
-                    run = run + len(chunk) if last < 0 else len(chunk) - last - 1
-                else:
-                    start = 0
-                    while True:
-                        nl = chunk.find(b"\n", start)
-                        end = len(chunk) if nl < 0 else nl
-                        if run + end - start > MAX_LINE:
-                            raise ImportFormatError(f"line longer than {MAX_LINE >> 20} MiB: not a benchmark "
-                                                    "output", str(self.path), line)
-                        if nl < 0:
-                            run += end - start
-                            break
-                        line, run, start = line + 1, 0, nl + 1
-            chunk = self._read(self.CHUNK)
-        if dec is not None:
-            try:
-                dec.decode(b"", final=True)
-            except UnicodeDecodeError:
-                raise ImportFormatError("not UTF-8 text", str(self.path), line) from None
-        return h.hexdigest(), size
-
-    def reopen(self) -> BinaryIO:
-        f = self.spool if self.spool is not None else self.f
-        f.seek(0)
-        return f
-
-    def read_all(self) -> bytes:
-        return self.reopen().read()
-
-
-def importers_sniff_bytes() -> int:
-    from ..importers import SNIFF_BYTES
-    return SNIFF_BYTES
-
-
-def _flagged(items: Iterable[tuple[str, tuple]], center: Any) -> Iterator[tuple[str, tuple]]:
-    """Keyed rows, in order, with the evidence flags (`evidence.flags_of`) of `center` (a Center, a center
-    file or a name) or else of the center named like each row's system (none without a center that states node
-    memory or rated peaks)."""
-    from ..center import center_for
-    from ..center.evidence import flags_of, useful
-    given = center if center is None or hasattr(center, "filesystems") else center_for(center, None)
-    centers: dict[str, Any] = {}
-    for key, values in items:
-        system = values[V_SYSTEM]
-        if system not in centers:
-            c = given if given is not None else center_for(None, system)
-            centers[system] = c if useful(c) else None
-        c = centers[system]
-        if c is not None:
-            run = values_run(values)
-            f = flags_of(run, center=c)
-            if f != run.flags:
-                values = values[:V_FLAGS] + (",".join(f) or None,)
-        yield key, values
 
 
 class _Occurrences:
@@ -471,37 +334,6 @@ def _connect_migrated(p: Path, target: str, create: bool) -> sqlite3.Connection:
     return conn
 
 
-def _streamed(imp: Any, f: BinaryIO, ctx: Any, size: int, progress: Callable[[int, int], None] | None,
-              readers: ExitStack, prepared: Callable[[Iterable[tuple[str, tuple]]], Iterator[Batch]]
-              ) -> Iterable[Batch]:
-    """The batches of a file an importer reads as it goes (its generators closed by `readers`)."""
-    if imp.name == "csv":
-        # rows read straight into the stored form (kb.csvrows), no Run per row; a large file by a
-        # second process, which also sets flags and makes the batches, while this one stores
-        from . import csvrows
-        if size >= csvrows.ASIDE_BYTES and csvrows.can_read_aside():
-            return readers.enter_context(closing(csvrows.read_aside(f, ctx, prepared, size, progress)))
-        items = readers.enter_context(closing(imp.stream(f, ctx, csvrows.RowReader)))
-    else:
-        items = _keyed(readers.enter_context(closing(imp.stream(f, ctx))), ctx.source)
-    return prepared(items if progress is None else _progressed(items, f, size, progress))
-
-
-def _parsed_whole(imp: Any, src: _ImportSource, ctx: Any, size: int,
-                  progress: Callable[[int, int], None] | None) -> list[Run]:
-    """The runs of a file an importer reads whole; at least one, or an error naming the file (a NoMeasurement
-    passes through: the caller reports why nothing was added)."""
-    try:
-        runs = imp.parse(src.read_all(), ctx)
-    except ImportFormatError as e:
-        raise e if e.path else e.at(ctx.source) from None
-    if not runs:
-        raise ImportFormatError(f"no measured results found ({imp.name} format)", ctx.source)
-    if progress is not None:
-        progress(size, size)
-    return runs
-
-
 class KB:
     """A user knowledge base with the reference KB attached read-only as `ref`."""
 
@@ -587,13 +419,14 @@ class KB:
         whole source back. With require_runs, a source that yields no run is an error (and adds nothing).
         Every run passes `check_run` first (whatever read it): one bad value rejects the whole source. A run
         already in the KB (the same content, see `content_key`) is not added again."""
-        return self._add(_batches(_keyed(runs, source), self._null_default_columns()), source=source,
-                         source_hash=source_hash, fmt=fmt, importer=importer, comparisons=comparisons,
-                         require_runs=require_runs)
+        return self.add_batches(batched(keyed_runs(runs, source), self.null_default_columns()), source=source,
+                                source_hash=source_hash, fmt=fmt, importer=importer, comparisons=comparisons,
+                                require_runs=require_runs)
 
-    def _add(self, batches: Iterable[Batch], *, source: str, source_hash: str, fmt: str, importer: str,
-             comparisons: Iterable[dict[str, Any]] = (), require_runs: bool = False) -> ImportResult:
-        """`add_runs` of batches of checked runs."""
+    def add_batches(self, batches: Iterable[Batch], *, source: str, source_hash: str, fmt: str, importer: str,
+                    comparisons: Iterable[dict[str, Any]] = (), require_runs: bool = False) -> ImportResult:
+        """`add_runs` of batches of checked runs (`batched`), as `ingest.import_file` prepares them; the batches
+        are consumed inside the one transaction, so an error raised while making them rolls the source back."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             added = self._store_source(batches, source=source, source_hash=source_hash, fmt=fmt,
@@ -622,15 +455,16 @@ class KB:
         return ImportResult(source, fmt, n, False, dups, note)
 
     def add_source(self, runs: Iterable[Run], *, source: str, source_hash: str, fmt: str, importer: str,
-                   center: Any = None) -> tuple[int, int] | None:
+                   flag: Callable[[Iterator[tuple[str, tuple]]], Iterator[tuple[str, tuple]]] | None = None
+                   ) -> tuple[int, int] | None:
         """Inside the caller's open transaction, the runs of one source and its `sources` row: returns (runs
         added, runs read), or None when the source is in the KB already (nothing is added). Runs already in the
-        KB are not added again, and a source none of whose runs is new is not recorded. With a `center` (as for
-        `import_file`), runs get the evidence flags it allows."""
-        items = _keyed(runs, source)
-        if center is not None:
-            items = _flagged(items, center)
-        return self._store_source(_batches(items, self._null_default_columns()), source=source,
+        KB are not added again, and a source none of whose runs is new is not recorded. `flag` gives the keyed
+        rows their evidence flags (`ingest.flagger(center)`, as `import_file` does)."""
+        items = keyed_runs(runs, source)
+        if flag is not None:
+            items = flag(items)
+        return self._store_source(batched(items, self.null_default_columns()), source=source,
                                   source_hash=source_hash, fmt=fmt, importer=importer, keep_empty=False)
 
     def _store_source(self, batches: Iterable[Batch], *, source: str, source_hash: str, fmt: str, importer: str,
@@ -680,7 +514,7 @@ class KB:
         summary.store(self.conn)
         return n, seq
 
-    def _null_default_columns(self) -> frozenset[str]:
+    def null_default_columns(self) -> frozenset[str]:
         """The `runs` columns whose default is NULL (leaving them out stores NULL)."""
         return frozenset(r[1] for r in self.conn.execute("PRAGMA main.table_info(runs)")
                          if r[1] in RUN_COLUMNS and r[4] is None)
@@ -695,56 +529,6 @@ class KB:
             for db in self._dbs():
                 known.update(r[0] for r in self.conn.execute(f"SELECT id FROM {db}.runs WHERE id IN ({marks})", chunk))
         return known
-
-    def import_file(self, path: str | Path, fmt: str = "auto", *, system: str | None = None,
-                    filesystem: str | None = None, kind: str = "benchmark",
-                    progress: Callable[[int, int], None] | None = None, center: Any = None) -> ImportResult:
-        """Parse one file with the named (or detected) importer and add its runs as one transaction.
-
-        The file is read twice in bounded memory: once to hash it (and, for text formats, to refuse a line
-        longer than MAX_LINE, such as /dev/zero's), once to parse it as it goes when the importer can stream
-        (the canonical CSV), else whole (formats whose files are small; larger than MAX_WHOLE_FILE is refused).
-        A pipe is copied to a temporary file on the first read; a device or socket is refused unopened
-        (ioadvisor.inputs).
-        `progress(bytes_done, bytes_total)` is called as the file is parsed. Runs get their evidence flags
-        (ioadvisor.center.evidence) from `center` (a `Center`, a center file or a shipped name) or else from
-        the shipped center named like the runs' system; the same center's mounts decide whether a Darshan log
-        measures it (importers.darshan.placement): a log that does not adds nothing, and the result's note says
-        why."""
-        from .. import importers
-        from ..util import printable
-        p = Path(path)
-        name = printable(str(p))      # the source as runs and messages hold it (a byte that is not UTF-8 as \\xNN)
-        # the generators reading the reopened file are closed (their clean-up run) while it is still open
-        with _ImportSource(p) as src, ExitStack() as readers:
-            head = src.head()
-            if not head:
-                raise ImportFormatError("empty file", name)
-            imp = importers.detect(head, name) if fmt == "auto" else importers.get(fmt)
-            if imp.check is not None and src.spool is None:
-                imp.check(str(p))                # e.g. a Darshan header that does not fit the file: not read
-            digest, size = src.scan(imp.text, None if imp.stream else importers.MAX_WHOLE_FILE)
-            ctx = importers.ImportContext(source=name, system=system, filesystem=filesystem, kind=kind,
-                                          center=center)
-            nullable = self._null_default_columns()
-
-            def prepared(items: Iterable[tuple[str, tuple]]) -> Iterator[Batch]:
-                return _batches(_flagged(items, center), nullable)
-
-            batches: Iterable[Batch]
-            if imp.stream is not None:
-                batches = _streamed(imp, src.reopen(), ctx, size, progress, readers, prepared)
-            else:
-                try:
-                    runs = _parsed_whole(imp, src, ctx, size, progress)
-                except importers.NoMeasurement as e:    # read, but no measurement: nothing added, not even its hash
-                    return ImportResult(name, imp.name, 0, False, 0, f"no measured run: {e.reason}")
-                batches = prepared(_keyed(runs, name))
-            try:
-                return self._add(batches, source=name, source_hash=digest, fmt=imp.name,
-                                 importer=f"{imp.name}/{imp.version}", require_runs=True)
-            except ImportFormatError as e:
-                raise e if e.path else e.at(name) from None
 
     # ---- reading -------------------------------------------------------------------------------------------
     def rows(self, flt: RunFilter = RunFilter()) -> Iterator[sqlite3.Row]:
@@ -973,16 +757,16 @@ class KB:
         return {"relabelled": len(keep), "merged": len(rows) - len(keep), "sources_removed": gone,
                 "ids": {r["id"]: rid for r, rid in zip(rows, new_ids)}}
 
-    def check_flags(self, center: Any, *, system: str | None = None, apply: bool = False) -> list[dict[str, Any]]:
-        """Judge the evidence flags of the user's runs of `system` (default: the center's name) against `center`
-        again (`evidence.flags_of`): one entry per run whose flags change, with the flags added and removed.
-        With `apply`, the changes are stored in one transaction; otherwise nothing is written."""
-        from ..center.evidence import flags_of
-        system = system or center.name
+    def check_flags(self, flags_of: Callable[[Run], tuple[str, ...]], *, system: str,
+                    apply: bool = False) -> list[dict[str, Any]]:
+        """Judge the evidence flags of the user's runs of `system` again by `flags_of` (the center's evidence
+        rules, `center.evidence.flags_of` with its center): one entry per run whose flags change, with the flags
+        added and removed. With `apply`, the changes are stored in one transaction; otherwise nothing is
+        written."""
         changes = []
         for row in self._dict_rows_main(RunFilter(system=system)):
             run = row_to_run(row)
-            new = flags_of(run, center=center)
+            new = flags_of(run)
             if new != run.flags:
                 changes.append({"id": run.id, "system": run.system, "filesystem": run.filesystem, "op": run.op,
                                 "value": run.value, "unit": run.unit, "source": run.provenance.source,

@@ -189,7 +189,7 @@ def _content_key_json(run: Run) -> str:
 _KEY_ORDER = tuple(sorted(IDENTITY_FIELDS + IDENTITY_PROV + ("value",)))
 _KEY_TEMPLATE = "{" + ",".join(json.dumps(k) + ":%s" for k in _KEY_ORDER) + "}"
 #: the content key is KEY_TEMPLATE % (the JSON text of each field of KEY_ORDER, "value" as '"%.10g"' text); a
-#: reader that has these texts already (the KB's CSV reader, kb.csvrows) fills the template itself
+#: reader that has these texts already (the KB's CSV reader, ingest.csvrows) fills the template itself
 KEY_ORDER, KEY_TEMPLATE = _KEY_ORDER, _KEY_TEMPLATE
 _RUN_KEYS = tuple(k for k in _KEY_ORDER if k in IDENTITY_FIELDS)
 _PROV_KEYS = tuple(k for k in _KEY_ORDER if k in IDENTITY_PROV)

@@ -26,9 +26,12 @@ HINTS_NAME = "romio-hints"
 DIR_VAR = "IOADVISE_DIR"
 SCRATCH_VAR = "IOADVISE_SCRATCH"
 JOB_ID = "${SLURM_JOB_ID:-$$}"
-# variables a directory pattern (a file system mount, a tier mount) may expand
-PATH_VARS = {"SLURM_JOB_ID", "SLURM_JOBID", "USER", "SLURM_JOB_USER", "HOME", "TMPDIR", "PWD", "SLURM_SUBMIT_DIR",
-             "SCRATCH", "WORK"}
+# variables a tier mount may expand (a center file's tier mount is checked against these): the job's and the
+# user's, which every job has
+MOUNT_VARS = frozenset({"SLURM_JOB_ID", "SLURM_JOBID", "USER", "SLURM_JOB_USER", "HOME", "TMPDIR"})
+# variables a directory pattern (a file system mount, a job's data directory) may expand: also where the job was
+# submitted and runs, and the site's own scratch and work directories
+PATH_VARS = MOUNT_VARS | {"PWD", "SLURM_SUBMIT_DIR", "SCRATCH", "WORK"}
 # ROMIO hint -> Open MPI OMPIO MCA parameter (the 'width' of fs_lustre is the stripe count)
 OMPIO_MCA = {
     "cb_buffer_size": "io_ompio_bytes_per_agg",

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from ..lustre import ost_limit, stripes_of
+from ..lustre import count_set, ost_limit, stripes_of
 from ..lustre import striped as lustre_striped
 from ..model.run import DATA_OPS, WRITE_OPS, Run, bytes_moved
 from . import physical as ph
@@ -153,7 +153,7 @@ def run_point(r: Run, ost_count: int | None = None, default_stripes: int | None 
                  stripes=stripes, osts=float(osts) if osts else None, striped=striped, layout=r.layout,
                  bytes=bytes_moved(r), writes=r.op in WRITE_OPS,
                  stripe_size=float(r.stripe_size) if r.stripe_size else None,
-                 stripes_known=r.stripe_count not in (None, 0) or bool(default_stripes))
+                 stripes_known=count_set(r.stripe_count) or bool(default_stripes))
 
 
 def center_priors(disk: str | None = None, ost_rate: float | None = None, nic: float | None = None) -> dict:
@@ -184,7 +184,7 @@ def fit_group(system: str, filesystem: str | None, op: str, runs: Sequence[Run],
     pts = [run_point(r, ost_count, default_stripes) for r in runs]
     post = ph.fit(kind, [p.physical() for p in pts], [r.value for r in runs], center_priors=priors)
     clients = [p.clients for p in pts]
-    stripes = sorted({p.stripes for p, r in zip(pts, runs) if r.stripe_count not in (None, 0) and p.stripes})
+    stripes = sorted({p.stripes for p, r in zip(pts, runs) if count_set(r.stripe_count) and p.stripes})
     return Fit(system=system, filesystem=filesystem, op=op, unit=unit, kind=kind, posterior=post, n_runs=len(runs),
                run_ids=tuple(r.id for r in runs if r.id), clients_min=min(clients), clients_max=max(clients),
                stripes_measured=tuple(stripes), klasses=tuple(sorted({p.klass for p in pts if p.klass})))

@@ -19,7 +19,7 @@ from typing import Mapping
 
 from ..errors import UsageError
 from ..lustre import constraint_of, has_feature, pattern_vars
-from ..mpiio.render import Commands, Plan, check_hints, render
+from ..mpiio.render import MOUNT_VARS, Commands, Plan, check_hints, render
 from ..mpiio.flavours import FLAVOURS as MPI_FLAVOURS, parse_version
 from ..util import check_line_value
 from .jobscript import parse_jobscript, script_lines
@@ -28,7 +28,6 @@ BEGIN = "# >>> ioadvise wrap: generated block, rerun `ioadvise wrap` to change i
 BEGIN_PREFIX = "# >>> ioadvise wrap"
 END = "# <<< ioadvise wrap"
 SHELLS = {"sh", "bash", "dash", "ksh", "zsh", "ash"}
-MOUNT_VARS = {"SLURM_JOB_ID", "SLURM_JOBID", "USER", "SLURM_JOB_USER", "HOME", "TMPDIR"}
 
 
 @dataclass(frozen=True, kw_only=True)

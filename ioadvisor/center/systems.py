@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .store import KB
+from ..kb.store import KB
 
 
 def known_systems(kb: KB) -> list[dict[str, Any]]:
     """One entry per system in the KB (reference data included) or in a center file, by name."""
-    from ..center import available_centers, is_shipped, load_center_file
+    from . import available_centers, is_shipped, load_center_file
     rows: dict[str, dict[str, Any]] = {}
     # JSON arrays, not group_concat: a name may hold the comma group_concat would separate with
     q = ("SELECT system, origin, count(*), json_group_array(DISTINCT source), json_group_array(DISTINCT filesystem) "

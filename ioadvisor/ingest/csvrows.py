@@ -21,10 +21,10 @@ from typing import Any, BinaryIO, Callable, Iterator
 from ..errors import ImportFormatError, IOAdvisorError
 from ..importers import ImportContext
 from ..importers.csv import _INT_COLS, _SPREAD, _STR_COLS, _Rows, _bool, _float, parse_hints
+from ..kb.rows import VALUES, keyed_row
 from ..model.run import _JSON_STR, APIS, KEY_ORDER, KEY_TEMPLATE, KINDS, LAYOUTS, OPS, norm_api, norm_layout
 from ..model.units import normalize
 from ..model.validate import _HINT_KEY, ACCESS, INT_RANGES, MAX_VALUE, MIN_VALUE, _name, _text, check_date
-from .rows import VALUES, keyed_row
 CACHE_CELLS = 4096       # distinct cells remembered per column (then its cache starts again)
 CACHE_CELL_CHARS = 256   # a longer cell is converted each time it comes
 
