@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..kb.store import KB
 
-
-def known_systems(kb: KB) -> list[dict[str, Any]]:
-    """One entry per system in the KB (reference data included) or in a center file, by name."""
+def known_systems(kb: Any) -> list[dict[str, Any]]:
+    """One entry per system in the open KB `kb` (reference data included) or in a center file, by name. (The KB
+    stands above the center: it is taken as it is, not imported.)"""
     from . import available_centers, is_shipped, load_center_file
     rows: dict[str, dict[str, Any]] = {}
     # JSON arrays, not group_concat: a name may hold the comma group_concat would separate with
