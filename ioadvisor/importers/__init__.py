@@ -24,7 +24,7 @@ from ..model.run import Run
 
 # Order matters for detection: the most specific formats first, the canonical CSV last.
 MODULES = ("darshan", "jobrecord", "bench", "ior", "mdtest", "fio", "iozone", "csv")
-SNIFF_BYTES = 65536
+SNIFF_BYTES = 64 << 10        # bytes a format is recognised from
 MAX_LINE = 1 << 20            # bytes in one line of a text format: longer is not a benchmark output
 MAX_CELL = 128 << 10          # characters in one CSV cell
 MAX_WHOLE_FILE = 256 << 20    # bytes an importer without `stream` reads at once

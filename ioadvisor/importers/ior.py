@@ -25,7 +25,7 @@ from ..model.run import Provenance, Run
 from ..model.stats import ci95
 from ..model.validate import make_run
 from ..model.units import parse_size
-from . import ImportContext, decode, load_json, register
+from . import SNIFF_BYTES, ImportContext, decode, load_json, register
 
 MIB = 1 << 20
 
@@ -390,7 +390,7 @@ def _parse_csv(text: str, ctx: ImportContext) -> list[Run]:
 
 def parse(data: bytes, ctx: ImportContext) -> list[Run]:
     text = decode(data, ctx.source)
-    kind = _kind(data[:65536])
+    kind = _kind(data[:SNIFF_BYTES])
     if kind == "json":
         return _parse_json(text, ctx)
     if kind == "csv":

@@ -24,7 +24,7 @@ from .schema import COMPARISON_COLUMNS, FSNAME, UNKNOWN_FS, migrate, rollback
 
 BUSY_TIMEOUT_MS = 60_000
 BATCH = 5000          # runs per executemany inside an import's transaction
-IMPORT_CACHE_KIB = 65536   # page cache of an import's connection: the id index of a million runs stays in it
+IMPORT_CACHE_KIB = 64 << 10  # page cache of an import's connection: the id index of a million runs stays in it
 
 # The sqlite3 module binds None through its adapter lookup, which fails twice (raising and clearing an
 # exception) before it binds NULL: half the cost of inserting a run with many empty columns. A registered

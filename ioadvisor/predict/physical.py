@@ -82,7 +82,7 @@ API_CAP_SD = 2.5
 # and extra writer (`log_lock`: a lock round trip of about 0.3 ms at 200 MB/s per OST is 64 KiB; wide)
 _LOCK_PRIORS: dict[str, tuple[float, float, float, float]] = {
     "log_sync": (math.log(0.5), 1.0, math.log(0.01), 0.0),
-    "log_lock": (math.log(65536.0), 1.5, math.log(1024.0), math.log(float(1 << 30))),
+    "log_lock": (math.log(float(64 << 10)), 1.5, math.log(1024.0), math.log(float(1 << 30))),
 }
 DEFAULT_STRIPE_SIZE = 1 << 20
 
