@@ -5,11 +5,9 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, printable, progress_bar, print_json
+from .common import JsonOption, KBOption, cli_errors, console, printable, progress_bar, print_json, table
 
 app = command_app()
 archive_app = typer.Typer(help="A center's Darshan archive: scan it into the KB, rank what wastes I/O time.",
@@ -195,9 +193,7 @@ def _render_scan(out: dict[str, Any]) -> None:
                   f"{a['measured']} of the jobs had their files under the center's mounts (measurements of its file "
                   f"systems), the other {a['jobs'] - a['measured']} are kept as diagnoses only.", highlight=False)
     if out["failed"]:
-        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title="Not read (skipped)")
-        t.add_column("log")
-        t.add_column("why")
+        t = table(("log", "why"), title="Not read (skipped)")
         for f in out["failed"]:
             t.add_row(printable(f["path"]), printable(f["error"]))
         console.print(t)
@@ -275,11 +271,10 @@ def _render_report(doc: dict[str, Any]) -> None:
     if not tot["jobs"]:
         console.print("No jobs in the KB's archive tables: run `ioadvise archive scan` first.")
         return
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title="Jobs by I/O time at stake")
-    right = ("#", "nodes", "run s", "at stake proc-h", "saving proc-h", "at stake node-h")
-    for col in ("#", "job", "user", "application", "nodes", "run s", "at stake proc-h", "saving proc-h",
-                "at stake node-h", "rules"):
-        t.add_column(col, justify="right" if col in right else "left")
+    t = table(("#", "job", "user", "application", "nodes", "run s", "at stake proc-h", "saving proc-h",
+               "at stake node-h", "rules"),
+              right=("#", "nodes", "run s", "at stake proc-h", "saving proc-h", "at stake node-h"),
+              title="Jobs by I/O time at stake")
     for i, j in enumerate(doc["jobs"], 1):
         t.add_row(str(i), str(j["jobid"]), str(j["uid"]), j["app"], _nodes_text(j), f"{j['run_time_s']:.0f}",
                   _h(j["at_stake_process_hours"]), _h(j["saving_process_hours"]), _h(j["at_stake_node_hours"]),
@@ -287,10 +282,9 @@ def _render_report(doc: dict[str, Any]) -> None:
     console.print(t)
     for key, title in (("users", "Users"), ("applications", "Applications")):
         col = "uid" if key == "users" else "app"
-        t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title=f"{title} by I/O time at stake")
-        for c in (title[:-1].lower(), "jobs", "with findings", "proc-h", "at stake proc-h", "saving proc-h",
-                  "top rule"):
-            t.add_column(c, justify="left" if c in (title[:-1].lower(), "top rule") else "right")
+        t = table((title[:-1].lower(), "jobs", "with findings", "proc-h", "at stake proc-h", "saving proc-h",
+                   "top rule"), right=("jobs", "with findings", "proc-h", "at stake proc-h", "saving proc-h"),
+                  title=f"{title} by I/O time at stake")
         for g in doc[key]:
             t.add_row(str(g[col]), str(g["jobs"]), str(g["jobs_with_findings"]), _h(g["process_hours"]),
                       _h(g["at_stake_process_hours"]), _h(g["saving_process_hours"] or None), g["top_rule"] or "-")

@@ -162,6 +162,17 @@ def progress_bar(quiet: bool = False, *, unit: str = "count") -> Any:
                     disable=quiet or not err_console.is_terminal)
 
 
+def table(columns: tuple[str, ...], *, right: tuple[str, ...] = (), title: str | None = None) -> Any:
+    """A rich table in the commands' one style: a rule under the header, no outer edge; the columns named in
+    `right` (numbers) right-aligned."""
+    from rich import box
+    from rich.table import Table
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title=title)
+    for col in columns:
+        t.add_column(col, justify="right" if col in right else "left")
+    return t
+
+
 def print_json(obj: Any) -> None:
     """JSON on stdout, nothing else; never a NaN or Infinity token (they become null)."""
     from ..util import to_json

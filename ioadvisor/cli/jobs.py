@@ -5,11 +5,9 @@ import os
 from typing import Annotated, Optional
 
 import typer
-from rich import box
-from rich.table import Table
 
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, print_json
+from .common import JsonOption, KBOption, cli_errors, console, print_json, table
 
 app = command_app()
 jobs_app = typer.Typer(help="Jobs wrapped by `ioadvise wrap` / `ioadvise submit`.", no_args_is_help=True,
@@ -69,9 +67,7 @@ def collect(
     if json_out:
         print_json(rows)
         return
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for col in ("job", "exit", "tier", "staged out", "wall s", "result"):
-        t.add_column(col, justify="right" if col in ("exit", "staged out", "wall s") else "left")
+    t = table(("job", "exit", "tier", "staged out", "wall s", "result"), right=("exit", "staged out", "wall s"))
     from ..model.units import format_size
     for r in rows:
         t.add_row(r["job_id"], "-" if r["exit_code"] is None else str(r["exit_code"]), r["tier"] or "-",

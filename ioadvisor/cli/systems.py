@@ -3,11 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich import box
-from rich.table import Table
 
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, print_json
+from .common import JsonOption, KBOption, cli_errors, console, print_json, table
 
 app = command_app()
 
@@ -29,9 +27,7 @@ def systems(kb: KBOption = None, json_out: JsonOption = False) -> None:
     if json_out:
         print_json(rows)
         return
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
-    for col in ("system", "runs", "yours", "sources", "file systems", "center file"):
-        t.add_column(col, justify="right" if col in ("runs", "yours", "sources") else "left")
+    t = table(("system", "runs", "yours", "sources", "file systems", "center file"), right=("runs", "yours", "sources"))
     for r in rows:
         t.add_row(r["system"], str(r["runs"]), str(r["user_runs"]), str(len(r["sources"])),
                   ", ".join(_quoted(f) for f in r["filesystems"]) or "-", _center_file(r))
