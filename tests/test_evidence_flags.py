@@ -193,3 +193,28 @@ def test_kb_check_of_a_bad_center_file_is_one_line_and_exit_2(tmp_path):
     _import(kb, _center(tmp_path, "8GiB", "2GB/s"), "seqwrite_1m_2jobs.json")
     res = runner.invoke(app, ["kb", "check", "--center", str(bad), "--kb", str(kb)])
     assert res.exit_code == 2 and "bad.toml:2" in res.output and "Traceback" not in res.output, res.output
+
+
+def test_relabelled_runs_are_judged_by_the_center_of_their_new_name(tmp_path, monkeypatch):
+    """A run imported under a name no center has keeps no center flag; relabelled to the name of a center that
+    rates its file system at 2 GB/s, its 9,143 MiB/s (9.59e9 B/s > 2e9) is flagged above-peak, and 128 MiB on a
+    node of 8 GiB cache-sized, as an import under that name would have flagged it. Not: the old flags carried
+    over, which left the run in every fit of the new system."""
+    center = _center(tmp_path, "8GiB", "2GB/s")
+    monkeypatch.setenv("IOADVISE_CENTERS", str(center.parent))
+    kb = tmp_path / "kb.sqlite"
+    res = runner.invoke(app, ["kb", "import", str(FIO / "seqwrite_1m_2jobs.json"), "--system", "typo-laptop",
+                              "--filesystem", "disk", "--kb", str(kb)])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["kb", "list", "--kb", str(kb), "--system", "typo-laptop", "--json"])
+    assert [r["flags"] for r in json.loads(res.stdout)] == [[]]
+    res = runner.invoke(app, ["kb", "relabel", "--kb", str(kb), "--system", "typo-laptop", "--to-system",
+                              "laptop", "--yes", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["flags_changed"] == 1
+    (run,) = _list(kb)
+    assert run["flags"] == ["cache-sized", "above-peak"]
+    # relabelled again to a name without a center: the flags stay (nothing judges them otherwise)
+    res = runner.invoke(app, ["kb", "relabel", "--kb", str(kb), "--system", "laptop", "--to-system", "other",
+                              "--yes", "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["flags_changed"] == 0, res.output

@@ -334,6 +334,16 @@ def _connect_migrated(p: Path, target: str, create: bool) -> sqlite3.Connection:
     return conn
 
 
+def _reflagged(rows: list[dict[str, Any]], flags_of: Callable[[Run], tuple[str, ...]]) -> int:
+    """Set each row's flags to what `flags_of` judges of its run (in place); how many rows changed."""
+    n = 0
+    for r in rows:
+        flags = ",".join(flags_of(row_to_run(r))) or None
+        if flags != r["flags"]:
+            r["flags"], n = flags, n + 1
+    return n
+
+
 class KB:
     """A user knowledge base with the reference KB attached read-only as `ref`."""
 
@@ -723,10 +733,12 @@ class KB:
             raise
         return {"deleted": len(rows), "sources_removed": gone}
 
-    def relabel(self, rows: list[dict[str, Any]], *, system: str | None = None,
-                filesystem: str | None = None) -> dict[str, Any]:
+    def relabel(self, rows: list[dict[str, Any]], *, system: str | None = None, filesystem: str | None = None,
+                flags_of: Callable[[Run], tuple[str, ...]] | None = None) -> dict[str, Any]:
         """Rename the system and/or file system of these runs (from `select`) in one transaction. Ids follow
-        the content; a relabelled run identical to one already there under the new name is merged into it."""
+        the content; a relabelled run identical to one already there under the new name is merged into it.
+        `flags_of` judges a renamed run's evidence flags again (the center of its new name may rate its file
+        system, or its memory, otherwise than the old one)."""
         from ..model.validate import _name
         if system is None and filesystem is None:
             raise UsageError("say what to change: --to-system and/or --to-filesystem")
@@ -739,6 +751,7 @@ class KB:
         try:
             self.conn.executemany("DELETE FROM main.runs WHERE id = ?", [(r["id"],) for r in rows])
             moved = [{**r, **changes} for r in rows]
+            reflagged = _reflagged(moved, flags_of) if flags_of is not None else 0
             new_ids = content_ids(row_to_run(r) for r in moved)
             known = self._known_ids(new_ids)
             keep = [(r, rid) for r, rid in zip(moved, new_ids) if rid not in known]
@@ -755,7 +768,7 @@ class KB:
             rollback(self.conn)
             raise
         return {"relabelled": len(keep), "merged": len(rows) - len(keep), "sources_removed": gone,
-                "ids": {r["id"]: rid for r, rid in zip(rows, new_ids)}}
+                "flags_changed": reflagged, "ids": {r["id"]: rid for r, rid in zip(rows, new_ids)}}
 
     def check_flags(self, flags_of: Callable[[Run], tuple[str, ...]], *, system: str,
                     apply: bool = False) -> list[dict[str, Any]]:
