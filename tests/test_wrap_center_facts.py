@@ -81,3 +81,17 @@ def test_wrap_prints_the_mpi_lines_advise_prints(center, api, mpi, how):
         assert "lustre" not in " ".join(got).lower() and "lfs setstripe" not in wrapped.text
     if flavour == "intel" and api != "POSIX":   # Intel MPI's ROMIO driver is the file system's own
         assert any(line.endswith((f"_FORCE={fs.type}", f"_LIST={fs.type}")) for line in got), got
+
+
+def test_striping_under_the_current_directory_says_it_must_lie_on_the_file_system():
+    """A center file without a mount for its Lustre (TSUBAME3.0's seed names none) gets its job directory under
+    $PWD: the commands say that the current directory must lie on Lustre, or lfs setstripe fails. HA8000, whose
+    file states /lustre/$USER, gets no such note."""
+    from ioadvisor.model.types import Config, Workload
+    w = Workload(nodes=16, ranks_per_node=28, bytes_per_rank=1 << 30, api="MPIIO", layout="shared", op="write")
+    cfg = Config(filesystem="lustre", layout="shared", api="MPIIO", collective=True, stripe_count=16)
+    c = render(plan_for(cfg, load_center("tsubame3"), w))
+    assert c.lfs and '"${PWD}/' in c.directory[0]
+    assert any("no mount" in n and "lfs setstripe fails elsewhere" in n for n in c.notes), c.notes
+    c = render(plan_for(cfg, load_center("ha8000"), w))
+    assert c.lfs and "PWD" not in c.directory[0] and not any("no mount" in n for n in c.notes), c.directory

@@ -279,6 +279,10 @@ def render(plan: Plan) -> Commands:
     if striping and not reading:
         if plan.striping_allowed:
             lfs = Setstripe(f"${DIR_VAR}", plan.stripe_count, plan.stripe_size)
+            if plan.base == "$PWD":
+                notes.append(f"The center file states no mount for the {plan.fs_type or 'striped'} file system: the "
+                             f"directory is made under the current one, which must lie on that file system (lfs "
+                             f"setstripe fails elsewhere).")
         else:
             notes.append("Striping is not set: the center does not let users stripe this file system.")
     env: list[str] = []
