@@ -70,8 +70,8 @@ def test_dense_runs_give_an_interval_as_narrow_as_their_own_spread(tmp_path):
     spread = statistics.quantiles(here, n=20)[-1] / statistics.quantiles(here, n=20)[0]   # 95th / 5th: 1.48x
     width = pr.high / pr.low
     # what must not happen: an interval much wider than the 40 runs at the job's own settings spread (here the
-    # group's 80% noise elsewhere would give exp(2 x 1.645 x 0.8) = 14x). Allowed: 1.5x their 5-95% spread,
-    # the model's own uncertainty and the in-sample correction on top of the noise they show
+    # group's 80% noise elsewhere would give exp(2 x 1.645 x 0.8) = 14x). Allowed: 1.5x their 5-95% spread (the
+    # interval rests on each run's deviation from the median of the 39 others, a little wider than from all 40)
     assert width <= 1.5 * spread, (width, spread)
     assert math.exp(2 * Z90 * fit.log_sigma) > 3 * spread          # the group's noise alone: far wider
     # ... and it still holds most of those runs (a 90% interval of their noise)
