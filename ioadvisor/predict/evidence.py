@@ -9,7 +9,10 @@ takes the log-log interpolation of its neighbours' ranges; one outside them is h
 count's highest value (no gain is claimed beyond what was measured), with no floor. The band at the job is the envelope of the neighbouring node
 counts' ranges (the job lies between them), or the one side's range scaled by the node ratio where the job lies
 beyond the measured scales, widened by `MARGIN` (one run's noise); where `EXACT_RUNS` runs or more were measured at
-the job's own node count, stripe count and volume (within `EXACT_MARGIN_VOLUME`), the band is their median. `standing`
+the job's own node count, stripe count and volume (within `EXACT_MARGIN_VOLUME`), the band is their median, and
+where the family repeated its settings often enough near the job (`REPEAT_RUNS` runs within `REPEAT_SPAN` of its
+node count, each with `EXACT_RUNS` others at its settings), the prediction's 90% interval is how far one run fell
+from the median of its others there (`Bounds.interval`), not the model's width. `standing`
 says how the runs near a job rank a stripe count against the others they measured. A model may interpolate inside the band; it
 may not overrule the runs beyond it, which is what keeps a cliff the runs measured from being recommended.
 
@@ -37,6 +40,10 @@ VOLUME_SPAN = 2.0      # volumes per rank within this factor of the nearest one 
 EXACT_RUNS = 3         # runs at the job's own node and stripe count that pin the band to their median
 EXACT_MARGIN = 1.0
 EXACT_MARGIN_VOLUME = 1.1
+# where the band is pinned, its 90% interval is the repetitions' own noise, measured on at least REPEAT_RUNS runs of
+# the family within REPEAT_SPAN of the job's node count (where `kb validate --sweeps` calls the runs dense)
+REPEAT_RUNS = 10
+REPEAT_SPAN = 2.0
 VOLUME_FAR = 4.0       # a node count whose runs all moved 4x more or less per rank than the job is not near:
                        # ARCHER's 128-node file-per-process sweeps favoured 48 stripes at 1 GiB per rank and 1 at 8
 
@@ -50,6 +57,8 @@ class Band:
     n_runs: int
     nodes: tuple[float, ...]
     exact: bool                 # measured at the job's own node count and stripe count
+    # pinned to the median of runs at the job's settings: how far one run falls from it (`Evidence._repeat_noise`)
+    noise: float | None = None
 
     def clamp(self, v: float) -> float:
         return min(max(v, self.low), self.high)
@@ -82,6 +91,7 @@ class Evidence:
     def __init__(self, runs: Iterable[Run], osts: Mapping | None = None, dflt: Mapping | None = None):
         self._by: dict[tuple, list[_Obs]] = {}
         self._peak: dict[tuple, list[tuple[float, float]]] = {}
+        self._repeats: dict[tuple, list[tuple[float, float]]] = {}      # (key, family): `_repeat_residuals`
         osts, dflt = osts or {}, dflt or {}
         for r in runs:
             if not r.value or r.value <= 0 or not math.isfinite(r.value):
@@ -118,16 +128,21 @@ class Evidence:
     def measured(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str) -> bool:
         return bool(self._by.get((filesystem, op, klass, layout, unit)))
 
+    def _family(self, key: tuple, rpn: float) -> float | None:
+        """The ranks per node of the job's family: the measured one nearest `rpn`, None beyond `FAMILY_SPAN`."""
+        pool = self._by.get(key)
+        if not pool:
+            return None
+        fam = min({o.rpn for o in pool}, key=lambda x: abs(math.log(x / rpn)))
+        return fam if abs(math.log(fam / rpn)) <= math.log(FAMILY_SPAN) + 1e-9 else None
+
     def _sides(self, key: tuple, nodes: float, rpn: float, volume: float | None) -> list[tuple[float, list[_Obs]]]:
         """The runs near a job (see the module docstring): per neighbouring node count, those of the job's family
         at the volume per rank nearest the job's; [] where none is near."""
-        pool = self._by.get(key)
-        if not pool or not nodes or not math.isfinite(nodes):
+        fam = self._family(key, rpn)
+        if fam is None or not nodes or not math.isfinite(nodes):
             return []
-        fam = min({o.rpn for o in pool}, key=lambda x: abs(math.log(x / rpn)))
-        if abs(math.log(fam / rpn)) > math.log(FAMILY_SPAN) + 1e-9:
-            return []
-        pool = [o for o in pool if o.rpn == fam]
+        pool = [o for o in self._by[key] if o.rpn == fam]
         if volume:
             pool = [o for o in pool if o.volume is None or abs(math.log(o.volume / volume)) <= math.log(VOLUME_FAR)]
         counts = sorted({o.nodes for o in pool})
@@ -176,12 +191,32 @@ class Evidence:
         here = [o.value for n, at in sides if n == nodes for o in at if o.stripes == (stripes if o.stripes else 0.0)
                 and (volume is None) == (o.volume is None)
                 and (volume is None or abs(math.log(o.volume / volume)) <= math.log(EXACT_MARGIN_VOLUME))]
+        noise = None
         if len(here) >= EXACT_RUNS:
             # measured at the job's own node and stripe count often enough: within one run's noise of their median
             med = statistics.median(here)
             low, high = max(low, med / EXACT_MARGIN), min(high, med * EXACT_MARGIN)
+            noise = self._repeat_noise((filesystem, op, klass, layout, unit), rpn, nodes)
         return Band(low=low, high=high, n_runs=used, nodes=tuple(n for n, _ in sides),
-                    exact=any(r[2] for r in ranges))
+                    exact=any(r[2] for r in ranges), noise=noise)
+
+    def _repeat_noise(self, key: tuple, rpn: float, nodes: float) -> float | None:
+        """How far one run falls from the median of its repetitions where the job's family repeated its settings
+        near the job: the 90% conformal quantile of |log(run / median of the others at its settings)| over the
+        family's runs within `REPEAT_SPAN` of the job's node count that have `EXACT_RUNS` others at their own
+        node count, stripe count and volume (the error the pin to a median makes, each measured on a run that
+        median did not see); None where fewer than `REPEAT_RUNS` such runs."""
+        fam = self._family(key, rpn)
+        if fam is None:
+            return None
+        if (key, fam) not in self._repeats:
+            self._repeats[(key, fam)] = _repeat_residuals([o for o in self._by[key] if o.rpn == fam])
+        res = sorted(d for n, d in self._repeats[(key, fam)] if abs(math.log(n / nodes)) <= math.log(REPEAT_SPAN)
+                     + 1e-9)
+        if len(res) < REPEAT_RUNS:
+            return None
+        # a new run exceeds the k-th smallest of n exchangeable residuals with probability 1 - k / (n + 1)
+        return res[min(math.ceil(0.9 * (len(res) + 1)), len(res)) - 1]
 
     def measured_peak(self, filesystem: str | None, op: str, unit: str, nodes: float) -> float | None:
         """The largest value runs of the group measured, those at fewer nodes scaled linearly to `nodes`."""
@@ -201,10 +236,16 @@ class Bounds:
     ceiling_by: str | None = None
     band_runs: int = 0
     cap: float = INF            # the physical ceiling alone (rated and measured peaks), which intervals respect too
+    noise: float | None = None  # the band pinned the value to a median: how far one run falls from it (`Band`)
 
     def interval(self, v: float, low: float, high: float) -> tuple[float, float]:
         """A model's interval around the bounded value `v`: under the physical ceiling, and holding `v`; the band
-        moves the value, not the interval's width (the runs near the job are themselves one noisy sample each)."""
+        moves the value, not the interval's width (the runs near the job are themselves one noisy sample each).
+        Where the band pinned `v` to the median of runs at the job's settings and the family's repetitions near
+        the job say how far one run falls from such a median (`noise`, log), the interval is that: v / e^noise to
+        v x e^noise, in place of the model's."""
+        if self.noise is not None:
+            low, high = v / math.exp(self.noise), v * math.exp(self.noise)
         return min(low, v), max(min(high, self.cap), v)
 
     def clamp(self, v: float) -> float:
@@ -235,7 +276,24 @@ def bounds(ev: "Evidence | None", filesystem: str | None, op: str, klass: str, l
     hi, hi_by = min(highs, key=lambda x: x[0])
     lo, lo_by = max(lows, key=lambda x: x[0])
     return Bounds(floor=min(lo, hi), ceiling=hi, floor_by=lo_by, ceiling_by=hi_by,
-                  band_runs=band.n_runs if band else 0, cap=min(x for x, by in highs if by != "runs"))
+                  band_runs=band.n_runs if band else 0, cap=min(x for x, by in highs if by != "runs"),
+                  noise=band.noise if band is not None else None)
+
+
+def _repeat_residuals(pool: list[_Obs]) -> list[tuple[float, float]]:
+    """(node count, |log(value / median of the others)|) of each run of `pool` (one family) with at least
+    `EXACT_RUNS` other runs at its node count, stripe count and volume (within `EXACT_MARGIN_VOLUME`)."""
+    by: dict[tuple, list[_Obs]] = {}
+    for o in pool:
+        by.setdefault((o.nodes, o.stripes, o.volume is None), []).append(o)
+    out = []
+    for same in by.values():
+        for i, o in enumerate(same):
+            others = [x.value for j, x in enumerate(same) if j != i and (o.volume is None or abs(
+                math.log(x.volume / o.volume)) <= math.log(EXACT_MARGIN_VOLUME))]
+            if len(others) >= EXACT_RUNS:
+                out.append((o.nodes, abs(math.log(o.value / statistics.median(others)))))
+    return out
 
 
 def _range_at(obs: list[_Obs], stripes: float) -> tuple[float, float, bool]:
