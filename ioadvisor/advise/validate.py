@@ -22,7 +22,7 @@ from ..kb import RunFilter
 from ..lustre import every_ost
 from ..model.run import bytes_moved
 from ..predict import Fit, fit_all, io_class, run_point
-from ..predict.evidence import FAMILY_SPAN, Bounds, Evidence, bounds
+from ..predict.evidence import EXACT_RUNS, FAMILY_SPAN, REPEAT_RUNS, REPEAT_SPAN, Bounds, Evidence, bounds
 from ..predict.physical import INF, Z90
 
 LOO_MAX = 60
@@ -38,11 +38,12 @@ SAMPLED_SWEEPS = 2
 STRIPE_COST = 0.02          # the advice engine's cost per stripe (OSTs taken from other jobs)
 SWEEP_FACTORS = ("stripe_count", "layout", "collective")
 # held-out runs reported apart (`--sweeps`): those with at least SAME_SETTINGS_RUNS other runs at exactly their
-# settings (the error where the KB has measured the job), and those with at least DENSE_FAMILY_RUNS runs of their
-# family within DENSE_SPAN of their node count (the interval's width and coverage where the KB is dense)
-SAME_SETTINGS_RUNS = 3
-DENSE_FAMILY_RUNS = 10
-DENSE_SPAN = 2.0
+# settings (the error where the KB has measured the job: as many as pin a band to their median), and those with
+# at least DENSE_FAMILY_RUNS runs of their family within DENSE_SPAN of their node count (the interval's width and
+# coverage where the KB is dense: where the repetitions' own noise sets the interval)
+SAME_SETTINGS_RUNS = EXACT_RUNS
+DENSE_FAMILY_RUNS = REPEAT_RUNS
+DENSE_SPAN = REPEAT_SPAN
 
 
 def _center_info(system: str) -> tuple[dict, dict]:
