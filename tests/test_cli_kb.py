@@ -1,5 +1,6 @@
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from ioadvisor.cli import app
@@ -77,3 +78,32 @@ def test_kb_list_table_fits_an_80_column_terminal(kb_path):
         assert len(ln) <= 80
         given = r["value_given"] if r["value_given"] is not None else r["value"]
         assert f"{given:,.1f} {r['unit_given'] or r['unit']}" in ln
+
+
+@pytest.mark.parametrize("option, value", [("--op", "wirte"), ("--layout", "foo"), ("--api", "mpi"),
+                                           ("--kind", "bench"), ("--origin", "users")])
+def test_a_filter_value_no_run_can_have_is_an_error_not_an_empty_answer(option, value, kb_path):
+    """`kb list --op wirte` answered "0 run(s)" (and `--json` `[]`) with exit 0: a script could not tell a
+    misspelt filter from a KB without such runs. It must be one line naming the value and the valid ones."""
+    takes = {"list": {"--op", "--layout", "--api", "--kind", "--origin"},
+             "delete": {"--op", "--layout", "--api", "--kind"}, "export": {"--op", "--origin"}}
+    for cmd in (["kb", "list"], ["kb", "list", "--json"], ["kb", "delete"], ["kb", "export"]):
+        if option not in takes[cmd[1]]:
+            continue
+        res = runner.invoke(app, [*cmd, option, value, "--kb", str(kb_path)])
+        assert res.exit_code == 2, (cmd, res.output)
+        assert value in res.output and "Traceback" not in res.output
+        assert len(res.output.strip().splitlines()) == 1
+
+
+def test_filter_values_are_read_in_the_spellings_runs_are_stored_from(kb_path):
+    """What the filters accept beyond the canonical value (any case, the layouts' other names) still selects."""
+    def ids(*args):
+        res = runner.invoke(app, ["kb", "list", "--json", "--kb", str(kb_path), *args])
+        assert res.exit_code == 0, res.output
+        return {r["id"] for r in json.loads(res.stdout)}
+    shared = ids("--layout", "shared")
+    assert shared and ids("--layout", "N-1") == shared == ids("--layout", "SHARED")
+    assert ids("--op", "WRITE") == ids("--op", "write") != set()
+    assert ids("--origin", "Reference") == ids("--origin", "reference") != set()
+    assert ids("--api", "mpi-io") == ids("--api", "MPIIO")

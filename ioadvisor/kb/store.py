@@ -274,6 +274,19 @@ class RunFilter:
     limit: int | None = None
     flagged: bool | None = None    # False: leave out runs with evidence flags; True: only those; None: all
 
+    def __post_init__(self) -> None:
+        # a value no run can have (a misspelt op) is an error, not an empty answer; others read canonical
+        from ..model.run import APIS, KINDS, OPS, norm_api, norm_layout
+        for name, known in (("op", OPS), ("kind", KINDS), ("origin", ("user", "reference"))):
+            v = getattr(self, name)
+            if v is not None:
+                if v.lower() not in known:
+                    raise UsageError(f"unknown {name} {v!r} (use {', '.join(known)})")
+                object.__setattr__(self, name, v.lower())
+        if self.api is not None and norm_api(self.api) not in APIS:
+            raise UsageError(f"unknown api {self.api!r} (use {', '.join(APIS)})")
+        object.__setattr__(self, "layout", norm_layout(self.layout))
+
     def where(self, origin: bool = True) -> tuple[str, list[Any]]:
         """The WHERE clause for `all_runs` (origin=False: for one database's `runs`, without `origin`)."""
         clauses, args = [], []
