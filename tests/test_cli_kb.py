@@ -4,6 +4,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ioadvisor.cli import app
+from tests.conftest import SAMPLES
 
 runner = CliRunner()
 
@@ -107,3 +108,20 @@ def test_filter_values_are_read_in_the_spellings_runs_are_stored_from(kb_path):
     assert ids("--op", "WRITE") == ids("--op", "write") != set()
     assert ids("--origin", "Reference") == ids("--origin", "reference") != set()
     assert ids("--api", "mpi-io") == ids("--api", "MPIIO")
+
+
+def test_stats_of_a_kb_not_yet_made_names_its_file_not_memory(tmp_path):
+    """`kb stats` before the first import printed `KB: :memory:` (and `"path": ":memory:"`): the user asking
+    where their KB is was not told. It names the file runs will go to and says it does not exist yet."""
+    kb = tmp_path / "sub" / "kb.sqlite"
+    res = runner.invoke(app, ["kb", "stats", "--kb", str(kb), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["path"] == str(kb) and doc["exists"] is False and doc["runs"] > 0   # the reference data
+    text = runner.invoke(app, ["kb", "stats", "--kb", str(kb)]).stdout
+    assert ":memory:" not in text and str(kb) in text.splitlines()[0]
+    assert not kb.exists() and not kb.parent.exists()                          # reading made nothing
+    assert runner.invoke(app, ["kb", "import", "--kb", str(kb), "--system", "x",
+                               str(SAMPLES / "ior" / "posix_fpp_2ranks.txt")]).exit_code == 0
+    doc = json.loads(runner.invoke(app, ["kb", "stats", "--kb", str(kb), "--json"]).stdout)
+    assert doc["path"] == str(kb) and doc["exists"] is True

@@ -185,7 +185,8 @@ def stats(kb: KBOption = None, json_out: JsonOption = False) -> None:
             return
         pub = s["published"]
         ref = s["reference"] + (f" (published snapshot {pub['snapshot']}, {pub['published_at']})" if pub else "")
-        console.print(f"KB: {printable(str(s['path']))}\nreference: {printable(str(ref))}\n"
+        made = "" if s["exists"] else " (not made yet: the first import or bench run makes it)"
+        console.print(f"KB: {printable(str(s['path']))}{made}\nreference: {printable(str(ref))}\n"
                       f"runs: {s['runs']} from {s['sources']} imported source(s); comparisons: {s['comparisons']}",
                       highlight=False)
         for key in ("by_origin", "by_system", "by_op", "by_kind"):

@@ -360,8 +360,9 @@ def _reflagged(rows: list[dict[str, Any]], flags_of: Callable[[Run], tuple[str, 
 class KB:
     """A user knowledge base with the reference KB attached read-only as `ref`."""
 
-    def __init__(self, conn: sqlite3.Connection, path: str, reference: str | None):
-        self.conn, self.path, self.reference = conn, path, reference
+    def __init__(self, conn: sqlite3.Connection, path: str, reference: str | None, file: str | None = None):
+        # path: what sqlite opened (":memory:" for a KB not made yet); file: the KB file asked for
+        self.conn, self.path, self.reference, self.file = conn, path, reference, file or path
 
     @property
     def reference_id(self) -> str | None:
@@ -387,7 +388,7 @@ class KB:
             union += " UNION ALL SELECT 'reference' AS origin, * FROM ref.{t}"
         conn.execute("CREATE TEMP VIEW all_runs AS " + union.format(t="runs"))
         conn.execute("CREATE TEMP VIEW all_comparisons AS " + union.format(t="comparisons"))
-        return cls(conn, target, ref_path)
+        return cls(conn, target, ref_path, str(p))
 
     @classmethod
     def _attach_reference(cls, conn: sqlite3.Connection) -> str:
@@ -695,7 +696,8 @@ class KB:
         by = lambda col: {str(k): n for k, n in q(  # noqa: E731
             f"SELECT {col}, count(*) FROM all_runs GROUP BY {col} ORDER BY {col}")}
         return {
-            "path": self.path,
+            "path": self.file,
+            "exists": self.path != ":memory:",
             "reference": self.reference,
             "published": snapshot_info(self.conn, "ref") if self.reference else None,
             "runs": q("SELECT count(*) FROM all_runs").fetchone()[0],
