@@ -125,3 +125,16 @@ def test_stats_of_a_kb_not_yet_made_names_its_file_not_memory(tmp_path):
                                str(SAMPLES / "ior" / "posix_fpp_2ranks.txt")]).exit_code == 0
     doc = json.loads(runner.invoke(app, ["kb", "stats", "--kb", str(kb), "--json"]).stdout)
     assert doc["path"] == str(kb) and doc["exists"] is True
+
+
+@pytest.mark.parametrize("args", [["--format", "xyz", str(SAMPLES / "ior" / "posix_fpp_2ranks.txt")],
+                                  [str(SAMPLES / "ior" / "posix_fpp_2ranks.txt"), "no-such-results.txt"]])
+def test_an_import_refused_before_reading_makes_no_kb(args, tmp_path):
+    """A misspelt --format or a file name that names nothing is a usage error (exit 2) found before anything is
+    read; it left a new empty KB behind (at the default path, in a user's home, on a first try) and, for the
+    missing file, the files named before it imported. Nothing may be written."""
+    kb = tmp_path / "new" / "kb.sqlite"
+    res = runner.invoke(app, ["kb", "import", "--kb", str(kb), *args])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert args[-1].split("/")[-1] in res.output or "xyz" in res.output
+    assert not kb.exists() and not kb.parent.exists()

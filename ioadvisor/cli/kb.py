@@ -1,6 +1,7 @@
 """`ioadvise kb ...`: import, list, show, stats, export, publish, delete, relabel, check."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -49,8 +50,16 @@ def import_(
         if center is not None:
             from ..center import load_center
             center = load_center(center)           # a bad center file stops the import before anything is read
+        paths = _files(files)
+        # what can be refused before reading is refused before the KB is made or a file imported
+        if fmt != "auto":
+            from ..importers import get
+            get(fmt)
+        missing = next((p for p in paths if not os.path.lexists(p)), None)
+        if missing is not None:
+            from ..errors import UsageError
+            raise UsageError(f"{missing}: no such file")
         with KB.open(kb) as store:
-            paths = _files(files)
             sizes = [_size(p) for p in paths]
             with progress_bar(json_out, unit="bytes") as prog:
                 task = prog.add_task("importing", total=sum(sizes) or None)
