@@ -115,8 +115,8 @@ _HEADER = re.compile(r"^\s*\[")
 def key_line(text: str, path: Path) -> int | None:
     """The 1-based line of the key at `path` (("mpi",), ("filesystems", 1, "ost_count"), ("workload", "nodes"))
     in a document's TOML text: a top-level key before the first table header, a key of a table or of the n-th
-    table of an array under its header (the header's line when the key is not written there); None when not
-    found. Keys are matched as written (`key =`), not quoted or dotted."""
+    table of an array under its header (the header's line when the key is not written there), a top-level
+    table at its header; None when not found. Keys are matched as written (`key =`), not quoted or dotted."""
     lines = text.split("\n")        # TOML lines end at LF (or CRLF) only
     lo, hi, fallback = 0, next((i for i, ln in enumerate(lines) if _HEADER.match(ln)), len(lines)), None
     rest = list(path)
@@ -136,4 +136,7 @@ def key_line(text: str, path: Path) -> int | None:
     for i in range(lo, hi):
         if re.match(rf"^\s*{re.escape(key)}\s*=", lines[i]):
             return i + 1
+    if len(path) == 1:              # a top-level table: its (first) header, `[key]` or `[[key]]`
+        return next((i + 1 for i, ln in enumerate(lines) if re.match(rf"^\s*\[\[?\s*{re.escape(key)}\s*\]", ln)),
+                    fallback)
     return fallback

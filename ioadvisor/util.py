@@ -52,8 +52,25 @@ def printable(text: str) -> str:
 _DEVICE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (/proc), else set and restored."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | Path, text: str | bytes, mode: int | None = None) -> None:
-    """Write to a temporary file beside `path`, then rename: readers never see a half-written file."""
+    """Write to a temporary file beside `path`, then rename: readers never see a half-written file.
+
+    The file gets the permissions a plain new file would (0666, or `mode`, less the umask), not the
+    owner-only ones its temporary file starts with: a guide, an export or a script is read by others."""
     import tempfile
     p = Path(path)
     try:
@@ -68,8 +85,7 @@ def atomic_write(path: str | Path, text: str | bytes, mode: int | None = None) -
             f.write(text.encode() if isinstance(text, str) else text)
             f.flush()
             os.fsync(f.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, (0o666 if mode is None else mode) & ~_umask())
         os.replace(tmp, p)
     except BaseException as e:
         if os.path.exists(tmp):

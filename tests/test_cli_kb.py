@@ -1,8 +1,10 @@
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from ioadvisor.cli import app
+from tests.conftest import SAMPLES
 
 runner = CliRunner()
 
@@ -77,3 +79,62 @@ def test_kb_list_table_fits_an_80_column_terminal(kb_path):
         assert len(ln) <= 80
         given = r["value_given"] if r["value_given"] is not None else r["value"]
         assert f"{given:,.1f} {r['unit_given'] or r['unit']}" in ln
+
+
+@pytest.mark.parametrize("option, value", [("--op", "wirte"), ("--layout", "foo"), ("--api", "mpi"),
+                                           ("--kind", "bench"), ("--origin", "users")])
+def test_a_filter_value_no_run_can_have_is_an_error_not_an_empty_answer(option, value, kb_path):
+    """`kb list --op wirte` answered "0 run(s)" (and `--json` `[]`) with exit 0: a script could not tell a
+    misspelt filter from a KB without such runs. It must be one line naming the value and the valid ones."""
+    takes = {"list": {"--op", "--layout", "--api", "--kind", "--origin"},
+             "delete": {"--op", "--layout", "--api", "--kind"}, "export": {"--op", "--origin"}}
+    for cmd in (["kb", "list"], ["kb", "list", "--json"], ["kb", "delete"], ["kb", "export"]):
+        if option not in takes[cmd[1]]:
+            continue
+        res = runner.invoke(app, [*cmd, option, value, "--kb", str(kb_path)])
+        assert res.exit_code == 2, (cmd, res.output)
+        assert value in res.output and "Traceback" not in res.output
+        assert len(res.output.strip().splitlines()) == 1
+
+
+def test_filter_values_are_read_in_the_spellings_runs_are_stored_from(kb_path):
+    """What the filters accept beyond the canonical value (any case, the layouts' other names) still selects."""
+    def ids(*args):
+        res = runner.invoke(app, ["kb", "list", "--json", "--kb", str(kb_path), *args])
+        assert res.exit_code == 0, res.output
+        return {r["id"] for r in json.loads(res.stdout)}
+    shared = ids("--layout", "shared")
+    assert shared and ids("--layout", "N-1") == shared == ids("--layout", "SHARED")
+    assert ids("--op", "WRITE") == ids("--op", "write") != set()
+    assert ids("--origin", "Reference") == ids("--origin", "reference") != set()
+    assert ids("--api", "mpi-io") == ids("--api", "MPIIO")
+
+
+def test_stats_of_a_kb_not_yet_made_names_its_file_not_memory(tmp_path):
+    """`kb stats` before the first import printed `KB: :memory:` (and `"path": ":memory:"`): the user asking
+    where their KB is was not told. It names the file runs will go to and says it does not exist yet."""
+    kb = tmp_path / "sub" / "kb.sqlite"
+    res = runner.invoke(app, ["kb", "stats", "--kb", str(kb), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["path"] == str(kb) and doc["exists"] is False and doc["runs"] > 0   # the reference data
+    text = runner.invoke(app, ["kb", "stats", "--kb", str(kb)]).stdout
+    assert ":memory:" not in text and str(kb) in text.splitlines()[0]
+    assert not kb.exists() and not kb.parent.exists()                          # reading made nothing
+    assert runner.invoke(app, ["kb", "import", "--kb", str(kb), "--system", "x",
+                               str(SAMPLES / "ior" / "posix_fpp_2ranks.txt")]).exit_code == 0
+    doc = json.loads(runner.invoke(app, ["kb", "stats", "--kb", str(kb), "--json"]).stdout)
+    assert doc["path"] == str(kb) and doc["exists"] is True
+
+
+@pytest.mark.parametrize("args", [["--format", "xyz", str(SAMPLES / "ior" / "posix_fpp_2ranks.txt")],
+                                  [str(SAMPLES / "ior" / "posix_fpp_2ranks.txt"), "no-such-results.txt"]])
+def test_an_import_refused_before_reading_makes_no_kb(args, tmp_path):
+    """A misspelt --format or a file name that names nothing is a usage error (exit 2) found before anything is
+    read; it left a new empty KB behind (at the default path, in a user's home, on a first try) and, for the
+    missing file, the files named before it imported. Nothing may be written."""
+    kb = tmp_path / "new" / "kb.sqlite"
+    res = runner.invoke(app, ["kb", "import", "--kb", str(kb), *args])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert args[-1].split("/")[-1] in res.output or "xyz" in res.output
+    assert not kb.exists() and not kb.parent.exists()

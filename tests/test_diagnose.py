@@ -399,3 +399,18 @@ def test_html_plots_per_rank_bytes_beside_time_for_a_shared_file(tmp_path):
     # the bars carry the log's values: ranks 1312 and 597 each moved 1 GiB (1024 MiB) at the MPI-IO layer
     assert "slowest rank vpicio.hdf5: 1024 MiB" in page and "fastest rank vpicio.hdf5: 1024 MiB" in page
     assert "<script" not in page and "IMB001" not in page and "STRAG001" in page
+
+
+@pytest.mark.parametrize("text, line, word", [
+    ("# site thresholds\n[LUS002]\nfactor = 3\n\n[LUS999]\nx = 1\n", 5, "LUS999"),       # unknown rule
+    ("[LUS002]\nfactor = 3\n[SIZE001]\n\nshare_x = 0.5\n", 5, "share_x"),              # unknown key
+    ("[LUS002]\nfactor = 3\n[LUS001]\n# steps\nsize_steps = 5\n", 5, "size_steps"),     # wrong type
+])
+def test_a_bad_thresholds_file_names_the_line_to_fix(text, line, word, tmp_path):
+    """The error named the file only (`t.toml: unknown rule 'LUS999'`): in a site's long thresholds file the
+    user had to search for it. Like a center file's errors it must name the line, `t.toml:5:`."""
+    p = tmp_path / "t.toml"
+    p.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_thresholds(p)
+    assert str(e.value).startswith(f"{p}:{line}: ") and word in str(e.value)

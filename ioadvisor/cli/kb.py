@@ -1,6 +1,7 @@
 """`ioadvise kb ...`: import, list, show, stats, export, publish, delete, relabel, check."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -49,8 +50,16 @@ def import_(
         if center is not None:
             from ..center import load_center
             center = load_center(center)           # a bad center file stops the import before anything is read
+        paths = _files(files)
+        # what can be refused before reading is refused before the KB is made or a file imported
+        if fmt != "auto":
+            from ..importers import get
+            get(fmt)
+        missing = next((p for p in paths if not os.path.lexists(p)), None)
+        if missing is not None:
+            from ..errors import UsageError
+            raise UsageError(f"{missing}: no such file")
         with KB.open(kb) as store:
-            paths = _files(files)
             sizes = [_size(p) for p in paths]
             with progress_bar(json_out, unit="bytes") as prog:
                 task = prog.add_task("importing", total=sum(sizes) or None)
@@ -185,7 +194,8 @@ def stats(kb: KBOption = None, json_out: JsonOption = False) -> None:
             return
         pub = s["published"]
         ref = s["reference"] + (f" (published snapshot {pub['snapshot']}, {pub['published_at']})" if pub else "")
-        console.print(f"KB: {printable(str(s['path']))}\nreference: {printable(str(ref))}\n"
+        made = "" if s["exists"] else " (not made yet: the first import or bench run makes it)"
+        console.print(f"KB: {printable(str(s['path']))}{made}\nreference: {printable(str(ref))}\n"
                       f"runs: {s['runs']} from {s['sources']} imported source(s); comparisons: {s['comparisons']}",
                       highlight=False)
         for key in ("by_origin", "by_system", "by_op", "by_kind"):

@@ -23,7 +23,7 @@ from ..lustre import Setstripe, shell_word, stripe_size_problem
 from ..model.run import Run
 from ..model.types import Finding
 from ..model.units import format_size
-from ..tomlschema import Field, Table, first_problem
+from ..tomlschema import Field, Table, first_problem, key_line
 from .summary import FileSummary, LogSummary, RankSpread
 
 SCALE_FACTOR = 2              # a measured client count within this factor of the job's ranks is the job's scale
@@ -62,6 +62,14 @@ def _shape(base: Mapping[str, Mapping[str, Any]]) -> Table:
                        for rid, t in base.items()))
 
 
+def _where(user: str | Path, path: tuple[str, ...]) -> str:
+    """`FILE:LINE` of the key at `path` in a user's thresholds file (`FILE` where the line is not found)."""
+    from ..inputs import TOML
+    from ..util import read_text
+    line = key_line(read_text(user, TOML, ConfigError), path)
+    return f"{user}:{line}" if line else str(user)
+
+
 def load_thresholds(user: str | Path | None = None) -> dict[str, dict[str, Any]]:
     """The shipped thresholds, with the keys of `user` (a TOML file of [RULE_ID] tables) laid over them."""
     base = {k: dict(v) for k, v in _load_toml(str(_default_path())).items()}
@@ -70,13 +78,14 @@ def load_thresholds(user: str | Path | None = None) -> dict[str, dict[str, Any]]
     over = _load_toml(str(Path(user).resolve()))
     p = first_problem(over, _shape(base))
     if p is not None and p.code == "unknown" and not p.path:
-        raise ConfigError(f"{user}: unknown rule {p.keys[0]!r} (known: {', '.join(sorted(base))})")
+        raise ConfigError(f"{_where(user, p.keys[:1])}: unknown rule {p.keys[0]!r} (known: {', '.join(sorted(base))})")
     if p is not None and p.code == "unknown":
         rid = p.path[0]
-        raise ConfigError(f"{user}: [{rid}] has no threshold {p.keys[0]!r} (known: {', '.join(base[rid])})")
+        raise ConfigError(f"{_where(user, (rid, p.keys[0]))}: [{rid}] has no threshold {p.keys[0]!r} "
+                          f"(known: {', '.join(base[rid])})")
     if p is not None:
         rid, key = p.path
-        raise ConfigError(f"{user}: [{rid}] {key} must be a {type(base[rid][key]).__name__}")
+        raise ConfigError(f"{_where(user, p.path)}: [{rid}] {key} must be a {type(base[rid][key]).__name__}")
     for rid, table in over.items():
         base[rid].update(table)
     return base

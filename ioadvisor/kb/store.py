@@ -274,6 +274,19 @@ class RunFilter:
     limit: int | None = None
     flagged: bool | None = None    # False: leave out runs with evidence flags; True: only those; None: all
 
+    def __post_init__(self) -> None:
+        # a value no run can have (a misspelt op) is an error, not an empty answer; others read canonical
+        from ..model.run import APIS, KINDS, OPS, norm_api, norm_layout
+        for name, known in (("op", OPS), ("kind", KINDS), ("origin", ("user", "reference"))):
+            v = getattr(self, name)
+            if v is not None:
+                if v.lower() not in known:
+                    raise UsageError(f"unknown {name} {v!r} (use {', '.join(known)})")
+                object.__setattr__(self, name, v.lower())
+        if self.api is not None and norm_api(self.api) not in APIS:
+            raise UsageError(f"unknown api {self.api!r} (use {', '.join(APIS)})")
+        object.__setattr__(self, "layout", norm_layout(self.layout))
+
     def where(self, origin: bool = True) -> tuple[str, list[Any]]:
         """The WHERE clause for `all_runs` (origin=False: for one database's `runs`, without `origin`)."""
         clauses, args = [], []
@@ -347,8 +360,9 @@ def _reflagged(rows: list[dict[str, Any]], flags_of: Callable[[Run], tuple[str, 
 class KB:
     """A user knowledge base with the reference KB attached read-only as `ref`."""
 
-    def __init__(self, conn: sqlite3.Connection, path: str, reference: str | None):
-        self.conn, self.path, self.reference = conn, path, reference
+    def __init__(self, conn: sqlite3.Connection, path: str, reference: str | None, file: str | None = None):
+        # path: what sqlite opened (":memory:" for a KB not made yet); file: the KB file asked for
+        self.conn, self.path, self.reference, self.file = conn, path, reference, file or path
 
     @property
     def reference_id(self) -> str | None:
@@ -374,7 +388,7 @@ class KB:
             union += " UNION ALL SELECT 'reference' AS origin, * FROM ref.{t}"
         conn.execute("CREATE TEMP VIEW all_runs AS " + union.format(t="runs"))
         conn.execute("CREATE TEMP VIEW all_comparisons AS " + union.format(t="comparisons"))
-        return cls(conn, target, ref_path)
+        return cls(conn, target, ref_path, str(p))
 
     @classmethod
     def _attach_reference(cls, conn: sqlite3.Connection) -> str:
@@ -682,7 +696,8 @@ class KB:
         by = lambda col: {str(k): n for k, n in q(  # noqa: E731
             f"SELECT {col}, count(*) FROM all_runs GROUP BY {col} ORDER BY {col}")}
         return {
-            "path": self.path,
+            "path": self.file,
+            "exists": self.path != ":memory:",
             "reference": self.reference,
             "published": snapshot_info(self.conn, "ref") if self.reference else None,
             "runs": q("SELECT count(*) FROM all_runs").fetchone()[0],
