@@ -226,3 +226,15 @@ def test_command_paths_skip_programs_system_dirs_and_the_block():
     want = [(4, "$WORK/o"), (4, "/tmp/log"), (5, "${SCRATCH}/run"), (5, "/data/x")]
     assert command_paths(script) == want
     assert command_paths(wrap(script, WrapSettings(stripe_count=4))) == want
+
+
+def test_stage_in_without_a_staged_tier_is_said_not_silently_dropped(tmp_path):
+    """`#IOADVISE stage-in=...` on a job that gets no scratch tier copies nothing: the summary (text and --json)
+    says so, naming the items, instead of leaving the user to find "staging: none" in the job's stderr."""
+    src = _script(tmp_path, SCRIPT.replace("srun", "#IOADVISE stage-in=input.dat\nsrun"))
+    r = runner.invoke(app, ["wrap", str(src), "-o", str(tmp_path / "o.sh"), "--stripe-count", "4", "--json"])
+    assert r.exit_code == 0, r.output
+    said = [x for x in json.loads(r.stdout)["summary"]["not_changed"] if "stage-in" in x]
+    assert said and "input.dat" in said[0] and "no scratch tier" in said[0], said
+    r = runner.invoke(app, ["wrap", str(src), "-o", str(tmp_path / "o2.sh"), "--stripe-count", "4"])
+    assert r.exit_code == 0 and "stage-in input.dat" in r.output, r.output

@@ -131,6 +131,10 @@ def summary(w) -> dict:
         out["settings"].append(f"tier {st.tier.name}: {st.tier.request or 'no request'}, {staged}")
     if st.directives:
         out["settings"].append("#SBATCH " + " ".join(st.directives))
+    if st.stage_in and (st.tier is None or not st.tier.stage):
+        why = "the job uses no scratch tier" if st.tier is None else f"tier {st.tier.name} is not staged"
+        out["not_changed"].append(f"stage-in {', '.join(st.stage_in)}: {why}, so nothing is copied in; the job "
+                                  f"reads them where they are")
     out["not_changed"] += list(cmds.notes)
     a = w.advice
     if a is not None:
