@@ -14,6 +14,7 @@ from markupsafe import Markup
 from ..errors import UsageError
 from ..kb import KB
 from ..model.types import Center
+from ..mpiio.render import explain_hint
 from ..util import atomic_write
 from . import collect, decisions, plots, recipes
 from .i18n import catalogue, translator
@@ -236,6 +237,7 @@ def _write_pages(out: Path, langs: tuple[str, ...], formats: tuple[str, ...], sy
                    "lang_names": {x: catalogue(x)["language_name"] for x in langs},
                    "tv": lambda prefix, v, cat=cat: cat.get(f"{prefix}{v}", v),
                    "t_or": lambda key, default, cat=cat: cat.get(key, default),
+                   "explain_hint": lambda key, value, lang=lang: explain_hint(key, value, lang),
                    "guide": guide, "langs": langs, "archive": archive, "limits": {"rows": collect.ROW_LIMIT,
                                                               "groups": collect.GROUP_LIMIT,
                                                               "provenance": collect.PROVENANCE_LIMIT}}

@@ -21,6 +21,7 @@ class Recipe:
     text: str
     basis: tuple[str, ...]   # what it rests on: "advice:<workload key>"
     workload: str = ""   # catalogue key of the decision-guide workload it comes from
+    hints: tuple[tuple[str, str], ...] = ()   # the MPI-IO hints it sets (explained in the page's language)
 
 
 def size_word(n: int) -> str:
@@ -54,7 +55,9 @@ def recipes(center: Center | None, guide: list[dict[str, Any]] | None = None) ->
         text = (g["commands"].get("text") or "").rstrip("\n")
         if text:
             where = g["tier"] if g["tier"] != "-" else g["filesystem"]
-            out.append(Recipe("recipe_advice", where, text, (ADVICE + g["key"],), g["key"]))
+            hints = tuple((k, v) for k, _, v in (line.partition(" ") for line in
+                                                   (g["commands"].get("romio_hints_file") or "").splitlines()))
+            out.append(Recipe("recipe_advice", where, text, (ADVICE + g["key"],), g["key"], hints))
     job = next((g for g in rows if g["key"] == JOB_WORKLOAD), None)
     if job is not None:
         w: Workload = job["workload"]

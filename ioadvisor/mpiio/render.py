@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 from ..errors import UsageError
 from ..lustre import Setstripe, check_stripe_count, check_stripe_size, pattern_vars
@@ -156,30 +156,61 @@ class Commands:
         return "\n".join(out) + ("\n" if out else "")
 
 
-def explain_hint(key: str, value: str) -> str:
-    """What one MPI-IO hint asks of the MPI library, in one line (`cb_nodes 30: ...`)."""
-    switch = {"enable": "always", "disable": "never", "automatic": "when the library judges it useful"}
-    if key in ("romio_cb_write", "romio_cb_read"):
-        op = key[len("romio_cb_"):] + "s"
-        return f"two-phase collective buffering for collective {op}: {switch.get(value, value)}"
-    if key in ("romio_ds_write", "romio_ds_read"):
-        op = key[len("romio_ds_"):] + "s"
-        return f"data sieving (one large access instead of many small ones) for independent {op}: " \
-               f"{switch.get(value, value)}"
-    words = {
-        "cb_nodes": f"{value} process(es) act as aggregators that do all file access of a collective operation",
-        "cb_buffer_size": f"each aggregator collects {value} bytes per round of a collective operation",
-        "cb_config_list": f"which nodes host aggregators ({value})",
-        "striping_factor": f"a file MPI-IO creates gets {value} stripe(s) (OSTs); an existing file keeps its own",
-        "striping_unit": f"a file MPI-IO creates gets {value}-byte stripes; an existing file keeps its own",
-        "romio_no_indep_rw": f"{value}: only collective I/O, so non-aggregator processes never open the file",
-        "romio_lustre_co_ratio": f"at most {value} aggregator(s) write to one OST",
-        "romio_lustre_coll_threshold": f"requests larger than {value} bytes bypass collective buffering",
-        "ind_wr_buffer_size": f"independent writes are sieved through a {value}-byte buffer",
-        "ind_rd_buffer_size": f"independent reads are sieved through a {value}-byte buffer",
-        "direct_io": f"{value}: direct I/O, bypassing the client's page cache",
-    }
-    return words.get(key, "passed to the MPI library as given (see its MPI-IO hints documentation)")
+# what each MPI-IO hint asks of the library, per language of the guide (`explain_hint`): `keys` by hint, `{value}`
+# its value; the two-phase (`cb`) and sieving (`ds`) switches of ROMIO with their operation and setting
+_HINT_TEXT: dict[str, dict[str, Any]] = {
+    "en": {
+        "cb": "two-phase collective buffering for collective {op}: {switch}",
+        "ds": "data sieving (one large access instead of many small ones) for independent {op}: {switch}",
+        "ops": {"write": "writes", "read": "reads"},
+        "switch": {"enable": "always", "disable": "never", "automatic": "when the library judges it useful"},
+        "other": "passed to the MPI library as given (see its MPI-IO hints documentation)",
+        "keys": {
+            "cb_nodes": "{value} process(es) act as aggregators that do all file access of a collective operation",
+            "cb_buffer_size": "each aggregator collects {value} bytes per round of a collective operation",
+            "cb_config_list": "which nodes host aggregators ({value})",
+            "striping_factor": "a file MPI-IO creates gets {value} stripe(s) (OSTs); an existing file keeps its own",
+            "striping_unit": "a file MPI-IO creates gets {value}-byte stripes; an existing file keeps its own",
+            "romio_no_indep_rw": "{value}: only collective I/O, so non-aggregator processes never open the file",
+            "romio_lustre_co_ratio": "at most {value} aggregator(s) write to one OST",
+            "romio_lustre_coll_threshold": "requests larger than {value} bytes bypass collective buffering",
+            "ind_wr_buffer_size": "independent writes are sieved through a {value}-byte buffer",
+            "ind_rd_buffer_size": "independent reads are sieved through a {value}-byte buffer",
+            "direct_io": "{value}: direct I/O, bypassing the client's page cache",
+        },
+    },
+    "ja": {
+        "cb": "集団{op}の二段階集団バッファリング（two-phase collective buffering）: {switch}",
+        "ds": "独立{op}のデータシービング（小さなアクセスを 1 回の大きなアクセスにまとめる）: {switch}",
+        "ops": {"write": "書き込み", "read": "読み込み"},
+        "switch": {"enable": "常に使う", "disable": "使わない", "automatic": "ライブラリが有効と判断したときに使う"},
+        "other": "そのまま MPI ライブラリに渡す（ライブラリの MPI-IO ヒントの説明を参照）",
+        "keys": {
+            "cb_nodes": "{value} 個のプロセスが集約役（aggregator）となり、集団操作のファイルアクセスをすべて行う",
+            "cb_buffer_size": "各集約役は集団操作の 1 ラウンドで {value} バイトを集める",
+            "cb_config_list": "集約役を置くノード（{value}）",
+            "striping_factor": "MPI-IO が作成するファイルのストライプ数を {value}（OST 数）にする。既存のファイルは元のまま",
+            "striping_unit": "MPI-IO が作成するファイルのストライプサイズを {value} バイトにする。既存のファイルは元のまま",
+            "romio_no_indep_rw": "{value}: 集団 I/O だけを使い、集約役以外のプロセスはファイルを開かない",
+            "romio_lustre_co_ratio": "1 つの OST に書き込む集約役は最大 {value} 個",
+            "romio_lustre_coll_threshold": "{value} バイトを超える要求は集団バッファリングを経由しない",
+            "ind_wr_buffer_size": "独立書き込みを {value} バイトのバッファでまとめる",
+            "ind_rd_buffer_size": "独立読み込みを {value} バイトのバッファでまとめる",
+            "direct_io": "{value}: ダイレクト I/O（クライアントのページキャッシュを経由しない）",
+        },
+    },
+}
+
+
+def explain_hint(key: str, value: str, lang: str = "en") -> str:
+    """What one MPI-IO hint asks of the MPI library, in one line (`cb_nodes 30: ...`): in English (the commands'
+    comments), or in another language of the guide."""
+    text = _HINT_TEXT[lang]
+    for switch, prefix in (("cb", "romio_cb_"), ("ds", "romio_ds_")):
+        op = key[len(prefix):] if key.startswith(prefix) else None
+        if op in text["ops"]:
+            return text[switch].format(op=text["ops"][op], switch=text["switch"].get(value, value))
+    return text["keys"].get(key, text["other"]).format(value=value)
 
 
 def _flavour_env(rule: FlavourRule, hints: Mapping[str, str], fs_type: str | None,
