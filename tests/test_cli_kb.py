@@ -138,3 +138,23 @@ def test_an_import_refused_before_reading_makes_no_kb(args, tmp_path):
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert args[-1].split("/")[-1] in res.output or "xyz" in res.output
     assert not kb.exists() and not kb.parent.exists()
+
+
+def test_an_import_stopped_by_a_bad_file_lists_the_files_it_imported_before(tmp_path):
+    """Each file is its own transaction, so the files before a bad one stay imported: the command lists them
+    (text and --json) before the error and exit 2. Not: an error alone, which reads as if nothing was added."""
+    from ioadvisor.kb import KB
+    samples = SAMPLES / "fio"
+    d = tmp_path / "results"
+    d.mkdir()
+    for name in ("randread_4k_qd16.json", "seqwrite_1m_2jobs.json"):
+        (d / name).write_bytes((samples / name).read_bytes())
+    (d / "zz-notes.md").write_text("notes, not a result\n")
+    for i, extra in enumerate(([], ["--json"])):
+        kb = tmp_path / f"kb{i}.sqlite"
+        r = runner.invoke(app, ["kb", "import", str(d), "--system", "s", "--kb", str(kb), *extra])
+        assert r.exit_code == 2 and "zz-notes.md" in r.stderr and "Traceback" not in r.output, r.output
+        listed = [x["path"] for x in json.loads(r.stdout)] if extra else r.stdout.splitlines()
+        assert len(listed) == 2 and all("zz-notes" not in x for x in listed), r.stdout
+        with KB.open(kb) as store:
+            assert store.stats()["sources"] == 2

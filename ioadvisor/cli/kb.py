@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -59,29 +60,38 @@ def import_(
         if missing is not None:
             from ..errors import UsageError
             raise UsageError(f"{missing}: no such file")
-        with KB.open(kb) as store:
-            sizes = [_size(p) for p in paths]
-            with progress_bar(json_out, unit="bytes") as prog:
-                task = prog.add_task("importing", total=sum(sizes) or None)
-                done = 0
-                for p, size in zip(paths, sizes):
-                    prog.update(task, description=f"importing {p.name}")
+        try:
+            with KB.open(kb) as store:
+                sizes = [_size(p) for p in paths]
+                with progress_bar(json_out, unit="bytes") as prog:
+                    task = prog.add_task("importing", total=sum(sizes) or None)
+                    done = 0
+                    for p, size in zip(paths, sizes):
+                        prog.update(task, description=f"importing {p.name}")
 
-                    def step(read: int, _total: int, base: int = done) -> None:
-                        prog.update(task, completed=base + min(read, size))
-                    results.append(import_file(store, p, fmt, system=system, filesystem=filesystem,
-                                               center=center, progress=step))
-                    done += size
-                    prog.update(task, completed=done)
-        if json_out:
-            print_json([r.__dict__ for r in results])
-            return
-        for r in results:
-            state = "already in the KB" if r.skipped and not r.note else f"{r.runs} run(s) added"
-            if r.skipped and center is not None:
-                state += f" (`ioadvise kb check --center {center.name}` judges their flags again)"
-            console.print(printable(f"{r.path}: {r.format}, {state}" + (f"; {r.note}" if r.note else "")),
-                          highlight=False, markup=False)
+                        def step(read: int, _total: int, base: int = done) -> None:
+                            prog.update(task, completed=base + min(read, size))
+                        results.append(import_file(store, p, fmt, system=system, filesystem=filesystem,
+                                                   center=center, progress=step))
+                        done += size
+                        prog.update(task, completed=done)
+        finally:
+            # the files imported before a bad one stay imported (each is its own transaction): they are reported
+            # before the error, so that a stopped import does not look like one that added nothing
+            if results or not sys.exc_info()[0]:
+                _report_imports(results, center, json_out)
+
+
+def _report_imports(results: list, center: Any, json_out: bool) -> None:
+    if json_out:
+        print_json([r.__dict__ for r in results])
+        return
+    for r in results:
+        state = "already in the KB" if r.skipped and not r.note else f"{r.runs} run(s) added"
+        if r.skipped and center is not None:
+            state += f" (`ioadvise kb check --center {center.name}` judges their flags again)"
+        console.print(printable(f"{r.path}: {r.format}, {state}" + (f"; {r.note}" if r.note else "")),
+                      highlight=False, markup=False)
 
 
 def _size(p: Path) -> int:
