@@ -15,7 +15,7 @@ from rich.table import Table
 from ..errors import IOAdvisorError, UsageError
 from . import command_app
 from .common import (JsonOption, KBOption, cli_errors, console, err_console, escape, print_error, print_json,
-                     printable, progress_bar)
+                     printable, progress_bar, warn)
 
 app = command_app()
 
@@ -86,7 +86,7 @@ def _finish(res: dict[str, Any] | None, system: str | None, result_dir: Optional
             # flagged against the center the benchmark ran under, as `kb import --center` would
             imported = import_file(store, path, "bench", center=doc.get("params", {}).get("center"))
     for w in doc.get("warnings", []):
-        err_console.print(f"[yellow]Warning:[/] {escape(str(w))}", highlight=False, markup=True)
+        warn(str(w))
     if json_out:
         print_json({**doc, "result_file": str(path), "kb_runs": imported.runs if imported else None})
         return
