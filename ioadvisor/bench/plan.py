@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
+from ..center import UNKNOWN_FS
 from ..errors import UsageError
 from ..lustre import pattern_vars
 from ..model.run import DATA_OPS, norm_api
@@ -322,7 +323,8 @@ def _bandwidth_fits(system: str, fs: FileSystem, fits: dict, targets: Sequence[T
     groups_fit = {op: fits.get((system, fs.name, op)) for op in ops}
     groups_fit = {op: f for op, f in groups_fit.items() if f is not None and f.kind == "bandwidth"}
     if not groups_fit:
-        raise UsageError(f"{system}: no measured {'/'.join(ops)} bandwidth on {fs.name} to fit a model to; "
+        where = "in its runs that name no file system" if fs.name == UNKNOWN_FS else f"on {fs.name}"
+        raise UsageError(f"{system}: no measured {'/'.join(ops)} bandwidth {where} to fit a model to; "
                          f"measure a first sweep there (ioadvise bench sweep) and plan again")
     notes = [f"no {op} runs on {fs.name}: {op} targets are left out" for op in ops if op not in groups_fit]
     return groups_fit, notes
