@@ -43,7 +43,7 @@ def _runs(near: int) -> list:
     return out
 
 
-def _advise(tmp_path, runs):
+def _advise(tmp_path, runs, stripes=4):
     p = tmp_path / "dense.toml"
     p.write_text(SITE)
     center = load_center(p)
@@ -51,12 +51,12 @@ def _advise(tmp_path, runs):
                  access_size=1 << 20)
     with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
         kb.add_runs(runs, source="s", source_hash="s", fmt="csv", importer="test/1")
-        a = advise(w, kb, center, pins={"stripe_count": 4})
+        a = advise(w, kb, center, pins={"stripe_count": stripes})
         fits._CACHE.clear()                 # another process: the fits (and their residuals) read back stored
         fits._EVIDENCE.clear()
-        again = advise(w, kb, center, pins={"stripe_count": 4})
+        again = advise(w, kb, center, pins={"stripe_count": stripes})
         fit = fits.system_fits(kb, "Dense", center)[("Dense", "scratch", "write")]
-    assert a.recommendation.config.stripe_count == 4
+    assert a.recommendation.config.stripe_count == stripes
     pr, pr2 = a.recommendation.prediction, again.recommendation.prediction
     # a stored fit gives the same interval as a fresh one
     assert (pr2.low, pr2.high) == pytest.approx((pr.low, pr.high), rel=1e-9)
@@ -88,3 +88,24 @@ def test_few_runs_near_the_job_do_not_narrow_its_interval(tmp_path):
     assert math.log(width) >= 2 * Z90 * fit.log_sigma * 0.999, (width, fit.log_sigma)
     here = [r.value for r in runs if r.nodes == JOB_NODES]
     assert width > 3 * max(here) / min(here)
+
+
+def test_a_setting_that_repeats_tightly_gets_a_narrower_interval_than_one_that_does_not(tmp_path):
+    """Two settings at the job's node count, 20 runs each: 4 stripes repeat within 5% (log sd), 8 stripes within
+    40%. Each interval is that setting's own noise (scaled by the family's standardized deviations), so 4
+    stripes' is the narrower, and each still holds at least 80% of its own runs. Not: one width for both, the
+    pooled noise of the family (too wide for the tight setting, too narrow for the loose one)."""
+    def at(stripes, sd):
+        return [make_run(system="Dense", filesystem="scratch", fs_type="lustre", ost_count=48, op="write",
+                         api="POSIX", layout="fpp", nodes=JOB_NODES, ranks=16 * JOB_NODES, ranks_per_node=16,
+                         transfer_size=1 << 20, block_size=1 << 30, stripe_count=stripes, value=5000.0 * f,
+                         unit="MiB/s", notes=f"s{stripes} run {i}") for i, f in enumerate(_noise(20, sd))]
+    runs = at(4, 0.05) + at(8, 0.40) + [r for r in _runs(near=0)]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    tight, _ = _advise(tmp_path / "a", runs, stripes=4)
+    loose, _ = _advise(tmp_path / "b", runs, stripes=8)
+    assert tight.high / tight.low < loose.high / loose.low / 2, (tight, loose)
+    for pr, stripes in ((tight, 4), (loose, 8)):
+        own = [r.value for r in runs if r.stripe_count == stripes and r.nodes == JOB_NODES]
+        assert sum(pr.low <= v <= pr.high for v in own) >= 0.8 * len(own), (stripes, pr)

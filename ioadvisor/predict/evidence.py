@@ -12,7 +12,8 @@ beyond the measured scales, widened by `MARGIN` (one run's noise); where `EXACT_
 the job's own node count, stripe count and volume (within `EXACT_MARGIN_VOLUME`), the band is their median, and
 where the family repeated its settings often enough near the job (`REPEAT_RUNS` runs within `REPEAT_SPAN` of its
 node count, each with `EXACT_RUNS` others at its settings), the prediction's 90% interval is how far one run fell
-from the median of its others there (`Bounds.interval`), not the model's width. `standing`
+from the median of its others there, in units of their spread, times the spread of the job's own runs
+(`Bounds.interval`), not the model's width. `standing`
 says how the runs near a job rank a stripe count against the others they measured. A model may interpolate inside the band; it
 may not overrule the runs beyond it, which is what keeps a cliff the runs measured from being recommended.
 
@@ -40,10 +41,15 @@ VOLUME_SPAN = 2.0      # volumes per rank within this factor of the nearest one 
 EXACT_RUNS = 3         # runs at the job's own node and stripe count that pin the band to their median
 EXACT_MARGIN = 1.0
 EXACT_MARGIN_VOLUME = 1.1
-# where the band is pinned, its 90% interval is the repetitions' own noise, measured on at least REPEAT_RUNS runs of
+# where the band is pinned, its 90% interval is the repetitions' own noise, calibrated on at least REPEAT_RUNS runs of
 # the family within REPEAT_SPAN of the job's node count (where `kb validate --sweeps` calls the runs dense)
 REPEAT_RUNS = 10
 REPEAT_SPAN = 2.0
+# the family's pooled variance counts as this many degrees of freedom next to those of the runs at one setting:
+# with two of their own (three runs) the 90% quantile of a deviation over such a spread is then Student's t at
+# 6 dof, 1.94 spreads, not 2.92 at 2 (a spread near zero from three close runs cannot make an interval near zero),
+# while from five runs on the setting's own spread weighs at least half
+PRIOR_DOF = 4
 VOLUME_FAR = 4.0       # a node count whose runs all moved 4x more or less per rank than the job is not near:
                        # ARCHER's 128-node file-per-process sweeps favoured 48 stripes at 1 GiB per rank and 1 at 8
 
@@ -91,7 +97,7 @@ class Evidence:
     def __init__(self, runs: Iterable[Run], osts: Mapping | None = None, dflt: Mapping | None = None):
         self._by: dict[tuple, list[_Obs]] = {}
         self._peak: dict[tuple, list[tuple[float, float]]] = {}
-        self._repeats: dict[tuple, list[tuple[float, float]]] = {}      # (key, family): `_repeat_residuals`
+        self._repeats: dict[tuple, list[tuple[float, float, float, int]]] = {}  # (key, family): `_repeat_residuals`
         osts, dflt = osts or {}, dflt or {}
         for r in runs:
             if not r.value or r.value <= 0 or not math.isfinite(r.value):
@@ -196,27 +202,33 @@ class Evidence:
             # measured at the job's own node and stripe count often enough: within one run's noise of their median
             med = statistics.median(here)
             low, high = max(low, med / EXACT_MARGIN), min(high, med * EXACT_MARGIN)
-            noise = self._repeat_noise((filesystem, op, klass, layout, unit), rpn, nodes)
+            noise = self._repeat_noise((filesystem, op, klass, layout, unit), rpn, nodes, here)
         return Band(low=low, high=high, n_runs=used, nodes=tuple(n for n, _ in sides),
                     exact=any(r[2] for r in ranges), noise=noise)
 
-    def _repeat_noise(self, key: tuple, rpn: float, nodes: float) -> float | None:
-        """How far one run falls from the median of its repetitions where the job's family repeated its settings
-        near the job: the 90% conformal quantile of |log(run / median of the others at its settings)| over the
-        family's runs within `REPEAT_SPAN` of the job's node count that have `EXACT_RUNS` others at their own
-        node count, stripe count and volume (the error the pin to a median makes, each measured on a run that
-        median did not see); None where fewer than `REPEAT_RUNS` such runs."""
+    def _repeat_noise(self, key: tuple, rpn: float, nodes: float, here: list[float]) -> float | None:
+        """How far a new run at the job's settings falls from the median of `here` (its runs there), in log, where
+        the job's family repeated its settings near the job: each of the family's runs within `REPEAT_SPAN` of the
+        job's node count that has `EXACT_RUNS` others at its own node count, stripe count and volume is compared
+        with the median of those others (a median it did not enter), in units of their spread (`_scale`); the 90%
+        conformal quantile of those standardized deviations, times the spread of `here`. Settings repeat tightly
+        or widely (ARCHER's reads), so each is given its own noise, not the family's. None where fewer than
+        `REPEAT_RUNS` such runs."""
         fam = self._family(key, rpn)
         if fam is None:
             return None
         if (key, fam) not in self._repeats:
             self._repeats[(key, fam)] = _repeat_residuals([o for o in self._by[key] if o.rpn == fam])
-        res = sorted(d for n, d in self._repeats[(key, fam)] if abs(math.log(n / nodes)) <= math.log(REPEAT_SPAN)
-                     + 1e-9)
+        res = [x[1:] for x in self._repeats[(key, fam)] if abs(math.log(x[0] / nodes)) <= math.log(REPEAT_SPAN)
+               + 1e-9]
         if len(res) < REPEAT_RUNS:
             return None
+        pooled = sum(k * v for _, v, k in res) / sum(k for _, v, k in res)
+        std = sorted(_standardized(d, _scale(v, k, pooled)) for d, v, k in res)
         # a new run exceeds the k-th smallest of n exchangeable residuals with probability 1 - k / (n + 1)
-        return res[min(math.ceil(0.9 * (len(res) + 1)), len(res)) - 1]
+        q = std[min(math.ceil(0.9 * (len(std) + 1)), len(std)) - 1]
+        logs = [math.log(x) for x in here]
+        return q * _scale(statistics.variance(logs), len(logs) - 1, pooled) if q else 0.0
 
     def measured_peak(self, filesystem: str | None, op: str, unit: str, nodes: float) -> float | None:
         """The largest value runs of the group measured, those at fewer nodes scaled linearly to `nodes`."""
@@ -280,20 +292,33 @@ def bounds(ev: "Evidence | None", filesystem: str | None, op: str, klass: str, l
                   noise=band.noise if band is not None else None)
 
 
-def _repeat_residuals(pool: list[_Obs]) -> list[tuple[float, float]]:
-    """(node count, |log(value / median of the others)|) of each run of `pool` (one family) with at least
-    `EXACT_RUNS` other runs at its node count, stripe count and volume (within `EXACT_MARGIN_VOLUME`)."""
+def _repeat_residuals(pool: list[_Obs]) -> list[tuple[float, float, float, int]]:
+    """(node count, |log(value / median of the others)|, variance of the others' logs, its degrees of freedom) of
+    each run of `pool` (one family) with at least `EXACT_RUNS` other runs at its node count, stripe count and
+    volume (within `EXACT_MARGIN_VOLUME`)."""
     by: dict[tuple, list[_Obs]] = {}
     for o in pool:
         by.setdefault((o.nodes, o.stripes, o.volume is None), []).append(o)
     out = []
     for same in by.values():
         for i, o in enumerate(same):
-            others = [x.value for j, x in enumerate(same) if j != i and (o.volume is None or abs(
+            others = [math.log(x.value) for j, x in enumerate(same) if j != i and (o.volume is None or abs(
                 math.log(x.volume / o.volume)) <= math.log(EXACT_MARGIN_VOLUME))]
             if len(others) >= EXACT_RUNS:
-                out.append((o.nodes, abs(math.log(o.value / statistics.median(others)))))
+                out.append((o.nodes, abs(math.log(o.value) - statistics.median(others)),
+                            statistics.variance(others), len(others) - 1))
     return out
+
+
+def _scale(var: float, dof: int, pooled: float) -> float:
+    """The log spread of one run at a setting from the variance of its runs' logs there (`dof` degrees of
+    freedom) and the family's pooled variance near the job, weighted as `PRIOR_DOF` degrees of freedom: three or
+    four repetitions alone say little of their spread (their variance may come out near zero)."""
+    return math.sqrt((dof * var + PRIOR_DOF * pooled) / (dof + PRIOR_DOF))
+
+
+def _standardized(d: float, s: float) -> float:
+    return d / s if s > 0 else (0.0 if d == 0 else INF)
 
 
 def _range_at(obs: list[_Obs], stripes: float) -> tuple[float, float, bool]:
