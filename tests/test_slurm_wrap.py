@@ -115,6 +115,10 @@ def jobs(slurm_cluster, tmp_path_factory):
     slurm_cluster.run(["scancel", jid], check=True)
     out["cancel"] = (jid, report, d)
 
+    # 8. BeeOND tier, no --output: the record goes to the #IOADVISE outdir below the start directory
+    d, s = mk("outdir", "#!/bin/bash\n#IOADVISE outdir=results\necho r > result.txt\n")
+    out["outdir"] = (*_submit(slurm_cluster, d, s, "--center", center, "--tier", "beeond"), d)
+
     records = {}
     for name, (jid, report, d) in out.items():
         records[name] = (jid, d, slurm_cluster.wait(jid, timeout=90), report)
@@ -213,3 +217,19 @@ def test_jobs_collect_by_job_id_brings_the_record_into_the_kb(jobs, slurm_cluste
     p = subprocess.run([IOADVISE, "jobs", "collect", "999999", "--kb", kb], env=env, capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 2 and "999999" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_jobs_collect_by_job_id_finds_the_record_in_the_outdir(jobs, slurm_cluster, tmp_path):
+    """A job without --output writes its record to its outdir; collecting it by job id must not fail with
+    "no ioadvise-JOBID.json" (Slurm names only the start directory and the output file's)."""
+    env = {**slurm_cluster.env, "PATH": f"{VENV_BIN}:{slurm_cluster.env.get('PATH', '/usr/bin:/bin')}"}
+    for name, outdir in (("outdir", "results"), ("awkward", "results 'x' \"y\"")):
+        jid, d, _, _ = jobs[name]
+        rec = d / outdir / f"ioadvise-{jid}.json"
+        assert rec.is_file(), sorted(p.name for p in d.iterdir())
+        p = subprocess.run([IOADVISE, "jobs", "collect", jid, "--kb", str(tmp_path / "kb.sqlite"), "--system",
+                            "testcluster", "--json"], env=env, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        (row,) = json.loads(p.stdout)
+        assert row["path"] == str(rec) and row["job_id"] == jid
+    assert json.loads(p.stdout)[0]["status"] != "imported"        # the awkward job staged nothing
