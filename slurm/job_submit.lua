@@ -34,6 +34,10 @@ local KEYS = {
 }
 -- <<< IOADVISE KEYS
 
+-- the interpreters the inserted block is written for (POSIX shells; ioadvisor/slurm/rewrite.py SHELLS): a
+-- Python, csh or other script is left alone, since shell lines in it would break the job
+local SHELLS = { sh = true, bash = true, dash = true, ksh = true, zsh = true, ash = true }
+
 -- center policy: hints for MPI-IO jobs, by layout (shared file vs file per process)
 local POLICY = {
   shared = { romio_cb_write = "enable", romio_ds_write = "disable" },
@@ -188,11 +192,36 @@ local function insert_at(text, whole)
   return nil
 end
 
+-- the program name of the #! line ("bash" for "#!/usr/bin/env -S bash -l"), nil without one
+local function interpreter(text)
+  if string.sub(text, 1, 2) ~= "#!" then return nil end
+  local e = string.find(text, "\n", 1, true)
+  local prog, via_env = nil, false
+  for w in string.gmatch(string.sub(text, 3, (e or #text + 1) - 1), "[^ \t\r\v\f]+") do
+    local name, slash = w, string.find(w, "/", 1, true)
+    while slash do  -- the part after the last "/", by plain finds (linear)
+      name = string.sub(w, slash + 1)
+      slash = string.find(w, "/", slash + 1, true)
+    end
+    if prog == nil then
+      prog, via_env = name, name == "env"
+      if not via_env then return prog end
+    elseif string.sub(w, 1, 1) ~= "-" then
+      return name
+    end
+  end
+  return prog
+end
+
 local function rewrite(job_desc)
   local script = job_desc.script
   if type(script) ~= "string" then return end
   local text = string.sub(script, 1, MAX_SCAN)
   if not string.find(text, "#IOADVISE", 1, true) then return end
+  if not SHELLS[interpreter(text) or ""] then
+    slurm.log_info("ioadvise: job left unchanged: not a POSIX shell script")
+    return
+  end
   if string.find(text, MARK_BEGIN, 1, true) or string.find(script, WRAP_MARK, 1, true) then return end
   local list = hints_for(parse(text))
   if #list == 0 then return end

@@ -151,3 +151,28 @@ def test_lines_end_at_newline_only(tmp_path, ch):
     run.write_bytes(result.encode())
     subprocess.run(["bash", str(run)], cwd=tmp_path, capture_output=True, timeout=60, env={"PATH": os.environ["PATH"]})
     assert not (tmp_path / "marker").exists()
+
+
+@pytest.mark.parametrize("shebang", ["#!/usr/bin/env python3", "#!/usr/bin/python3 -u", "#!/bin/tcsh", "#!/bin/csh -f",
+                                     "#!/usr/bin/env -S perl -w", "#!/usr/bin/env", "#!", "echo no shebang"])
+def test_scripts_of_other_interpreters_are_left_unchanged(tmp_path, shebang):
+    """Shell lines in a Python or csh batch script would break the job (a SyntaxError before its first line runs):
+    what is not a POSIX shell script must come out byte for byte as it went in."""
+    script = shebang + "\n#SBATCH -n 2\n#IOADVISE api=MPIIO layout=shared hint=cb_buffer_size:8388608\nprint('x')\n"
+    result, log = hook(tmp_path, script)
+    assert result == script
+    assert "not a POSIX shell script" in log
+
+
+@pytest.mark.parametrize("shebang", ["#!/bin/bash", "#! /bin/sh", "#!/bin/zsh -l", "#!/usr/bin/env bash",
+                                     "#!/usr/bin/env -S bash -l", "#!/usr/bin/ksh", "#!/bin/dash"])
+def test_posix_shell_scripts_get_the_block(tmp_path, shebang):
+    result, _ = hook(tmp_path, shebang + HEAD[HEAD.index("\n"):] + "srun ./app\n")
+    assert split(result)[2] == "srun ./app\n"
+
+
+def test_hook_knows_the_shells_wrap_writes_for():
+    import re
+    from ioadvisor.slurm.rewrite import SHELLS
+    table = re.search(r"local SHELLS = \{(.*?)\}", (ROOT / "slurm/job_submit.lua").read_text()).group(1)
+    assert set(re.findall(r"(\w+) = true", table)) == SHELLS
