@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 from .errors import ImportFormatError, UsageError
 from .ioadvise_lines import ioadvise_lines, read_line
-from .lustre import stripe_count_problem
+from .lustre import stripe_count_problem, stripe_size_problem
 from .tomlschema import Field, Table, first_problem, key_line
 from .util import loads_toml
 
@@ -150,14 +150,19 @@ def read_value(key: str, raw: Any, where: tuple[str | None, int | None] = (None,
         n = int(text)
         if k.kind == "count" and stripe_count_problem(n):
             raise _fail(f"{key}={stripe_count_problem(n)}", where)
-        if k.kind == "int" and n < 0:
-            raise _fail(f"{key}={n}: must be positive", where)
+        if k.kind == "int" and n < 1:           # nodes, ranks per node, files: no job has none
+            raise _fail(f"{key}={n}: must be at least 1", where)
         return n
     if k.kind == "size":
         try:
-            return parse_size(text)
+            n = parse_size(text)
         except (UsageError, ValueError):
             raise _fail(f"{key}={str(raw)[:40]!r} is not a size (use e.g. 1GiB)", where) from None
+        if key == "stripe_size" and stripe_size_problem(n):
+            raise _fail(f"{key}={stripe_size_problem(n)}", where)
+        if key == "access_size" and n < 1:
+            raise _fail(f"{key}={n}: must be at least 1 byte", where)
+        return n
     if k.kind == "choice":
         v = str(text).lower()
         if v not in k.choices:

@@ -75,7 +75,7 @@ def test_workload_file_and_script(tmp_path):
 
 @pytest.mark.parametrize("args,needle", [
     (["--system", "Atlantis"], "unknown system"),
-    (["--system", "HA8000", "--ranks-per-node", "0"], "impossible workload"),
+    (["--system", "HA8000", "--ranks-per-node", "0"], "ranks_per_node=0: must be at least 1"),
     (["--system", "HA8000", "--bytes-per-rank", "12 parsecs"], "not a size"),
     (["--system", "HA8000", "--api", "netcdf"], "unknown API"),
     (["--system", "HA8000", "--hints", "romio_cb_write"], "bad hint"),

@@ -69,6 +69,20 @@ def test_bad_values_name_file_and_line():
     assert any("job.sh:2" in w and "colour" in w for w in s.warnings)
 
 
+@pytest.mark.parametrize("line", ["nodes=0", "ranks_per_node=0", "files=0", "access_size=0", "stripe_size=1",
+                                  "stripe_size=0", "stripe_size=100000", "stripe_size=4GiB"])
+def test_impossible_values_are_refused_at_their_line(tmp_path, line):
+    """A value no job can have (0 nodes, a stripe size Lustre refuses) must not get past the line it is on: the
+    error names job.sh:3, as every other bad #IOADVISE value does, in describe and through `ioadvise wrap`."""
+    script = f"#!/bin/sh\n#SBATCH -N 2 -n 8\n#IOADVISE api=MPIIO bytes_per_rank=1GiB {line}\necho\n"
+    with pytest.raises(ImportFormatError, match=r"^job.sh:3: " + line.split("=")[0]):
+        describe(script=script, script_path="job.sh")
+    (tmp_path / "job.sh").write_text(script)
+    p = run("wrap", "job.sh", "-o", "w.sh", "--center", "HA8000", cwd=tmp_path)
+    assert p.returncode == 2 and "job.sh:3:" in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert not (tmp_path / "w.sh").exists()
+
+
 def test_every_dialects_keys_are_one_table():
     """The keys the three former dialects took (advise --script, the job-script parser, the Lua hook) are all
     in the table, with one meaning each."""
