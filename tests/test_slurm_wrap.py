@@ -119,6 +119,11 @@ def jobs(slurm_cluster, tmp_path_factory):
     d, s = mk("outdir", "#!/bin/bash\n#IOADVISE outdir=results\necho r > result.txt\n")
     out["outdir"] = (*_submit(slurm_cluster, d, s, "--center", center, "--tier", "beeond"), d)
 
+    # 9. the script says -o logs/out.txt (logs/ does not exist), the command line says -o out.txt, which wins
+    d, s = mk("cli_output", "#!/bin/bash\n#SBATCH -o logs/out.txt\necho r\n")
+    (d / "run").mkdir()
+    out["cli_output"] = (*_submit(slurm_cluster, d, s, "--hints", "romio_cb_write=enable", "-o", "run/out.txt"), d)
+
     records = {}
     for name, (jid, report, d) in out.items():
         records[name] = (jid, d, slurm_cluster.wait(jid, timeout=90), report)
@@ -233,3 +238,14 @@ def test_jobs_collect_by_job_id_finds_the_record_in_the_outdir(jobs, slurm_clust
         (row,) = json.loads(p.stdout)
         assert row["path"] == str(rec) and row["job_id"] == jid
     assert json.loads(p.stdout)[0]["status"] != "imported"        # the awkward job staged nothing
+
+
+def test_output_given_to_submit_decides_where_the_record_goes(jobs, slurm_cluster):
+    """sbatch's -o replaces the script's #SBATCH -o: the record must go next to the output sbatch writes, not
+    to the script's logs/ (which does not exist, so the record was lost and `jobs collect` found nothing)."""
+    jid, d, info, _ = jobs["cli_output"]
+    assert info["JobState"] == "COMPLETED", (d / "run" / "out.txt").read_text()
+    assert not (d / "logs").exists()
+    assert "No such file" not in (d / "run" / "out.txt").read_text()
+    rec = json.loads((d / "run" / f"ioadvise-{jid}.json").read_text())
+    assert rec["job_id"] == jid and rec["exit_code"] == 0 and rec["end"] >= rec["start"]

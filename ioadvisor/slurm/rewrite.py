@@ -396,8 +396,9 @@ def _stage_out_lines(stage_in: tuple[str, ...]) -> list[str]:
     ]
 
 
-def wrap(text: str, settings: WrapSettings) -> str:
-    """The script with the settings applied. Raises UsageError for scripts it cannot wrap."""
+def wrap(text: str, settings: WrapSettings, output: str | None = None) -> str:
+    """The script with the settings applied (`output`: an --output given to sbatch, over the script's own).
+    Raises UsageError for scripts it cannot wrap."""
     validate(settings)
     base = strip_wrap(text)
     js = parse_jobscript(base)
@@ -414,9 +415,12 @@ def wrap(text: str, settings: WrapSettings) -> str:
         line = _request_directive(settings.tier.request, js.option("constraint"))
         if line:
             directives.append(line)
-    output = js.option("output")
+    # sbatch writes the job's output where its command line says (`output`), else where the script's #SBATCH says
+    output = output or js.option("output")
     head = output.rsplit("/", 1)[0] if output and "/" in output else None
     recdir = (head or "/") if head is not None and "%" not in head else None
+    if recdir is not None:
+        check_line_value(recdir, "--output directory")
     # The block sets everything up in the batch shell, then runs the script again in a child shell of the same
     # interpreter (as the kernel reads the #! line: the program and at most one argument), which skips the
     # block and runs the user's commands. Their traps, `exec` or `exit` end only the child; the batch shell's

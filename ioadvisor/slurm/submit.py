@@ -15,7 +15,7 @@ from ..errors import ImportFormatError, SlurmError, UsageError
 from ..lustre import constraint_of, has_feature
 from ..model.run import norm_api
 from ..model.types import Center, FileSystem
-from .jobscript import parse_jobscript
+from .jobscript import parse_jobscript, parse_sbatch_args
 from .rewrite import TierSpec, WrapSettings, wrap
 
 # SBATCH_* variables override directives in the script; only these site-wide ones are kept
@@ -140,6 +140,8 @@ def wrap_script(text: str, ex: Explicit, *, center: Center | None = None, kb_pat
     script unchanged with a warning, or raises when `strict`. Unusable explicit settings always raise."""
     from ..job import describe, sbatch_sizes
     js = parse_jobscript(text)
+    # an --output given to sbatch replaces the script's: the record goes next to the output sbatch writes
+    output = next((d.value for d in reversed(parse_sbatch_args(list(sbatch_args))) if d.option == "output"), None)
     try:
         spec = describe(script=text, script_path=path, sbatch=sbatch_sizes(sbatch_args), explicit=workload,
                         strict=False)
@@ -153,7 +155,7 @@ def wrap_script(text: str, ex: Explicit, *, center: Center | None = None, kb_pat
     if ex.any or center is None:
         s = replace(explicit_settings(ex, center, spec), directives=directives)
         try:
-            return Wrapped(original=text, text=wrap(text, s), settings=s, source="explicit",
+            return Wrapped(original=text, text=wrap(text, s, output), settings=s, source="explicit",
                            warnings=tuple(warnings), spec=spec)
         except UsageError as e:
             raise UsageError(f"{path}: {e}") from None
@@ -164,7 +166,7 @@ def wrap_script(text: str, ex: Explicit, *, center: Center | None = None, kb_pat
         s = replace(s, directives=directives)
         # every caveat of the advice (extrapolation, caps, unmeasured modes) travels with the wrapped job
         warnings += [x for x in (advice.warnings if advice is not None else ()) if x not in warnings]
-        return Wrapped(original=text, text=wrap(text, s), settings=s, source="advice", warnings=tuple(warnings),
+        return Wrapped(original=text, text=wrap(text, s, output), settings=s, source="advice", warnings=tuple(warnings),
                        spec=spec, advice=advice, center=center)
     except Exception as e:  # fail open: a broken advisor must not stop a job
         if strict:
