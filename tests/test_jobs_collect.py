@@ -46,6 +46,20 @@ def test_records_without_a_measurement_or_unfinished_or_broken():
     assert str(e.value).startswith("r.json:3: invalid or truncated job record JSON")
 
 
+def test_a_failed_stage_out_is_not_a_measurement(tmp_path):
+    """stage_out_status 1: some copy back failed, so staged_out_bytes counts what was on the tier, not what came
+    back; 10 MiB / 10 s must not enter the KB as 1 MiB/s written."""
+    assert parse(_record(stage_out_status=1), ImportContext()) == []
+    assert len(parse(_record(stage_out_status=0), ImportContext())) == 1
+    with pytest.raises(ImportFormatError, match="stage_out_status must be a non-negative integer"):
+        parse(_record(stage_out_status="x"), ImportContext(source="r.json"))
+    (tmp_path / "ioadvise-11.json").write_bytes(_record(stage_out_status=1))
+    res = runner.invoke(app, ["jobs", "collect", str(tmp_path), "--kb", str(tmp_path / "kb.sqlite"), "--json"])
+    assert res.exit_code == 0, res.output
+    (row,) = json.loads(res.stdout)
+    assert row["runs"] == 0 and row["status"] == "stage-out failed: nothing measured"
+
+
 def test_collect_directory_imports_once_and_lists_records_without_data(tmp_path):
     (tmp_path / "ioadvise-11.json").write_bytes(_record())
     (tmp_path / "ioadvise-12.json").write_bytes(_record(job_id="12", staged=None, tier=None))

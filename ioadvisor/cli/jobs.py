@@ -58,7 +58,8 @@ def collect(
                 row = {"path": str(p), "job_id": rec.job_id, "exit_code": rec.exit_code, "tier": rec.tier,
                        "staged_out_bytes": rec.staged_out_bytes, "elapsed_s": rec.end - rec.start,
                        "system": system or "unknown", "filesystem": fs or rec.tier,
-                       "runs": 0, "status": "no staged volume: nothing measured"}
+                       "runs": 0, "status": "stage-out failed: nothing measured" if rec.stage_out_status
+                       else "no staged volume: nothing measured"}
                 if runs:
                     res = import_file(store, p, "jobrecord", system=system, filesystem=fs, kind="production")
                     row["runs"] = res.runs

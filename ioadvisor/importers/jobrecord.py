@@ -3,7 +3,8 @@
 A record knows the job's settings, its start and end time and, when it staged a scratch tier out, the bytes it
 copied back. From those it makes one `write` run on the tier: bytes staged out / job wall time, a lower bound
 of the bandwidth the job wrote with (the job also computed and staged). A record without a staged volume (no
-tier, or a `du` that could not count) holds no measurement and gives no run.
+tier, or a `du` that could not count) or whose stage-out failed (its byte count is what was on the tier, not what
+came back) holds no measurement and gives no run.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ class JobRecord:
     exit_code: int | None
     staged_out_bytes: int | None
     stage_out_seconds: int | None
+    stage_out_status: int | None          # 0: every copy succeeded; else some file was not copied back
     settings: dict[str, Any]
 
     @property
@@ -70,7 +72,8 @@ def read_record(data: bytes, source: str = "") -> JobRecord:
     rec = JobRecord(job_id=str(job_id), host=host or None, start=_int(d, "start", source, required=True),
                     end=_int(d, "end", source), exit_code=_int(d, "exit_code", source),
                     staged_out_bytes=_int(d, "staged_out_bytes", source),
-                    stage_out_seconds=_int(d, "stage_out_seconds", source), settings=d["settings"])
+                    stage_out_seconds=_int(d, "stage_out_seconds", source),
+                    stage_out_status=_int(d, "stage_out_status", source), settings=d["settings"])
     if rec.end is not None and rec.end < rec.start:
         raise ImportFormatError(f"job record: end {rec.end} is before start {rec.start}", source or None)
     hints = rec.settings.get("hints")
@@ -87,8 +90,8 @@ def record_runs(rec: JobRecord, ctx: ImportContext) -> list[Run]:
     """The production run a finished record supports (none without a staged volume)."""
     if rec.end is None:
         raise ImportFormatError(f"job {rec.job_id} has not finished (its record has no end time)", ctx.source or None)
-    if not rec.staged_out_bytes:
-        return []
+    if not rec.staged_out_bytes or rec.stage_out_status:
+        return []           # nothing staged, or a copy failed: the byte count is not what came back
     elapsed = max(rec.end - rec.start, 1)
     s = rec.settings
     hints = {str(k): str(v) for k, v in (s.get("hints") or {}).items()}
