@@ -139,9 +139,22 @@ def _fail(msg: str, where: tuple[str | None, int | None]) -> ImportFormatError:
     return ImportFormatError(msg, where[0], where[1])
 
 
+def _size(key: str, raw: Any, where: tuple[str | None, int | None]) -> int:
+    """A size value in bytes; a stripe size Lustre refuses or a 0 access size is an error here, at its line."""
+    from .model.units import parse_size
+    try:
+        n = parse_size(str(raw).strip())
+    except (UsageError, ValueError):
+        raise _fail(f"{key}={str(raw)[:40]!r} is not a size (use e.g. 1GiB)", where) from None
+    if key == "stripe_size" and stripe_size_problem(n):
+        raise _fail(f"{key}={stripe_size_problem(n)}", where)
+    if key == "access_size" and n < 1:
+        raise _fail(f"{key}={n}: must be at least 1 byte", where)
+    return n
+
+
 def read_value(key: str, raw: Any, where: tuple[str | None, int | None] = (None, None)) -> Any:
     """One key's value, checked; ImportFormatError naming `where` (file, line) for a bad one."""
-    from .model.units import parse_size
     k = KEY[key]
     text = str(raw).strip() if not isinstance(raw, (dict, bool)) else raw
     if k.kind in ("int", "count"):
@@ -154,15 +167,7 @@ def read_value(key: str, raw: Any, where: tuple[str | None, int | None] = (None,
             raise _fail(f"{key}={n}: must be at least 1", where)
         return n
     if k.kind == "size":
-        try:
-            n = parse_size(text)
-        except (UsageError, ValueError):
-            raise _fail(f"{key}={str(raw)[:40]!r} is not a size (use e.g. 1GiB)", where) from None
-        if key == "stripe_size" and stripe_size_problem(n):
-            raise _fail(f"{key}={stripe_size_problem(n)}", where)
-        if key == "access_size" and n < 1:
-            raise _fail(f"{key}={n}: must be at least 1 byte", where)
-        return n
+        return _size(key, raw, where)
     if k.kind == "choice":
         v = str(text).lower()
         if v not in k.choices:

@@ -240,7 +240,7 @@ def test_jobs_collect_by_job_id_finds_the_record_in_the_outdir(jobs, slurm_clust
     assert json.loads(p.stdout)[0]["status"] != "imported"        # the awkward job staged nothing
 
 
-def test_output_given_to_submit_decides_where_the_record_goes(jobs, slurm_cluster):
+def test_output_given_to_submit_decides_where_the_record_goes(jobs):
     """sbatch's -o replaces the script's #SBATCH -o: the record must go next to the output sbatch writes, not
     to the script's logs/ (which does not exist, so the record was lost and `jobs collect` found nothing)."""
     jid, d, info, _ = jobs["cli_output"]
