@@ -87,6 +87,18 @@ def test_exit_code_and_record_local_run(tmp_path):
     assert "ioadvise: staging: none (no scratch tier)" in p.stderr
 
 
+@pytest.mark.parametrize("output", ["/dev/null", "/dev/stdout"])
+def test_output_to_a_device_keeps_the_record_in_the_results_directory(tmp_path, output):
+    """`#SBATCH -o /dev/null` is common; /dev is not where results go (a user cannot write there, so the record
+    was lost): the record must go to the outdir, and nothing named ioadvise-* may appear in /dev."""
+    script = f"#!/bin/bash\n#SBATCH -o {output}\necho body\n"
+    job = f"9{os.getpid()}"
+    p = _run(wrap(script, WrapSettings(hints={"romio_cb_write": "disable"}, outdir="res")), tmp_path, job_id=job)
+    assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "res" / f"ioadvise-{job}.json").read_text())["exit_code"] == 0
+    assert not list(Path("/dev").glob(f"ioadvise-{job}*"))
+
+
 def test_hostile_values_are_quoted_not_run(tmp_path):
     marker = tmp_path / "pwned"
     evil = f"$(touch {marker})`touch {marker}`;touch {marker}"

@@ -417,7 +417,8 @@ def wrap(text: str, settings: WrapSettings, output: str | None = None) -> str:
             directives.append(line)
     # sbatch writes the job's output where its command line says (`output`), else where the script's #SBATCH says
     output = output or js.option("output")
-    head = output.rsplit("/", 1)[0] if output and "/" in output else None
+    # output to a device (-o /dev/null) names no results directory: the record goes to the outdir then
+    head = output.rsplit("/", 1)[0] if output and "/" in output and not output.startswith("/dev/") else None
     recdir = (head or "/") if head is not None and "%" not in head else None
     if recdir is not None:
         check_line_value(recdir, "--output directory")
