@@ -45,7 +45,7 @@ KEYS: tuple[Key, ...] = (
     Key("ranks_per_node", "int", "MPI ranks per node (else --ntasks-per-node, or -n over -N)", "^%d+$"),
     Key("bytes_per_rank", "size", "bytes each rank writes or reads (4GiB, 512MiB)", "^[%w%.]+$"),
     Key("total_bytes", "size", "all ranks together, instead of bytes_per_rank", "^[%w%.]+$"),
-    Key("api", "choice", "POSIX, MPIIO or HDF5", "^[%a%-]+$", ("posix", "mpiio", "mpi-io", "hdf5")),
+    Key("api", "choice", "POSIX, MPIIO or HDF5", "^[%w%-]+$", ("posix", "mpiio", "mpi-io", "hdf5")),
     Key("layout", "choice", "shared (one file), fpp (file per process) or any", "^%a+$", ("shared", "fpp", "any")),
     Key("op", "choice", "write or read", "^%a+$", ("write", "read")),
     Key("pattern", "choice", "sequential or random", "^%a+$", ("sequential", "random")),

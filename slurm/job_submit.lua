@@ -26,7 +26,7 @@ local WRAP_MARK = "# >>> ioadvise wrap"
 -- >>> IOADVISE KEYS: generated from ioadvisor/job.py (KEYS); the #IOADVISE keys and how each value must look
 local KEYS = {
   nodes = "^%d+$", ranks_per_node = "^%d+$", bytes_per_rank = "^[%w%.]+$", total_bytes = "^[%w%.]+$",
-  api = "^[%a%-]+$", layout = "^%a+$", op = "^%a+$", pattern = "^%a+$", random = "^%a+$",
+  api = "^[%w%-]+$", layout = "^%a+$", op = "^%a+$", pattern = "^%a+$", random = "^%a+$",
   access_size = "^[%w%.]+$", files = "^%d+$", lifetime = "^[%a%-]+$", outdir = "^[%w%._%-/]+$",
   stage_in = "^[%w%._%-/]+$", hint = "^[%w_]+:[%w%._%-]+$", stripe_count = "^%-?%d+$",
   stripe_size = "^[%w%.]+$", tier = "^[%w%._%-]+$", collective = "^%a+$", mpi = "^[%w@%.]+$",
@@ -143,7 +143,7 @@ local function hints_for(w)
   for _, kv in ipairs(w.hints or {}) do
     if not seen[kv[1]] then table.insert(list, kv); seen[kv[1]] = true end
   end
-  local api = string.upper(w.api or "")
+  local api = string.gsub(string.upper(w.api or ""), "%-", "")  -- MPI-IO is MPIIO, as ioadvise reads it
   if api == "MPIIO" or api == "HDF5" then
     local pol = POLICY[string.lower(w.layout or "")] or {}
     local keys = {}

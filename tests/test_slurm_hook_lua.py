@@ -176,3 +176,11 @@ def test_hook_knows_the_shells_wrap_writes_for():
     from ioadvisor.slurm.rewrite import SHELLS
     table = re.search(r"local SHELLS = \{(.*?)\}", (ROOT / "slurm/job_submit.lua").read_text()).group(1)
     assert set(re.findall(r"(\w+) = true", table)) == SHELLS
+
+
+@pytest.mark.parametrize("api", ["MPIIO", "mpiio", "MPI-IO", "mpi-io", "HDF5"])
+def test_every_spelling_of_mpiio_gets_the_center_policy(tmp_path, api):
+    """`api=MPI-IO` is MPI-IO to `ioadvise` (ioadvisor/job.py reads it as mpiio): the hook must not read it as
+    a non-MPI-IO job and leave it without the policy's hints."""
+    result, _ = hook(tmp_path, f"#!/bin/bash\n#IOADVISE api={api} layout=shared\nsrun ./app\n")
+    assert "export IOADVISE_HINTS='romio_cb_write=enable,romio_ds_write=disable'" in split(result)[1]
