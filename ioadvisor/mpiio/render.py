@@ -156,48 +156,41 @@ class Commands:
         return "\n".join(out) + ("\n" if out else "")
 
 
-# what each MPI-IO hint asks of the library, per language of the guide (`explain_hint`): `keys` by hint, `{value}`
+# what each MPI-IO hint asks of the library, in each language of the guide (`explain_hint`): per hint, `{value}`
 # its value; the two-phase (`cb`) and sieving (`ds`) switches of ROMIO with their operation and setting
 _HINT_TEXT: dict[str, dict[str, Any]] = {
-    "en": {
-        "cb": "two-phase collective buffering for collective {op}: {switch}",
-        "ds": "data sieving (one large access instead of many small ones) for independent {op}: {switch}",
-        "ops": {"write": "writes", "read": "reads"},
-        "switch": {"enable": "always", "disable": "never", "automatic": "when the library judges it useful"},
-        "other": "passed to the MPI library as given (see its MPI-IO hints documentation)",
-        "keys": {
-            "cb_nodes": "{value} process(es) act as aggregators that do all file access of a collective operation",
-            "cb_buffer_size": "each aggregator collects {value} bytes per round of a collective operation",
-            "cb_config_list": "which nodes host aggregators ({value})",
-            "striping_factor": "a file MPI-IO creates gets {value} stripe(s) (OSTs); an existing file keeps its own",
-            "striping_unit": "a file MPI-IO creates gets {value}-byte stripes; an existing file keeps its own",
-            "romio_no_indep_rw": "{value}: only collective I/O, so non-aggregator processes never open the file",
-            "romio_lustre_co_ratio": "at most {value} aggregator(s) write to one OST",
-            "romio_lustre_coll_threshold": "requests larger than {value} bytes bypass collective buffering",
-            "ind_wr_buffer_size": "independent writes are sieved through a {value}-byte buffer",
-            "ind_rd_buffer_size": "independent reads are sieved through a {value}-byte buffer",
-            "direct_io": "{value}: direct I/O, bypassing the client's page cache",
-        },
-    },
-    "ja": {
-        "cb": "集団{op}の二段階集団バッファリング（two-phase collective buffering）: {switch}",
-        "ds": "独立{op}のデータシービング（小さなアクセスを 1 回の大きなアクセスにまとめる）: {switch}",
-        "ops": {"write": "書き込み", "read": "読み込み"},
-        "switch": {"enable": "常に使う", "disable": "使わない", "automatic": "ライブラリが有効と判断したときに使う"},
-        "other": "そのまま MPI ライブラリに渡す（ライブラリの MPI-IO ヒントの説明を参照）",
-        "keys": {
-            "cb_nodes": "{value} 個のプロセスが集約役（aggregator）となり、集団操作のファイルアクセスをすべて行う",
-            "cb_buffer_size": "各集約役は集団操作の 1 ラウンドで {value} バイトを集める",
-            "cb_config_list": "集約役を置くノード（{value}）",
-            "striping_factor": "MPI-IO が作成するファイルのストライプ数を {value}（OST 数）にする。既存のファイルは元のまま",
-            "striping_unit": "MPI-IO が作成するファイルのストライプサイズを {value} バイトにする。既存のファイルは元のまま",
-            "romio_no_indep_rw": "{value}: 集団 I/O だけを使い、集約役以外のプロセスはファイルを開かない",
-            "romio_lustre_co_ratio": "1 つの OST に書き込む集約役は最大 {value} 個",
-            "romio_lustre_coll_threshold": "{value} バイトを超える要求は集団バッファリングを経由しない",
-            "ind_wr_buffer_size": "独立書き込みを {value} バイトのバッファでまとめる",
-            "ind_rd_buffer_size": "独立読み込みを {value} バイトのバッファでまとめる",
-            "direct_io": "{value}: ダイレクト I/O（クライアントのページキャッシュを経由しない）",
-        },
+    "cb": {"en": "two-phase collective buffering for collective {op}: {switch}",
+           "ja": "集団{op}の二段階集団バッファリング（two-phase collective buffering）: {switch}"},
+    "ds": {"en": "data sieving (one large access instead of many small ones) for independent {op}: {switch}",
+           "ja": "独立{op}のデータシービング（小さなアクセスを 1 回の大きなアクセスにまとめる）: {switch}"},
+    "other": {"en": "passed to the MPI library as given (see its MPI-IO hints documentation)",
+              "ja": "そのまま MPI ライブラリに渡す（ライブラリの MPI-IO ヒントの説明を参照）"},
+    "ops": {"en": {"write": "writes", "read": "reads"}, "ja": {"write": "書き込み", "read": "読み込み"}},
+    "switch": {"en": {"enable": "always", "disable": "never", "automatic": "when the library judges it useful"},
+               "ja": {"enable": "常に使う", "disable": "使わない", "automatic": "ライブラリが有効と判断したときに使う"}},
+    "keys": {
+        "cb_nodes": {"en": "{value} process(es) act as aggregators that do all file access of a collective operation",
+                    "ja": "{value} 個のプロセスが集約役（aggregator）となり、集団操作のファイルアクセスをすべて行う"},
+        "cb_buffer_size": {"en": "each aggregator collects {value} bytes per round of a collective operation",
+                          "ja": "各集約役は集団操作の 1 ラウンドで {value} バイトを集める"},
+        "cb_config_list": {"en": "which nodes host aggregators ({value})",
+                          "ja": "集約役を置くノード（{value}）"},
+        "striping_factor": {"en": "a file MPI-IO creates gets {value} stripe(s) (OSTs); an existing file keeps its own",
+                           "ja": "MPI-IO が作成するファイルのストライプ数を {value}（OST 数）にする。既存のファイルは元のまま"},
+        "striping_unit": {"en": "a file MPI-IO creates gets {value}-byte stripes; an existing file keeps its own",
+                         "ja": "MPI-IO が作成するファイルのストライプサイズを {value} バイトにする。既存のファイルは元のまま"},
+        "romio_no_indep_rw": {"en": "{value}: only collective I/O, so non-aggregator processes never open the file",
+                             "ja": "{value}: 集団 I/O だけを使い、集約役以外のプロセスはファイルを開かない"},
+        "romio_lustre_co_ratio": {"en": "at most {value} aggregator(s) write to one OST",
+                                 "ja": "1 つの OST に書き込む集約役は最大 {value} 個"},
+        "romio_lustre_coll_threshold": {"en": "requests larger than {value} bytes bypass collective buffering",
+                                       "ja": "{value} バイトを超える要求は集団バッファリングを経由しない"},
+        "ind_wr_buffer_size": {"en": "independent writes are sieved through a {value}-byte buffer",
+                              "ja": "独立書き込みを {value} バイトのバッファでまとめる"},
+        "ind_rd_buffer_size": {"en": "independent reads are sieved through a {value}-byte buffer",
+                              "ja": "独立読み込みを {value} バイトのバッファでまとめる"},
+        "direct_io": {"en": "{value}: direct I/O, bypassing the client's page cache",
+                     "ja": "{value}: ダイレクト I/O（クライアントのページキャッシュを経由しない）"},
     },
 }
 
@@ -205,12 +198,12 @@ _HINT_TEXT: dict[str, dict[str, Any]] = {
 def explain_hint(key: str, value: str, lang: str = "en") -> str:
     """What one MPI-IO hint asks of the MPI library, in one line (`cb_nodes 30: ...`): in English (the commands'
     comments), or in another language of the guide."""
-    text = _HINT_TEXT[lang]
+    t = _HINT_TEXT
     for switch, prefix in (("cb", "romio_cb_"), ("ds", "romio_ds_")):
         op = key[len(prefix):] if key.startswith(prefix) else None
-        if op in text["ops"]:
-            return text[switch].format(op=text["ops"][op], switch=text["switch"].get(value, value))
-    return text["keys"].get(key, text["other"]).format(value=value)
+        if op in t["ops"][lang]:
+            return t[switch][lang].format(op=t["ops"][lang][op], switch=t["switch"][lang].get(value, value))
+    return (t["keys"][key][lang] if key in t["keys"] else t["other"][lang]).format(value=value)
 
 
 def _flavour_env(rule: FlavourRule, hints: Mapping[str, str], fs_type: str | None,
