@@ -238,3 +238,14 @@ def test_stage_in_without_a_staged_tier_is_said_not_silently_dropped(tmp_path):
     assert said and "input.dat" in said[0] and "no scratch tier" in said[0], said
     r = runner.invoke(app, ["wrap", str(src), "-o", str(tmp_path / "o2.sh"), "--stripe-count", "4"])
     assert r.exit_code == 0 and "stage-in input.dat" in r.output, r.output
+
+
+def test_a_job_without_an_api_is_not_described_as_posix_when_its_hints_are_applied(tmp_path):
+    """A script whose description names no API gets MPI-IO hints (wrap renders for MPI-IO then): the summary's job
+    line says so ("MPIIO (assumed)"), not "posix", an interface that never reads hints."""
+    src = _script(tmp_path, "#!/bin/bash\n#SBATCH -N 2\nsrun ./app\n")
+    r = runner.invoke(app, ["wrap", str(src), "-o", str(tmp_path / "o.sh"), "--hints", "romio_cb_write=enable",
+                            "--json"])
+    assert r.exit_code == 0, r.output
+    sm = json.loads(r.stdout)["summary"]
+    assert sm["job"].endswith("MPIIO (assumed)") and any("MPI-IO hints" in x for x in sm["settings"]), sm

@@ -110,8 +110,10 @@ def summary(w) -> dict:
     spec, st = w.spec, w.settings
     out: dict = {"job": None, "settings": [], "prediction": None, "why": [], "not_changed": []}
     if spec is not None and spec.nodes:
+        # without an api in the job description, the one its settings were rendered for (hints reach MPI-IO)
+        api = spec.api or (f"{st.api} (assumed)" if st is not None else "posix")
         out["job"] = (f"{spec.nodes} node(s) x {spec.ranks_per_node or '?'} rank(s) per node"
-                      f" ({spec.sources.get('nodes', 'default')}), {spec.op or 'write'}, {spec.api or 'posix'}")
+                      f" ({spec.sources.get('nodes', 'default')}), {spec.op or 'write'}, {api}")
     if st is None:
         out["not_changed"].append("the script is unchanged: " + "; ".join(w.warnings[-1:]))
         return out
