@@ -103,6 +103,14 @@ def uncovered(script: str) -> list[str]:
     return out
 
 
+def _job_line(spec, st) -> str:
+    """The job as the summary names it; without an api in its description, the one its settings were rendered
+    for (hints reach MPI-IO), marked assumed."""
+    api = spec.api or (f"{st.api} (assumed)" if st is not None else "posix")
+    return (f"{spec.nodes} node(s) x {spec.ranks_per_node or '?'} rank(s) per node"
+            f" ({spec.sources.get('nodes', 'default')}), {spec.op or 'write'}, {api}")
+
+
 def summary(w) -> dict:
     """What was decided, for people: the job, the settings, the prediction, why, and what was left alone."""
     from ..mpiio import render
@@ -110,10 +118,7 @@ def summary(w) -> dict:
     spec, st = w.spec, w.settings
     out: dict = {"job": None, "settings": [], "prediction": None, "why": [], "not_changed": []}
     if spec is not None and spec.nodes:
-        # without an api in the job description, the one its settings were rendered for (hints reach MPI-IO)
-        api = spec.api or (f"{st.api} (assumed)" if st is not None else "posix")
-        out["job"] = (f"{spec.nodes} node(s) x {spec.ranks_per_node or '?'} rank(s) per node"
-                      f" ({spec.sources.get('nodes', 'default')}), {spec.op or 'write'}, {api}")
+        out["job"] = _job_line(spec, st)
     if st is None:
         out["not_changed"].append("the script is unchanged: " + "; ".join(w.warnings[-1:]))
         return out
