@@ -383,25 +383,11 @@ def relabel(
             raise UsageError("say what to change: --to-system and/or --to-filesystem")
         with KB.open(kb, create=False) as store:
             rows = store.select(ids or (), _filter(system, filesystem, op, api, layout, kind, None, source))
+            # the flags judged as an import without --center judges them: by the center named like the system
+            from ..ingest import run_flagger
             done = store.relabel(rows, system=to_system, filesystem=to_filesystem,
-                                 flags_of=_own_center_flags()) if yes else None
+                                 flags_of=run_flagger()) if yes else None
         _repair_report(rows, "relabel", done, json_out)
-
-
-def _own_center_flags() -> Any:
-    """What judges a run's evidence flags by the center named like its system (a site's in $IOADVISE_CENTERS,
-    else shipped), as an import without --center does; a run of a system without such a center keeps its flags."""
-    from ..center import center_for
-    from ..center.evidence import flags_of, useful
-    centers: dict[str, Any] = {}
-
-    def judge(run: Any) -> tuple[str, ...]:
-        if run.system not in centers:
-            c = center_for(None, run.system)
-            centers[run.system] = c if useful(c) else None
-        c = centers[run.system]
-        return flags_of(run, center=c) if c is not None else run.flags
-    return judge
 
 
 @kb_app.command("check")

@@ -16,7 +16,7 @@ from ..model.run import Run
 from ..util import printable
 from .source import ImportSource
 
-__all__ = ["import_file", "flagger"]
+__all__ = ["import_file", "flagger", "run_flagger"]
 
 Keyed = tuple[str, tuple]          # a run as the KB stores it: (content key, values in VALUES order)
 Progress = Callable[[int, int], None]
@@ -79,17 +79,40 @@ def flagger(center: Any) -> Callable[[Iterable[Keyed]], Iterator[Keyed]]:
     return lambda items: _flagged(items, center)
 
 
-def _flagged(items: Iterable[Keyed], center: Any) -> Iterator[Keyed]:
+def run_flagger(center: Any = None) -> Callable[[Run], tuple[str, ...]]:
+    """What judges one run's evidence flags as `flagger` does (by `center`, else by the center named like its
+    system); a run of a system without such a center keeps its flags: for `KB.relabel(flags_of=...)`."""
+    from ..center.evidence import flags_of
+    center_of = _centers(center)
+
+    def judge(run: Run) -> tuple[str, ...]:
+        c = center_of(run.system)
+        return flags_of(run, center=c) if c is not None else run.flags
+    return judge
+
+
+def _centers(center: Any) -> Callable[[str], Any]:
+    """system -> the center whose evidence rules flag its runs: `center` (a Center, a center file or a name) if
+    given, else the center named like the system; None where it states nothing a flag is judged by. Each
+    system's is looked up once."""
     from ..center import center_for
-    from ..center.evidence import flags_of, useful
+    from ..center.evidence import useful
     given = center if center is None or hasattr(center, "filesystems") else center_for(center, None)
     centers: dict[str, Any] = {}
-    for key, values in items:
-        system = values[V_SYSTEM]
+
+    def center_of(system: str) -> Any:
         if system not in centers:
             c = given if given is not None else center_for(None, system)
             centers[system] = c if useful(c) else None
-        c = centers[system]
+        return centers[system]
+    return center_of
+
+
+def _flagged(items: Iterable[Keyed], center: Any) -> Iterator[Keyed]:
+    from ..center.evidence import flags_of
+    center_of = _centers(center)
+    for key, values in items:
+        c = center_of(values[V_SYSTEM])
         if c is not None:
             run = values_run(values)
             f = flags_of(run, center=c)
