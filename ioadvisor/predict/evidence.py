@@ -195,8 +195,7 @@ class Evidence:
             used += len(at)
         low, high = min(r[0] for r in ranges) / MARGIN, max(r[1] for r in ranges) * MARGIN
         here = [o.value for n, at in sides if n == nodes for o in at if o.stripes == (stripes if o.stripes else 0.0)
-                and (volume is None) == (o.volume is None)
-                and (volume is None or abs(math.log(o.volume / volume)) <= math.log(EXACT_MARGIN_VOLUME))]
+                and _same_volume(o.volume, volume)]
         noise = None
         if len(here) >= EXACT_RUNS:
             # measured at the job's own node and stripe count often enough: within one run's noise of their median
@@ -302,12 +301,18 @@ def _repeat_residuals(pool: list[_Obs]) -> list[tuple[float, float, float, int]]
     out = []
     for same in by.values():
         for i, o in enumerate(same):
-            others = [math.log(x.value) for j, x in enumerate(same) if j != i and (o.volume is None or abs(
-                math.log(x.volume / o.volume)) <= math.log(EXACT_MARGIN_VOLUME))]
+            others = [math.log(x.value) for j, x in enumerate(same) if j != i and _same_volume(x.volume, o.volume)]
             if len(others) >= EXACT_RUNS:
                 out.append((o.nodes, abs(math.log(o.value) - statistics.median(others)),
                             statistics.variance(others), len(others) - 1))
     return out
+
+
+def _same_volume(a: float | None, b: float | None) -> bool:
+    """Whether two volumes per rank count as the same setting: within `EXACT_MARGIN_VOLUME`, or both unknown."""
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(math.log(a / b)) <= math.log(EXACT_MARGIN_VOLUME)
 
 
 def _scale(var: float, dof: int, pooled: float) -> float:
