@@ -8,6 +8,7 @@ from ..model.units import format_range, format_rate, format_size
 from ..lustre import ALL_OSTS, every_ost
 from ..predict import INF
 from .. import mpiio
+from ..mpiio.render import CWD
 from ..errors import UsageError
 
 # how a decision the runs near the job made (not the model) begins, in the advice's reasons
@@ -46,11 +47,11 @@ def plan_for(cfg: Config, center: Center, w: Workload, mpi: str | None = None,
     tier = center.tier(cfg.tier) if cfg.tier else None
     persistent = fs if fs is not None and fs.persistent and not tier else next(
         (f for f in center.filesystems if f.persistent and f.mount), None)
-    base = persistent.mount if persistent is not None and persistent.mount else "$PWD"
+    base = persistent.mount if persistent is not None and persistent.mount else CWD
     try:
         mpiio.path_fragment(base)
     except UsageError:
-        base = "$PWD"      # a mount pattern with variables the renderer does not expand
+        base = CWD      # a mount pattern with variables the renderer does not expand
     flavour = mpi or center.mpi
     return mpiio.Plan(op=w.op, api=cfg.api, layout=cfg.layout, stripe_count=cfg.stripe_count,
                       stripe_size=cfg.stripe_size, striping_allowed=bool(fs and fs.stripable),

@@ -75,6 +75,10 @@ def path_fragment(pattern: str, extra_vars: frozenset[str] = frozenset()) -> str
     return text
 
 
+# the job's data directory's parent where no mount of the file system is known: the job's current directory
+CWD = "$PWD"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Plan:
     """A configuration to apply, with where the job keeps its data."""
@@ -89,7 +93,7 @@ class Plan:
     hints: Mapping[str, str] = field(default_factory=dict)
     mpi: str = "mpich"
     mpi_version: str | None = None
-    base: str = "$PWD"                          # persistent parent directory (absolute, or $VAR-rooted)
+    base: str = CWD                             # persistent parent directory (absolute, or $VAR-rooted)
     base_vars: frozenset[str] = frozenset()     # extra variables `base` may use (the wrapper's own)
     tier: str | None = None
     tier_mount: str | None = None
@@ -303,7 +307,7 @@ def render(plan: Plan) -> Commands:
     if striping and not reading:
         if plan.striping_allowed:
             lfs = Setstripe(f"${DIR_VAR}", plan.stripe_count, plan.stripe_size)
-            if plan.base == "$PWD":
+            if plan.base == CWD:
                 notes.append(f"The center file states no mount for the {plan.fs_type or 'striped'} file system: the "
                              f"directory is made under the current one, which must lie on that file system (lfs "
                              f"setstripe fails elsewhere).")

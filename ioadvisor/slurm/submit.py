@@ -119,6 +119,7 @@ def advised_settings(ex: Explicit, center: Center, kb_path: Path | None, path: s
     with KB.open(kb_path, create=False) as kb:
         advice = advise(w, kb, center, pins=spec.pins())
     from ..advise.explain import plan_for
+    from ..mpiio.render import CWD
     cfg = advice.recommendation.config
     base = explicit_settings(ex, center, spec)
     tier = tier_spec(center, cfg.tier) if cfg.tier and center.tier(cfg.tier) and center.tier(cfg.tier).mount else None
@@ -127,7 +128,7 @@ def advised_settings(ex: Explicit, center: Center, kb_path: Path | None, path: s
     plan = plan_for(cfg, center, w)
     return replace(base, stripe_count=cfg.stripe_count, stripe_size=cfg.stripe_size,
                    hints={str(k): str(v) for k, v in cfg.hints.items()}, tier=tier,
-                   stripe_base=None if plan.base == "$PWD" else plan.base, api=plan.api, fs_type=plan.fs_type,
+                   stripe_base=None if plan.base == CWD else plan.base, api=plan.api, fs_type=plan.fs_type,
                    allow_striping=plan.striping_allowed), advice
 
 
