@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import ImportFormatError, IOAdvisorError, KBError, UsageError
-from ..model.run import Run, run_id
+from ..model.run import APIS, KINDS, OPS, Run, norm_api, norm_layout, run_id
 from .rows import (RUN_COLUMNS, VALUES, content_ids, keyed_row, record, row_to_run)
 from .schema import COMPARISON_COLUMNS, FSNAME, UNKNOWN_FS, migrate, rollback
 
@@ -276,7 +276,6 @@ class RunFilter:
 
     def __post_init__(self) -> None:
         # a value no run can have (a misspelt op) is an error, not an empty answer; others read canonical
-        from ..model.run import APIS, KINDS, OPS, norm_api, norm_layout
         for name, known in (("op", OPS), ("kind", KINDS), ("origin", ("user", "reference"))):
             v = getattr(self, name)
             if v is not None:
@@ -297,7 +296,6 @@ class RunFilter:
                 clauses.append(f"{col} = ? COLLATE NOCASE" if col in ("system", "filesystem") else f"{col} = ?")
                 args.append(v if col in ("system", "filesystem", "origin") else v.lower())
         if self.api is not None:
-            from ..model.run import norm_api
             clauses.append("api = ?")
             args.append(norm_api(self.api))
         if self.source:
