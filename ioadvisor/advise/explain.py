@@ -70,6 +70,7 @@ def commands_for(cfg: Config, center: Center, w: Workload) -> dict[str, Any]:
     main = by[center.mpi]
     out: dict[str, Any] = {
         "text": main.text(), "lines": main.lines(), "lfs": main.lfs, "romio_hints_file": main.hints_file,
+        "hints_applied": dict(main.hints),
         "request": main.request, "stage_in": list(main.stage_in), "stage_out": list(main.stage_out),
         "notes": list(main.notes), "h5py": dict(main.h5py), "h5py_collective": main.h5py_collective,
         "hdf5_c": list(main.hdf5_c), "default_mpi": center.mpi,

@@ -55,8 +55,7 @@ def recipes(center: Center | None, guide: list[dict[str, Any]] | None = None) ->
         text = (g["commands"].get("text") or "").rstrip("\n")
         if text:
             where = g["tier"] if g["tier"] != "-" else g["filesystem"]
-            hints = tuple((k, v) for k, _, v in (line.partition(" ") for line in
-                                                   (g["commands"].get("romio_hints_file") or "").splitlines()))
+            hints = tuple(g["commands"].get("hints_applied", {}).items())
             out.append(Recipe("recipe_advice", where, text, (ADVICE + g["key"],), g["key"], hints))
     job = next((g for g in rows if g["key"] == JOB_WORKLOAD), None)
     if job is not None:
