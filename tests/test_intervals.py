@@ -109,3 +109,63 @@ def test_a_setting_that_repeats_tightly_gets_a_narrower_interval_than_one_that_d
     for pr, stripes in ((tight, 4), (loose, 8)):
         own = [r.value for r in runs if r.stripe_count == stripes and r.nodes == JOB_NODES]
         assert sum(pr.low <= v <= pr.high for v in own) >= 0.8 * len(own), (stripes, pr)
+
+
+def test_a_setting_never_measured_in_a_dense_family_gets_the_interval_its_neighbours_earn(tmp_path):
+    """No run at the job's stripe count (4), but 6 quiet runs (12% noise) at each of 1, 2 and 8 stripes on 4, 8 and
+    16 nodes: the runs near it bracket its value. Its interval is the band those runs allow (log-log between 2
+    and 8 stripes), widened by how far each of those 54 runs fell outside the band the others allowed it (its own
+    setting left out, as for the job). What must not happen: the model's interval, set by the far runs' 80% noise
+    (over 5x wide), kept where 54 runs near the job say much less; nor an interval that misses more than one in
+    five new runs at the job's setting, drawn with the same noise."""
+    law = lambda n, s: 900.0 * n ** 0.7 * (s / 8) ** 0.2        # noqa: E731
+    runs = []
+    for n in (4, 8, 16):
+        for s in (1, 2, 8):
+            runs += [make_run(system="Dense", filesystem="scratch", fs_type="lustre", ost_count=48, op="write",
+                              api="POSIX", layout="fpp", nodes=n, ranks=16 * n, ranks_per_node=16,
+                              transfer_size=1 << 20, block_size=1 << 30, stripe_count=s, value=law(n, s) * f,
+                              unit="MiB/s", notes=f"{n}/{s} run {i}") for i, f in enumerate(_noise(6, QUIET))]
+    runs += [r for r in _runs(near=0) if r.nodes not in (2, 32)]      # 1, 64 and 128 nodes: 80% noise, far away
+    pr, fit = _advise(tmp_path, runs)
+    assert not any(r.nodes == JOB_NODES and r.stripe_count == 4 for r in runs)
+    model_width = math.exp(2 * Z90 * fit.log_sigma)
+    assert model_width > 5
+    width = pr.high / pr.low
+    assert width < model_width / 2, (width, model_width)
+    new = [law(JOB_NODES, 4) * f for f in _noise(40, QUIET)]
+    assert sum(pr.low <= v <= pr.high for v in new) >= 0.8 * len(new), (pr.low, pr.high, min(new), max(new))
+
+
+def test_the_fast_repeat_residuals_and_bands_equal_the_plain_definitions():
+    """`_repeat_residuals` (sorted windows) and `_outside`'s bands (each setting's lowest and highest run) are
+    the plain definitions made fast: on a family of 600 runs with tied values, volumes 5% apart (the same
+    setting) and 50% apart (not), they give what the definitions give run by run. What must not happen: a
+    residual, variance or band that differs beyond float rounding (1e-9)."""
+    import random
+    from ioadvisor.predict import evidence as E
+    rnd = random.Random(7)
+    pool = [E._Obs(nodes=float(rnd.choice((4, 8, 16))), rpn=16.0, volume=rnd.choice((1e9, 1.05e9, 1.5e9, None)),
+                   stripes=float(rnd.choice((1, 4, 16))), value=float(rnd.choice((900, 1000, 1000, 1250, 3000))))
+            for _ in range(600)]
+    plain = []
+    for o in pool:
+        others = [math.log(x.value) for x in pool if x is not o and (x.nodes, x.stripes, x.volume is None)
+                  == (o.nodes, o.stripes, o.volume is None) and E._same_volume(x.volume, o.volume)]
+        if len(others) >= E.EXACT_RUNS:
+            plain.append((o.nodes, abs(math.log(o.value) - statistics.median(others)), statistics.variance(others),
+                          len(others) - 1))
+    fast = E._repeat_residuals(pool)
+    assert len(fast) == len(plain) == 600
+    for a, b in zip(sorted(fast), sorted(plain)):
+        assert a[0] == b[0] and a[3] == b[3] and a[1:3] == pytest.approx(b[1:3], abs=1e-9)
+    ev = E.Evidence(())
+    key = ("scratch", "write", "POSIX/-", "fpp", "MiB/s")
+    ev._by = {key: pool}
+    for o in pool[:60]:
+        rest = [x for x in pool if not (x.nodes == o.nodes and x.stripes == o.stripes
+                                        and E._same_volume(x.volume, o.volume))]
+        sides = E._near(rest, o.nodes, o.volume)
+        want = E._envelope(sides, o.nodes, o.stripes)[:2] if sides else None
+        k = ev._outside(key, 16.0, pool, o)
+        assert k == (None if want is None else max(1.0, o.value / want[1], want[0] / o.value if want[0] else 1.0))

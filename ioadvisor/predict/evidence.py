@@ -24,6 +24,7 @@ Everything here is pure.
 """
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from dataclasses import dataclass
@@ -50,6 +51,9 @@ REPEAT_SPAN = 2.0
 # 6 dof, 1.94 spreads, not 2.92 at 2 (a spread near zero from three close runs cannot make an interval near zero),
 # while from five runs on the setting's own spread weighs at least half
 PRIOR_DOF = 4
+# where the band is not so pinned, its 90% interval is how far runs of the family near the job fell outside the bands
+# the family's other settings allowed them (`Evidence._spread`), from at most SPREAD_RUNS of them
+SPREAD_RUNS = 200
 VOLUME_FAR = 4.0       # a node count whose runs all moved 4x more or less per rank than the job is not near:
                        # ARCHER's 128-node file-per-process sweeps favoured 48 stripes at 1 GiB per rank and 1 at 8
 
@@ -65,6 +69,8 @@ class Band:
     exact: bool                 # measured at the job's own node count and stripe count
     # pinned to the median of runs at the job's settings: how far one run falls from it (`Evidence._repeat_noise`)
     noise: float | None = None
+    # not pinned so: the factor by which runs near the job fell outside bands like this one (`Evidence._spread`)
+    spread: float | None = None
 
     def clamp(self, v: float) -> float:
         return min(max(v, self.low), self.high)
@@ -98,6 +104,9 @@ class Evidence:
         self._by: dict[tuple, list[_Obs]] = {}
         self._peak: dict[tuple, list[tuple[float, float]]] = {}
         self._repeats: dict[tuple, list[tuple[float, float, float, int]]] = {}  # (key, family): `_repeat_residuals`
+        self._pools: dict[tuple, list[_Obs]] = {}                  # (key, family): its runs
+        self._bands: dict[tuple, tuple[float, float] | None] = {}  # (key, family, a setting): `_outside`'s bands
+        self._extremes: dict[tuple, list[_Obs]] = {}               # (key, family): `_extremes`
         osts, dflt = osts or {}, dflt or {}
         for r in runs:
             if not r.value or r.value <= 0 or not math.isfinite(r.value):
@@ -142,27 +151,21 @@ class Evidence:
         fam = min({o.rpn for o in pool}, key=lambda x: abs(math.log(x / rpn)))
         return fam if abs(math.log(fam / rpn)) <= math.log(FAMILY_SPAN) + 1e-9 else None
 
+    def _pool(self, key: tuple, rpn: float) -> tuple[float | None, list[_Obs]]:
+        """(the job's family's ranks per node, its runs) of a group; (None, []) where no family is near."""
+        fam = self._family(key, rpn)
+        if fam is None:
+            return None, []
+        if (key, fam) not in self._pools:
+            self._pools[(key, fam)] = [o for o in self._by[key] if o.rpn == fam]
+        return fam, self._pools[(key, fam)]
+
     def _sides(self, key: tuple, nodes: float, rpn: float, volume: float | None) -> list[tuple[float, list[_Obs]]]:
         """The runs near a job (see the module docstring): per neighbouring node count, those of the job's family
         at the volume per rank nearest the job's; [] where none is near."""
-        fam = self._family(key, rpn)
-        if fam is None or not nodes or not math.isfinite(nodes):
+        if not nodes or not math.isfinite(nodes):
             return []
-        pool = [o for o in self._by[key] if o.rpn == fam]
-        if volume:
-            pool = [o for o in pool if o.volume is None or abs(math.log(o.volume / volume)) <= math.log(VOLUME_FAR)]
-        counts = sorted({o.nodes for o in pool})
-        below = [n for n in counts if n <= nodes and nodes / n <= NODE_SPAN + 1e-9]
-        above = [n for n in counts if n >= nodes and n / nodes <= NODE_SPAN + 1e-9]
-        out = []
-        for n in sorted({x for x in (below[-1] if below else None, above[0] if above else None) if x is not None}):
-            at = [o for o in pool if o.nodes == n]
-            vols = [o.volume for o in at if o.volume]
-            if volume and vols:
-                near = min(vols, key=lambda v: abs(math.log(v / volume)))
-                at = [o for o in at if o.volume is None or abs(math.log(o.volume / near)) <= math.log(VOLUME_SPAN)]
-            out.append((n, at))
-        return out
+        return _near(self._pool(key, rpn)[1], nodes, volume)
 
     def standing(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *,
                  nodes: float, rpn: float, volume: float | None, stripes: float) -> float | None:
@@ -184,26 +187,59 @@ class Evidence:
     def band(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *, nodes: float,
              rpn: float, volume: float | None, stripes: float) -> Band | None:
         """The band the runs near the job allow (see the module docstring), or None where none is near."""
-        sides = self._sides((filesystem, op, klass, layout, unit), nodes, rpn, volume)
+        key = (filesystem, op, klass, layout, unit)
+        sides = self._sides(key, nodes, rpn, volume)
         if not sides:
             return None
-        ranges, used = [], 0
-        for n, at in sides:
-            lo, hi, exact = _range_at(at, stripes)
-            scale = nodes / n if len(sides) == 1 else 1.0
-            ranges.append((lo * min(scale, 1.0), hi * max(scale, 1.0), exact and n == nodes))
-            used += len(at)
-        low, high = min(r[0] for r in ranges) / MARGIN, max(r[1] for r in ranges) * MARGIN
+        low, high, used, exact = _envelope(sides, nodes, stripes)
         here = [o.value for n, at in sides if n == nodes for o in at if o.stripes == (stripes if o.stripes else 0.0)
                 and _same_volume(o.volume, volume)]
-        noise = None
+        noise = spread = None
         if len(here) >= EXACT_RUNS:
             # measured at the job's own node and stripe count often enough: within one run's noise of their median
             med = statistics.median(here)
             low, high = max(low, med / EXACT_MARGIN), min(high, med * EXACT_MARGIN)
-            noise = self._repeat_noise((filesystem, op, klass, layout, unit), rpn, nodes, here)
-        return Band(low=low, high=high, n_runs=used, nodes=tuple(n for n, _ in sides),
-                    exact=any(r[2] for r in ranges), noise=noise)
+            noise = self._repeat_noise(key, rpn, nodes, here)
+        if noise is None:
+            spread = self._spread(key, rpn, nodes)
+        return Band(low=low, high=high, n_runs=used, nodes=tuple(n for n, _ in sides), exact=exact, noise=noise,
+                    spread=spread)
+
+    def _spread(self, key: tuple, rpn: float, nodes: float) -> float | None:
+        """How far outside its band a new run at the job's settings may fall, as a factor, where the band is not
+        pinned by repetitions with a noise of their own: each of the family's runs within `REPEAT_SPAN` of the
+        job's node count (at most `SPREAD_RUNS` of them, evenly spread) is given the band the family's other runs
+        allow it, those at its own settings left out (as a job never measured would meet it), and the factor by
+        which it fell outside (1 inside; below a band without floor only its ceiling counts); the 90% conformal
+        quantile of those factors. None where fewer than `REPEAT_RUNS` runs had a band."""
+        fam, pool = self._pool(key, rpn)
+        if fam is None:
+            return None
+        near = sorted((o for o in pool if abs(math.log(o.nodes / nodes)) <= math.log(REPEAT_SPAN) + 1e-9),
+                      key=lambda o: (o.nodes, o.stripes, o.volume or 0.0, o.value))
+        if len(near) > SPREAD_RUNS:
+            near = [near[int(i * len(near) / SPREAD_RUNS)] for i in range(SPREAD_RUNS)]
+        outside = sorted(k for k in (self._outside(key, fam, pool, o) for o in near) if k is not None)
+        if len(outside) < REPEAT_RUNS:
+            return None
+        return outside[min(math.ceil(0.9 * (len(outside) + 1)), len(outside)) - 1]
+
+    def _outside(self, key: tuple, fam: float, pool: list[_Obs], o: _Obs) -> float | None:
+        """The factor by which run `o` of a family (`pool`) fell outside the band its family's runs at other
+        settings allow it (see `_spread`); None where they allow none."""
+        setting = (key, fam, o.nodes, o.stripes, o.volume)
+        if setting not in self._bands:
+            if (key, fam) not in self._extremes:
+                self._extremes[(key, fam)] = _extremes(pool)
+            rest = [x for x in self._extremes[(key, fam)] if not (x.nodes == o.nodes and x.stripes == o.stripes
+                                                                   and _same_volume(x.volume, o.volume))]
+            sides = _near(rest, o.nodes, o.volume)
+            self._bands[setting] = _envelope(sides, o.nodes, o.stripes)[:2] if sides else None
+        band = self._bands[setting]
+        if band is None:
+            return None
+        low, high = band
+        return max(1.0, o.value / high, low / o.value if low > 0 else 1.0)
 
     def _repeat_noise(self, key: tuple, rpn: float, nodes: float, here: list[float]) -> float | None:
         """How far a new run at the job's settings falls from the median of `here` (its runs there), in log, where
@@ -213,11 +249,11 @@ class Evidence:
         conformal quantile of those standardized deviations, times the spread of `here`. Settings repeat tightly
         or widely (ARCHER's reads), so each is given its own noise, not the family's. None where fewer than
         `REPEAT_RUNS` such runs."""
-        fam = self._family(key, rpn)
+        fam, pool = self._pool(key, rpn)
         if fam is None:
             return None
         if (key, fam) not in self._repeats:
-            self._repeats[(key, fam)] = _repeat_residuals([o for o in self._by[key] if o.rpn == fam])
+            self._repeats[(key, fam)] = _repeat_residuals(pool)
         res = [x[1:] for x in self._repeats[(key, fam)] if abs(math.log(x[0] / nodes)) <= math.log(REPEAT_SPAN)
                + 1e-9]
         if len(res) < REPEAT_RUNS:
@@ -248,15 +284,20 @@ class Bounds:
     band_runs: int = 0
     cap: float = INF            # the physical ceiling alone (rated and measured peaks), which intervals respect too
     noise: float | None = None  # the band pinned the value to a median: how far one run falls from it (`Band`)
+    spread: float | None = None  # otherwise: how far outside such a band runs near the job fell, a factor (`Band`)
 
     def interval(self, v: float, low: float, high: float) -> tuple[float, float]:
-        """A model's interval around the bounded value `v`: under the physical ceiling, and holding `v`; the band
-        moves the value, not the interval's width (the runs near the job are themselves one noisy sample each).
+        """A model's interval around the bounded value `v`: under the physical ceiling, and holding `v`.
         Where the band pinned `v` to the median of runs at the job's settings and the family's repetitions near
         the job say how far one run falls from such a median (`noise`, log), the interval is that: v / e^noise to
-        v x e^noise, in place of the model's."""
+        v x e^noise, in place of the model's. Otherwise, where the family near the job says how far runs fell
+        outside bands like this one (`spread`), the model's interval is cut to the band widened by that factor:
+        floor / spread to ceiling x spread (no cut below a band without floor)."""
         if self.noise is not None:
             low, high = v / math.exp(self.noise), v * math.exp(self.noise)
+        elif self.spread is not None:
+            low = max(low, self.floor / self.spread) if self.floor > 0 else low
+            high = min(high, self.ceiling * self.spread)
         return min(low, v), max(min(high, self.cap), v)
 
     def clamp(self, v: float) -> float:
@@ -288,24 +329,81 @@ def bounds(ev: "Evidence | None", filesystem: str | None, op: str, klass: str, l
     lo, lo_by = max(lows, key=lambda x: x[0])
     return Bounds(floor=min(lo, hi), ceiling=hi, floor_by=lo_by, ceiling_by=hi_by,
                   band_runs=band.n_runs if band else 0, cap=min(x for x, by in highs if by != "runs"),
-                  noise=band.noise if band is not None else None)
+                  noise=band.noise if band is not None else None, spread=band.spread if band is not None else None)
+
+
+def _near(pool: list[_Obs], nodes: float, volume: float | None) -> list[tuple[float, list[_Obs]]]:
+    """Per neighbouring node count of `nodes` (the nearest on either side within `NODE_SPAN`), the runs of `pool`
+    (one family) there at the volume per rank nearest `volume`; node counts whose runs all lie `VOLUME_FAR` from
+    it are not near."""
+    if volume:
+        pool = [o for o in pool if o.volume is None or abs(math.log(o.volume / volume)) <= math.log(VOLUME_FAR)]
+    counts = sorted({o.nodes for o in pool})
+    below = [n for n in counts if n <= nodes and nodes / n <= NODE_SPAN + 1e-9]
+    above = [n for n in counts if n >= nodes and n / nodes <= NODE_SPAN + 1e-9]
+    out = []
+    for n in sorted({x for x in (below[-1] if below else None, above[0] if above else None) if x is not None}):
+        at = [o for o in pool if o.nodes == n]
+        vols = [o.volume for o in at if o.volume]
+        if volume and vols:
+            near = min(vols, key=lambda v: abs(math.log(v / volume)))
+            at = [o for o in at if o.volume is None or abs(math.log(o.volume / near)) <= math.log(VOLUME_SPAN)]
+        out.append((n, at))
+    return out
+
+
+def _extremes(pool: list[_Obs]) -> list[_Obs]:
+    """The lowest and the highest run of each setting (node count, stripe count, volume) of `pool`: all a band
+    (`_near`, `_envelope`) reads of it, so that a family's bands cost its settings, not its runs."""
+    by: dict[tuple, list[_Obs]] = {}
+    for o in pool:
+        by.setdefault((o.nodes, o.stripes, o.volume), []).append(o)
+    return [x for same in by.values() for x in {min(same, key=lambda o: o.value), max(same, key=lambda o: o.value)}]
+
+
+def _envelope(sides: list[tuple[float, list[_Obs]]], nodes: float, stripes: float) -> tuple[float, float, int, bool]:
+    """(low, high, runs used, measured at the job's node and stripe count) of the band `sides` (`_near`) allow a
+    stripe count at `nodes`: the envelope of their ranges (one side's scaled by the node ratio), widened by
+    `MARGIN`."""
+    ranges, used = [], 0
+    for n, at in sides:
+        lo, hi, exact = _range_at(at, stripes)
+        scale = nodes / n if len(sides) == 1 else 1.0
+        ranges.append((lo * min(scale, 1.0), hi * max(scale, 1.0), exact and n == nodes))
+        used += len(at)
+    return (min(r[0] for r in ranges) / MARGIN, max(r[1] for r in ranges) * MARGIN, used, any(r[2] for r in ranges))
 
 
 def _repeat_residuals(pool: list[_Obs]) -> list[tuple[float, float, float, int]]:
     """(node count, |log(value / median of the others)|, variance of the others' logs, its degrees of freedom) of
     each run of `pool` (one family) with at least `EXACT_RUNS` other runs at its node count, stripe count and
-    volume (within `EXACT_MARGIN_VOLUME`)."""
-    by: dict[tuple, list[_Obs]] = {}
+    volume (within `EXACT_MARGIN_VOLUME`). In n log n: each volume's runs share the sorted logs of their window,
+    from which one run's own is taken out by its position."""
+    by: dict[tuple, dict[float | None, list[float]]] = {}
     for o in pool:
-        by.setdefault((o.nodes, o.stripes, o.volume is None), []).append(o)
+        by.setdefault((o.nodes, o.stripes, o.volume is None), {}).setdefault(o.volume, []).append(math.log(o.value))
     out = []
-    for same in by.values():
-        for i, o in enumerate(same):
-            others = [math.log(x.value) for j, x in enumerate(same) if j != i and _same_volume(x.volume, o.volume)]
-            if len(others) >= EXACT_RUNS:
-                out.append((o.nodes, abs(math.log(o.value) - statistics.median(others)),
-                            statistics.variance(others), len(others) - 1))
+    for (nodes, _, _), vols in by.items():
+        for v, own in vols.items():
+            window = sorted(x for w, logs in vols.items() if _same_volume(w, v) for x in logs)
+            m = len(window)
+            if m - 1 < EXACT_RUNS:
+                continue
+            mean = sum(window) / m
+            s1, s2 = sum(x - mean for x in window), sum((x - mean) ** 2 for x in window)
+            for x in own:
+                d = x - mean
+                var = (s2 - d * d - (s1 - d) ** 2 / (m - 1)) / (m - 2)
+                out.append((nodes, abs(x - _median_without(window, bisect.bisect_left(window, x))), max(var, 0.0),
+                            m - 2))
     return out
+
+
+def _median_without(xs: list[float], i: int) -> float:
+    """The median of sorted `xs` without its `i`-th element."""
+    k = len(xs) - 1
+    at = lambda j: xs[j] if j < i else xs[j + 1]      # noqa: E731  the j-th of the others
+    return at(k // 2) if k % 2 else (at(k // 2 - 1) + at(k // 2)) / 2
 
 
 def _same_volume(a: float | None, b: float | None) -> bool:
