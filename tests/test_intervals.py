@@ -167,5 +167,22 @@ def test_the_fast_repeat_residuals_and_bands_equal_the_plain_definitions():
                                         and E._same_volume(x.volume, o.volume))]
         sides = E._near(rest, o.nodes, o.volume)
         want = E._envelope(sides, o.nodes, o.stripes)[:2] if sides else None
-        k = ev._outside(key, 16.0, pool, o)
-        assert k == (None if want is None else max(1.0, o.value / want[1], want[0] / o.value if want[0] else 1.0))
+        k = ev._outside(key, 16.0, pool, o, whole=False)
+        assert k == (None if want is None else (max(1.0, o.value / want[1], want[0] / o.value if want[0] else 1.0),
+                                                want[0] > 0))
+
+
+def test_a_band_cut_interval_never_undercuts_one_runs_noise():
+    """The runs near a job may all have fallen inside the bands their neighbours allowed them (a factor of 1), yet
+    one new run still deviates from the value as repetitions do. Band 900-1,100 MiB/s around a value of 1,000, runs
+    of the family falling within 1.5x of the median of their repetitions (run noise log 1.5), model 100-10,000:
+    the interval is 1,000 / 1.5 = 667 to 1,000 x 1.5 = 1,500. What must not happen: 900-1,100, the band alone
+    (hidden sweeps' repetitions missed it one time in four)."""
+    from ioadvisor.predict.evidence import Bounds
+    b = Bounds(floor=900.0, ceiling=1100.0, spread=1.0, run_noise=math.log(1.5))
+    assert b.interval(1000.0, 100.0, 10000.0) == pytest.approx((1000 / 1.5, 1500.0))
+    # a wide band keeps its width (cut to the model's interval), and no cut below a band without floor
+    assert Bounds(floor=200.0, ceiling=5000.0, spread=1.2, run_noise=math.log(1.5)).interval(
+        1000.0, 100.0, 4000.0) == pytest.approx((200 / 1.2, 4000.0))
+    assert Bounds(floor=0.0, ceiling=1100.0, spread=1.0, run_noise=math.log(1.5)).interval(
+        1000.0, 100.0, 10000.0) == pytest.approx((100.0, 1500.0))

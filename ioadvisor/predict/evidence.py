@@ -13,8 +13,10 @@ the job's own node count, stripe count and volume (within `EXACT_MARGIN_VOLUME`)
 where the family repeated its settings often enough near the job (`REPEAT_RUNS` runs within `REPEAT_SPAN` of its
 node count, each with `EXACT_RUNS` others at its settings), the prediction's 90% interval is how far one run fell
 from the median of its others there, in units of their spread, times the spread of the job's own runs
-(`Bounds.interval`), not the model's width. `standing`
-says how the runs near a job rank a stripe count against the others they measured. A model may interpolate inside the band; it
+(`Bounds.interval`), not the model's width. Where the band is not so pinned and `REPEAT_RUNS` runs of the family
+lie within `REPEAT_SPAN` of the job's node count, the model's interval is cut to the band widened by how far those
+runs fell outside the bands the family's other runs allowed them (`Evidence._spread`), never inside one run's
+noise around the value. `standing` says how the runs near a job rank a stripe count against the others they measured. A model may interpolate inside the band; it
 may not overrule the runs beyond it, which is what keeps a cliff the runs measured from being recommended.
 
 `measured_peak` is the other bound: the largest bandwidth any run of the group measured, scaled linearly in nodes
@@ -69,8 +71,11 @@ class Band:
     exact: bool                 # measured at the job's own node count and stripe count
     # pinned to the median of runs at the job's settings: how far one run falls from it (`Evidence._repeat_noise`)
     noise: float | None = None
-    # not pinned so: the factor by which runs near the job fell outside bands like this one (`Evidence._spread`)
+    # not pinned so: the factor by which runs near the job fell outside bands like this one (`Evidence._spread`),
+    # and how far one run of the family near the job fell from the median of its repetitions (log), which the
+    # interval never undercuts
     spread: float | None = None
+    run_noise: float | None = None
 
     def clamp(self, v: float) -> float:
         return min(max(v, self.low), self.high)
@@ -194,24 +199,32 @@ class Evidence:
         low, high, used, exact = _envelope(sides, nodes, stripes)
         here = [o.value for n, at in sides if n == nodes for o in at if o.stripes == (stripes if o.stripes else 0.0)
                 and _same_volume(o.volume, volume)]
-        noise = spread = None
+        noise = spread = run_noise = None
         if len(here) >= EXACT_RUNS:
             # measured at the job's own node and stripe count often enough: within one run's noise of their median
             med = statistics.median(here)
             low, high = max(low, med / EXACT_MARGIN), min(high, med * EXACT_MARGIN)
             noise = self._repeat_noise(key, rpn, nodes, here)
         if noise is None:
-            spread = self._spread(key, rpn, nodes)
+            # a job whose node count and volume the runs measured at other stripe counts is calibrated on runs
+            # with their own setting left out; one whose node count and volume no run measured, on runs with
+            # every stripe count of theirs left out
+            seen = any(n == nodes and _same_volume(o.volume, volume) for n, at in sides for o in at)
+            spread = self._spread(key, rpn, nodes, whole=not seen, floor=low > 0)
+            run_noise = self._repeat_noise(key, rpn, nodes, None) if spread is not None else None
         return Band(low=low, high=high, n_runs=used, nodes=tuple(n for n, _ in sides), exact=exact, noise=noise,
-                    spread=spread)
+                    spread=spread, run_noise=run_noise)
 
-    def _spread(self, key: tuple, rpn: float, nodes: float) -> float | None:
+    def _spread(self, key: tuple, rpn: float, nodes: float, whole: bool, floor: bool) -> float | None:
         """How far outside its band a new run at the job's settings may fall, as a factor, where the band is not
         pinned by repetitions with a noise of their own: each of the family's runs within `REPEAT_SPAN` of the
         job's node count (at most `SPREAD_RUNS` of them, evenly spread) is given the band the family's other runs
-        allow it, those at its own settings left out (as a job never measured would meet it), and the factor by
+        allow it, the runs at its own settings left out (with `whole`, those at its node count and volume at every
+        stripe count: the job's situation where no run measured its node count and volume), and the factor by
         which it fell outside (1 inside; below a band without floor only its ceiling counts); the 90% conformal
-        quantile of those factors. None where fewer than `REPEAT_RUNS` runs had a band."""
+        quantile of those factors, over the runs whose band had a floor where the job's has one (`floor`), over
+        those whose band had none otherwise (a ceiling beyond the measured stripe counts misses more often). None
+        where fewer than `REPEAT_RUNS` runs had such a band."""
         fam, pool = self._pool(key, rpn)
         if fam is None:
             return None
@@ -219,29 +232,27 @@ class Evidence:
                       key=lambda o: (o.nodes, o.stripes, o.volume or 0.0, o.value))
         if len(near) > SPREAD_RUNS:
             near = [near[int(i * len(near) / SPREAD_RUNS)] for i in range(SPREAD_RUNS)]
-        outside = sorted(k for k in (self._outside(key, fam, pool, o) for o in near) if k is not None)
-        if len(outside) < REPEAT_RUNS:
-            return None
-        return outside[min(math.ceil(0.9 * (len(outside) + 1)), len(outside)) - 1]
+        outside = [k for k, f in filter(None, (self._outside(key, fam, pool, o, whole) for o in near)) if f == floor]
+        return _conformal(outside) if len(outside) >= REPEAT_RUNS else None
 
-    def _outside(self, key: tuple, fam: float, pool: list[_Obs], o: _Obs) -> float | None:
-        """The factor by which run `o` of a family (`pool`) fell outside the band its family's runs at other
-        settings allow it (see `_spread`); None where they allow none."""
-        setting = (key, fam, o.nodes, o.stripes, o.volume)
+    def _outside(self, key: tuple, fam: float, pool: list[_Obs], o: _Obs, whole: bool) -> tuple[float, bool] | None:
+        """(the factor by which run `o` of a family (`pool`) fell outside the band its family's runs at other
+        settings allow it, whether that band has a floor) (see `_spread`); None where they allow none."""
+        setting = (key, fam, o.nodes, None if whole else o.stripes, o.volume)
         if setting not in self._bands:
             if (key, fam) not in self._extremes:
                 self._extremes[(key, fam)] = _extremes(pool)
-            rest = [x for x in self._extremes[(key, fam)] if not (x.nodes == o.nodes and x.stripes == o.stripes
-                                                                   and _same_volume(x.volume, o.volume))]
+            rest = [x for x in self._extremes[(key, fam)] if not (
+                x.nodes == o.nodes and (whole or x.stripes == o.stripes) and _same_volume(x.volume, o.volume))]
             sides = _near(rest, o.nodes, o.volume)
             self._bands[setting] = _envelope(sides, o.nodes, o.stripes)[:2] if sides else None
         band = self._bands[setting]
         if band is None:
             return None
         low, high = band
-        return max(1.0, o.value / high, low / o.value if low > 0 else 1.0)
+        return max(1.0, o.value / high, low / o.value if low > 0 else 1.0), low > 0
 
-    def _repeat_noise(self, key: tuple, rpn: float, nodes: float, here: list[float]) -> float | None:
+    def _repeat_noise(self, key: tuple, rpn: float, nodes: float, here: list[float] | None) -> float | None:
         """How far a new run at the job's settings falls from the median of `here` (its runs there), in log, where
         the job's family repeated its settings near the job: each of the family's runs within `REPEAT_SPAN` of the
         job's node count that has `EXACT_RUNS` others at its own node count, stripe count and volume is compared
@@ -258,10 +269,12 @@ class Evidence:
                + 1e-9]
         if len(res) < REPEAT_RUNS:
             return None
+        if here is None:
+            # no runs of the job's own: how far one run of the family near it fell from the median of its others
+            return _conformal([d for d, _, _ in res])
         pooled = sum(k * v for _, v, k in res) / sum(k for _, v, k in res)
-        std = sorted(_standardized(d, _scale(v, k, pooled)) for d, v, k in res)
         # a new run exceeds the k-th smallest of n exchangeable residuals with probability 1 - k / (n + 1)
-        q = std[min(math.ceil(0.9 * (len(std) + 1)), len(std)) - 1]
+        q = _conformal([_standardized(d, _scale(v, k, pooled)) for d, v, k in res])
         logs = [math.log(x) for x in here]
         return q * _scale(statistics.variance(logs), len(logs) - 1, pooled) if q else 0.0
 
@@ -285,19 +298,22 @@ class Bounds:
     cap: float = INF            # the physical ceiling alone (rated and measured peaks), which intervals respect too
     noise: float | None = None  # the band pinned the value to a median: how far one run falls from it (`Band`)
     spread: float | None = None  # otherwise: how far outside such a band runs near the job fell, a factor (`Band`)
+    run_noise: float | None = None  # ... and one run's noise there, which the interval never undercuts (`Band`)
 
     def interval(self, v: float, low: float, high: float) -> tuple[float, float]:
         """A model's interval around the bounded value `v`: under the physical ceiling, and holding `v`.
         Where the band pinned `v` to the median of runs at the job's settings and the family's repetitions near
         the job say how far one run falls from such a median (`noise`, log), the interval is that: v / e^noise to
         v x e^noise, in place of the model's. Otherwise, where the family near the job says how far runs fell
-        outside bands like this one (`spread`), the model's interval is cut to the band widened by that factor:
-        floor / spread to ceiling x spread (no cut below a band without floor)."""
+        outside bands like this one (`spread`), the model's interval is cut to the band widened by that factor,
+        floor / spread to ceiling x spread (no cut below a band without floor), but never inside v x/÷ e^run_noise,
+        one run's noise around the value."""
         if self.noise is not None:
             low, high = v / math.exp(self.noise), v * math.exp(self.noise)
         elif self.spread is not None:
-            low = max(low, self.floor / self.spread) if self.floor > 0 else low
-            high = min(high, self.ceiling * self.spread)
+            e = math.exp(self.run_noise or 0.0)
+            low = max(low, min(self.floor / self.spread, v / e)) if self.floor > 0 else low
+            high = min(high, max(self.ceiling * self.spread, v * e))
         return min(low, v), max(min(high, self.cap), v)
 
     def clamp(self, v: float) -> float:
@@ -329,7 +345,8 @@ def bounds(ev: "Evidence | None", filesystem: str | None, op: str, klass: str, l
     lo, lo_by = max(lows, key=lambda x: x[0])
     return Bounds(floor=min(lo, hi), ceiling=hi, floor_by=lo_by, ceiling_by=hi_by,
                   band_runs=band.n_runs if band else 0, cap=min(x for x, by in highs if by != "runs"),
-                  noise=band.noise if band is not None else None, spread=band.spread if band is not None else None)
+                  noise=band.noise if band is not None else None, spread=band.spread if band is not None else None,
+                  run_noise=band.run_noise if band is not None else None)
 
 
 def _near(pool: list[_Obs], nodes: float, volume: float | None) -> list[tuple[float, list[_Obs]]]:
@@ -418,6 +435,12 @@ def _scale(var: float, dof: int, pooled: float) -> float:
     freedom) and the family's pooled variance near the job, weighted as `PRIOR_DOF` degrees of freedom: three or
     four repetitions alone say little of their spread (their variance may come out near zero)."""
     return math.sqrt((dof * var + PRIOR_DOF * pooled) / (dof + PRIOR_DOF))
+
+
+def _conformal(xs: list[float]) -> float:
+    """The 90% conformal quantile of `xs`: the ceil(0.9 (n + 1))-th smallest (the largest for n < 9)."""
+    xs = sorted(xs)
+    return xs[min(math.ceil(0.9 * (len(xs) + 1)), len(xs)) - 1]
 
 
 def _standardized(d: float, s: float) -> float:
