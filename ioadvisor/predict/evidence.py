@@ -16,8 +16,9 @@ from the median of its others there, in units of their spread, times the spread 
 (`Bounds.interval`), not the model's width. Where the band is not so pinned and `REPEAT_RUNS` runs of the family
 lie within `REPEAT_SPAN` of the job's node count, the model's interval is cut to the band widened by how far those
 runs fell outside the bands the family's other runs allowed them (`Evidence._spread`), never inside one run's
-noise around the value. `standing` says how the runs near a job rank a stripe count against the others they measured. A model may interpolate inside the band; it
-may not overrule the runs beyond it, which is what keeps a cliff the runs measured from being recommended.
+noise around the value. `standing` says how the runs near a job rank a stripe count against the others they
+measured. A model may interpolate inside the band; it may not overrule the runs beyond it, which is what keeps a
+cliff the runs measured from being recommended.
 
 `measured_peak` is the other bound: the largest bandwidth any run of the group measured, scaled linearly in nodes
 up to the job's (a job on more nodes may at best scale perfectly), widened by `MARGIN`.
@@ -112,6 +113,8 @@ class Evidence:
         self._pools: dict[tuple, list[_Obs]] = {}                  # (key, family): its runs
         self._bands: dict[tuple, tuple[float, float] | None] = {}  # (key, family, a setting): `_outside`'s bands
         self._extremes: dict[tuple, list[_Obs]] = {}               # (key, family): `_extremes`
+        self._noise: dict[tuple, tuple[float, float, float] | None] = {}  # (key, family, nodes): `_near_noise`
+        self._spreads: dict[tuple, float | None] = {}             # (key, family, nodes, whole, floor): `_spread`
         osts, dflt = osts or {}, dflt or {}
         for r in runs:
             if not r.value or r.value <= 0 or not math.isfinite(r.value):
@@ -228,8 +231,21 @@ class Evidence:
         fam, pool = self._pool(key, rpn)
         if fam is None:
             return None
-        near = sorted((o for o in pool if abs(math.log(o.nodes / nodes)) <= math.log(REPEAT_SPAN) + 1e-9),
-                      key=lambda o: (o.nodes, o.stripes, o.volume or 0.0, o.value))
+        at = (key, fam, nodes, whole, floor)
+        if at not in self._spreads:
+            self._spreads[at] = self._calibrate(key, fam, pool, nodes, whole, floor)
+        return self._spreads[at]
+
+    def _calibrate(self, key: tuple, fam: float, pool: list[_Obs], nodes: float, whole: bool,
+                   floor: bool) -> float | None:
+        """`_spread`, computed."""
+        counts = {n for n in {o.nodes for o in pool} if abs(math.log(n / nodes)) <= math.log(REPEAT_SPAN) + 1e-9}
+        by: dict[tuple, list[_Obs]] = {}
+        for o in pool:
+            if o.nodes in counts:
+                by.setdefault((o.nodes, o.stripes, o.volume or 0.0), []).append(o)
+        # in the order (node count, stripe count, volume, value), whatever order the runs were stored in
+        near = [o for k in sorted(by) for o in sorted(by[k], key=lambda o: o.value)]
         if len(near) > SPREAD_RUNS:
             near = [near[int(i * len(near) / SPREAD_RUNS)] for i in range(SPREAD_RUNS)]
         outside = [k for k, f in filter(None, (self._outside(key, fam, pool, o, whole) for o in near)) if f == floor]
@@ -263,20 +279,33 @@ class Evidence:
         fam, pool = self._pool(key, rpn)
         if fam is None:
             return None
-        if (key, fam) not in self._repeats:
-            self._repeats[(key, fam)] = _repeat_residuals(pool)
-        res = [x[1:] for x in self._repeats[(key, fam)] if abs(math.log(x[0] / nodes)) <= math.log(REPEAT_SPAN)
-               + 1e-9]
-        if len(res) < REPEAT_RUNS:
+        near = self._near_noise(key, fam, pool, nodes)
+        if near is None:
             return None
+        q, pooled, raw = near
         if here is None:
             # no runs of the job's own: how far one run of the family near it fell from the median of its others
-            return _conformal([d for d, _, _ in res])
-        pooled = sum(k * v for _, v, k in res) / sum(k for _, v, k in res)
-        # a new run exceeds the k-th smallest of n exchangeable residuals with probability 1 - k / (n + 1)
-        q = _conformal([_standardized(d, _scale(v, k, pooled)) for d, v, k in res])
+            return raw
         logs = [math.log(x) for x in here]
         return q * _scale(statistics.variance(logs), len(logs) - 1, pooled) if q else 0.0
+
+    def _near_noise(self, key: tuple, fam: float, pool: list[_Obs], nodes: float) -> tuple[float, float, float] | None:
+        """(the 90% conformal quantile of the standardized deviations, the pooled variance, the 90% quantile of the
+        raw deviations) of the family's repetitions within `REPEAT_SPAN` of `nodes` (`_repeat_noise`), once per
+        node count; None where fewer than `REPEAT_RUNS`."""
+        at = (key, fam, nodes)
+        if at not in self._noise:
+            if (key, fam) not in self._repeats:
+                self._repeats[(key, fam)] = _repeat_residuals(pool)
+            res = [x[1:] for x in self._repeats[(key, fam)]
+                   if abs(math.log(x[0] / nodes)) <= math.log(REPEAT_SPAN) + 1e-9]
+            self._noise[at] = None
+            if len(res) >= REPEAT_RUNS:
+                pooled = sum(k * v for _, v, k in res) / sum(k for _, v, k in res)
+                # a new run exceeds the k-th smallest of n exchangeable residuals with probability 1 - k / (n + 1)
+                q = _conformal([_standardized(d, _scale(v, k, pooled)) for d, v, k in res])
+                self._noise[at] = (q, pooled, _conformal([d for d, _, _ in res]))
+        return self._noise[at]
 
     def measured_peak(self, filesystem: str | None, op: str, unit: str, nodes: float) -> float | None:
         """The largest value runs of the group measured, those at fewer nodes scaled linearly to `nodes`."""
