@@ -145,9 +145,9 @@ def test_the_fast_repeat_residuals_and_bands_equal_the_plain_definitions():
     import random
     from ioadvisor.predict import evidence as E
     rnd = random.Random(7)
-    pool = [E._Obs(nodes=float(rnd.choice((4, 8, 16))), rpn=16.0, volume=rnd.choice((1e9, 1.05e9, 1.5e9, None)),
-                   stripes=float(rnd.choice((1, 4, 16))), value=float(rnd.choice((900, 1000, 1000, 1250, 3000))))
-            for _ in range(600)]
+    pool = [E._Obs(nodes=n, rpn=16.0, volume=rnd.choice((1e9, 1.05e9, 1.5e9, None)), stripes=s,
+                   value=float(rnd.choice((900, 1000, 1000, 1250, 3000))) * s ** 0.5)      # stripes matter
+            for n, s in ((float(rnd.choice((4, 8, 16))), float(rnd.choice((1, 4, 16)))) for _ in range(600))]
     plain = []
     for o in pool:
         others = [math.log(x.value) for x in pool if x is not o and (x.nodes, x.stripes, x.volume is None)
@@ -162,14 +162,17 @@ def test_the_fast_repeat_residuals_and_bands_equal_the_plain_definitions():
     ev = E.Evidence(())
     key = ("scratch", "write", "POSIX/-", "fpp", "MiB/s")
     ev._by = {key: pool}
-    for o in pool[:60]:
-        rest = [x for x in pool if not (x.nodes == o.nodes and x.stripes == o.stripes
-                                        and E._same_volume(x.volume, o.volume))]
-        sides = E._near(rest, o.nodes, o.volume)
-        want = E._envelope(sides, o.nodes, o.stripes)[:2] if sides else None
-        k = ev._outside(key, 16.0, pool, o, whole=False)
-        assert k == (None if want is None else (max(1.0, o.value / want[1], want[0] / o.value if want[0] else 1.0),
-                                                want[0] > 0))
+    # with `whole`, every stripe count at the run's node count and volume is left out, and the band is still read
+    # at the run's own stripe count: runs of one node count and volume at other stripe counts get other bands
+    for whole in (False, True):
+        for o in pool[:60]:
+            rest = [x for x in pool if not (x.nodes == o.nodes and (whole or x.stripes == o.stripes)
+                                            and E._same_volume(x.volume, o.volume))]
+            sides = E._near(rest, o.nodes, o.volume)
+            want = E._envelope(sides, o.nodes, o.stripes)[:2] if sides else None
+            k = ev._outside(key, 16.0, pool, o, whole=whole)
+            assert k == (None if want is None else (
+                max(1.0, o.value / want[1], want[0] / o.value if want[0] else 1.0), want[0] > 0)), (whole, o)
 
 
 def test_a_band_cut_interval_never_undercuts_one_runs_noise():

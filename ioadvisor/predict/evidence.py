@@ -254,7 +254,8 @@ class Evidence:
     def _outside(self, key: tuple, fam: float, pool: list[_Obs], o: _Obs, whole: bool) -> tuple[float, bool] | None:
         """(the factor by which run `o` of a family (`pool`) fell outside the band its family's runs at other
         settings allow it, whether that band has a floor) (see `_spread`); None where they allow none."""
-        setting = (key, fam, o.nodes, None if whole else o.stripes, o.volume)
+        # the band is read at the run's own stripe count, `whole` or not: one per setting and way of leaving out
+        setting = (key, fam, o.nodes, o.stripes, o.volume, whole)
         if setting not in self._bands:
             if (key, fam) not in self._extremes:
                 self._extremes[(key, fam)] = _extremes(pool)
@@ -274,7 +275,8 @@ class Evidence:
         job's node count that has `EXACT_RUNS` others at its own node count, stripe count and volume is compared
         with the median of those others (a median it did not enter), in units of their spread (`_scale`); the 90%
         conformal quantile of those standardized deviations, times the spread of `here`. Settings repeat tightly
-        or widely (ARCHER's reads), so each is given its own noise, not the family's. None where fewer than
+        or widely (ARCHER's reads), so each is given its own noise, not the family's. With `here` None (the job has
+        no runs of its own), the 90% conformal quantile of those runs' deviations themselves. None where fewer than
         `REPEAT_RUNS` such runs."""
         fam, pool = self._pool(key, rpn)
         if fam is None:
