@@ -185,17 +185,23 @@ def _root(
 
 def main() -> None:
     """Console-script entry point: the command, then its output flushed; a failed write to stdout (a full disk,
-    a closed pipe) is one line and exit 1, never a silent truncation, a traceback or exit 0."""
+    a closed pipe) is one line and exit 1, never a silent truncation, a traceback or exit 0. SIGINT, SIGTERM and
+    SIGHUP unwind the command (its `finally` blocks and context managers remove temporary files) and exit 128+n."""
     from .common import OutputError, checked_stdout, err_console
+    from .signals import exit_code_after_signal, unwind_on_signals
     out = checked_stdout()
     code: Any = 0
+    unwind_on_signals()
     try:
         app()
     except SystemExit as e:
         code = e.code
+    except KeyboardInterrupt:                   # a signal outside a command's own error handling
+        code = 130
     except OutputError as e:                     # raised outside a command's own error handling
         err_console.print(f"Error: {e}", highlight=False, soft_wrap=True)
         code = e.exit_code
+    code = exit_code_after_signal(code)
     try:
         out.flush()
     except OutputError as e:

@@ -80,9 +80,11 @@ def cli_errors() -> Iterator[None]:
     except IOAdvisorError as e:
         print_error(str(e))
         raise typer.Exit(e.exit_code) from None
-    except KeyboardInterrupt:
-        err_console.print("Interrupted")
-        raise typer.Exit(130) from None
+    except KeyboardInterrupt as e:
+        from .signals import interrupted_code
+        code = interrupted_code(e)
+        err_console.print("Interrupted", highlight=False)
+        raise typer.Exit(code) from None
     except Exception as e:
         # the knowledge base failing under a command (a full disk, a read-only or corrupt file): one line
         sqlite3 = sys.modules.get("sqlite3")
