@@ -83,7 +83,13 @@ def import_(
 
 
 def _report_imports(results: list, center: Any, json_out: bool) -> None:
+    """One line per file (or the JSON list); each file's warnings on stderr after its line, with --json too:
+    its runs were added, but not as the user may think."""
+    from .common import warn
     if json_out:
+        for r in results:
+            for w in r.warnings:
+                warn(f"{r.path}: {w}")
         print_json([r.__dict__ for r in results])
         return
     for r in results:
@@ -92,6 +98,8 @@ def _report_imports(results: list, center: Any, json_out: bool) -> None:
             state += f" (`ioadvise kb check --center {center.name}` judges their flags again)"
         console.print(printable(f"{r.path}: {r.format}, {state}" + (f"; {r.note}" if r.note else "")),
                       highlight=False, markup=False)
+        for w in r.warnings:
+            warn(f"{r.path}: {w}")
 
 
 def _size(p: Path) -> int:

@@ -5,6 +5,7 @@ centers, and above the importers and the center it reads with."""
 from __future__ import annotations
 
 from contextlib import ExitStack, closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
@@ -36,7 +37,8 @@ def import_file(kb: KB, path: str | Path, fmt: str = "auto", *, system: str | No
     (ioadvisor.center.evidence) from `center` (a `Center`, a center file or a shipped name) or else from
     the shipped center named like the runs' system; the same center's mounts decide whether a Darshan log
     measures it (importers.darshan.placement): a log that does not adds nothing, and the result's note says
-    why."""
+    why; and the file system an IOR or mdtest test path lies on (importers.place), else the result's warnings
+    say which path and that --filesystem names it."""
     p = Path(path)
     name = printable(str(p))      # the source as runs and messages hold it (a byte that is not UTF-8 as \\xNN)
     # the generators reading the reopened file are closed (their clean-up run) while it is still open
@@ -66,10 +68,12 @@ def import_file(kb: KB, path: str | Path, fmt: str = "auto", *, system: str | No
                 return ImportResult(name, imp.name, 0, False, 0, f"no measured run: {e.reason}")
             batches = prepared(keyed_runs(runs, name))
         try:
-            return kb.add_batches(batches, source=name, source_hash=digest, fmt=imp.name,
-                                  importer=f"{imp.name}/{imp.version}", require_runs=True)
+            result = kb.add_batches(batches, source=name, source_hash=digest, fmt=imp.name,
+                                    importer=f"{imp.name}/{imp.version}", require_runs=True)
         except ImportFormatError as e:
             raise e if e.path else e.at(name) from None
+    # what the importer warned of concerns the runs added (a file already in the KB added none)
+    return replace(result, warnings=tuple(ctx.warnings)) if ctx.warnings and result.runs else result
 
 
 def flagger(center: Any) -> Callable[[Iterable[Keyed]], Iterator[Keyed]]:
