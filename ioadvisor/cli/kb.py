@@ -410,10 +410,11 @@ def check(
     unless --yes). Runs imported before the center file said node_memory or a rated peak gain their flags."""
     with cli_errors():
         from ..center import load_center
-        from ..center.evidence import flags_of
+        from ..ingest import run_flagger
         c = load_center(center)
         with KB.open(kb, create=False) as store:
-            changes = store.check_flags(lambda run: flags_of(run, center=c), system=system or c.name, apply=yes)
+            # judged as an import with --center judges them (an IOR write synced before close is not cache-sized)
+            changes = store.check_flags(run_flagger(c), system=system or c.name, apply=yes)
         if json_out:
             print_json({"center": c.name, "system": system or c.name, "dry_run": not yes, "changed": changes})
             return

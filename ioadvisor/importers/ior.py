@@ -14,6 +14,7 @@ notes give IOR's mean operation rate, since for small transfers that is the numb
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 import shlex
@@ -61,9 +62,18 @@ def sniff(head: bytes) -> bool:
 # ---------------------------------------------------------------------------------------------------------
 # command line
 
+@functools.lru_cache(maxsize=256)
+def fsync_requested(command: str) -> bool:
+    """Whether an IOR command line flushes written data to the storage before the timed close (`-e`, fsync at
+    the end of each write phase, or `-Y`, after every write; `-O fsync=1`, `-O fsyncPerWrite=1`): its write
+    bandwidth then includes the flush and cannot be the page cache's. Cached: a KB's runs share few commands."""
+    return _flags(command)["fsync"]
+
+
 def _flags(command: str | None) -> dict[str, Any]:
-    """What the IOR command line says about layout, collective, random access, O_DIRECT and hints."""
-    out: dict[str, Any] = {"fpp": False, "collective": False, "random": False, "direct": False, "hints": {}}
+    """What the IOR command line says about layout, collective, random access, O_DIRECT, fsync and hints."""
+    out: dict[str, Any] = {"fpp": False, "collective": False, "random": False, "direct": False, "fsync": False,
+                           "hints": {}}
     if not command:
         return out
     try:
@@ -80,6 +90,7 @@ def _flags(command: str | None) -> dict[str, Any]:
                 out["collective"] |= "c" in letters
                 out["random"] |= "z" in letters
                 out["direct"] |= "B" in letters
+                out["fsync"] |= "e" in letters or "Y" in letters
         if a == "--posix.odirect":
             out["direct"] = True
         if a == "-O" and "=" in nxt:
@@ -94,6 +105,8 @@ def _flags(command: str | None) -> dict[str, Any]:
                     out["random"] = True
                 elif k == "useO_DIRECT" and v not in ("0", ""):
                     out["direct"] = True
+                elif k in ("fsync", "fsyncPerWrite") and v not in ("0", ""):
+                    out["fsync"] = True
     return out
 
 

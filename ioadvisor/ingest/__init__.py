@@ -13,11 +13,11 @@ from .. import importers
 from ..errors import ImportFormatError
 from ..kb.rows import V_FLAGS, V_SYSTEM, values_run
 from ..kb.store import KB, Batch, ImportResult, batched, keyed_runs
-from ..model.run import Run
+from ..model.run import WRITE_OPS, Run
 from ..util import printable
 from .source import ImportSource
 
-__all__ = ["import_file", "flagger", "run_flagger"]
+__all__ = ["import_file", "flagger", "run_flagger", "synced_writes"]
 
 Keyed = tuple[str, tuple]          # a run as the KB stores it: (content key, values in VALUES order)
 Progress = Callable[[int, int], None]
@@ -85,14 +85,26 @@ def flagger(center: Any) -> Callable[[Iterable[Keyed]], Iterator[Keyed]]:
 
 def run_flagger(center: Any = None) -> Callable[[Run], tuple[str, ...]]:
     """What judges one run's evidence flags as `flagger` does (by `center`, else by the center named like its
-    system); a run of a system without such a center keeps its flags: for `KB.relabel(flags_of=...)`."""
+    system; a write its record says was synced before close, `synced_writes`, is not cache-sized); a
+    run of a system without such a center keeps its flags: for `KB.relabel(flags_of=...)` and `kb check`."""
     from ..center.evidence import flags_of
     center_of = _centers(center)
 
     def judge(run: Run) -> tuple[str, ...]:
         c = center_of(run.system)
-        return flags_of(run, center=c) if c is not None else run.flags
+        return flags_of(run, center=c, synced=synced_writes(run)) if c is not None else run.flags
     return judge
+
+
+def synced_writes(run: Run) -> bool:
+    """Whether a write run's own record says its data reached the storage before the timed close (IOR's `-e` or
+    `-Y` on the command line it keeps): such a write cannot have been served from the page cache, whatever the
+    node's memory, as `ioadvise bench` writes (which sync before close) are not. Judged from what a stored run
+    keeps, so an import, `kb check` and `kb relabel` judge the same run alike."""
+    if run.provenance.tool != "IOR" or not run.provenance.command or run.op not in WRITE_OPS:
+        return False
+    from ..importers.ior import fsync_requested
+    return fsync_requested(run.provenance.command)
 
 
 def _centers(center: Any) -> Callable[[str], Any]:
@@ -119,7 +131,7 @@ def _flagged(items: Iterable[Keyed], center: Any) -> Iterator[Keyed]:
         c = center_of(values[V_SYSTEM])
         if c is not None:
             run = values_run(values)
-            f = flags_of(run, center=c)
+            f = flags_of(run, center=c, synced=synced_writes(run))
             if f != run.flags:
                 values = values[:V_FLAGS] + (",".join(f) or None,)
         yield key, values
