@@ -496,9 +496,8 @@ def plan_for(kb: Any, system: str | None, center: Center | None, budget: int, *,
         fs = default_filesystem(center)
     # the production records of jobs (job records, `diagnose --record`, `kb import`); not the runs an archive scan
     # made of a center's whole Darshan archive
-    from ..archive.store import ARCHIVE_RUN_SQL
-    archived = {r[0] for r in kb.conn.execute(f"SELECT DISTINCT source_hash FROM all_runs WHERE system = ? "
-                                              f"COLLATE NOCASE AND {ARCHIVE_RUN_SQL}", (system,))}
+    from ..kb.queries import archived_sources
+    archived = archived_sources(kb, system)
     prod = [r for r in kb.runs(RunFilter(system=system, kind="production"))
             if r.provenance.source_hash not in archived]
     targets = production_targets(prod, rpn=rpn)
