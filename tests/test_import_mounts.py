@@ -1,4 +1,4 @@
-"""IOR and mdtest outputs are filed under the center file system whose mount holds their test path (the center
+"""IOR, mdtest and fio outputs are filed under the center file system whose mount holds their test path (the center
 given, else the one named like --system); where none does, the import says so on stderr, naming the path and
 --filesystem, instead of filing the runs under no file system in silence."""
 from __future__ import annotations
@@ -15,8 +15,8 @@ from tests.conftest import SAMPLES
 
 runner = CliRunner()
 # every text and JSON sample wrote below /scratch/demo (the path is in each file: IOR's Path and test filename,
-# mdtest's Path and -d); the IOR CSV summary names no path
-WITH_PATH = sorted(p for d in ("ior", "mdtest") for p in (SAMPLES / d).iterdir() if p.suffix != ".csv")
+# mdtest's Path and -d, fio's directory); the IOR CSV summary names no path
+WITH_PATH = sorted(p for d in ("ior", "mdtest", "fio") for p in (SAMPLES / d).iterdir() if p.suffix != ".csv")
 IOR_CSV = SAMPLES / "ior" / "mpiio_coll_2ranks.csv"
 
 
@@ -49,7 +49,7 @@ def test_runs_are_filed_under_the_file_system_whose_mount_holds_the_test_path(tm
         runs = store.runs(RunFilter(system="kestrel"))
     assert len(runs) == sum(r["runs"] for r in added) >= 20
     assert {(r.filesystem, r.tier) for r in runs} == {("scratch", None)}
-    assert {r.provenance.tool for r in runs} == {"IOR", "mdtest"}
+    assert {r.provenance.tool for r in runs} == {"IOR", "mdtest", "fio"}
 
 
 def test_a_path_under_no_mount_is_a_warning_naming_it_and_the_flag(tmp_path, monkeypatch):

@@ -37,12 +37,12 @@ def import_(
                                      help="auto|ior|mdtest|fio|iozone|csv|darshan|bench|jobrecord")] = "auto",
     system: Annotated[Optional[str], typer.Option(help="System the runs were measured on.")] = None,
     filesystem: Annotated[Optional[str], typer.Option(help=(
-        "File system or tier name (default for IOR and mdtest outputs: the center's file system whose mount "
+        "File system or tier name (default for IOR, mdtest and fio outputs: the center's file system whose mount "
         "holds the test path; a warning where none does)."))] = None,
     center: Annotated[Optional[str], typer.Option(
         help="Center file or name ($IOADVISE_CENTERS, shipped) whose node_memory and rated bandwidths flag runs that measured a "
              "cache or exceed the peak, whose mounts must hold a Darshan log's files for it to add runs, and "
-             "whose mounts place IOR and mdtest runs (default: the center named like the system).")] = None,
+             "whose mounts place IOR, mdtest and fio runs (default: the center named like the system).")] = None,
     kb: KBOption = None,
     json_out: JsonOption = False,
 ) -> None:

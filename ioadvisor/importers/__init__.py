@@ -39,8 +39,8 @@ class ImportContext:
     filesystem: str | None = None
     kind: str = "benchmark"
     center: Any = None               # --center (a Center, a center file or a name): where a Darshan log's files
-                                     # must lie for it to measure the center, and which file system an IOR or
-                                     # mdtest test path lies on (`place`)
+                                     # must lie for it to measure the center, and which file system an IOR,
+                                     # mdtest or fio test path lies on (`place`)
     # what the import should tell the user although it succeeds (one line each): `parse` appends to it
     warnings: list[str] = field(default_factory=list, compare=False, hash=False)
     _found: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)   # looked up once
@@ -72,7 +72,7 @@ def context_center(ctx: ImportContext) -> Any:
 
 def place(ctx: ImportContext, path: str | None, tool: str) -> tuple[str | None, str | None]:
     """(file system, tier) of the runs of a benchmark that wrote below `path` (an IOR test file, an mdtest
-    directory): `--filesystem` when given; else the file system (and tier) of the center (`context_center`) whose
+    directory, a fio job's file or directory): `--filesystem` when given; else the file system (and tier) of the center (`context_center`) whose
     mount holds the path. Where a center is known but holds no such mount, or the output names no path, the runs
     name no file system and `ctx` gets a warning naming the path and `--filesystem`."""
     if ctx.filesystem is not None:

@@ -12,7 +12,8 @@ one Run with `ranks=N`, as fio's own group summary would.
 
 Settings: `bs` -> transfer_size, `numjobs` -> ranks (one node), `size` -> file_size (per job), `direct`,
 `ioengine`/`iodepth` in the notes. Layout is `fpp` (each job its own file) unless `filename` names one
-file for several jobs, which is `shared`.
+file for several jobs, which is `shared`. The file system is the center's whose mount holds the job's
+`filename` or `directory` (`importers.place`, as for IOR and mdtest).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from ..errors import ImportFormatError, IOAdvisorError, UsageError
 from ..model.run import Provenance, Run
 from ..model.validate import make_run
 from ..model.units import parse_size
-from . import ImportContext, decode, load_json, register
+from . import ImportContext, decode, load_json, place, register
 
 RANDOM_RW = ("randread", "randwrite", "randrw", "randtrim", "randtrimwrite")
 
@@ -125,6 +126,9 @@ def _job_runs(entries: list[dict], opts: dict, prov: Provenance, ctx: ImportCont
     shared = bool(filename) and ranks > 1 and ":" not in filename
     engine = _opt(opts, "ioengine") or "psync"
     depth = _opt(opts, "iodepth") or "1"
+    # where the job's files were: `filename` (the first of a:b), else `directory` (the first of a:b)
+    where = (filename or _opt(opts, "directory") or "").split(":")[0] or None
+    filesystem, tier = place(ctx, where, "fio")
     runs = []
     for direction in ("read", "write"):
         stats = [e.get(direction) or {} for e in entries]
@@ -144,7 +148,7 @@ def _job_runs(entries: list[dict], opts: dict, prov: Provenance, ctx: ImportCont
             notes.append(f"{iops:.2f} IOPS")
         op = ("rand" + direction) if random_access else direction
         runs.append(make_run(
-            system=ctx.system or "local", filesystem=ctx.filesystem, op=op, api="POSIX",
+            system=ctx.system or "local", filesystem=filesystem, tier=tier, op=op, api="POSIX",
             layout="shared" if shared else "fpp", nodes=1, ranks=ranks, ranks_per_node=ranks,
             transfer_size=bs, file_size=size, total_bytes=int(io_bytes),
             access="random" if random_access else "sequential", direct=direct, value=value, unit=unit,

@@ -37,7 +37,7 @@ def import_file(kb: KB, path: str | Path, fmt: str = "auto", *, system: str | No
     (ioadvisor.center.evidence) from `center` (a `Center`, a center file or a shipped name) or else from
     the shipped center named like the runs' system; the same center's mounts decide whether a Darshan log
     measures it (importers.darshan.placement): a log that does not adds nothing, and the result's note says
-    why; and the file system an IOR or mdtest test path lies on (importers.place), else the result's warnings
+    why; and the file system an IOR, mdtest or fio test path lies on (importers.place), else the result's warnings
     say which path and that --filesystem names it."""
     p = Path(path)
     name = printable(str(p))      # the source as runs and messages hold it (a byte that is not UTF-8 as \\xNN)
