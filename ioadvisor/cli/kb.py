@@ -35,7 +35,9 @@ def import_(
     files: Annotated[list[Path], typer.Argument(help="Result files or directories of result files.")],
     fmt: Annotated[str, typer.Option("--format", "-f",
                                      help="auto|ior|mdtest|fio|iozone|csv|darshan|bench|jobrecord")] = "auto",
-    system: Annotated[Optional[str], typer.Option(help="System the runs were measured on.")] = None,
+    system: Annotated[Optional[str], typer.Option(help="System the runs were measured on (default for IOR, mdtest, "
+                                                       "fio, IOzone outputs and Darshan logs: the name of --center)."
+                                                  )] = None,
     filesystem: Annotated[Optional[str], typer.Option(help=(
         "File system or tier name (default for IOR, mdtest and fio outputs: the center's file system whose mount "
         "holds the test path; a warning where none does)."))] = None,

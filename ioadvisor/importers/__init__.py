@@ -70,6 +70,14 @@ def context_center(ctx: ImportContext) -> Any:
     return ctx._found["center"]
 
 
+def system_of(ctx: ImportContext) -> str:
+    """The system a benchmark's runs are filed under: `--system`, else the name of the center given (`--center`,
+    as a Darshan log's runs are), else "local"."""
+    if ctx.system:
+        return ctx.system
+    return context_center(ctx).name if ctx.center is not None else "local"
+
+
 def place(ctx: ImportContext, path: str | None, tool: str) -> tuple[str | None, str | None]:
     """(file system, tier) of the runs of a benchmark that wrote below `path` (an IOR test file, an mdtest
     directory, a fio job's file or directory): `--filesystem` when given; else the file system (and tier) of the center (`context_center`) whose

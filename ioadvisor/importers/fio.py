@@ -25,7 +25,7 @@ from ..errors import ImportFormatError, IOAdvisorError, UsageError
 from ..model.run import Provenance, Run
 from ..model.validate import make_run
 from ..model.units import parse_size
-from . import ImportContext, decode, load_json, place, register
+from . import ImportContext, decode, load_json, place, register, system_of
 
 RANDOM_RW = ("randread", "randwrite", "randrw", "randtrim", "randtrimwrite")
 
@@ -148,7 +148,7 @@ def _job_runs(entries: list[dict], opts: dict, prov: Provenance, ctx: ImportCont
             notes.append(f"{iops:.2f} IOPS")
         op = ("rand" + direction) if random_access else direction
         runs.append(make_run(
-            system=ctx.system or "local", filesystem=filesystem, tier=tier, op=op, api="POSIX",
+            system=system_of(ctx), filesystem=filesystem, tier=tier, op=op, api="POSIX",
             layout="shared" if shared else "fpp", nodes=1, ranks=ranks, ranks_per_node=ranks,
             transfer_size=bs, file_size=size, total_bytes=int(io_bytes),
             access="random" if random_access else "sequential", direct=direct, value=value, unit=unit,

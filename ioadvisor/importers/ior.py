@@ -26,7 +26,7 @@ from ..model.run import Provenance, Run
 from ..model.stats import ci95
 from ..model.validate import make_run
 from ..model.units import parse_size
-from . import SNIFF_BYTES, ImportContext, decode, load_json, place, register
+from . import SNIFF_BYTES, ImportContext, decode, load_json, place, register, system_of
 
 MIB = 1 << 20
 
@@ -151,7 +151,7 @@ def _run(ctx: ImportContext, *, operation: str, api: str | None, mean: float, vm
     prov = Provenance(source=ctx.source, command=command, tool="IOR", tool_version=version, importer="ior/1",
                       date=date, kind=ctx.kind)
     filesystem, tier = place(ctx, path, "IOR")
-    return make_run(system=ctx.system or "local", filesystem=filesystem, tier=tier, op=op, api=api_n,
+    return make_run(system=system_of(ctx), filesystem=filesystem, tier=tier, op=op, api=api_n,
                     layout=None if fpp is None else ("fpp" if fpp else "shared"), collective=coll, hints=hints,
                     nodes=nodes, ranks=ranks, ranks_per_node=rpn, transfer_size=xfer, block_size=block,
                     segments=segments, file_size=file_size, total_bytes=total,

@@ -25,7 +25,7 @@ from ..center.evidence import ONE_FILE
 from ..model.run import Provenance, Run
 from ..model.stats import ci95
 from ..model.validate import make_run
-from . import ImportContext, decode, place, register
+from . import ImportContext, decode, place, register, system_of
 
 OPS = {
     "file creation": "file_create", "file stat": "file_stat", "file read": "file_read",
@@ -181,7 +181,7 @@ def _row_run(m: re.Match, op: str, setup: _Setup, reps: int | None, notes: str, 
     ranks, nodes = setup.ranks, setup.nodes
     filesystem, tier = place(ctx, setup.path, "mdtest")
     return make_run(
-        system=ctx.system or "local", filesystem=filesystem, tier=tier, op=op, api=setup.api,
+        system=system_of(ctx), filesystem=filesystem, tier=tier, op=op, api=setup.api,
         layout="fpp" if setup.unique else "shared", nodes=nodes, ranks=ranks,
         ranks_per_node=ranks // nodes if nodes and ranks % nodes == 0 else None,
         items_per_rank=setup.items_per_rank, files_per_dir=setup.per_dir if op.startswith(("file", "dir")) else None,
