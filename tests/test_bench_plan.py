@@ -411,3 +411,33 @@ def test_a_barely_measured_system_gets_bounded_figures_that_add_up(tmp_path, mon
     shown = [float(x.replace(",", "")) for x in re.findall(r"([0-9][0-9,]*\.[0-9]+)x", r.stdout)]
     assert shown and max(shown) <= bp.WIDE, r.stdout
     assert "cannot predict" in r.stdout
+
+
+def test_no_point_is_proposed_twice_and_targets_run_the_centers_ranks_per_node(tmp_path):
+    """A center whose file says its jobs run 32 ranks per node, no production records yet, a budget of 6. Must
+    NOT happen: a point proposed twice (it would run as two identical configs; each config repeats its
+    measurement already) or default targets at 16 ranks per node (before: one point three times, every target
+    and point at 16)."""
+    path = tmp_path / "center.toml"
+    path.write_text(CENTER.replace("{mount}", str(tmp_path / "scratch")).replace(
+        f'name = "{SYSTEM}"', f'name = "{SYSTEM}"\nranks_per_node = 32'))
+    center = load_center(path)
+    with KB.open(tmp_path / "kb.sqlite") as kb:
+        kb.add_runs(_initial_runs(), source="simulated", source_hash="sim-1", fmt="csv", importer="test")
+        plan = bp.plan_for(kb, SYSTEM, center, budget=6)
+    assert plan.target_source == "default"
+    assert {t.workload.ranks_per_node for t in plan.targets} == {32}
+    points = [p.point for p in plan.proposals]
+    assert len(points) == 6 and len(set(points)) == 6, [p.label() for p in points]
+    assert 32 in {p.ranks_per_node for p in plan.grid}
+    # a budget larger than the grid proposes each point once, and says why there are fewer
+    fits = fit_all(_initial_runs(), {FS: OSTS}, {FS: 1})
+    small = bp.make_plan(SYSTEM, center, center.filesystems[0], fits, _initial_runs(), plan.targets[:1],
+                         budget=10_000, max_nodes=1, rpn_max=1)
+    assert len({p.point for p in small.proposals}) == len(small.proposals) <= small.candidates < 10_000
+    assert any(n.startswith(f"{len(small.proposals)} point(s), not 10000") for n in small.notes), small.notes
+    # Darshan records state ranks only: 64 ranks are 2 nodes of the center's 32
+    rec = make_run(system=SYSTEM, op="write", ranks=64, api="MPIIO", layout="shared", value=1e9, unit="B/s",
+                   provenance=Provenance(kind="production"))
+    (t,) = bp.production_targets([rec], rpn=32)
+    assert (t.workload.nodes, t.workload.ranks_per_node) == (2, 32)

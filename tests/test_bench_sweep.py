@@ -325,3 +325,28 @@ def test_sweep_shape_depends_on_kind():
     for kind, keys, other in (("data", DATA_KEYS, "files_per_dir"), ("md", MD_KEYS, "api")):
         base = next(f.table for f in sweep_shape(kind).fields if f.name == "base")
         assert set(base.names()) == set(keys) | {"ranks", "nodes"} and other not in base.names()
+
+
+@pytest.mark.mpi
+def test_a_folder_named_ioadvisor_in_the_current_directory_does_not_shadow_the_package(tmp_path, kb_path,
+                                                                                       monkeypatch):
+    """A sweep started from a clone's parent directory (which holds the clone as `ioadvisor/`, with its `slurm/`
+    folder of hooks) runs every config: the workers import the installed package. Before, `python -m
+    ioadvisor.bench.worker` put the current directory first on sys.path, the clone became the package
+    `ioadvisor` and its hook folder `ioadvisor.slurm`, and every config failed with "No module named
+    'ioadvisor.slurm.rewrite'"."""
+    from tests.conftest import ROOT
+    here = tmp_path / "parent"
+    here.mkdir()
+    (here / "ioadvisor").symlink_to(ROOT, target_is_directory=True)
+    monkeypatch.chdir(here)
+    f = tmp_path / "one.toml"
+    f.write_text(f'name = "shadow"\n[base]\ntransfer_size = "4KiB"\nblock_size = "16KiB"\nranks = 1\n'
+                 f'dir = "{tmp_path / "data"}"\nsystem = "shadowbox"\n[vary]\nlayout = ["fpp", "shared"]\n')
+    out = runner.invoke(app, ["bench", "sweep", str(f), "--results", str(tmp_path / "r"), "--kb", str(kb_path),
+                              "--json"])
+    summary = json.loads(out.stdout)
+    assert summary["failed"] == [] and len(summary["results"]) == 2, out.output
+    assert out.exit_code == 0 and summary["kb_runs"] == 4
+    script = render_array_script(load_plan(tmp_path / "r" / PLAN_FILE), tmp_path / "r" / PLAN_FILE)
+    assert " -P -m ioadvisor.bench.worker launch " in script.splitlines()[-1]

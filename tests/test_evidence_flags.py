@@ -218,3 +218,36 @@ def test_relabelled_runs_are_judged_by_the_center_of_their_new_name(tmp_path, mo
     res = runner.invoke(app, ["kb", "relabel", "--kb", str(kb), "--system", "laptop", "--to-system", "other",
                               "--yes", "--json"])
     assert res.exit_code == 0 and json.loads(res.stdout)["flags_changed"] == 0, res.output
+
+
+def test_an_ior_write_synced_before_close_is_judged_alike_on_every_road(tmp_path, monkeypatch):
+    # posix_fpp_2ranks.txt: `ior ... -e -t 1m -b 32m`, 2 ranks on 1 node: 64 MiB per node <= 8 GiB of memory.
+    # Its write was fsynced before the timed close (-e), as `ioadvise bench` writes are, so it measured the
+    # storage: not cache-sized; its read (64 MiB buffered) is. mpiio_indep_2ranks.json has no -e: its write of
+    # 64 MiB stays cache-sized. Forbidden: the synced write flagged by the import, by `kb check` or by a relabel
+    # (before, every road flagged it and fits left it out).
+    monkeypatch.delenv("IOADVISE_CENTERS", raising=False)
+    samples = Path(__file__).resolve().parent / "data" / "samples" / "ior"
+    center = _site_center(tmp_path, Path("/scratch"), peak="1TB/s")
+    kb = tmp_path / "kb.sqlite"
+    res = runner.invoke(app, ["kb", "import", str(samples / "posix_fpp_2ranks.txt"),
+                              str(samples / "mpiio_indep_2ranks.json"), "--system", "sitebox", "--center", str(center), "--kb", str(kb)])
+    assert res.exit_code == 0, res.output
+
+    def flags() -> dict[tuple[str, str], tuple[str, ...]]:
+        with KB.open(kb) as store:
+            return {(r.api, r.op): r.flags for r in store.runs(RunFilter()) if r.system in ("sitebox", "other")}
+    want = {("POSIX", "write"): (), ("POSIX", "read"): ("cache-sized",), ("MPIIO", "write"): ("cache-sized",),
+            ("MPIIO", "read"): ("cache-sized",)}
+    assert flags() == want
+    res = runner.invoke(app, ["kb", "check", "--center", str(center), "--kb", str(kb), "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["changed"] == [], res.output
+    # relabelled to a system whose center (found by name) rates nothing above these runs: judged again, alike
+    other = tmp_path / "other" / "other.toml"
+    other.parent.mkdir()
+    other.write_text(center.read_text().replace('name = "sitebox"', 'name = "other"'))
+    monkeypatch.setenv("IOADVISE_CENTERS", str(other.parent))
+    res = runner.invoke(app, ["kb", "relabel", "--system", "sitebox", "--to-system", "other", "--kb", str(kb),
+                              "--yes"])
+    assert res.exit_code == 0, res.output
+    assert flags() == want

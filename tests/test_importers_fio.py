@@ -144,3 +144,25 @@ def test_kb_import(kb_path):
         for p in FIO:
             assert import_file(kb, p, system="demo").format == "fio"
         assert kb.count(RunFilter(system="demo", op="randread")) == 1
+
+
+@needs_fio
+@pytest.mark.parametrize("fmt", ["normal", "terse"])
+def test_plain_text_output_is_refused_with_the_option_to_use_and_nothing_imported(tmp_path, kb_path, fmt):
+    """fio's default (normal) and terse outputs state neither `direct` nor `size`: a run read from them could not
+    be judged cache-sized or not. `kb import` refuses such a file with exit 2 on one line that names the file and
+    `--output-format=json`, and adds nothing (before, "unrecognised format" named no remedy)."""
+    from typer.testing import CliRunner
+
+    from ioadvisor.cli import app
+    out = tmp_path / "fio.txt"
+    out.write_bytes(_run_fio(tmp_path, "--name=seqwrite", "--rw=write", "--numjobs=2", fmt=fmt))
+    assert b'"fio version"' not in out.read_bytes()
+    assert importers.detect(out.read_bytes()).name == "fio"
+    res = CliRunner().invoke(app, ["kb", "import", str(out), "--system", "demo", "--kb", str(kb_path)])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    line = res.output.strip()
+    assert "\n" not in line and str(out) in line and "--output-format=json" in line, line
+    assert "unrecognised" not in line
+    with KB.open(kb_path) as kb:
+        assert kb.count(RunFilter(system="demo")) == 0

@@ -267,3 +267,12 @@ def test_cli_reports_a_truncated_file_in_one_line(tmp_path, kb_path):
     assert res.exit_code == 2
     assert f"cut.txt:{len(cut.read_text().splitlines())}:" in res.output
     assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command, synced", [
+    ("ior -a POSIX -w -e -t 1m -b 32m", True), ("ior -a POSIX -w -Y -t 1m", True), ("ior -w -C -e -F", True),
+    ("ior -a MPIIO -w -O fsync=1", True), ("ior -w -O fsyncPerWrite=1", True), ("ior -w -O fsync=0", False),
+    ("ior -a POSIX -w -r -C -t 1m -b 32m", False), ("ior -w -o /scratch/e", False)])
+def test_fsync_at_close_is_read_from_the_command_line(command, synced):
+    from ioadvisor.importers.ior import fsync_requested
+    assert fsync_requested(command) is synced

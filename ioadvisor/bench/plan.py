@@ -17,7 +17,7 @@ import random
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..center import UNKNOWN_FS
 from ..errors import UsageError
@@ -29,7 +29,7 @@ from ..predict.physical import Z90
 
 MAX_TARGETS = 8                     # most frequent production workloads taken as targets
 DEFAULT_NODES = (1, 4, 16, 64)      # default targets: these node counts (up to the plan's largest) ...
-DEFAULT_RPN = 16                    # ... with 16 ranks per node ...
+DEFAULT_RPN = 16                    # ... with the center's ranks per node, else 16 ...
 DEFAULT_SHAPES = (("POSIX", "any"), ("MPIIO", "shared"))   # ... POSIX (either layout) and MPI-IO to one file
 DEFAULT_ACCESS = 1 << 20            # request size of default targets and of the benchmarks (1 MiB)
 RANDOM_TRIALS = 20                  # random designs averaged for the comparison the plan states
@@ -141,16 +141,16 @@ class BenchPlan:
 
 # ---- targets ----------------------------------------------------------------------------------------------------
 
-def production_targets(runs: Sequence[Any], max_targets: int = MAX_TARGETS) -> list[Target]:
+def production_targets(runs: Sequence[Any], max_targets: int = MAX_TARGETS, rpn: int = DEFAULT_RPN) -> list[Target]:
     """The most frequent data workloads among production runs; a record without a rank count is left out. A
-    record that states ranks but not nodes (a Darshan log knows only its process count) is taken to run
-    `DEFAULT_RPN` ranks per node (or all its ranks on one node, if fewer)."""
+    record that states ranks but not nodes (a Darshan log knows only its process count) is taken to run `rpn`
+    ranks per node (the center's; or all its ranks on one node, if fewer)."""
     seen: Counter = Counter()
     for r in runs:
         if r.op not in ("write", "read") or not r.ranks and not (r.nodes and r.ranks_per_node):
             continue
         ranks = r.ranks or r.nodes * r.ranks_per_node
-        per_node = r.ranks_per_node or min(DEFAULT_RPN, ranks)
+        per_node = r.ranks_per_node or min(rpn, ranks)
         nodes = r.nodes or max(1, -(-ranks // per_node))
         rpn = max(1, round(ranks / nodes))
         api = norm_api(r.api)
@@ -163,11 +163,11 @@ def production_targets(runs: Sequence[Any], max_targets: int = MAX_TARGETS) -> l
                             op=k[4], access_size=k[5]), n / total, jobs=n) for k, n in top]
 
 
-def default_targets(max_nodes: int, ops: Sequence[str] = ("write",)) -> list[Target]:
+def default_targets(max_nodes: int, ops: Sequence[str] = ("write",), rpn: int = DEFAULT_RPN) -> list[Target]:
     """Common workloads of a center without production records: `DEFAULT_SHAPES` at `DEFAULT_NODES` (and the
-    plan's largest node count) with `DEFAULT_RPN` ranks per node and 1 MiB requests, equally weighted."""
+    plan's largest node count) with `rpn` ranks per node (the center's) and 1 MiB requests, equally weighted."""
     nodes = sorted({n for n in DEFAULT_NODES if n <= max_nodes} | {max_nodes})
-    out = [Workload(nodes=n, ranks_per_node=DEFAULT_RPN, bytes_per_rank=1 << 30, api=api, layout=layout, op=op,
+    out = [Workload(nodes=n, ranks_per_node=rpn, bytes_per_rank=1 << 30, api=api, layout=layout, op=op,
                     access_size=DEFAULT_ACCESS)
            for n in nodes for api, layout in DEFAULT_SHAPES for op in ops]
     return [Target(w, 1.0 / len(out)) for w in out]
@@ -273,7 +273,6 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
     objective "options": the predictive variance of every option the advice weighs for each target (as `advise`
     states its intervals); "decision": the posterior variance of log(best option / default) for each target, the
     quantity the advice's choice turns on (the best option other than the default where the default is best)."""
-    from ..predict import design
     if budget < 1:
         raise UsageError(f"--budget must be at least 1, got {budget}")
     if objective not in OBJECTIVES:
@@ -283,8 +282,8 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
     measured_nodes = max((f.clients_max for f in groups_fit.values() if math.isfinite(f.clients_max)), default=1)
     if max_nodes is None:
         max_nodes = int(max([2 * measured_nodes] + [t.workload.nodes for t in targets]))
-    if rpn_max is None:
-        rpn_max = max([t.workload.ranks_per_node for t in targets] + [1])
+    if rpn_max is None:         # the targets' and the center's ranks per node
+        rpn_max = max([t.workload.ranks_per_node for t in targets] + [center.ranks_per_node or 1])
     grid = candidate_grid(fs, targets, max_nodes, rpn_max)
     if not grid:
         raise UsageError(f"no benchmark point fits the limits (--max-nodes {max_nodes})")
@@ -300,9 +299,11 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
     each_now = _each_width(d.groups)
     trials, post_trials, wide_trials = _random_designs(d.groups, wsum, len(grid), budget, seed)
     proposals = []
-    for i, removed in design.greedy(d.groups, budget):
+    for i, removed in _distinct_picks(d.groups, budget):
         proposals.append(Proposal(grid[i], _mean_width(d.groups, wsum), _mean_width(d.groups, wsum, noise=False),
                                   removed))
+    if len(proposals) < budget:
+        notes.append(f"{len(proposals)} point(s), not {budget}: no other point of the grid narrows an interval")
     return BenchPlan(system=system, filesystem=fs.name, ops=tuple(groups_fit), targets=tuple(targets),
                      target_source=target_source, proposals=tuple(proposals), width_now=now,
                      width_random=sum(trials) / len(trials), posterior_now=post_now,
@@ -315,6 +316,22 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
                                    for lab, w, a, b in zip([x for ls in d.labels for x in ls],
                                                            [w for g in d.groups for w in g.weight],
                                                            each_now, _each_width(d.groups))))
+
+
+def _distinct_picks(groups: Sequence[Any], budget: int) -> Iterator[tuple[int, float]]:
+    """The greedy design's picks (grid index, variance removed), each point at most once: a sweep config already
+    repeats its measurement (`reps`), and a point proposed twice would be run twice as two configs."""
+    import numpy as np
+    from ..predict import design
+    if not groups:
+        return
+    allowed = np.ones(groups[0].candidates.shape[0], dtype=bool)
+    for _ in range(min(budget, len(allowed))):
+        pick = next(design.greedy(groups, 1, allowed), None)
+        if pick is None:
+            return
+        allowed[pick[0]] = False
+        yield pick
 
 
 def _bandwidth_fits(system: str, fs: FileSystem, fits: dict, targets: Sequence[Target]) -> tuple[dict, list[str]]:
@@ -435,13 +452,13 @@ def _each_width(gs: Sequence[Any]) -> list[float]:
 
 def _random_designs(groups: Sequence[Any], wsum: float, n_grid: int, budget: int,
                     seed: int) -> tuple[list[float], list[float], list[float]]:
-    """Mean width, width of the mean and wide share after `budget` random grid points, for RANDOM_TRIALS draws
-    (the groups themselves are left as they are)."""
+    """Mean width, width of the mean and wide share after `budget` distinct random grid points (as the plan's own
+    are distinct), for RANDOM_TRIALS draws (the groups themselves are left as they are)."""
     rnd = random.Random(seed)
     trials, post_trials, wide_trials = [], [], []
     for _ in range(RANDOM_TRIALS):
         gs = [replace(g, cov=g.cov.copy(), measured=set(g.measured)) for g in groups]
-        for i in [rnd.randrange(n_grid) for _ in range(budget)]:
+        for i in rnd.sample(range(n_grid), min(budget, n_grid)):
             for g in gs:
                 g.add(i)
         trials.append(_mean_width(gs, wsum))
@@ -469,6 +486,7 @@ def plan_for(kb: Any, system: str | None, center: Center | None, budget: int, *,
     if center is None:
         center = resolve_center(system, None, kb)
     system = center.name
+    rpn = center.ranks_per_node or DEFAULT_RPN      # what the center's jobs run on a node
     if filesystem:
         fs = next((f for f in center.filesystems if f.name.lower() == filesystem.lower()), None)
         if fs is None:
@@ -478,12 +496,11 @@ def plan_for(kb: Any, system: str | None, center: Center | None, budget: int, *,
         fs = default_filesystem(center)
     # the production records of jobs (job records, `diagnose --record`, `kb import`); not the runs an archive scan
     # made of a center's whole Darshan archive
-    from ..archive.store import ARCHIVE_RUN_SQL
-    archived = {r[0] for r in kb.conn.execute(f"SELECT DISTINCT source_hash FROM all_runs WHERE system = ? "
-                                              f"COLLATE NOCASE AND {ARCHIVE_RUN_SQL}", (system,))}
+    from ..kb.queries import archived_sources
+    archived = archived_sources(kb, system)
     prod = [r for r in kb.runs(RunFilter(system=system, kind="production"))
             if r.provenance.source_hash not in archived]
-    targets = production_targets(prod)
+    targets = production_targets(prod, rpn=rpn)
     source = "production"
     if not targets:
         source = "default"
@@ -491,7 +508,7 @@ def plan_for(kb: Any, system: str | None, center: Center | None, budget: int, *,
         measured = max((f.clients_max for k, f in fits.items() if k[1] == fs.name and math.isfinite(f.clients_max)),
                        default=1)
         top = max_nodes or int(2 * measured)
-        targets = default_targets(top)
+        targets = default_targets(top, rpn=rpn)
     else:
         fits = system_fits(kb, system, center)
         if max_nodes is not None:

@@ -283,9 +283,14 @@ def _launcher_words(launcher: Any) -> list[str] | None:
     return words if all(w.startswith("-") for w in words[1:]) else None
 
 
+#: how a config's worker is started: `-P` keeps the current directory off sys.path, so a folder named
+#: `ioadvisor` where the sweep was started (a clone's parent directory) cannot shadow the installed package
+WORKER = (sys.executable, "-P", "-m", "ioadvisor.bench.worker")
+
+
 def launcher_command(plan: Plan, cfg: SweepConfig, plan_path: str | Path) -> list[str]:
     """The command that runs one config under the plan's launcher."""
-    worker = [sys.executable, "-m", "ioadvisor.bench.worker", "run", str(plan_path), str(cfg.index)]
+    worker = [*WORKER, "run", str(plan_path), str(cfg.index)]
     words = _launcher_words(plan.launcher) or ["mpiexec"]
     if words[0] == "srun":
         spread = [] if cfg.nodes is None else ["-N", str(cfg.nodes), f"--ntasks-per-node={cfg.ranks_per_node}"]
@@ -475,7 +480,7 @@ def render_array_script(plan: Plan, plan_path: str | Path) -> str:
                   output=str(Path(plan.results) / LOG_PATTERN.format(job="%A", task="%a")), options=options,
                   raw=[check_line_value(opt, "[slurm] options") for opt in s.get("options", [])],
                   comment="each task runs the config whose index is its array task id (see .plan.json)",
-                  command=f"exec {shlex.quote(sys.executable)} -m ioadvisor.bench.worker launch "
+                  command=f"exec {shlex.join(WORKER)} launch "
                           f"{shlex.quote(str(plan_path))} \"$SLURM_ARRAY_TASK_ID\"")
 
 

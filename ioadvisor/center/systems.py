@@ -2,26 +2,23 @@
 site's in $IOADVISE_CENTERS and the shipped ones)."""
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import Any, Iterable
 
 
-def known_systems(kb: Any) -> list[dict[str, Any]]:
-    """One entry per system in the open KB `kb` (reference data included) or in a center file, by name. (The KB
-    stands above the center: it is taken as it is, not imported.)"""
+def known_systems(summaries: Iterable[tuple[str, str, int, list[str], list[str]]]) -> list[dict[str, Any]]:
+    """One entry per system of a KB (reference data included) or of a center file, by name. `summaries` are the
+    KB's (system, origin, runs, sources, file systems), as `kb.queries.system_summaries` reads them: the KB
+    stands above the center, so its caller asks it."""
     from . import available_centers, is_shipped, load_center_file
     rows: dict[str, dict[str, Any]] = {}
-    # JSON arrays, not group_concat: a name may hold the comma group_concat would separate with
-    q = ("SELECT system, origin, count(*), json_group_array(DISTINCT source), json_group_array(DISTINCT filesystem) "
-         "FROM all_runs GROUP BY system, origin")
-    for system, origin, n, sources, fss in kb.conn.execute(q):
+    for system, origin, n, sources, fss in summaries:
         r = rows.setdefault(system.lower(), {"system": system, "runs": 0, "user_runs": 0, "reference_runs": 0,
                                              "sources": set(), "filesystems": set(), "center": None,
                                              "center_file": None, "center_origin": None})
         r["runs"] += n
         r["user_runs" if origin == "user" else "reference_runs"] += n
-        r["sources"].update(x for x in json.loads(sources) if x is not None)
-        r["filesystems"].update(x for x in json.loads(fss) if x is not None)
+        r["sources"].update(sources)
+        r["filesystems"].update(fss)
     for path in available_centers():
         c = load_center_file(path)
         r = rows.setdefault(c.name.lower(), {"system": c.name, "runs": 0, "user_runs": 0, "reference_runs": 0,

@@ -35,12 +35,16 @@ def import_(
     files: Annotated[list[Path], typer.Argument(help="Result files or directories of result files.")],
     fmt: Annotated[str, typer.Option("--format", "-f",
                                      help="auto|ior|mdtest|fio|iozone|csv|darshan|bench|jobrecord")] = "auto",
-    system: Annotated[Optional[str], typer.Option(help="System the runs were measured on.")] = None,
-    filesystem: Annotated[Optional[str], typer.Option(help="File system or tier name.")] = None,
+    system: Annotated[Optional[str], typer.Option(help="System the runs were measured on (default for IOR, mdtest, "
+                                                       "fio, IOzone outputs and Darshan logs: the name of --center)."
+                                                  )] = None,
+    filesystem: Annotated[Optional[str], typer.Option(help=(
+        "File system or tier name (default for IOR, mdtest and fio outputs: the center's file system whose mount "
+        "holds the test path; a warning where none does)."))] = None,
     center: Annotated[Optional[str], typer.Option(
         help="Center file or name ($IOADVISE_CENTERS, shipped) whose node_memory and rated bandwidths flag runs that measured a "
-             "cache or exceed the peak, and whose mounts must hold a Darshan log's files for it to add runs "
-             "(default: the center named like the system).")] = None,
+             "cache or exceed the peak, whose mounts must hold a Darshan log's files for it to add runs, and "
+             "whose mounts place IOR, mdtest and fio runs (default: the center named like the system).")] = None,
     kb: KBOption = None,
     json_out: JsonOption = False,
 ) -> None:
@@ -83,7 +87,13 @@ def import_(
 
 
 def _report_imports(results: list, center: Any, json_out: bool) -> None:
+    """One line per file (or the JSON list); each file's warnings on stderr after its line, with --json too:
+    its runs were added, but not as the user may think."""
+    from .common import warn
     if json_out:
+        for r in results:
+            for w in r.warnings:
+                warn(f"{r.path}: {w}")
         print_json([r.__dict__ for r in results])
         return
     for r in results:
@@ -92,6 +102,8 @@ def _report_imports(results: list, center: Any, json_out: bool) -> None:
             state += f" (`ioadvise kb check --center {center.name}` judges their flags again)"
         console.print(printable(f"{r.path}: {r.format}, {state}" + (f"; {r.note}" if r.note else "")),
                       highlight=False, markup=False)
+        for w in r.warnings:
+            warn(f"{r.path}: {w}")
 
 
 def _size(p: Path) -> int:
@@ -402,10 +414,11 @@ def check(
     unless --yes). Runs imported before the center file said node_memory or a rated peak gain their flags."""
     with cli_errors():
         from ..center import load_center
-        from ..center.evidence import flags_of
+        from ..ingest import run_flagger
         c = load_center(center)
         with KB.open(kb, create=False) as store:
-            changes = store.check_flags(lambda run: flags_of(run, center=c), system=system or c.name, apply=yes)
+            # judged as an import with --center judges them (an IOR write synced before close is not cache-sized)
+            changes = store.check_flags(run_flagger(c), system=system or c.name, apply=yes)
         if json_out:
             print_json({"center": c.name, "system": system or c.name, "dry_run": not yes, "changed": changes})
             return

@@ -22,8 +22,9 @@ def systems(kb: KBOption = None, json_out: JsonOption = False) -> None:
     with cli_errors():
         from ..kb import KB
         from ..center.systems import known_systems
+        from ..kb.queries import system_summaries
         with KB.open(kb, create=False) as store:
-            rows = known_systems(store)
+            rows = known_systems(system_summaries(store))
     if json_out:
         print_json(rows)
         return

@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Callable, Iterator
 
 from ..errors import ImportFormatError, UsageError
@@ -39,7 +39,15 @@ class ImportContext:
     filesystem: str | None = None
     kind: str = "benchmark"
     center: Any = None               # --center (a Center, a center file or a name): where a Darshan log's files
-                                     # must lie for it to measure the center
+                                     # must lie for it to measure the center, and which file system an IOR,
+                                     # mdtest or fio test path lies on (`place`)
+    # what the import should tell the user although it succeeds (one line each): `parse` appends to it
+    warnings: list[str] = field(default_factory=list, compare=False, hash=False)
+    _found: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)   # looked up once
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
 
 
 class NoMeasurement(Exception):
@@ -49,6 +57,50 @@ class NoMeasurement(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+def context_center(ctx: ImportContext) -> Any:
+    """The Center a file is read for: `ctx.center` (a Center, a center file or a name), else the center named
+    like `ctx.system` (a site's in $IOADVISE_CENTERS, else shipped); None when there is neither."""
+    from ..center import center_for
+    if ctx.center is not None and hasattr(ctx.center, "filesystems"):
+        return ctx.center
+    if "center" not in ctx._found:
+        ctx._found["center"] = center_for(ctx.center, ctx.system)
+    return ctx._found["center"]
+
+
+def system_of(ctx: ImportContext) -> str:
+    """The system a benchmark's runs are filed under: `--system`, else the name of the center given (`--center`,
+    as a Darshan log's runs are), else "local"."""
+    if ctx.system:
+        return ctx.system
+    return context_center(ctx).name if ctx.center is not None else "local"
+
+
+def place(ctx: ImportContext, path: str | None, tool: str) -> tuple[str | None, str | None]:
+    """(file system, tier) of the runs of a benchmark that wrote below `path` (an IOR test file, an mdtest
+    directory, a fio job's file or directory): `--filesystem` when given; else the file system (and tier) of the center (`context_center`) whose
+    mount holds the path. Where a center is known but holds no such mount, or the output names no path, the runs
+    name no file system and `ctx` gets a warning naming the path and `--filesystem`."""
+    if ctx.filesystem is not None:
+        return ctx.filesystem, None
+    center = context_center(ctx)
+    if center is None:
+        return None, None
+    if path:
+        from ..center import place_of_path
+        found = place_of_path(center, path)
+        if found is not None:
+            return found
+    names = "|".join(f.name for f in center.filesystems) or "NAME"
+    mounts = ", ".join(m for m in [f.mount for f in center.filesystems] + [t.mount for t in center.tiers] if m)
+    if path and len(path) > 200:
+        path = path[:200] + "..."
+    where = (f"{tool}'s test path {path} lies under no mount of {center.name} ({mounts or 'its center file gives none'})"
+             if path else f"the {tool} output names no test path")
+    ctx.warn(f"{where}: its runs name no file system; pass --filesystem {names}")
+    return None, None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,9 @@
 """fio outputs: `--output-format=json` and `json+` (text before the JSON, such as warnings, is skipped).
 
+fio's plain text output (`normal`, the default) and `terse` are recognised and refused with the option to use:
+neither states the job options a run is judged by (`direct`, `size`, `numjobs`), so a buffered write that fit
+in memory could not be told from an O_DIRECT one.
+
 One Run per job entry (with `group_reporting`, one per group) and direction (read, write) that moved
 bytes. Sequential jobs give the bandwidth (fio's `bw`, KiB/s); random jobs (`rw=randread`, `randwrite`,
 `randrw`) give the operation rate (`iops`, unit IOPS) as their value and the bandwidth in the notes.
@@ -8,7 +12,8 @@ one Run with `ranks=N`, as fio's own group summary would.
 
 Settings: `bs` -> transfer_size, `numjobs` -> ranks (one node), `size` -> file_size (per job), `direct`,
 `ioengine`/`iodepth` in the notes. Layout is `fpp` (each job its own file) unless `filename` names one
-file for several jobs, which is `shared`.
+file for several jobs, which is `shared`. The file system is the center's whose mount holds the job's
+`filename` or `directory` (`importers.place`, as for IOR and mdtest).
 """
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ from ..errors import ImportFormatError, IOAdvisorError, UsageError
 from ..model.run import Provenance, Run
 from ..model.validate import make_run
 from ..model.units import parse_size
-from . import ImportContext, decode, load_json, register
+from . import ImportContext, decode, load_json, place, register, system_of
 
 RANDOM_RW = ("randread", "randwrite", "randrw", "randtrim", "randtrimwrite")
 
@@ -31,9 +36,23 @@ def _json_start(text: str) -> int:
     return m.start() if m else -1
 
 
+# fio's plain output: a job's header ("job: (g=0): rw=write, bs=(R) ..."), its result ("job: (groupid=0, jobs=1):
+# err= 0: pid=..."), the version line and the groups' summary; terse: "3;fio-3.33;job;..." per job
+_TEXT = re.compile(rb"^\S[^\n]*: \(g=\d+\): rw=\w+, |^\S[^\n]*: \(groupid=\d+, jobs=\d+\): err=|"
+                   rb"^Run status group \d+ \(all jobs\):|^[2-5];fio-\d", re.M)
+TEXT_REFUSED = ("fio's plain text output (--output-format=normal or terse) does not state the job options a run "
+                "is judged by (direct, size, numjobs): run fio with --output-format=json (or json+) and import "
+                "that")
+
+
+def _is_text(head: bytes) -> bool:
+    """fio's plain or terse output (not its JSON)."""
+    return _json_start(head.decode("utf-8", "replace")) < 0 and _TEXT.search(head[:8192]) is not None
+
+
 def sniff(head: bytes) -> bool:
     if b'"fio version"' not in head:
-        return False
+        return _is_text(head)
     try:
         text = head.decode("utf-8", "replace")
     except Exception:
@@ -72,6 +91,8 @@ def _document(text: str, ctx: ImportContext) -> dict:
     """The fio JSON document (fio may print lines before it)."""
     start = _json_start(text)
     if start < 0:
+        if _is_text(text[:1 << 16].encode()):
+            raise ImportFormatError(TEXT_REFUSED, ctx.source, 1)
         raise ImportFormatError("not a fio JSON output (run fio with --output-format=json)", ctx.source, 1)
     skipped_lines = text[:start].count("\n")
     doc = load_json(text[start:], ctx.source, "fio JSON", skipped_lines + 1)
@@ -105,6 +126,9 @@ def _job_runs(entries: list[dict], opts: dict, prov: Provenance, ctx: ImportCont
     shared = bool(filename) and ranks > 1 and ":" not in filename
     engine = _opt(opts, "ioengine") or "psync"
     depth = _opt(opts, "iodepth") or "1"
+    # where the job's files were: `filename` (the first of a:b), else `directory` (the first of a:b)
+    where = (filename or _opt(opts, "directory") or "").split(":")[0] or None
+    filesystem, tier = place(ctx, where, "fio")
     runs = []
     for direction in ("read", "write"):
         stats = [e.get(direction) or {} for e in entries]
@@ -124,7 +148,7 @@ def _job_runs(entries: list[dict], opts: dict, prov: Provenance, ctx: ImportCont
             notes.append(f"{iops:.2f} IOPS")
         op = ("rand" + direction) if random_access else direction
         runs.append(make_run(
-            system=ctx.system or "local", filesystem=ctx.filesystem, op=op, api="POSIX",
+            system=system_of(ctx), filesystem=filesystem, tier=tier, op=op, api="POSIX",
             layout="shared" if shared else "fpp", nodes=1, ranks=ranks, ranks_per_node=ranks,
             transfer_size=bs, file_size=size, total_bytes=int(io_bytes),
             access="random" if random_access else "sequential", direct=direct, value=value, unit=unit,

@@ -14,6 +14,7 @@ notes give IOR's mean operation rate, since for small transfers that is the numb
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 import shlex
@@ -25,7 +26,7 @@ from ..model.run import Provenance, Run
 from ..model.stats import ci95
 from ..model.validate import make_run
 from ..model.units import parse_size
-from . import SNIFF_BYTES, ImportContext, decode, load_json, register
+from . import SNIFF_BYTES, ImportContext, decode, load_json, place, register, system_of
 
 MIB = 1 << 20
 
@@ -61,9 +62,18 @@ def sniff(head: bytes) -> bool:
 # ---------------------------------------------------------------------------------------------------------
 # command line
 
+@functools.lru_cache(maxsize=256)
+def fsync_requested(command: str) -> bool:
+    """Whether an IOR command line flushes written data to the storage before the timed close (`-e`, fsync at
+    the end of each write phase, or `-Y`, after every write; `-O fsync=1`, `-O fsyncPerWrite=1`): its write
+    bandwidth then includes the flush and cannot be the page cache's. Cached: a KB's runs share few commands."""
+    return _flags(command)["fsync"]
+
+
 def _flags(command: str | None) -> dict[str, Any]:
-    """What the IOR command line says about layout, collective, random access, O_DIRECT and hints."""
-    out: dict[str, Any] = {"fpp": False, "collective": False, "random": False, "direct": False, "hints": {}}
+    """What the IOR command line says about layout, collective, random access, O_DIRECT, fsync and hints."""
+    out: dict[str, Any] = {"fpp": False, "collective": False, "random": False, "direct": False, "fsync": False,
+                           "hints": {}}
     if not command:
         return out
     try:
@@ -80,6 +90,7 @@ def _flags(command: str | None) -> dict[str, Any]:
                 out["collective"] |= "c" in letters
                 out["random"] |= "z" in letters
                 out["direct"] |= "B" in letters
+                out["fsync"] |= "e" in letters or "Y" in letters
         if a == "--posix.odirect":
             out["direct"] = True
         if a == "-O" and "=" in nxt:
@@ -94,6 +105,8 @@ def _flags(command: str | None) -> dict[str, Any]:
                     out["random"] = True
                 elif k == "useO_DIRECT" and v not in ("0", ""):
                     out["direct"] = True
+                elif k in ("fsync", "fsyncPerWrite") and v not in ("0", ""):
+                    out["fsync"] = True
     return out
 
 
@@ -120,7 +133,7 @@ def _run(ctx: ImportContext, *, operation: str, api: str | None, mean: float, vm
          random_access: bool, direct: bool | None, nodes: int | None, ranks: int | None, rpn: int | None,
          xfer: int | None, block: int | None, segments: int | None, file_size: int | None,
          ops_mean: float | None, hints: dict[str, str], command: str | None, version: str | None,
-         date: str | None, extra_notes: list[str] | None = None) -> Run:
+         date: str | None, path: str | None, extra_notes: list[str] | None = None) -> Run:
     op = operation.lower()
     if op not in ("write", "read"):
         raise ValueError(f"unknown IOR operation {operation!r}")
@@ -137,7 +150,8 @@ def _run(ctx: ImportContext, *, operation: str, api: str | None, mean: float, vm
     total = file_size
     prov = Provenance(source=ctx.source, command=command, tool="IOR", tool_version=version, importer="ior/1",
                       date=date, kind=ctx.kind)
-    return make_run(system=ctx.system or "local", filesystem=ctx.filesystem, op=op, api=api_n,
+    filesystem, tier = place(ctx, path, "IOR")
+    return make_run(system=system_of(ctx), filesystem=filesystem, tier=tier, op=op, api=api_n,
                     layout=None if fpp is None else ("fpp" if fpp else "shared"), collective=coll, hints=hints,
                     nodes=nodes, ranks=ranks, ranks_per_node=rpn, transfer_size=xfer, block_size=block,
                     segments=segments, file_size=file_size, total_bytes=total,
@@ -182,7 +196,7 @@ def _parse_text(text: str, ctx: ImportContext) -> list[Run]:
     cols = re.sub(r"\s+\(", "(", lines[cols_line]).replace("Std Dev", "StdDev").split()
     command = header.get("Command line")
     common = dict(hints=hints, command=command, version=_tool_version(text),
-                  date=_iso_date(header.get("StartTime") or header.get("Began")))
+                  date=_iso_date(header.get("StartTime") or header.get("Began")), path=header.get("Path"))
     flags = _flags(command)
     runs: list[Run] = []
     for j in range(cols_line + 1, len(lines)):
@@ -269,6 +283,7 @@ def _summary_run(ctx: ImportContext, cols: list[str], cells: list[str], options:
     random_access = flags["random"] or opts.get("ordering in a file") == "random"
     collective = flags["collective"] or opts.get("type") == "collective"
     api = row.get("API") or opts.get("api")
+    common = {**common, "path": opts.get("test filename") or common["path"]}     # the test's own file
     return _run(
         ctx, operation=cells[0], api=api, mean=_num(row["Mean(MiB)"], "Mean(MiB)"),
         vmax=_num(row["Max(MiB)"], "Max(MiB)"), vmin=_num(row["Min(MiB)"], "Min(MiB)"),
@@ -326,12 +341,18 @@ def _parse_json(text: str, ctx: ImportContext) -> list[Run]:
                 segments=_int(s["segmentCount"], "segmentCount") if "segmentCount" in s else None,
                 file_size=file_size,
                 ops_mean=_num(str(s["OPsMean"]), "OPsMean") if "OPsMean" in s else None,
-                hints={}, command=command, version=version, date=date))
+                hints={}, command=command, version=version, date=date, path=_test_path(test, params)))
         except KeyError as e:
             raise ImportFormatError(f"IOR JSON {where} lacks {e.args[0]!r}", ctx.source) from None
         except (ValueError, IOAdvisorError) as e:
             raise ImportFormatError(f"IOR JSON {where}: {e}", ctx.source) from None
     return runs
+
+
+def _test_path(test: dict, params: dict) -> str | None:
+    """The file a JSON test wrote: its testFileName, else the Path IOR printed for it."""
+    path = params.get("testFileName") or test.get("Path")
+    return path if isinstance(path, str) else None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -383,7 +404,7 @@ def _parse_csv(text: str, ctx: ImportContext) -> list[Run]:
             fpp=None, collective=False, random_access=False, direct=None, nodes=None, ranks=key[1], rpn=None,
             xfer=key[3], block=key[2], segments=None, file_size=None,
             ops_mean=sum(ops[key]) / len(ops[key]) if ops[key] else None, hints={}, command=None, version=None,
-            date=None, extra_notes=["IOR CSV summary: API, layout and command line not recorded; statistics "
+            date=None, path=None, extra_notes=["IOR CSV summary: API, layout and command line not recorded; statistics "
                                     "computed from the per-repetition lines"]))
     return runs
 

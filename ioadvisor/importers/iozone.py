@@ -23,7 +23,7 @@ from datetime import datetime
 from ..errors import ImportFormatError, IOAdvisorError
 from ..model.run import Provenance, Run
 from ..model.validate import make_run
-from . import ImportContext, decode, register
+from . import ImportContext, decode, register, system_of
 
 TABLE_COLUMNS = ("kB", "reclen", "write", "rewrite", "read", "reread", "random read", "random write", "bkwd read",
                  "record rewrite", "stride read", "fwrite", "frewrite", "fread", "freread")
@@ -186,7 +186,7 @@ def _run(ctx: ImportContext, meta: dict, *, op: str, value: float, unit: str, ra
     access = "random" if op.startswith("rand") else "sequential"
     prov = Provenance(source=ctx.source, command=meta["command"], tool="IOzone", tool_version=meta["version"],
                       importer="iozone/1", date=meta["date"], kind=ctx.kind)
-    return make_run(system=ctx.system or "local", filesystem=ctx.filesystem, op=op, api="POSIX", layout=layout,
+    return make_run(system=system_of(ctx), filesystem=ctx.filesystem, op=op, api="POSIX", layout=layout,
                     nodes=nodes, ranks=ranks, ranks_per_node=ranks if nodes == 1 else None,
                     transfer_size=transfer_size, file_size=file_size, access=access, direct=meta["direct"],
                     value=value, unit=unit, notes="; ".join(notes), provenance=prov)

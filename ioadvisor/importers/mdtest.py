@@ -25,7 +25,7 @@ from ..center.evidence import ONE_FILE
 from ..model.run import Provenance, Run
 from ..model.stats import ci95
 from ..model.validate import make_run
-from . import ImportContext, decode, register
+from . import ImportContext, decode, place, register, system_of
 
 OPS = {
     "file creation": "file_create", "file stat": "file_stat", "file read": "file_read",
@@ -100,6 +100,7 @@ class _Setup:
     per_dir: int | None
     file_size: int | None
     api: str
+    path: str | None                # the directory mdtest worked below (`Path:`, else the first `-d`)
 
 
 def _setup(text: str, ctx: ImportContext) -> _Setup:
@@ -115,12 +116,14 @@ def _setup(text: str, ctx: ImportContext) -> _Setup:
     unique = bool(opts.get("u"))
     depth = _int_opt(opts, "z") or 0
     per_dir = _int_opt(opts, "I")
+    path_m = re.search(r"^Path\s*:\s*(\S.*?)\s*$", text, re.M)
+    path = path_m.group(1) if path_m else (opts["d"].split("@")[0] if isinstance(opts.get("d"), str) else None)
     if per_dir is None and depth == 0 and items_per_rank is not None:
         per_dir = items_per_rank if unique else items_per_rank * ranks
     return _Setup(version=launch.group(1).split("-", 1)[1], ranks=ranks, nodes=nodes, command=command, opts=opts,
                   items_per_rank=items_per_rank, unique=unique, one_file=bool(opts.get("S")), depth=depth,
                   per_dir=per_dir, file_size=_int_opt(opts, "w"),
-                  api=opts.get("a") if isinstance(opts.get("a"), str) else "POSIX")
+                  api=opts.get("a") if isinstance(opts.get("a"), str) else "POSIX", path=path)
 
 
 def _summary_start(lines: list[str], ctx: ImportContext) -> int:
@@ -176,8 +179,9 @@ def _row_run(m: re.Match, op: str, setup: _Setup, reps: int | None, notes: str, 
     prov = Provenance(source=ctx.source, command=setup.command, tool="mdtest", tool_version=setup.version,
                       importer="mdtest/1", date=date, kind=ctx.kind)
     ranks, nodes = setup.ranks, setup.nodes
+    filesystem, tier = place(ctx, setup.path, "mdtest")
     return make_run(
-        system=ctx.system or "local", filesystem=ctx.filesystem, op=op, api=setup.api,
+        system=system_of(ctx), filesystem=filesystem, tier=tier, op=op, api=setup.api,
         layout="fpp" if setup.unique else "shared", nodes=nodes, ranks=ranks,
         ranks_per_node=ranks // nodes if nodes and ranks % nodes == 0 else None,
         items_per_rank=setup.items_per_rank, files_per_dir=setup.per_dir if op.startswith(("file", "dir")) else None,

@@ -5,6 +5,7 @@ centers, and above the importers and the center it reads with."""
 from __future__ import annotations
 
 from contextlib import ExitStack, closing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
@@ -12,11 +13,11 @@ from .. import importers
 from ..errors import ImportFormatError
 from ..kb.rows import V_FLAGS, V_SYSTEM, values_run
 from ..kb.store import KB, Batch, ImportResult, batched, keyed_runs
-from ..model.run import Run
+from ..model.run import WRITE_OPS, Run
 from ..util import printable
 from .source import ImportSource
 
-__all__ = ["import_file", "flagger", "run_flagger"]
+__all__ = ["import_file", "flagger", "run_flagger", "synced_writes"]
 
 Keyed = tuple[str, tuple]          # a run as the KB stores it: (content key, values in VALUES order)
 Progress = Callable[[int, int], None]
@@ -36,7 +37,8 @@ def import_file(kb: KB, path: str | Path, fmt: str = "auto", *, system: str | No
     (ioadvisor.center.evidence) from `center` (a `Center`, a center file or a shipped name) or else from
     the shipped center named like the runs' system; the same center's mounts decide whether a Darshan log
     measures it (importers.darshan.placement): a log that does not adds nothing, and the result's note says
-    why."""
+    why; and the file system an IOR, mdtest or fio test path lies on (importers.place), else the result's warnings
+    say which path and that --filesystem names it."""
     p = Path(path)
     name = printable(str(p))      # the source as runs and messages hold it (a byte that is not UTF-8 as \\xNN)
     # the generators reading the reopened file are closed (their clean-up run) while it is still open
@@ -66,10 +68,12 @@ def import_file(kb: KB, path: str | Path, fmt: str = "auto", *, system: str | No
                 return ImportResult(name, imp.name, 0, False, 0, f"no measured run: {e.reason}")
             batches = prepared(keyed_runs(runs, name))
         try:
-            return kb.add_batches(batches, source=name, source_hash=digest, fmt=imp.name,
-                                  importer=f"{imp.name}/{imp.version}", require_runs=True)
+            result = kb.add_batches(batches, source=name, source_hash=digest, fmt=imp.name,
+                                    importer=f"{imp.name}/{imp.version}", require_runs=True)
         except ImportFormatError as e:
             raise e if e.path else e.at(name) from None
+    # what the importer warned of concerns the runs added (a file already in the KB added none)
+    return replace(result, warnings=tuple(ctx.warnings)) if ctx.warnings and result.runs else result
 
 
 def flagger(center: Any) -> Callable[[Iterable[Keyed]], Iterator[Keyed]]:
@@ -81,14 +85,26 @@ def flagger(center: Any) -> Callable[[Iterable[Keyed]], Iterator[Keyed]]:
 
 def run_flagger(center: Any = None) -> Callable[[Run], tuple[str, ...]]:
     """What judges one run's evidence flags as `flagger` does (by `center`, else by the center named like its
-    system); a run of a system without such a center keeps its flags: for `KB.relabel(flags_of=...)`."""
+    system; a write its record says was synced before close, `synced_writes`, is not cache-sized); a
+    run of a system without such a center keeps its flags: for `KB.relabel(flags_of=...)` and `kb check`."""
     from ..center.evidence import flags_of
     center_of = _centers(center)
 
     def judge(run: Run) -> tuple[str, ...]:
         c = center_of(run.system)
-        return flags_of(run, center=c) if c is not None else run.flags
+        return flags_of(run, center=c, synced=synced_writes(run)) if c is not None else run.flags
     return judge
+
+
+def synced_writes(run: Run) -> bool:
+    """Whether a write run's own record says its data reached the storage before the timed close (IOR's `-e` or
+    `-Y` on the command line it keeps): such a write cannot have been served from the page cache, whatever the
+    node's memory, as `ioadvise bench` writes (which sync before close) are not. Judged from what a stored run
+    keeps, so an import, `kb check` and `kb relabel` judge the same run alike."""
+    if run.provenance.tool != "IOR" or not run.provenance.command or run.op not in WRITE_OPS:
+        return False
+    from ..importers.ior import fsync_requested
+    return fsync_requested(run.provenance.command)
 
 
 def _centers(center: Any) -> Callable[[str], Any]:
@@ -115,7 +131,7 @@ def _flagged(items: Iterable[Keyed], center: Any) -> Iterator[Keyed]:
         c = center_of(values[V_SYSTEM])
         if c is not None:
             run = values_run(values)
-            f = flags_of(run, center=c)
+            f = flags_of(run, center=c, synced=synced_writes(run))
             if f != run.flags:
                 values = values[:V_FLAGS] + (",".join(f) or None,)
         yield key, values

@@ -259,6 +259,7 @@ class ImportResult:
     skipped: bool          # nothing added: the same file, or every run in it, is in the KB already
     duplicates: int = 0    # runs of this source already in the KB (same content, see content_key)
     note: str | None = None  # what happened, when it is not plain "added N runs"
+    warnings: tuple[str, ...] = ()  # what the user should know of the runs added (their file system unknown, ...)
 
 
 @dataclass(frozen=True)
