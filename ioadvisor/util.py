@@ -97,6 +97,66 @@ def atomic_write(path: str | Path, text: str | bytes, mode: int | None = None) -
         raise
 
 
+def home_dir() -> Path | None:
+    """The user's home directory: $HOME when set and not empty, else the password entry's; None when neither
+    names one (a user id with no entry, as in some containers)."""
+    home = os.environ.get("HOME")
+    if home:
+        return Path(home)
+    try:
+        import pwd
+        entry = pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError):
+        return None
+    return Path(entry) if entry else None
+
+
+def data_home() -> Path:
+    """$XDG_DATA_HOME/ioadvisor (~/.local/share/ioadvisor by default): where the KB and results are kept
+    unless named; UsageError where there is no home directory to hold it."""
+    base = os.environ.get("XDG_DATA_HOME")
+    if base and os.path.isabs(base):
+        return Path(base) / "ioadvisor"
+    home = home_dir()
+    if home is None:
+        raise UsageError("no home directory (HOME is unset and this user id has no password entry): set "
+                         "XDG_DATA_HOME, or name the knowledge base (--kb, IOADVISE_KB) and results (--result-dir)")
+    return home / ".local" / "share" / "ioadvisor"
+
+
+def cache_dir(*parts: str) -> Path | None:
+    """The directory `parts` of the cache ($XDG_CACHE_HOME/ioadvisor, else ~/.cache/ioadvisor), made if
+    missing; None where there is none: no home directory, a home that is missing or not a directory (a home
+    is never made), or a directory that cannot be made (a read-only home). A cache only saves time: a caller
+    without one does the work again, and one that cannot write to it goes on without it."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):                 # a relative value is ignored, as the XDG rules say
+        base = Path(xdg)
+    else:
+        home = home_dir()
+        if home is None or not os.path.isdir(home):
+            return None
+        base = home / ".cache"
+    d = base.joinpath("ioadvisor", *parts)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return d
+
+
+def private_dir(prefix: str) -> Path:
+    """A new temporary directory of this process's own, removed with its content when the process ends (by
+    this process only: a forked worker that exits leaves it to its parent)."""
+    import atexit
+    import shutil
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+    pid = os.getpid()
+    atexit.register(lambda: os.getpid() == pid and shutil.rmtree(d, ignore_errors=True))
+    return d
+
+
 def die_with_parent() -> None:
     """In a child process: end when the process that started it ends, however that ends (a SIGKILL too), so
     no worker or reader outlives the command. Linux: the kernel's parent-death signal (prctl
