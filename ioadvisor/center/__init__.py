@@ -166,21 +166,24 @@ def center_from_dict(data: dict[str, Any], path: str = "<center>", text: str | N
     rd.check_shape(data)
     name = rd.value(data, "", "name", "")
     fss = [_filesystem(rd, where, fs) for where, fs in rd.tables(data, "filesystems")]
-    names = [f.name for f in fss]
-    dup = next((n for n in names if names.count(n) > 1), None)
-    if dup is not None:
-        raise rd.fail(f"filesystems[{len(names) - 1 - names[::-1].index(dup)}].name",
-                      f"file system names must be unique, got {dup!r} twice")
+    names = _unique(rd, "filesystems", "file system", [f.name for f in fss])
     tiers = [_tier(rd, where, t, names) for where, t in rd.tables(data, "tiers")]
-    tnames = [t.name for t in tiers]
-    dup = next((n for n in tnames if tnames.count(n) > 1), None)
-    if dup is not None:
-        raise rd.fail(f"tiers[{len(tnames) - 1 - tnames[::-1].index(dup)}].name",
-                      f"tier names must be unique, got {dup!r} twice")
+    _unique(rd, "tiers", "tier", [t.name for t in tiers])
     return Center(name=name, title=rd.value(data, "", "title", ""), source=rd.value(data, "", "source", ""),
                   mpi=rd.value(data, "", "mpi", "") or "mpich", mpi_version=rd.value(data, "", "mpi_version", ""),
                   node_memory=rd.value(data, "", "node_memory", ""), filesystems=tuple(fss), tiers=tuple(tiers),
                   ranks_per_node=_ranks_per_node(rd, data))
+
+
+def _unique(rd: _Reader, section: str, what: str, names: list[str]) -> dict[str, int]:
+    """Each name's index in `section`, in order; ConfigError at the first table whose name an earlier table
+    has. In time linear in the names (a set, not a count per name): a file may hold a hundred thousand tables."""
+    first: dict[str, int] = {}
+    for i, n in enumerate(names):
+        if n in first:
+            raise rd.fail(f"{section}[{i}].name", f"{what} names must be unique, got {n!r} twice")
+        first[n] = i
+    return first
 
 
 def _ranks_per_node(rd: _Reader, data: dict[str, Any]) -> int | None:
@@ -220,7 +223,7 @@ def _filesystem(rd: _Reader, where: str, fs: dict[str, Any]) -> FileSystem:
         rated_read_bandwidth=v.get("rated_read_bandwidth"))
 
 
-def _tier(rd: _Reader, where: str, t: dict[str, Any], fs_names: list[str]) -> Tier:
+def _tier(rd: _Reader, where: str, t: dict[str, Any], fs_names: dict[str, int]) -> Tier:
     v = {k: rd.value(t, "tiers", k, where) for k in t}
     if v["filesystem"] not in fs_names:
         raise rd.fail(f"{where}filesystem", f"{where}filesystem {v['filesystem']!r} is not one of the file "
