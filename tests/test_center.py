@@ -114,3 +114,17 @@ def test_a_repeated_name_is_named_at_its_second_table():
     with pytest.raises(ConfigError, match=r"tier names must be unique, got 'b' twice") as e:
         center_from_dict({"name": "X", "filesystems": [{"name": "lus", "type": "lustre"}], "tiers": tiers})
     assert e.value.key == "tiers[2].name"
+
+
+def test_a_center_spec_naming_a_pipe_or_a_device_is_refused_as_one(tmp_path, monkeypatch):
+    """Not looked up as a center's name ("unknown center '/dev/null'"): said to be a device or a pipe. A
+    directory of a center's name in the working directory does not hide the center."""
+    import os
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo("pipe")
+    (tmp_path / "tsubame3").mkdir()
+    for spec, what in (("/dev/null", "is a device"), ("pipe", "is a named pipe"), (str(tmp_path / "pipe"),
+                                                                                      "is a named pipe")):
+        with pytest.raises(ConfigError, match=f"^{spec}: {what}, not a regular file"):
+            load_center(spec)
+    assert load_center("tsubame3").name == "TSUBAME3.0"

@@ -1,6 +1,7 @@
 """Center configurations: TOML files describing file systems and scratch tiers, loaded into `Center`."""
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -36,7 +37,6 @@ def centers_dir() -> Path:
 def center_dirs() -> list[Path]:
     """Where center files are looked up by name, first match winning: the directories of $IOADVISE_CENTERS
     (a colon-separated list, like PATH; a site's own center files), then the shipped data/centers."""
-    import os
     site = [Path(d).expanduser() for d in os.environ.get(CENTERS_ENV, "").split(os.pathsep) if d.strip()]
     return site + [centers_dir()]
 
@@ -326,9 +326,10 @@ def find_center(name: str, directory: Path | None = None) -> Center | None:
 
 
 def load_center(spec: str | Path) -> Center:
-    """A center from a file path (anything that exists or ends in .toml) or a center's name (`find_center`)."""
+    """A center from a file path (a name ending in .toml, holding a /, or of anything but a directory that
+    exists: a device or a pipe is then refused as what it is) or a center's name (`find_center`)."""
     s = str(spec)
-    if s.endswith(".toml") or Path(s).is_file():
+    if s.endswith(".toml") or os.sep in s or (os.path.lexists(s) and not os.path.isdir(s)):
         return load_center_file(s)
     c = find_center(s)
     if c is None:
@@ -410,7 +411,6 @@ def place_of_path(center: Center, path: str | Path) -> tuple[str, str | None] | 
 
 def default_system_name(center: Center | None = None, explicit: str | None = None) -> str | None:
     """The system runs are filed under: `explicit`, else the center's name, else $SLURM_CLUSTER_NAME."""
-    import os
     return explicit or (center.name if center is not None else None) or os.environ.get("SLURM_CLUSTER_NAME") or None
 
 
