@@ -11,9 +11,12 @@ from typing import Any
 
 from .errors import IOAdvisorError, UsageError
 
-# newline, carriage return, NUL, escape ... and the Unicode line separators: nothing a value written into a
-# script or an #SBATCH line may hold (a newline there starts a new shell command)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: Unicode's Bidi_Control characters (the marks LRM, RLM and ALM, the embeddings, overrides and isolates): shown,
+#: they reorder the text around them, so a name or a script line reads as something other than it is
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# newline, carriage return, NUL, escape ... the Unicode line separators and the bidirectional controls: nothing
+# a value written into a script or an #SBATCH line may hold (a newline there starts a new shell command)
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}]")
 
 
 def check_line_value(value: object, what: str) -> str:
@@ -29,7 +32,7 @@ def check_line_value(value: object, what: str) -> str:
 # what would act on a terminal instead of showing: C0 and C1 controls (newline, CR, ESC ...), DEL, the Unicode
 # line and paragraph separators, the bidirectional controls (which reorder the text shown) and lone surrogates
 # (the bytes of a file name that are not UTF-8, as Python decodes them)
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNPRINTABLE = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
