@@ -94,3 +94,12 @@ def test_a_terminal_gets_at_most_its_largest_width(columns):
     lines = text.splitlines()
     assert len(lines) >= 5 and "Usage" in text, text
     assert max(map(len, lines)) <= MAX_WIDTH
+
+
+@pytest.mark.parametrize("width", ["1e20", "100000000"])
+def test_typers_own_width_variable_is_held_too(width):
+    """typer reads $TERMINAL_WIDTH when it is first imported (int('1e20'): a ValueError before any help)."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"} | {"TERMINAL_WIDTH": width}
+    p = subprocess.run([str(EXE), *COMMANDS["kb list --help"]], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0 and "Traceback" not in p.stderr and "Usage" in p.stdout, p.stderr
+    assert max(map(len, p.stdout.splitlines())) <= PIPE_WIDTH
