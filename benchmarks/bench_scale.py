@@ -7,6 +7,8 @@ Measures, each as the median of several cold processes (wall time and peak RSS o
 - `ioadvise docs build` of every system, plots drawn (no plot cache);
 - `ioadvise kb import` of one canonical CSV of 1,000,000 rows into an empty KB (runs/s, peak RSS);
 - `ioadvise kb validate --json` of the whole KB (systems above 2,000 runs validated on a bounded sample);
+- center loading: a center file of 25,000, 50,000 and 100,000 tiers (one file system per 100 tiers) read and
+  checked in this process (median of --repeat loads, at most 3); linear: doubling the tiers doubles the time;
 - start-up: the import time of the CLI module (`python -X importtime -c "import ioadvisor.cli"`, its cumulative
   microseconds) and the cold `ioadvise kb list --help` process, which does nothing but start.
 
@@ -16,8 +18,10 @@ or a fresh tree), as an installed package has it: otherwise every process would 
 
 The data are synthetic (benchmarks/scale_data.py); the KB and the CSV are built once under /tmp/ioadvise-scale
 (or $IOADVISE_SCALE_DIR) and reused. Targets: advise <= 300 ms and <= 150 MB; kb list <= 100 ms; docs build
-<= 30 s and <= 500 MB; import >= 20,000 runs/s and <= 300 MB; validate < 60 s.
-Usage: .venv/bin/python benchmarks/bench_scale.py [--repeat N] [--skip startup,advise,list,docs,validate,import]
+<= 30 s and <= 500 MB; import >= 20,000 runs/s and <= 300 MB; validate < 60 s; a center of 100,000 tiers
+<= 10 s and at most 2.5x the time of 50,000.
+Usage: .venv/bin/python benchmarks/bench_scale.py [--repeat N]
+                                                  [--skip startup,center,advise,list,docs,validate,import]
 """
 from __future__ import annotations
 
@@ -75,6 +79,33 @@ def cli_import_us() -> int:
     return int(line.split("|")[1])
 
 
+def center_text(tiers: int) -> str:
+    """A center file of `tiers` tiers, one file system per 100 of them, as arrays of inline tables (100,000 tiers
+    in 3.5 MB, under the 4 MiB a center file may be)."""
+    fss = ",\n".join(f'{{name="f{i}",type="lustre"}}' for i in range(max(1, tiers // 100)))
+    ts = ",\n".join(f'{{name="t{i}",filesystem="f{i // 100}"}}' for i in range(tiers))
+    return f'name = "Big"\nfilesystems = [\n{fss}]\ntiers = [\n{ts}]\n'
+
+
+def center_loading(repeat: int) -> None:
+    """Median seconds to read and check a center of 25,000, 50,000 and 100,000 tiers, and the ratio per doubling."""
+    from ioadvisor.center import _load_center_file
+    medians = {}
+    with tempfile.TemporaryDirectory(prefix="bench-scale-center-") as d:
+        for n in (25_000, 50_000, 100_000):
+            p = Path(d) / f"c{n}.toml"
+            p.write_text(center_text(n))
+            ts = []
+            for _ in range(max(1, min(3, repeat))):
+                t = time.perf_counter()
+                assert len(_load_center_file(p).tiers) == n
+                ts.append(time.perf_counter() - t)
+            medians[n] = statistics.median(ts)
+            print(f"center file of {n:,} tiers ({p.stat().st_size / 1e6:.1f} MB), read and checked: median "
+                  f"{medians[n]:.2f} s ({medians[n] / n * 1e6:.0f} us per tier), {len(ts)} loads")
+    print(f"  100,000 / 50,000 tiers: {medians[100_000] / medians[50_000]:.2f}x the time (linear: 2)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
@@ -100,6 +131,9 @@ def main() -> None:
               f"(min {min(us) / 1000:.1f}), {len(us)} runs")
         report("ioadvise kb list --help, cold process (start-up only)",
                [measure(["kb", "list", "--help"]) for _ in range(opts.repeat)])
+
+    if "center" not in skip:
+        center_loading(opts.repeat)
 
     if "advise" not in skip:
         advise = ["advise", "--kb", str(kb), "--system", scale_data.BIG, "--nodes", "16", "--ranks-per-node", "8",

@@ -11,9 +11,12 @@ from typing import Any
 
 from .errors import IOAdvisorError, UsageError
 
-# newline, carriage return, NUL, escape ... and the Unicode line separators: nothing a value written into a
-# script or an #SBATCH line may hold (a newline there starts a new shell command)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: Unicode's Bidi_Control characters (the marks LRM, RLM and ALM, the embeddings, overrides and isolates): shown,
+#: they reorder the text around them, so a name or a script line reads as something other than it is
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+# newline, carriage return, NUL, escape ... the Unicode line separators and the bidirectional controls: nothing
+# a value written into a script or an #SBATCH line may hold (a newline there starts a new shell command)
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}]")
 
 
 def check_line_value(value: object, what: str) -> str:
@@ -29,7 +32,7 @@ def check_line_value(value: object, what: str) -> str:
 # what would act on a terminal instead of showing: C0 and C1 controls (newline, CR, ESC ...), DEL, the Unicode
 # line and paragraph separators, the bidirectional controls (which reorder the text shown) and lone surrogates
 # (the bytes of a file name that are not UTF-8, as Python decodes them)
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNPRINTABLE = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -95,6 +98,66 @@ def atomic_write(path: str | Path, text: str | bytes, mode: int | None = None) -
             error = IOAdvisorError if e.errno in _DEVICE_ERRORS else UsageError
             raise error(f"{p}: cannot write: {e.strerror or e}") from None
         raise
+
+
+def home_dir() -> Path | None:
+    """The user's home directory: $HOME when set and not empty, else the password entry's; None when neither
+    names one (a user id with no entry, as in some containers)."""
+    home = os.environ.get("HOME")
+    if home:
+        return Path(home)
+    try:
+        import pwd
+        entry = pwd.getpwuid(os.getuid()).pw_dir
+    except (ImportError, KeyError):
+        return None
+    return Path(entry) if entry else None
+
+
+def data_home() -> Path:
+    """$XDG_DATA_HOME/ioadvisor (~/.local/share/ioadvisor by default): where the KB and results are kept
+    unless named; UsageError where there is no home directory to hold it."""
+    base = os.environ.get("XDG_DATA_HOME")
+    if base and os.path.isabs(base):
+        return Path(base) / "ioadvisor"
+    home = home_dir()
+    if home is None:
+        raise UsageError("no home directory (HOME is unset and this user id has no password entry): set "
+                         "XDG_DATA_HOME, or name the knowledge base (--kb, IOADVISE_KB) and results (--result-dir)")
+    return home / ".local" / "share" / "ioadvisor"
+
+
+def cache_dir(*parts: str) -> Path | None:
+    """The directory `parts` of the cache ($XDG_CACHE_HOME/ioadvisor, else ~/.cache/ioadvisor), made if
+    missing; None where there is none: no home directory, a home that is missing or not a directory (a home
+    is never made), or a directory that cannot be made (a read-only home). A cache only saves time: a caller
+    without one does the work again, and one that cannot write to it goes on without it."""
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):                 # a relative value is ignored, as the XDG rules say
+        base = Path(xdg)
+    else:
+        home = home_dir()
+        if home is None or not os.path.isdir(home):
+            return None
+        base = home / ".cache"
+    d = base.joinpath("ioadvisor", *parts)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return d
+
+
+def private_dir(prefix: str) -> Path:
+    """A new temporary directory of this process's own, removed with its content when the process ends (by
+    this process only: a forked worker that exits leaves it to its parent)."""
+    import atexit
+    import shutil
+    import tempfile
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+    pid = os.getpid()
+    atexit.register(lambda: os.getpid() == pid and shutil.rmtree(d, ignore_errors=True))
+    return d
 
 
 def die_with_parent() -> None:

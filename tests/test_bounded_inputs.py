@@ -34,6 +34,9 @@ COMMANDS = [
     ["kb", "import", "X", "--kb", "{tmp}/kb.sqlite"],
     ["jobs", "collect", "X", "--kb", "{tmp}/kb.sqlite"],
     ["bench", "sweep", "X"],
+    # a center given as a path: it was looked up as a center's name ("unknown center '/dev/zero'")
+    ["advise", "-N", "1", "-n", "1", "--bytes-per-rank", "1GiB", "--center", "X"],
+    ["docs", "build", "-o", "{tmp}/site", "--center", "X"],
 ]
 
 
@@ -52,7 +55,7 @@ def test_a_named_pipe_without_a_writer_and_dev_zero_are_refused(tmp_path, cmd):
     for x, why in ((str(fifo), "named pipe"), ("/dev/zero", "is a device")):
         args = [x if a == "X" else a.format(tmp=tmp_path) for a in cmd]
         if cmd[:2] == ["kb", "import"] and x == str(fifo):
-            why = "empty file"        # kb import reads pipes (<(zcat r.gz)); one without a writer is empty
+            why = "a pipe: nothing was written to it"   # kb import reads pipes (<(zcat r.gz)), not as a file
         _refused_quickly(args, x, why)
     assert not (tmp_path / "wrapped.sh").exists()
 

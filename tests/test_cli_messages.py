@@ -112,3 +112,34 @@ def test_interval_width_past_a_float_is_bounded_without_a_warning():
         w = _log_width(np.array([1e6, 0.01]))
     assert w[0] == math.log(WIDE)                      # capped, not e^3290
     assert abs(w[1] - 2 * 1.645 * 0.1) < 1e-3          # log(high/low) = 2 * z90 * sd = 0.329
+
+
+#: Unicode's Bidi_Control set (PropList.txt): ALM, LRM, RLM, the embeddings and overrides, the isolates
+BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+def test_bidirectional_controls_are_escaped_and_kept_out_of_names_and_script_lines(tmp_path):
+    """U+202E makes the text after it show reversed, as another name: each Bidi_Control character is escaped on
+    output like a control character, refused in a name stored in the KB (the system, the file system) and in a
+    value written into a job script."""
+    from typer.testing import CliRunner
+
+    from ioadvisor.cli import app
+    from ioadvisor.errors import UsageError
+    from ioadvisor.util import check_line_value, printable
+    runner = CliRunner()
+    kb = tmp_path / "kb.sqlite"
+    header = ("source,system,filesystem,ost_count,op,api,layout,collective,nodes,ranks,transfer_size_bytes,"
+              "block_size_bytes_per_rank,stripe_count,stripe_size_bytes,value,unit,notes\n")
+    for c in BIDI:
+        shown = f"\\u{ord(c):04x}"
+        assert printable(f"a{c}b") == f"a{shown}b"
+        with pytest.raises(UsageError, match="control character"):
+            check_line_value(f"--job-name=x{c}y", "job name")
+        for system, fs in ((f"sys{c}A", "lus"), ("sysA", f"lus{c}")):
+            f = tmp_path / "runs.csv"
+            f.write_text(header + f"s1,{system},{fs},8,write,POSIX,fpp,,1,4,1048576,1073741824,1,1048576,900,"
+                                  f"MiB/s,\n", encoding="utf-8")
+            res = runner.invoke(app, ["kb", "import", str(f), "--kb", str(kb)])
+            assert res.exit_code == 2 and f"runs.csv:2: " in res.output and shown in res.output, res.output
+            assert c not in res.output

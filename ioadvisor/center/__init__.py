@@ -1,6 +1,7 @@
 """Center configurations: TOML files describing file systems and scratch tiers, loaded into `Center`."""
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -36,7 +37,6 @@ def centers_dir() -> Path:
 def center_dirs() -> list[Path]:
     """Where center files are looked up by name, first match winning: the directories of $IOADVISE_CENTERS
     (a colon-separated list, like PATH; a site's own center files), then the shipped data/centers."""
-    import os
     site = [Path(d).expanduser() for d in os.environ.get(CENTERS_ENV, "").split(os.pathsep) if d.strip()]
     return site + [centers_dir()]
 
@@ -166,21 +166,24 @@ def center_from_dict(data: dict[str, Any], path: str = "<center>", text: str | N
     rd.check_shape(data)
     name = rd.value(data, "", "name", "")
     fss = [_filesystem(rd, where, fs) for where, fs in rd.tables(data, "filesystems")]
-    names = [f.name for f in fss]
-    dup = next((n for n in names if names.count(n) > 1), None)
-    if dup is not None:
-        raise rd.fail(f"filesystems[{len(names) - 1 - names[::-1].index(dup)}].name",
-                      f"file system names must be unique, got {dup!r} twice")
+    names = _unique(rd, "filesystems", "file system", [f.name for f in fss])
     tiers = [_tier(rd, where, t, names) for where, t in rd.tables(data, "tiers")]
-    tnames = [t.name for t in tiers]
-    dup = next((n for n in tnames if tnames.count(n) > 1), None)
-    if dup is not None:
-        raise rd.fail(f"tiers[{len(tnames) - 1 - tnames[::-1].index(dup)}].name",
-                      f"tier names must be unique, got {dup!r} twice")
+    _unique(rd, "tiers", "tier", [t.name for t in tiers])
     return Center(name=name, title=rd.value(data, "", "title", ""), source=rd.value(data, "", "source", ""),
                   mpi=rd.value(data, "", "mpi", "") or "mpich", mpi_version=rd.value(data, "", "mpi_version", ""),
                   node_memory=rd.value(data, "", "node_memory", ""), filesystems=tuple(fss), tiers=tuple(tiers),
                   ranks_per_node=_ranks_per_node(rd, data))
+
+
+def _unique(rd: _Reader, section: str, what: str, names: list[str]) -> dict[str, int]:
+    """Each name's index in `section`, in order; ConfigError at the first table whose name an earlier table
+    has. In time linear in the names (a set, not a count per name): a file may hold a hundred thousand tables."""
+    first: dict[str, int] = {}
+    for i, n in enumerate(names):
+        if n in first:
+            raise rd.fail(f"{section}[{i}].name", f"{what} names must be unique, got {n!r} twice")
+        first[n] = i
+    return first
 
 
 def _ranks_per_node(rd: _Reader, data: dict[str, Any]) -> int | None:
@@ -220,7 +223,7 @@ def _filesystem(rd: _Reader, where: str, fs: dict[str, Any]) -> FileSystem:
         rated_read_bandwidth=v.get("rated_read_bandwidth"))
 
 
-def _tier(rd: _Reader, where: str, t: dict[str, Any], fs_names: list[str]) -> Tier:
+def _tier(rd: _Reader, where: str, t: dict[str, Any], fs_names: dict[str, int]) -> Tier:
     v = {k: rd.value(t, "tiers", k, where) for k in t}
     if v["filesystem"] not in fs_names:
         raise rd.fail(f"{where}filesystem", f"{where}filesystem {v['filesystem']!r} is not one of the file "
@@ -323,9 +326,10 @@ def find_center(name: str, directory: Path | None = None) -> Center | None:
 
 
 def load_center(spec: str | Path) -> Center:
-    """A center from a file path (anything that exists or ends in .toml) or a center's name (`find_center`)."""
+    """A center from a file path (a name ending in .toml, holding a /, or of anything but a directory that
+    exists: a device or a pipe is then refused as what it is) or a center's name (`find_center`)."""
     s = str(spec)
-    if s.endswith(".toml") or Path(s).is_file():
+    if s.endswith(".toml") or os.sep in s or (os.path.lexists(s) and not os.path.isdir(s)):
         return load_center_file(s)
     c = find_center(s)
     if c is None:
@@ -407,7 +411,6 @@ def place_of_path(center: Center, path: str | Path) -> tuple[str, str | None] | 
 
 def default_system_name(center: Center | None = None, explicit: str | None = None) -> str | None:
     """The system runs are filed under: `explicit`, else the center's name, else $SLURM_CLUSTER_NAME."""
-    import os
     return explicit or (center.name if center is not None else None) or os.environ.get("SLURM_CLUSTER_NAME") or None
 
 

@@ -79,9 +79,15 @@ KEYS: tuple[Key, ...] = (
 )
 
 
+#: the keys of each section, by name: made once, not for each value read (a file may hold 100,000 tables)
+_BY_SECTION: dict[str, dict[str, Key]] = {}
+for _k in KEYS:
+    _BY_SECTION.setdefault(_k.section, {})[_k.name] = _k
+
+
 def keys_of(section: str) -> dict[str, Key]:
-    """The keys of one section ("" for the top level), by name."""
-    return {k.name: k for k in KEYS if k.section == section}
+    """The keys of one section ("" for the top level), by name (not to be changed: it is shared)."""
+    return _BY_SECTION.get(section, {})
 
 
 def reference_table() -> str:

@@ -64,6 +64,8 @@ class _LazyGroup(TyperGroup):
     while parsing the command line, at any depth, are one line (_one_line_usage_errors)."""
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        from .common import sane_width
+        sane_width()                    # before the help, a table or a sentence is laid out for $COLUMNS
         with _one_line_usage_errors():
             return super().make_context(*args, **kwargs)
 

@@ -46,8 +46,8 @@ def _check_center(spec: str | None) -> str | None:
 
 
 def default_result_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "ioadvisor" / "results"
+    from ..util import data_home
+    return data_home() / "results"
 
 
 @contextlib.contextmanager

@@ -10,11 +10,12 @@ import io
 import os
 from pathlib import Path
 import statistics
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..model.run import META_OPS, Run
-from ..util import atomic_write
+from ..util import atomic_write, cache_dir, home_dir, private_dir
 
 LOG_SPAN = 20.0      # use a log axis once the values span more than this factor
 WIDTH_IN, HEIGHT_IN = 8.4, 3.8
@@ -318,12 +319,25 @@ def _axes_text(ax: Any, spec: PlotSpec, handles: list[Any] | None) -> None:
               title_fontsize=8, alignment="left")
 
 
+def _matplotlib_home() -> None:
+    """Where the user's home cannot hold matplotlib's configuration and font list (~/.config/matplotlib: no home,
+    a missing or read-only one), they go to ioadvisor's cache, else to a directory of this process's own;
+    matplotlib would otherwise warn of a home the user need not have. Before matplotlib is first imported."""
+    if os.environ.get("MPLCONFIGDIR") or os.environ.get("XDG_CONFIG_HOME") or "matplotlib" in sys.modules:
+        return
+    home = home_dir()
+    if home is not None and os.path.isdir(home) and os.access(home, os.W_OK | os.X_OK):
+        return
+    os.environ["MPLCONFIGDIR"] = str(cache_dir("matplotlib") or private_dir("ioadvise-matplotlib-"))
+
+
 def render(spec: PlotSpec) -> tuple[bytes, bytes]:
     """SVG and PNG bytes of one plot; no dates, creator strings or random ids in either.
 
     Drawn with few artists (matplotlib's cost grows with them, twice: once per format): each curve is one line
     with its markers and one line of cap markers, all error bars of the plot are one collection, and the
     legend shows each curve's line and marker."""
+    _matplotlib_home()
     import matplotlib
     # the CJK font only where a text needs it: looking glyphs up through a fallback font costs every text
     fonts = LATIN if all(t.isascii() for t in _texts(spec)) else CJK
@@ -344,9 +358,6 @@ def render(spec: PlotSpec) -> tuple[bytes, bytes]:
     return svg.getvalue(), png.getvalue()
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "ioadvisor" / "plots"
 
 
 def _cache_key(spec: PlotSpec) -> str:
@@ -365,6 +376,7 @@ class Renderer:
 
     def __init__(self, cache: bool = True, progress: Callable[[int], None] | None = None):
         self.cache, self.progress = cache, progress
+        _matplotlib_home()
         self.ready: dict[Any, tuple[bytes, bytes]] = {}
         self.todo: list[tuple[Any, PlotSpec, Path | None, Any]] = []
         self.workers = os.cpu_count() or 1
@@ -373,7 +385,8 @@ class Renderer:
     def submit(self, spec: PlotSpec, key: Any = None) -> None:
         """Draw `spec`; its bytes come back from `results()` under `key` (default: the plot's name)."""
         key = spec.name if key is None else key
-        base = _cache_dir() / _cache_key(spec) if self.cache else None
+        where = cache_dir("plots") if self.cache else None     # None: no usable cache, every plot drawn
+        base = where / _cache_key(spec) if where is not None else None
         if base is not None and base.with_suffix(".svg").is_file() and base.with_suffix(".png").is_file():
             self.ready[key] = (base.with_suffix(".svg").read_bytes(), base.with_suffix(".png").read_bytes())
             return

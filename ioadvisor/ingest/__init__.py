@@ -45,7 +45,8 @@ def import_file(kb: KB, path: str | Path, fmt: str = "auto", *, system: str | No
     with ImportSource(p) as src, ExitStack() as readers:
         head = src.head()
         if not head:
-            raise ImportFormatError("empty file", name)
+            # a pipe with no writer, or whose writer wrote nothing, reads as empty too: said as what it is
+            raise ImportFormatError("empty file" if src.spool is None else "a pipe: nothing was written to it", name)
         imp = importers.detect(head, name) if fmt == "auto" else importers.get(fmt)
         if imp.check is not None and src.spool is None:
             imp.check(str(p))                # e.g. a Darshan header that does not fit the file: not read

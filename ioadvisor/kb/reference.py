@@ -10,8 +10,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import ImportFormatError
+from ..errors import ImportFormatError, KBError
 from ..resources import data_dir
+from ..util import cache_dir, private_dir
 
 
 CENTER_KB_ENV = "IOADVISE_CENTER_KB"
@@ -58,12 +59,31 @@ def reference_kb_path(new_kb: Callable[[str], Any]) -> Path:
     h.update(f"schema{schema.SCHEMA_VERSION}".encode())
     h.update("\n".join(m for m in schema.MIGRATIONS if isinstance(m, str)).encode())
     h.update(Path(schema.__file__).read_bytes())
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ioadvisor"
-    target = cache / f"reference-{h.hexdigest()[:16]}.sqlite"
-    if not target.exists():
-        cache.mkdir(parents=True, exist_ok=True)
+    name = f"reference-{h.hexdigest()[:16]}.sqlite"
+    cache = cache_dir()
+    if cache is not None:
+        target = cache / name
+        if target.is_file():
+            return target
+        try:
+            _build(files, target, new_kb)
+            return target
+        except (OSError, sqlite3.OperationalError, KBError):
+            pass                    # a cache that cannot be written (read-only, full): built privately instead
+    return _private_build(files, name, new_kb)
+
+
+#: reference KBs built outside the cache in this process, by name: built once, removed when the process ends
+_PRIVATE: dict[str, Path] = {}
+
+
+def _private_build(files: list[Path], name: str, new_kb: Callable[[str], Any]) -> Path:
+    """The reference KB `name` built into a temporary directory of this process's own, removed at exit."""
+    if name not in _PRIVATE:
+        target = private_dir("ioadvise-reference-") / name
         _build(files, target, new_kb)
-    return target
+        _PRIVATE[name] = target
+    return _PRIVATE[name]
 
 
 def _build(files: list[Path], target: Path, new_kb: Callable[[str], Any]) -> None:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import ImportFormatError, IOAdvisorError, KBError, UsageError
 from ..model.run import APIS, KINDS, OPS, Run, norm_api, norm_layout, run_id
+from ..util import data_home
 from .rows import (RUN_COLUMNS, VALUES, content_ids, keyed_row, record, row_to_run)
 from .schema import COMPARISON_COLUMNS, FSNAME, UNKNOWN_FS, migrate, rollback
 
@@ -37,8 +38,7 @@ def default_kb_path() -> Path:
     env = os.environ.get("IOADVISE_KB")
     if env:
         return Path(env)
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "ioadvisor" / "kb.sqlite"
+    return data_home() / "kb.sqlite"
 
 
 def _to_wal(conn: sqlite3.Connection) -> None:

@@ -15,6 +15,7 @@ from operator import attrgetter
 from typing import Any, Mapping
 
 from ..errors import UsageError
+from ..util import BIDI_CONTROLS
 from .run import APIS, KINDS, LAYOUTS, OPS, Run, new_instance, norm_api, norm_layout
 from .units import normalize
 
@@ -40,8 +41,9 @@ INT_RANGES: dict[str, tuple[int, int]] = {
 _SPREAD = ("value_min", "value_max", "value_sd", "ci95_low", "ci95_high")
 ACCESS = ("sequential", "random")
 UNITS = ("MiB/s", "ops/s")
-#: names (system, file system, tier, ...) may hold any printable text but no control characters
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: names (system, file system, tier, ...) may hold any printable text but no control characters, bidirectional
+#: ones included (a name holding U+202E shows reversed, as another name)
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}]")
 #: free text (notes, command, citation) may hold tabs and newlines, no other control characters
 _CONTROL_TEXT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _HINT_KEY = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
@@ -81,7 +83,8 @@ def _name(value: Any, what: str, *, required: bool = False, limit: int = MAX_NAM
     if len(value) > limit:
         raise UsageError(f"{what} is {len(value)} characters long (at most {limit})")
     if _CONTROL.search(value):
-        raise UsageError(f"{what} contains a control character (newline, tab, NUL, escape ...): {value[:40]!r}")
+        raise UsageError(f"{what} contains a control character (newline, tab, NUL, escape, a bidirectional "
+                         f"override ...): {value[:40]!r}")
     if type(value) is str and len(value) <= MAX_NAME and value.strip():
         if len(_VALID_NAMES) >= 4096:
             _VALID_NAMES.clear()
