@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -43,3 +44,79 @@ def test_the_archive_page_is_left_out_unless_asked_for(tmp_path, monkeypatch):
     page = (tmp_path / "staff" / "en" / "archive.html").read_text()
     assert "4478544" in page and "vpicio_uni" in page
     assert "archive.md" in (tmp_path / "staff" / "mkdocs-en.yml").read_text()
+
+
+def _big_kb(path: Path, n: int = 60) -> Path:
+    from ioadvisor.model.validate import make_run
+    runs = [make_run(value=100 + i, unit="MiB/s", system="Big", filesystem="lus", fs_type="lustre", op="write",
+                     api="POSIX", layout="shared", ranks=2 ** (i % 4), stripe_count=1 + i % 3, notes="synthetic")
+            for i in range(n)]
+    with KB.open(path) as kb:
+        kb.add_runs(runs, source="big.csv", source_hash="hash-big", fmt="csv", importer="test/1")
+    return path
+
+
+class Stopped(KeyboardInterrupt):
+    """What a signal handler like the CLI's raises for SIGTERM."""
+
+
+def _signal_in_step(signum: int) -> Any:
+    """A profile hook sending `signum` to this process from inside the grouping aggregate's first step call:
+    the handler runs there, whatever the timing."""
+    import os
+
+    from ioadvisor.docs import collect
+    sent: list[int] = []
+
+    def profile(frame: Any, event: str, _arg: Any) -> None:
+        if event == "call" and frame.f_code.co_name == "step" and frame.f_code.co_filename == collect.__file__ \
+                and not sent:
+            sent.append(signum)
+            os.kill(os.getpid(), signum)
+    profile.sent = sent
+    return profile
+
+
+def test_sigint_inside_the_grouping_aggregate_exits_130(tmp_path, monkeypatch):
+    """sqlite turned the KeyboardInterrupt raised in the aggregate's step into "user-defined aggregate's 'step'
+    method raised error" and exit 1: the build must end as interrupted, exit 130."""
+    import signal
+    import sys
+
+    from ioadvisor.docs import collect
+    monkeypatch.setattr(collect, "ROW_LIMIT", 20)            # 60 runs: the grouped road, through the aggregate
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    kb_path = _big_kb(tmp_path / "kb.sqlite")
+    profile = _signal_in_step(signal.SIGINT)
+    sys.setprofile(profile)
+    try:
+        r = runner.invoke(app, ["docs", "build", "--kb", str(kb_path), "--out", str(tmp_path / "site")])
+    finally:
+        sys.setprofile(None)
+    assert profile.sent == [signal.SIGINT]
+    assert "aggregate" not in r.output and r.exit_code == 130, r.output
+
+
+def test_sigterm_inside_the_grouping_aggregate_reaches_its_handler(tmp_path, monkeypatch):
+    """SIGTERM's handler (the CLI's raises an exception that carries the signal) is the one that ends the build,
+    not an sqlite error."""
+    import signal
+    import sys
+
+    from ioadvisor.docs import build_site, collect
+    monkeypatch.setattr(collect, "ROW_LIMIT", 20)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    kb_path = _big_kb(tmp_path / "kb.sqlite")
+
+    def stop(n: int, _frame: Any) -> None:
+        raise Stopped(n)
+    old = signal.signal(signal.SIGTERM, stop)
+    profile = _signal_in_step(signal.SIGTERM)
+    sys.setprofile(profile)
+    try:
+        with KB.open(kb_path, create=False) as kb, pytest.raises(Stopped):
+            build_site(tmp_path / "site", kb=kb)
+    finally:
+        sys.setprofile(None)
+        signal.signal(signal.SIGTERM, old)
+    assert profile.sent == [signal.SIGTERM]

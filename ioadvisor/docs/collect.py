@@ -5,9 +5,12 @@ from __future__ import annotations
 import hashlib
 import operator
 import re
+import signal
 import sqlite3
 import statistics
+import threading
 from collections import namedtuple
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
@@ -356,10 +359,11 @@ class _SystemRuns:
         cols = ", ".join(_GROUP_COLS)
         self.conn.create_aggregate("doc_group_values", 3, Values)
         try:
-            medians = [(t[0], _lite(_TO_LITE(t[1:] + (None,)))) for t in self._query(
-                f"SELECT g.med, {', '.join('d.' + c for c in _ROW_COLS)} FROM (SELECT doc_group_values(value, id, "
-                f"rowid) AS med FROM temp.doc_runs WHERE fs = ? GROUP BY {cols}) AS g "
-                "JOIN temp.doc_runs AS d ON d.rowid = g.med", (fs,))]
+            with signals_held(self.conn):
+                medians = [(t[0], _lite(_TO_LITE(t[1:] + (None,)))) for t in self._query(
+                    f"SELECT g.med, {', '.join('d.' + c for c in _ROW_COLS)} FROM (SELECT doc_group_values(value, "
+                    f"id, rowid) AS med FROM temp.doc_runs WHERE fs = ? GROUP BY {cols}) AS g "
+                    "JOIN temp.doc_runs AS d ON d.rowid = g.med", (fs,))]
         finally:
             self.conn.create_aggregate("doc_group_values", 3, None)
         return medians, groups
@@ -378,6 +382,39 @@ class _SystemRuns:
 
     def close(self) -> None:
         self.conn.execute("DROP TABLE IF EXISTS temp.doc_runs")
+
+
+HELD_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+@contextmanager
+def signals_held(conn: sqlite3.Connection) -> Iterator[None]:
+    """Run a query whose Python callbacks (an aggregate) must not be where a signal's exception is raised: sqlite
+    turns any exception of a callback into "user-defined aggregate's ... raised error", so a Ctrl-C became that
+    message and exit 1. While the query runs, SIGINT, SIGTERM and SIGHUP (those with a Python handler) are only
+    noted, and sqlite's progress handler stops the query at once when one is; then the signal is handed to the
+    handler it was meant for, which raises as it would have (KeyboardInterrupt: exit 128+n). In a thread other
+    than the main one no handler runs anyway, and nothing is changed."""
+    held: list[int] = []
+    saved: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in HELD_SIGNALS:
+            handler = signal.getsignal(signum)
+            if callable(handler):
+                saved[signum] = signal.signal(signum, lambda n, _frame: held.append(n))
+    conn.set_progress_handler(lambda: 1 if held else 0, 10_000)
+    try:
+        yield
+    except sqlite3.OperationalError:
+        if not held:
+            raise                               # not the query stopped for a signal: a real error
+    finally:
+        conn.set_progress_handler(None, 0)
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+        if held:
+            saved[held[0]](held[0], None)       # raises (KeyboardInterrupt, or the CLI's own exception)
+            raise KeyboardInterrupt(signal.Signals(held[0]).name)
 
 
 _GROUP_COLS = ("op", "api", "layout", "collective", "access", "nodes", "ranks", "stripe_count", "stripe_size",
