@@ -76,6 +76,7 @@ def environment(fmt: str = "html") -> jinja2.Environment:
         autoescape=html, finalize=None if html else _md_text,
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["mdcell"] = _md_cell
+    env.filters["n"] = lambda v: f"{v:,}"          # a count, as every count of the guide: 100,000
     if html:
         env.filters["href"] = href
         env.filters["code"] = _code_spans
@@ -151,7 +152,8 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
             guide[s.name] = decisions.decision_guide(kb, s.center)
         recs = {s.name: recipes.recipes(s.center, guide[s.name]) for s in systems}
         arch = _archive(kb, names if center is not None else None, centers, report) if archive else None
-        files = _write_pages(out, langs, formats, systems, recs, guide, arch, report)
+        files = _write_pages(out, langs, formats, systems, recs, guide, arch, report,
+                             centers[0].name if center is not None else None)
 
         report("drawing plots", 0, n_specs)
         renderer.progress = lambda done: report("drawing plots", done, n_specs)
@@ -228,10 +230,19 @@ def _archive(kb: KB, systems: list[str] | None, centers: list[Center],
     return archive if archive["totals"]["jobs"] else None
 
 
+def site_catalogue(lang: str, center: str | None) -> dict[str, str]:
+    """The language's catalogue, its site title naming `center` (a guide built for one center)."""
+    cat = catalogue(lang)
+    if center is not None:
+        cat = {**cat, "site_title": cat["site_title_center"].format(center=center)}
+    return cat
+
+
 def _write_pages(out: Path, langs: tuple[str, ...], formats: tuple[str, ...], systems: list[Any],
                  recs: dict[str, Any], guide: dict[str, Any], archive: dict[str, Any] | None,
-                 report: Callable[[str, int, int], None]) -> int:
-    """Every page, style sheet and MkDocs configuration of the site (not the plots); the number of files."""
+                 report: Callable[[str, int, int], None], title: str | None = None) -> int:
+    """Every page, style sheet and MkDocs configuration of the site (not the plots); the number of files. The
+    site's title names `title` (the center), where the guide is one center's."""
     envs = {fmt: environment(fmt) for fmt in formats}
     files = 0
 
@@ -243,7 +254,7 @@ def _write_pages(out: Path, langs: tuple[str, ...], formats: tuple[str, ...], sy
 
     css = (HERE / "templates" / "style.css").read_text(encoding="utf-8")
     for lang in langs:
-        cat = catalogue(lang)
+        cat = site_catalogue(lang, title)
         root = out / lang
         for fmt in formats:
             ctx = {"t": translator(cat), "lang": lang, "ext": fmt, "systems": systems, "recipes": recs,
@@ -270,7 +281,8 @@ def _write_pages(out: Path, langs: tuple[str, ...], formats: tuple[str, ...], sy
     if "html" in formats:
         write(out / "index.html", envs["html"].get_template("languages.html.j2").render(
             langs=langs, names={lang: catalogue(lang)["language_name"] for lang in langs},
-            titles={lang: catalogue(lang)["site_title"] for lang in langs}, title=catalogue(langs[0])["site_title"]))
+            titles={lang: site_catalogue(lang, title)["site_title"] for lang in langs},
+            title=site_catalogue(langs[0], title)["site_title"]))
         write(out / "style.css", css)
     return files
 

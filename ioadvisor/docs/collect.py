@@ -17,7 +17,6 @@ from typing import Any, Iterable, Iterator
 from ..kb import KB
 from ..model.run import META_OPS
 from ..model.types import Center, FileSystem
-from ..model.units import format_size
 
 # Up to this many runs per file system the tables list every run; above it they list groups of runs with the
 # same settings (median, range, count), so a system with 100,000 runs still gives a readable page.
@@ -87,7 +86,7 @@ class Row:
     transfer_size: str
     value: str             # as the source gave it (or the median of a group)
     unit: str
-    normalised: str        # in the KB's unit (MiB/s, ops/s)
+    given: str             # the value as its source gave it, where that was in another unit ("6 GB/s"), else ""
     spread: str            # ci95, min-max or "-"
     count: int
     run_id: str            # the run the value links to
@@ -123,12 +122,28 @@ class SystemData:
     plots: list[dict[str, Any]] = field(default_factory=list)
 
 
+def fmt_size(n: int | float | None) -> str:
+    """A size in bytes in binary units, in the guide's one number format: "954 MiB" (not "953.674MiB"),
+    "1 MiB", "1.5 GiB", "512 B"."""
+    if n is None:
+        return "-"
+    for unit, mult in (("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= mult:
+            return f"{fmt_num(n / mult)} {unit}"
+    return f"{fmt_num(n)} B"
+
+
+def _given(value: float, unit_given: str | None, unit: str) -> str:
+    """The value as its source wrote it, where that was another unit than the one every table uses."""
+    return f"{fmt_num(value)} {unit_given}" if unit_given and unit_given != unit else ""
+
+
 def _setting(v: Any, size: bool = False) -> str:
     if v is None:
         return "-"
     if isinstance(v, bool):
         return "yes" if v else "no"
-    return format_size(v) if size else str(v)
+    return fmt_size(v) if size else str(v)
 
 
 def _spread(r: Lite) -> str:
@@ -147,8 +162,8 @@ def _settings(r: Lite) -> dict[str, str]:
 
 def _run_row(r: Lite) -> Row:
     given = r.value_given if r.value_given is not None else r.value
-    return Row(**_settings(r), value=fmt_num(given), unit=r.unit_given or r.unit,
-               normalised=f"{fmt_num(r.value)} {r.unit}", spread=_spread(r), count=1, run_id=r.id,
+    return Row(**_settings(r), value=fmt_num(r.value), unit=r.unit, given=_given(given, r.unit_given, r.unit),
+               spread=_spread(r), count=1, run_id=r.id,
                citation=r.citation or "", flags=_flags(r))
 
 
@@ -176,7 +191,7 @@ def _group_rows(runs: list[Lite]) -> list[Row]:
         med = g[(len(g) - 1) // 2]                 # the median run itself, so the link points at a real value
         lo, hi = g[0].value, g[-1].value
         rows.append(Row(**_settings(med), value=fmt_num(med.value), unit=med.unit,
-                        normalised=f"{fmt_num(med.value)} {med.unit}",
+                        given="",
                         spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if fmt_num(lo) != fmt_num(hi) else
                         (_spread(med) if len(g) == 1 else "-"),
                         count=len(g), run_id=med.id, citation=med.citation or "",
@@ -193,7 +208,8 @@ _Prov = namedtuple("_Prov", _PROV_COLUMNS)
 def _prov_entry(r: _Prov) -> dict[str, Any]:
     given = r.value_given if r.value_given is not None else r.value
     return {"id": r.id, "system": r.system, "filesystem": r.filesystem or "-", "op": r.op,
-            "value": f"{fmt_num(given)} {r.unit_given or r.unit}", "source": r.source, "citation": r.citation,
+            "value": f"{fmt_num(r.value)} {r.unit}", "given": _given(given, r.unit_given, r.unit),
+            "source": r.source, "citation": r.citation,
             "command": r.command, "tool": " ".join(x for x in (r.tool, r.tool_version) if x) or None,
             "importer": r.importer, "date": r.date, "job_id": r.job_id, "kind": r.kind, "notes": r.notes,
             "origin": r.origin}
@@ -227,17 +243,18 @@ def _table_row(med: Lite, values: list[float], flags: Iterable[str]) -> Row:
     lo, hi = values[0], values[-1]
     return Row(
         **_settings(med), value=fmt_num(med.value), unit=med.unit,
-        normalised=f"{fmt_num(med.value)} {med.unit}",
+        given="",
         spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if fmt_num(lo) != fmt_num(hi) else
         (_spread(med) if len(values) == 1 else "-"),
         count=len(values), run_id=med.id, citation=med.citation or "",
         flags=tuple(sorted(flags)))
 
 
-def _place(r: Lite, values: list[float], last: tuple, curves: dict[str, dict[tuple, list]],
+def _place(r: Lite, values: list[float], last: tuple | None, curves: dict[str, dict[tuple, list]],
            best: dict[tuple, tuple]) -> None:
-    """Put a group (its median run `r`) on the plot curves it belongs to; keep its last run when it is the
-    best of its layout and operation so far."""
+    """Put a group (its median run `r`) on the plot curves it belongs to; keep `last` (its largest run without
+    an evidence flag, None if it has none: a cache-sized read-back is not the best a layout does on the file
+    system) when it is the best of its layout and operation so far."""
     def add(kind: str, point: tuple) -> None:
         curves[kind].setdefault(point, []).append((r, values))
 
@@ -247,7 +264,7 @@ def _place(r: Lite, values: list[float], last: tuple, curves: dict[str, dict[tup
             add("stripes", (r.op, r.layout, api, r.nodes, r.stripe_count))
         if r.ranks is not None:
             add("clients", (r.op, r.layout, api, r.stripe_count, r.ranks))
-        if r.layout in ("fpp", "shared"):
+        if r.layout in ("fpp", "shared") and last is not None:
             b = best.get((r.layout, r.op))
             if b is None or last[:2] > b[:2]:
                 best[(r.layout, r.op)] = last
@@ -336,36 +353,36 @@ class _SystemRuns:
 
     def _group_medians(self, fs: str) -> tuple[list[tuple[int, Lite]], dict[int, tuple[list[float], tuple]]]:
         """Per group of equal settings on `fs`: its median run (rowid, run), and by that rowid the group's sorted
-        values and its last run (value, id, rowid)."""
-        groups: dict[int, tuple[list[float], tuple]] = {}   # median run's rowid -> sorted values, last run
+        values and its last run without an evidence flag (value, id, rowid; None when every run has one)."""
+        groups: dict[int, tuple[list[float], tuple | None]] = {}   # median's rowid -> sorted values, last run
 
         class Values:
-            """One group's runs as (value, id, rowid): the result is the median run's rowid; the values and the
-            last run (the largest by value and id) are kept for the plots."""
+            """One group's runs as (value, id, rowid, unflagged): the result is the median run's rowid; the values
+            and the last unflagged run (the largest by value and id) are kept for the plots."""
 
             def __init__(self) -> None:
                 self.runs: list[tuple] = []
 
-            def step(self, value: float, rid: str, rowid: int) -> None:
-                self.runs.append((value, rid, rowid))
+            def step(self, value: float, rid: str, rowid: int, flags: str | None) -> None:
+                self.runs.append((value, rid, rowid, not flags))
 
             def finalize(self) -> int:
                 g = self.runs
                 g.sort()
                 med = g[(len(g) - 1) // 2][2]
-                groups[med] = ([r[0] for r in g], g[-1])
+                groups[med] = ([r[0] for r in g], next((r[:3] for r in reversed(g) if r[3]), None))
                 return med
 
         cols = ", ".join(_GROUP_COLS)
-        self.conn.create_aggregate("doc_group_values", 3, Values)
+        self.conn.create_aggregate("doc_group_values", 4, Values)
         try:
             with signals_held(self.conn):
                 medians = [(t[0], _lite(_TO_LITE(t[1:] + (None,)))) for t in self._query(
                     f"SELECT g.med, {', '.join('d.' + c for c in _ROW_COLS)} FROM (SELECT doc_group_values(value, "
-                    f"id, rowid) AS med FROM temp.doc_runs WHERE fs = ? GROUP BY {cols}) AS g "
+                    f"id, rowid, flags) AS med FROM temp.doc_runs WHERE fs = ? GROUP BY {cols}) AS g "
                     "JOIN temp.doc_runs AS d ON d.rowid = g.med", (fs,))]
         finally:
-            self.conn.create_aggregate("doc_group_values", 3, None)
+            self.conn.create_aggregate("doc_group_values", 4, None)
         return medians, groups
 
     def _group_flags(self, fs: str) -> dict[tuple, set[str]]:
