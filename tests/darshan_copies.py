@@ -50,3 +50,23 @@ def with_job(data: bytes, *, uid: int | None = None, jobid: int | None = None) -
         if length:
             struct.pack_into(order + "QQ", head, 24 + 16 * i, off + delta, length)
     return bytes(head) + packed + data[job_end:]
+
+
+def with_exe(data: bytes, exe: str) -> bytes:
+    """The log `data` with the first word of the job's command line (the executable) replaced by `exe`: the
+    command line follows the job record's fixed fields and its 1024-byte metadata string; the rest of it (the
+    arguments, the mount table) is kept. Same format limits as `with_job`."""
+    order = "<" if struct.unpack_from("<q", data, 8)[0] == DARSHAN_MAGIC else ">"
+    maps = [struct.unpack_from(order + "QQ", data, 24 + 16 * i) for i in range(1 + MODS)]
+    job_end = min(off for off, length in maps if length)
+    job = zlib.decompress(data[JOB_AT:job_end])
+    at = 40 + 1024
+    first = job[at:].split(b" ", 1)[0]
+    job = job[:at] + exe.encode() + job[at + len(first):]
+    packed = zlib.compress(job)
+    delta = len(packed) - (job_end - JOB_AT)
+    head = bytearray(data[:JOB_AT])
+    for i, (off, length) in enumerate(maps):
+        if length:
+            struct.pack_into(order + "QQ", head, 24 + 16 * i, off + delta, length)
+    return bytes(head) + packed + data[job_end:]

@@ -340,7 +340,8 @@ def test_the_guide_shows_no_archived_job_as_a_measurement(tmp_path, mount):
     added = json.loads(r.stdout)["added"]
     assert added["jobs"] == len(LOGS) and (added["runs"] > 0) == (mount == "/")
     with KB.open(kb_path, create=False) as kb:
-        build_site(tmp_path / "site", kb=kb, center=str(c), formats=("html", "md"), plot_cache=False)
+        build_site(tmp_path / "site", kb=kb, center=str(c), formats=("html", "md"), plot_cache=False,
+                   archive=True)
     page = (tmp_path / "site" / "en" / "systems" / "xsys.md").read_text()
     assert "3 measured runs." in page
     assert "## File system -" not in page and page.count("## File system ") == 1

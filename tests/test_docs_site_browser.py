@@ -189,7 +189,7 @@ def archive_site(tmp_path_factory) -> Path:
         shutil.copy(p, d / p.name)
     with KB.open(d / "kb.sqlite") as kb:
         scan([d], kb, Settings(system="wheel"), workers=2)
-        build_site(d / "site", kb=kb, langs=("en", "ja"), formats=("html",))
+        build_site(d / "site", kb=kb, langs=("en", "ja"), formats=("html",), archive=True)
     return d / "site"
 
 

@@ -27,6 +27,9 @@ def build(
     lang: Annotated[str, typer.Option("--lang", help="Languages, comma-separated: en, ja.")] = "en",
     fmt: Annotated[str, typer.Option("--format", help="Output formats, comma-separated: html, md.")] = "html",
     kb: KBOption = None,
+    archive: Annotated[bool, typer.Option(
+        "--archive", help="Add the archive report page (jobs ranked by I/O time at stake, from `ioadvise archive "
+        "scan`): it names users' ids, job ids and applications, so it is left out unless asked for.")] = False,
     json_out: JsonOption = False,
 ) -> None:
     """Write the guide: an overview of the systems and their file systems and tiers, one page per system with
@@ -41,7 +44,8 @@ def build(
 
             def step(stage: str, done: int, total: int) -> None:
                 prog.update(task, description=stage, completed=done, total=total or None)
-            result = build_site(out, kb=k, center=center, langs=langs, formats=formats, progress=step)
+            result = build_site(out, kb=k, center=center, langs=langs, formats=formats,
+                                archive=archive, progress=step)
         if json_out:
             print_json(asdict(result))
             return

@@ -4,6 +4,7 @@ Output is deterministic (sorted iteration, no timestamps, fixed plot metadata) a
 atomically, so the same KB and centers always give byte-identical files."""
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -17,6 +18,7 @@ from ..model.types import Center
 from ..mpiio.render import explain_hint
 from ..util import atomic_write
 from . import collect, decisions, plots, recipes
+from .escape import code_parts, href, md_block, md_code, md_code_spans, md_text, one_line
 from .i18n import catalogue, translator
 
 HERE = Path(__file__).resolve().parent
@@ -36,16 +38,17 @@ class BuildResult:
 
 
 def _md_cell(v: Any) -> str:
-    return str("-" if v is None or v == "" else v).replace("|", "\\|").replace("\n", " ")
+    """A table cell's value: "-" for none (the text rule, escape.md_text, applies to it as to every value)."""
+    return "-" if v is None or v == "" else v
 
 
 def _md_text(v: Any) -> Any:
-    """Every value printed into a Markdown page: plain text, except that `<` and `>` (which Markdown would
-    pass through as HTML) are escaped; template-built Markup (code blocks) is left alone."""
+    """Every value printed into a Markdown page: the text rule of escape.md_text (Markdown and HTML markup
+    escaped, one line); what a filter of escape's rule made (Markup: code spans, blocks, link targets) is left
+    alone."""
     if isinstance(v, Markup) or v is None:
         return v
-    return str(v).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") \
-        if any(c in str(v) for c in "<>") else v
+    return md_text(v)
 
 
 def _command(v: Any) -> Markup:
@@ -58,31 +61,40 @@ def _command(v: Any) -> Markup:
 def _code_spans(v: Any) -> Markup:
     """HTML of a text whose `backquoted` parts are code (diagnosis messages and fixes write commands so): the
     text escaped, each complete pair of backquotes made a <code> element."""
-    parts = str(v).split("`")
-    if len(parts) % 2 == 0:                     # an unpaired backquote: shown as written
-        parts = [str(v)]
     return Markup("").join(Markup("<code>{}</code>").format(_command(p)) if i % 2 else Markup.escape(p)
-                           for i, p in enumerate(parts))
+                           for i, p in enumerate(code_parts(v)))
 
 
 def environment(fmt: str = "html") -> jinja2.Environment:
-    """The Jinja environment of one output format: HTML pages are autoescaped; Markdown pages are plain text
-    (no `&#39;`-style entities), with only the characters Markdown would read as HTML escaped."""
+    """The Jinja environment of one output format, both following escape's one rule for every value: HTML
+    pages are autoescaped; Markdown pages escape every value as Markdown text (escape.md_text). The filters
+    `code` (a text with backquoted code), `command` (one code span), `block` (a code block) and `href` (a link
+    target: relative or http(s)) mean the same in both."""
     html = fmt == "html"
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(HERE / "templates")),
         autoescape=html, finalize=None if html else _md_text,
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["mdcell"] = _md_cell
-    env.filters["code"] = _code_spans if html else (lambda v: v)
-    env.filters["command"] = _command if html else (lambda v: v)
+    env.filters["n"] = lambda v: f"{v:,}"          # a count, as every count of the guide: 100,000
+    if html:
+        env.filters["href"] = href
+        env.filters["code"] = _code_spans
+        env.filters["command"] = _command
+        env.filters["block"] = lambda v: v
+    else:
+        env.filters["href"] = lambda v: Markup(href(v))
+        env.filters["code"] = lambda v: Markup(md_code_spans(v))
+        env.filters["command"] = lambda v, cell=False: Markup(md_code(v, cell))
+        env.filters["block"] = lambda v: Markup(md_block(v))
     return env
 
 
 def mkdocs_config(lang: str, cat: dict[str, str], systems: list[Any], archive: bool = False) -> str:
     """mkdocs.yml for one language's Markdown pages: the nav lists the overview and every system page; the
-    HTML files of the same directory are excluded. Plain YAML built from quoted scalars."""
-    q = lambda v: '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'  # noqa: E731
+    HTML files of the same directory are excluded. Plain YAML built from quoted scalars. MkDocs's theme prints
+    nav titles into its pages unescaped, so a title (a system's name) is HTML-escaped here, on one line."""
+    q = lambda v: '"' + html.escape(one_line(v)).replace("\\", "\\\\").replace('"', '\\"') + '"'  # noqa: E731
     lines = [f"site_name: {q(cat['site_title'])}", f"docs_dir: {lang}", f"site_dir: site-{lang}",
              "use_directory_urls: false", "exclude_docs: |", "  *.html", "  style.css", "  plots/*.png",
              "theme:", "  name: mkdocs", f"  locale: {lang}", "nav:", f"  - {q(cat['nav_home'])}: index.md"]
@@ -114,11 +126,13 @@ def _centers(spec: str | None) -> list[Center]:
 
 
 def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tuple[str, ...] = ("en",),
-               formats: tuple[str, ...] = ("html",), plot_cache: bool = True,
+               formats: tuple[str, ...] = ("html",), plot_cache: bool = True, archive: bool = False,
                progress: Callable[[str, int, int], None] | None = None) -> BuildResult:
     """Write the guide for `center` (a file or a name; None = every system) into `out`/<lang>/.
 
-    With plot_cache, plots identical to ones drawn before are reused from the user's cache directory.
+    The archive report page (users' ids, job ids, applications) is written only with `archive`, and only when
+    the KB holds archived jobs. With plot_cache, plots identical to ones drawn before are reused from the user's
+    cache directory.
     `progress(stage, done, total)` is called as systems are read, plots drawn and pages written."""
     report = progress or (lambda stage, done, total: None)
     out = Path(out)
@@ -137,8 +151,9 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
             report("decision guides", i, len(systems))
             guide[s.name] = decisions.decision_guide(kb, s.center)
         recs = {s.name: recipes.recipes(s.center, guide[s.name]) for s in systems}
-        archive = _archive(kb, names if center is not None else None, centers, report)
-        files = _write_pages(out, langs, formats, systems, recs, guide, archive, report)
+        arch = _archive(kb, names if center is not None else None, centers, report) if archive else None
+        files = _write_pages(out, langs, formats, systems, recs, guide, arch, report,
+                             centers[0].name if center is not None else None)
 
         report("drawing plots", 0, n_specs)
         renderer.progress = lambda done: report("drawing plots", done, n_specs)
@@ -215,10 +230,19 @@ def _archive(kb: KB, systems: list[str] | None, centers: list[Center],
     return archive if archive["totals"]["jobs"] else None
 
 
+def site_catalogue(lang: str, center: str | None) -> dict[str, str]:
+    """The language's catalogue, its site title naming `center` (a guide built for one center)."""
+    cat = catalogue(lang)
+    if center is not None:
+        cat = {**cat, "site_title": cat["site_title_center"].format(center=center)}
+    return cat
+
+
 def _write_pages(out: Path, langs: tuple[str, ...], formats: tuple[str, ...], systems: list[Any],
                  recs: dict[str, Any], guide: dict[str, Any], archive: dict[str, Any] | None,
-                 report: Callable[[str, int, int], None]) -> int:
-    """Every page, style sheet and MkDocs configuration of the site (not the plots); the number of files."""
+                 report: Callable[[str, int, int], None], title: str | None = None) -> int:
+    """Every page, style sheet and MkDocs configuration of the site (not the plots); the number of files. The
+    site's title names `title` (the center), where the guide is one center's."""
     envs = {fmt: environment(fmt) for fmt in formats}
     files = 0
 
@@ -230,7 +254,7 @@ def _write_pages(out: Path, langs: tuple[str, ...], formats: tuple[str, ...], sy
 
     css = (HERE / "templates" / "style.css").read_text(encoding="utf-8")
     for lang in langs:
-        cat = catalogue(lang)
+        cat = site_catalogue(lang, title)
         root = out / lang
         for fmt in formats:
             ctx = {"t": translator(cat), "lang": lang, "ext": fmt, "systems": systems, "recipes": recs,
@@ -257,7 +281,8 @@ def _write_pages(out: Path, langs: tuple[str, ...], formats: tuple[str, ...], sy
     if "html" in formats:
         write(out / "index.html", envs["html"].get_template("languages.html.j2").render(
             langs=langs, names={lang: catalogue(lang)["language_name"] for lang in langs},
-            titles={lang: catalogue(lang)["site_title"] for lang in langs}, title=catalogue(langs[0])["site_title"]))
+            titles={lang: site_catalogue(lang, title)["site_title"] for lang in langs},
+            title=site_catalogue(langs[0], title)["site_title"]))
         write(out / "style.css", css)
     return files
 

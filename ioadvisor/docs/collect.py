@@ -5,16 +5,18 @@ from __future__ import annotations
 import hashlib
 import operator
 import re
+import signal
 import sqlite3
 import statistics
+import threading
 from collections import namedtuple
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from ..kb import KB
 from ..model.run import META_OPS
 from ..model.types import Center, FileSystem
-from ..model.units import format_size
 
 # Up to this many runs per file system the tables list every run; above it they list groups of runs with the
 # same settings (median, range, count), so a system with 100,000 runs still gives a readable page.
@@ -84,7 +86,7 @@ class Row:
     transfer_size: str
     value: str             # as the source gave it (or the median of a group)
     unit: str
-    normalised: str        # in the KB's unit (MiB/s, ops/s)
+    given: str             # the value as its source gave it, where that was in another unit ("6 GB/s"), else ""
     spread: str            # ci95, min-max or "-"
     count: int
     run_id: str            # the run the value links to
@@ -120,12 +122,28 @@ class SystemData:
     plots: list[dict[str, Any]] = field(default_factory=list)
 
 
+def fmt_size(n: int | float | None) -> str:
+    """A size in bytes in binary units, in the guide's one number format: "954 MiB" (not "953.674MiB"),
+    "1 MiB", "1.5 GiB", "512 B"."""
+    if n is None:
+        return "-"
+    for unit, mult in (("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= mult:
+            return f"{fmt_num(n / mult)} {unit}"
+    return f"{fmt_num(n)} B"
+
+
+def _given(value: float, unit_given: str | None, unit: str) -> str:
+    """The value as its source wrote it, where that was another unit than the one every table uses."""
+    return f"{fmt_num(value)} {unit_given}" if unit_given and unit_given != unit else ""
+
+
 def _setting(v: Any, size: bool = False) -> str:
     if v is None:
         return "-"
     if isinstance(v, bool):
         return "yes" if v else "no"
-    return format_size(v) if size else str(v)
+    return fmt_size(v) if size else str(v)
 
 
 def _spread(r: Lite) -> str:
@@ -144,8 +162,8 @@ def _settings(r: Lite) -> dict[str, str]:
 
 def _run_row(r: Lite) -> Row:
     given = r.value_given if r.value_given is not None else r.value
-    return Row(**_settings(r), value=fmt_num(given), unit=r.unit_given or r.unit,
-               normalised=f"{fmt_num(r.value)} {r.unit}", spread=_spread(r), count=1, run_id=r.id,
+    return Row(**_settings(r), value=fmt_num(r.value), unit=r.unit, given=_given(given, r.unit_given, r.unit),
+               spread=_spread(r), count=1, run_id=r.id,
                citation=r.citation or "", flags=_flags(r))
 
 
@@ -173,7 +191,7 @@ def _group_rows(runs: list[Lite]) -> list[Row]:
         med = g[(len(g) - 1) // 2]                 # the median run itself, so the link points at a real value
         lo, hi = g[0].value, g[-1].value
         rows.append(Row(**_settings(med), value=fmt_num(med.value), unit=med.unit,
-                        normalised=f"{fmt_num(med.value)} {med.unit}",
+                        given="",
                         spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if fmt_num(lo) != fmt_num(hi) else
                         (_spread(med) if len(g) == 1 else "-"),
                         count=len(g), run_id=med.id, citation=med.citation or "",
@@ -190,7 +208,8 @@ _Prov = namedtuple("_Prov", _PROV_COLUMNS)
 def _prov_entry(r: _Prov) -> dict[str, Any]:
     given = r.value_given if r.value_given is not None else r.value
     return {"id": r.id, "system": r.system, "filesystem": r.filesystem or "-", "op": r.op,
-            "value": f"{fmt_num(given)} {r.unit_given or r.unit}", "source": r.source, "citation": r.citation,
+            "value": f"{fmt_num(r.value)} {r.unit}", "given": _given(given, r.unit_given, r.unit),
+            "source": r.source, "citation": r.citation,
             "command": r.command, "tool": " ".join(x for x in (r.tool, r.tool_version) if x) or None,
             "importer": r.importer, "date": r.date, "job_id": r.job_id, "kind": r.kind, "notes": r.notes,
             "origin": r.origin}
@@ -224,17 +243,18 @@ def _table_row(med: Lite, values: list[float], flags: Iterable[str]) -> Row:
     lo, hi = values[0], values[-1]
     return Row(
         **_settings(med), value=fmt_num(med.value), unit=med.unit,
-        normalised=f"{fmt_num(med.value)} {med.unit}",
+        given="",
         spread=f"{fmt_num(lo)}-{fmt_num(hi)}" if fmt_num(lo) != fmt_num(hi) else
         (_spread(med) if len(values) == 1 else "-"),
         count=len(values), run_id=med.id, citation=med.citation or "",
         flags=tuple(sorted(flags)))
 
 
-def _place(r: Lite, values: list[float], last: tuple, curves: dict[str, dict[tuple, list]],
+def _place(r: Lite, values: list[float], last: tuple | None, curves: dict[str, dict[tuple, list]],
            best: dict[tuple, tuple]) -> None:
-    """Put a group (its median run `r`) on the plot curves it belongs to; keep its last run when it is the
-    best of its layout and operation so far."""
+    """Put a group (its median run `r`) on the plot curves it belongs to; keep `last` (its largest run without
+    an evidence flag, None if it has none: a cache-sized read-back is not the best a layout does on the file
+    system) when it is the best of its layout and operation so far."""
     def add(kind: str, point: tuple) -> None:
         curves[kind].setdefault(point, []).append((r, values))
 
@@ -244,7 +264,7 @@ def _place(r: Lite, values: list[float], last: tuple, curves: dict[str, dict[tup
             add("stripes", (r.op, r.layout, api, r.nodes, r.stripe_count))
         if r.ranks is not None:
             add("clients", (r.op, r.layout, api, r.stripe_count, r.ranks))
-        if r.layout in ("fpp", "shared"):
+        if r.layout in ("fpp", "shared") and last is not None:
             b = best.get((r.layout, r.op))
             if b is None or last[:2] > b[:2]:
                 best[(r.layout, r.op)] = last
@@ -333,35 +353,36 @@ class _SystemRuns:
 
     def _group_medians(self, fs: str) -> tuple[list[tuple[int, Lite]], dict[int, tuple[list[float], tuple]]]:
         """Per group of equal settings on `fs`: its median run (rowid, run), and by that rowid the group's sorted
-        values and its last run (value, id, rowid)."""
-        groups: dict[int, tuple[list[float], tuple]] = {}   # median run's rowid -> sorted values, last run
+        values and its last run without an evidence flag (value, id, rowid; None when every run has one)."""
+        groups: dict[int, tuple[list[float], tuple | None]] = {}   # median's rowid -> sorted values, last run
 
         class Values:
-            """One group's runs as (value, id, rowid): the result is the median run's rowid; the values and the
-            last run (the largest by value and id) are kept for the plots."""
+            """One group's runs as (value, id, rowid, unflagged): the result is the median run's rowid; the values
+            and the last unflagged run (the largest by value and id) are kept for the plots."""
 
             def __init__(self) -> None:
                 self.runs: list[tuple] = []
 
-            def step(self, value: float, rid: str, rowid: int) -> None:
-                self.runs.append((value, rid, rowid))
+            def step(self, value: float, rid: str, rowid: int, flags: str | None) -> None:
+                self.runs.append((value, rid, rowid, not flags))
 
             def finalize(self) -> int:
                 g = self.runs
                 g.sort()
                 med = g[(len(g) - 1) // 2][2]
-                groups[med] = ([r[0] for r in g], g[-1])
+                groups[med] = ([r[0] for r in g], next((r[:3] for r in reversed(g) if r[3]), None))
                 return med
 
         cols = ", ".join(_GROUP_COLS)
-        self.conn.create_aggregate("doc_group_values", 3, Values)
+        self.conn.create_aggregate("doc_group_values", 4, Values)
         try:
-            medians = [(t[0], _lite(_TO_LITE(t[1:] + (None,)))) for t in self._query(
-                f"SELECT g.med, {', '.join('d.' + c for c in _ROW_COLS)} FROM (SELECT doc_group_values(value, id, "
-                f"rowid) AS med FROM temp.doc_runs WHERE fs = ? GROUP BY {cols}) AS g "
-                "JOIN temp.doc_runs AS d ON d.rowid = g.med", (fs,))]
+            with signals_held(self.conn):
+                medians = [(t[0], _lite(_TO_LITE(t[1:] + (None,)))) for t in self._query(
+                    f"SELECT g.med, {', '.join('d.' + c for c in _ROW_COLS)} FROM (SELECT doc_group_values(value, "
+                    f"id, rowid, flags) AS med FROM temp.doc_runs WHERE fs = ? GROUP BY {cols}) AS g "
+                    "JOIN temp.doc_runs AS d ON d.rowid = g.med", (fs,))]
         finally:
-            self.conn.create_aggregate("doc_group_values", 3, None)
+            self.conn.create_aggregate("doc_group_values", 4, None)
         return medians, groups
 
     def _group_flags(self, fs: str) -> dict[tuple, set[str]]:
@@ -378,6 +399,39 @@ class _SystemRuns:
 
     def close(self) -> None:
         self.conn.execute("DROP TABLE IF EXISTS temp.doc_runs")
+
+
+HELD_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+@contextmanager
+def signals_held(conn: sqlite3.Connection) -> Iterator[None]:
+    """Run a query whose Python callbacks (an aggregate) must not be where a signal's exception is raised: sqlite
+    turns any exception of a callback into "user-defined aggregate's ... raised error", so a Ctrl-C became that
+    message and exit 1. While the query runs, SIGINT, SIGTERM and SIGHUP (those with a Python handler) are only
+    noted, and sqlite's progress handler stops the query at once when one is; then the signal is handed to the
+    handler it was meant for, which raises as it would have (KeyboardInterrupt: exit 128+n). In a thread other
+    than the main one no handler runs anyway, and nothing is changed."""
+    held: list[int] = []
+    saved: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in HELD_SIGNALS:
+            handler = signal.getsignal(signum)
+            if callable(handler):
+                saved[signum] = signal.signal(signum, lambda n, _frame: held.append(n))
+    conn.set_progress_handler(lambda: 1 if held else 0, 10_000)
+    try:
+        yield
+    except sqlite3.OperationalError:
+        if not held:
+            raise                               # not the query stopped for a signal: a real error
+    finally:
+        conn.set_progress_handler(None, 0)
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+        if held:
+            saved[held[0]](held[0], None)       # raises (KeyboardInterrupt, or the CLI's own exception)
+            raise KeyboardInterrupt(signal.Signals(held[0]).name)
 
 
 _GROUP_COLS = ("op", "api", "layout", "collective", "access", "nodes", "ranks", "stripe_count", "stripe_size",

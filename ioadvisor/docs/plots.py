@@ -188,7 +188,9 @@ def section_plots(prefix: str, fs: str, runs: list[Run], t: Any = None,
     ]
     layouts: dict[str, dict[Any, list[Run]]] = {}
     for r in p["layout"]:
-        if r.layout in ("fpp", "shared"):
+        # the best of each layout among runs without an evidence flag: a cache-sized or above-peak run is no
+        # measure of what the layout does on the file system
+        if r.layout in ("fpp", "shared") and not getattr(r, "flags", None):
             layouts.setdefault(r.layout, {}).setdefault(r.op, []).append(r)
     if len(layouts) == 2 and set(layouts["fpp"]) & set(layouts["shared"]):
         common = set(layouts["fpp"]) & set(layouts["shared"])
@@ -202,22 +204,48 @@ def section_plots(prefix: str, fs: str, runs: list[Run], t: Any = None,
     return [s for s in specs if s is not None]
 
 
+QUANTILE_MIN = 4     # runs of one bar from which its 25-75% quantiles are drawn (fewer: no interval)
+
+
 def ci_plots(prefix: str, system: str, runs: list[Run], t: Any = None) -> list[PlotSpec]:
-    """Values with published 95% confidence intervals (e.g. open/create rates), one bar per file system and
-    operation, one plot per quantity (bandwidth, metadata rates, IOPS)."""
+    """Runs with published 95% confidence intervals (e.g. open/create rates): one bar per file system and
+    comparable runs (same operation, API and layout), one plot per quantity (bandwidth, metadata rates, IOPS).
+    A run with an evidence flag (cache-sized, above-peak) is left out. A bar of one run shows its value and its
+    published interval; of several, their median and, from QUANTILE_MIN runs on, their 25-75% quantiles (with
+    fewer, no interval: the smallest and largest of two runs are no interval of anything). The legend's title
+    says so."""
     t = t or _english()
     out = []
     for quantity in QUANTITIES:
         pts: dict[str, dict[Any, list[Run]]] = {}
         for r in runs:
-            if quantity_of(r) == quantity:
-                pts.setdefault(_word(t, f"op_{r.op}", r.op), {}).setdefault(r.filesystem or "-", []).append(r)
+            if quantity_of(r) == quantity and not getattr(r, "flags", None) and r.ci95_low is not None \
+                    and r.ci95_high is not None:
+                pts.setdefault(_label(r, t), {}).setdefault(r.filesystem or "-", []).append(r)
         if pts:
             out.append(PlotSpec(f"{prefix}-ci95-{quantity}", "bar",
                                 t("plot_ci_title", system=system, quantity=t(f"plot_q_{quantity}")),
-                                t("plot_fs_x"), t(f"plot_{quantity}_y"), _aggregate(pts), quantity,
-                                QUANTITIES[quantity]))
+                                t("plot_fs_x"), t(f"plot_{quantity}_y"),
+                                tuple(_ci_series(label, pts[label]) for label in sorted(pts)), quantity,
+                                QUANTITIES[quantity], note=t("plot_ci_note", n=QUANTILE_MIN)))
     return out
+
+
+def _ci_series(label: str, points: dict[Any, list[Run]]) -> Series:
+    """Per file system: one run's value and published interval, or the median of several with their 25-75%
+    quantiles (QUANTILE_MIN runs or more) or no interval (low = high = the median)."""
+    xs = sorted(points, key=str)
+    ys, lo, hi = [], [], []
+    for x in xs:
+        rs = points[x]
+        if len(rs) == 1:
+            ys.append(rs[0].value), lo.append(rs[0].ci95_low), hi.append(rs[0].ci95_high)
+            continue
+        vals = sorted(r.value for r in rs)
+        m = statistics.median(vals)
+        q1, _, q3 = statistics.quantiles(vals, n=4, method="inclusive") if len(vals) >= QUANTILE_MIN else (m, m, m)
+        ys.append(m), lo.append(q1), hi.append(q3)
+    return Series(label, tuple(xs), tuple(ys), tuple(lo), tuple(hi))
 
 
 def _use_log(values: list[float]) -> bool:
@@ -290,9 +318,13 @@ def _draw_bars(ax: Any, spec: PlotSpec, cols: list[str]) -> None:
     width = 0.8 / max(1, len(spec.series))
     for i, (s, c) in enumerate(zip(spec.series, cols)):
         pos = [cats.index(x) + (i - (len(spec.series) - 1) / 2) * width for x in s.x]
-        yerr = [[max(0.0, y - lo) for y, lo in zip(s.y, s.low)],
-                [max(0.0, hi - y) for y, hi in zip(s.y, s.high)]]
-        ax.bar(pos, s.y, width=width, yerr=yerr, capsize=4, label=s.label, color=c)
+        ax.bar(pos, s.y, width=width, label=s.label, color=c)
+        # error bars only where there is an interval (a bar with none gets no cap either)
+        bars = [(p, y, max(0.0, y - lo), max(0.0, hi - y)) for p, y, lo, hi in zip(pos, s.y, s.low, s.high)
+                if lo < y or hi > y]
+        if bars:
+            ax.errorbar([b[0] for b in bars], [b[1] for b in bars], yerr=[[b[2] for b in bars], [b[3] for b in bars]],
+                        fmt="none", ecolor="black", elinewidth=1, capsize=4)
     ax.set_xticks(range(len(cats)), [str(c) for c in cats])
 
 
@@ -331,6 +363,25 @@ def _matplotlib_home() -> None:
     os.environ["MPLCONFIGDIR"] = str(cache_dir("matplotlib") or private_dir("ioadvise-matplotlib-"))
 
 
+def _fit(fig: Any, ax: Any, pad: float = 4.0) -> None:
+    """Margins that hold every text inside the figure: the left one widened until the y axis's tick labels and
+    label fit (wide tick labels such as 10,000,000 pushed the label out of the picture), the right one narrowed
+    until the legend does. Measured, not guessed, with the figure's own renderer (`pad` pixels to spare)."""
+    r = fig.canvas.get_renderer()
+    width = fig.bbox.width
+    left, right = fig.subplotpars.left, fig.subplotpars.right
+    x0 = ax.yaxis.get_tightbbox(r).x0
+    if x0 < pad:
+        left += (pad - x0) / width
+    legend = ax.get_legend()
+    if legend is not None:
+        x1 = legend.get_window_extent(r).x1
+        if x1 > width - pad:
+            right -= (x1 - width + pad) / width
+    if (left, right) != (fig.subplotpars.left, fig.subplotpars.right):
+        fig.subplots_adjust(left=left, right=right)
+
+
 def render(spec: PlotSpec) -> tuple[bytes, bytes]:
     """SVG and PNG bytes of one plot; no dates, creator strings or random ids in either.
 
@@ -352,6 +403,7 @@ def render(spec: PlotSpec) -> tuple[bytes, bytes]:
             _draw_bars(ax, spec, cols)
         _axes_text(ax, spec, handles)
         fig.subplots_adjust(left=0.1, right=LEGEND_AT, top=0.91, bottom=0.13)
+        _fit(fig, ax)
         svg, png = io.BytesIO(), io.BytesIO()
         fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
         fig.savefig(png, format="png", metadata={"Software": None})
