@@ -271,16 +271,63 @@ class _LogError(Exception):
     pass
 
 
-def _records(backend: Any, log: Any, mod: str) -> list[dict]:
+# Counters no run can produce negative: counts of operations and bytes, the size histograms. Other counters hold -1
+# by design (rank ids of a shared record) or signed values (record-name hashes, offsets, strides).
+_COUNT_NAME = re.compile(r"_(READS|WRITES|OPENS|SEEKS|STATS|FLUSHES|BYTES_READ|BYTES_WRITTEN|RANK_BYTES|NOT_ALIGNED"
+                         r"|CONSEC_READS|CONSEC_WRITES|SEQ_READS|SEQ_WRITES)$|_SIZE_(READ|WRITE)_|_ACCESS\d_COUNT$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Dropped:
+    """A counter value no run can produce (a negative, infinite or NaN timer; a negative count), left out of
+    every total and finding (read as 0)."""
+
+    module: str
+    counter: str
+    value: float
+    rank: int
+    record_id: int
+
+
+def _picker(names: Any, test: Any) -> tuple[Any, tuple[int, ...]]:
+    """An itemgetter returning a tuple of the values at the names `test` accepts (None if none), and their indices."""
+    import operator
+    idx = tuple(i for i, n in enumerate(names) if test(n))
+    if not idx:
+        return None, ()
+    get = operator.itemgetter(*idx)
+    return (get if len(idx) > 1 else (lambda v, g=get: (g(v),))), idx
+
+
+def _sane(mod: str, rid: int, rank: int, names: Any, vals: list, idx: tuple[int, ...], is_time: bool,
+          dropped: list) -> list:
+    """`vals` with the impossible values at `idx` set to 0, each one listed in `dropped`."""
+    vals = list(vals)
+    for i in idx:
+        v = vals[i]
+        if (0.0 <= v < math.inf) if is_time else v >= 0:
+            continue
+        dropped.append(Dropped(mod, names[i], float(v), int(rank), int(rid)))
+        vals[i] = 0.0 if is_time else 0
+    return vals
+
+
+def _records(backend: Any, log: Any, mod: str, dropped: list | None = None) -> list[dict]:
     """All records of a module, read through PyDarshan's cffi definitions of the module's C struct: counters as
     dicts of plain Python numbers (much faster to sum than numpy's, and no numpy needed). A Lustre record holds
-    components (stripe counters, pool, OST list) instead of counters."""
+    components (stripe counters, pool, OST list) instead of counters. A timer that is negative, infinite or NaN,
+    or a count of operations or bytes that is negative, is read as 0 and listed in `dropped`."""
     ffi, lib = backend.ffi, backend.libdutil
     idx = backend.log_get_modules(log)[mod]["idx"]
     ctype = backend._structdefs[mod]
     lustre = mod == "LUSTRE"
     cnames = backend.counter_names("LUSTRE_COMP" if lustre else mod)
     fnames = () if lustre else backend.fcounter_names(mod)
+    # checked in the same pass as the read: C-level picks of the timers and counts, a closer look only where
+    # one of them is out of range
+    cget, cidx = _picker(cnames, _COUNT_NAME.search)
+    fget, fidx = _picker(fnames, lambda n: n.endswith("_TIME") or "VARIANCE" in n)
+    dropped = [] if dropped is None else dropped
     buf = ffi.new("void **")         # NULL: the library allocates each record (it would write into a non-NULL one)
     out = []
     while lib.darshan_log_get_record(log["handle"], idx, buf) >= 1:
@@ -288,12 +335,26 @@ def _records(backend: Any, log: Any, mod: str) -> list[dict]:
         if lustre:
             out.append({"id": rec.base_rec.id, "rank": rec.base_rec.rank, "components": _components(ffi, rec, cnames)})
         else:
+            cv = ffi.unpack(rec.counters, len(rec.counters))
+            fv = ffi.unpack(rec.fcounters, len(rec.fcounters))
+            if cget is not None and min(cget(cv)) < 0:
+                cv = _sane(mod, rec.base_rec.id, rec.base_rec.rank, cnames, cv, cidx, False, dropped)
+            if fget is not None and (min(t := fget(fv)) < 0 or not math.isfinite(sum(t))):
+                fv = _sane(mod, rec.base_rec.id, rec.base_rec.rank, fnames, fv, fidx, True, dropped)
             out.append({"id": rec.base_rec.id, "rank": rec.base_rec.rank,
-                        "counters": dict(zip(cnames, ffi.unpack(rec.counters, len(rec.counters)))),
-                        "fcounters": dict(zip(fnames, ffi.unpack(rec.fcounters, len(rec.fcounters))))})
+                        "counters": dict(zip(cnames, cv)), "fcounters": dict(zip(fnames, fv))})
         lib.darshan_free(buf[0])
         buf[0] = ffi.NULL
     return out
+
+
+def dropped_note(dropped: list[Dropped], names: dict) -> str:
+    """One note naming the counter values left out (the first three, with their file and rank)."""
+    shown = "; ".join(f"{d.counter} = {d.value:g} (rank {d.rank}, {names.get(d.record_id, f'record {d.record_id}')})"
+                      for d in dropped[:3])
+    more = f"; and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+    return (f"{len(dropped)} counter value(s) no run can produce (a negative, infinite or NaN timer, or a negative "
+            f"count) left out of every total and finding: {shown}{more}")
 
 
 def _components(ffi: Any, rec: Any, cnames: list[str]) -> list[dict]:
@@ -368,9 +429,10 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     modinfo = step(backend.log_get_modules, log)
     modules = tuple(modinfo.keys())
     recs: dict[str, list[dict]] = {}
+    dropped: list[Dropped] = []
     for mod in READ_MODULES:
         if mod in modinfo:
-            recs[mod] = step(_records, backend, log, mod)
+            recs[mod] = step(_records, backend, log, mod, dropped)
     # the regions lie in the file in module order, so a log cut short loses the end of its last region: read
     # that one too where the analysis does not (DXT traces, the heatmap, ...), or a cut log would pass as whole
     last = max(modinfo, key=lambda m: modinfo[m]["idx"], default=None)
@@ -378,7 +440,7 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
         step(_drain, backend, log, modinfo[last]["idx"])
     partial_mods = tuple(k for k, m in modinfo.items() if m.get("partial_flag"))
     backend.log_close(log)
-    return _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods)
+    return _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods, dropped)
 
 
 def _drain(backend: Any, log: Any, idx: int) -> int:
@@ -465,11 +527,15 @@ def _mpiio_ops(recs: dict[str, list[dict]]) -> dict[str, int]:
 
 
 def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names: dict, modules: tuple[str, ...],
-            recs: dict[str, list[dict]], partial: bool, partial_modules: tuple[str, ...] = ()) -> LogSummary:
-    """The LogSummary of one log's records (plain dicts, as `_records` returns them)."""
+            recs: dict[str, list[dict]], partial: bool, partial_modules: tuple[str, ...] = (),
+            dropped: list[Dropped] | tuple = ()) -> LogSummary:
+    """The LogSummary of one log's records (plain dicts, as `_records` returns them; `dropped`: the counter values
+    `_records` left out)."""
     nprocs = max(1, int(job["nprocs"]))
     exe = exe.strip()
     notes = _log_notes(exe, nprocs, modules, partial, partial_modules)
+    if dropped:
+        notes.append(dropped_note(list(dropped), names))
     layouts = _layouts(recs.get("LUSTRE", []))
     files = _files(recs, names, mounts, nprocs, layouts)
     special_ids = {f.id for f in files if f.special}

@@ -1,0 +1,108 @@
+"""What an I/O expert reads from the counters, held to the arithmetic that must not happen: impossible counter
+values in a total, collective overhead left unsaid, time at stake averaged over ranks that did no I/O, one file
+counted where several are affected, a cause the counters do not support, misalignment missed.
+
+Real logs where one shows the pattern (the darshan wheel's, ../shared/darshan-expert), else a real log with one
+counter rewritten (`with_counter`), else records written out counter by counter."""
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+
+darshan = pytest.importorskip("darshan")
+from darshan.backend import cffi_backend as raw  # noqa: E402
+
+from ioadvisor.diagnose import analyze, diagnose  # noqa: E402
+
+WHEEL = Path(darshan.__file__).parent
+EXAMPLES = WHEEL / "examples" / "example_logs"
+EXPERT = Path(__file__).resolve().parent.parent.parent / "shared" / "darshan-expert" / "e3sm_io_heatmap_only.darshan"
+MAGIC = 6567223
+MODULE_MAP = {"POSIX": 2, "MPI-IO": 3, "STDIO": 9}   # header map index of each module's region (3.1x/3.2x logs)
+
+
+def with_counter(src: Path, dst: Path, mod: str, record: int, name: str, value: float) -> Path:
+    """`src` (a 3.1x/3.2x zlib log whose `mod` region is one stream of records in the current layout) with counter
+    `name` of the `record`-th record set to `value`; the region is deflated again and later regions moved."""
+    data = src.read_bytes()
+    order = "<" if struct.unpack_from("<q", data, 8)[0] == MAGIC else ">"
+    maps = [struct.unpack_from(order + "QQ", data, 24 + 16 * i) for i in range(17)]
+    off, length = maps[MODULE_MAP[mod]]
+    z = zlib.decompressobj()
+    region = bytearray(z.decompress(data[off:off + length]))
+    assert z.eof and not z.unused_data, "one zlib stream expected"
+    cn, fn = raw.counter_names(mod), raw.fcounter_names(mod)
+    size = 16 + 8 * (len(cn) + len(fn))
+    assert len(region) % size == 0 and record < len(region) // size, "records of the current layout expected"
+    if name in fn:
+        struct.pack_into(order + "d", region, record * size + 16 + 8 * len(cn) + 8 * fn.index(name), value)
+    else:
+        struct.pack_into(order + "q", region, record * size + 16 + 8 * cn.index(name), int(value))
+    packed = zlib.compress(bytes(region))
+    delta = len(packed) - length
+    head = bytearray(data[:off])
+    for i, (o, n) in enumerate(maps):
+        if n and o > off:
+            struct.pack_into(order + "QQ", head, 24 + 16 * i, o + delta, n)
+        elif o == off:
+            struct.pack_into(order + "QQ", head, 24 + 16 * i, off, len(packed))
+    dst.write_bytes(bytes(head) + packed + data[off + length:])
+    return dst
+
+
+def negatives(doc: object, path: str = "") -> list[str]:
+    """Every negative number in a JSON document whose key names a time (…time…, …_s), with its path."""
+    out: list[str] = []
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                if v < 0 and ("time" in k or k.endswith("_s")):
+                    out.append(f"{path}.{k} = {v}")
+            else:
+                out += negatives(v, f"{path}.{k}")
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += negatives(v, f"{path}[{i}]")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# counter sanity: an impossible value is left out with a note, never summed
+
+def test_a_negative_stdio_timer_of_a_real_log_is_not_summed_into_the_apis():
+    # example.darshan: <STDERR>'s STDIO_F_WRITE_TIME is -2,662.7 s; summed, STDIO's write time is -2,662.7 s
+    doc = diagnose(EXAMPLES / "example.darshan", use_kb=False)
+    assert doc["apis"]["STDIO"]["write_time"] >= 0
+    assert not negatives(doc)
+    assert any("STDIO_F_WRITE_TIME = -2662.75" in n for n in doc["job"]["notes"])
+
+
+def test_a_negative_metadata_timer_is_dropped_from_the_per_rank_time(tmp_path):
+    # shane_macsio: 3 POSIX records; one rank's POSIX_F_META_TIME set to -221.5 s. Summed, the busiest rank's
+    # metadata time (per_rank_max_s) and POSIX's meta_time would go negative by up to 221.5 s
+    src = EXAMPLES / "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan"
+    before = diagnose(src, use_kb=False)
+    log = with_counter(src, tmp_path / "neg.darshan", "POSIX", 0, "POSIX_F_META_TIME", -221.5)
+    doc = diagnose(log, use_kb=False)
+    assert not negatives(doc), negatives(doc)
+    assert any("POSIX_F_META_TIME = -221.5" in n for n in doc["job"]["notes"])
+    assert doc["metadata"]["per_rank_max_s"] >= 0
+    assert doc["apis"]["POSIX"]["meta_time"] <= before["apis"]["POSIX"]["meta_time"]
+
+
+def test_a_negative_byte_count_is_not_a_total(tmp_path):
+    src = EXAMPLES / "shane_macsio_id29959_5-22-32552-7035573431850780836_1590156158.darshan"
+    log = with_counter(src, tmp_path / "neg.darshan", "POSIX", 0, "POSIX_BYTES_WRITTEN", -(1 << 40))
+    doc = diagnose(log, use_kb=False)
+    assert doc["apis"]["POSIX"]["bytes_written"] >= 0
+    assert all(f["bytes_written"] >= 0 for f in doc["files"])
+    assert any("POSIX_BYTES_WRITTEN" in n for n in doc["job"]["notes"])
+
+
+@pytest.mark.parametrize("log", sorted(EXAMPLES.glob("*.darshan")), ids=lambda p: p.name[:24])
+def test_no_negative_time_anywhere_in_the_json_of_a_wheel_log(log):
+    assert not negatives(json.loads(json.dumps(diagnose(log, use_kb=False))))
