@@ -657,7 +657,8 @@ def _mpiio_files(records: list[dict], nprocs: int) -> dict[int, tuple]:
         wr = sum((_mpiio_direction(r["counters"], r["fcounters"]["MPIIO_F_WRITE_TIME"], "write") for r in group),
                  MpiioDirection())
         spread = _spread("MPIIO", group, nprocs, rd.bytes + wr.bytes) if nprocs > 1 else None
-        out[fid] = (rd, wr, spread, {r["rank"] for r in group})
+        meta = sum(r["fcounters"]["MPIIO_F_META_TIME"] for r in group)
+        out[fid] = (rd, wr, spread, {r["rank"] for r in group}, meta)
     return out
 
 
@@ -726,6 +727,12 @@ def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None,
     br = sum(int(c["POSIX_BYTES_READ"]) for c in cs)
     bw = sum(int(c["POSIX_BYTES_WRITTEN"]) for c in cs)
     write_time = sum(f["POSIX_F_WRITE_TIME"] for f in fcs)
+    own = {}
+    for r in group:
+        c, fc = r["counters"], r["fcounters"]
+        if r["rank"] >= 0 and c["POSIX_READS"] + c["POSIX_WRITES"] > 0:
+            own[r["rank"]] = (own.get(r["rank"], 0.0) + fc["POSIX_F_READ_TIME"] + fc["POSIX_F_WRITE_TIME"]
+                              + fc["POSIX_F_META_TIME"])
     return FileSummary(
         id=fid, path=fname, shared=shared, ranks=nprocs if reduced else len(ranks), fs_type=fstype, mount=mnt,
         special=special_kind(fname, fstype), bytes_read=br, bytes_written=bw,
@@ -738,7 +745,12 @@ def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None,
                       Requests()),
         spread=_spread("POSIX", group, nprocs, br + bw) if shared else None,
         mpiio_read=mpiio[0] if mpiio else None, mpiio_write=mpiio[1] if mpiio else None,
-        mpiio_spread=mpiio[2] if mpiio and shared else None, lustre=lustre)
+        mpiio_spread=mpiio[2] if mpiio and shared else None, lustre=lustre,
+        rank=next(iter(ranks)) if len(ranks) == 1 and not reduced else None,
+        posix_ranks=None if not group or any(r["rank"] == -1 for r in group) else len(own), posix_rank_max_time=max(own.values(), default=0.0),
+        not_aligned=sum(int(c["POSIX_FILE_NOT_ALIGNED"]) for c in cs),
+        alignment=max((int(c["POSIX_FILE_ALIGNMENT"]) for c in cs), default=0),
+        mpiio_meta_time=mpiio[4] if mpiio else 0.0)
 
 
 def _slowest_write_time(group: list[dict]) -> float:
@@ -792,10 +804,11 @@ def _stdio_streams(records: list[dict], names: dict, nprocs: int) -> tuple[dict,
         if _is_stream(name):
             continue
         c, fc = rec["counters"], rec["fcounters"]
-        a = acc.setdefault(rec["id"], {"file": name, "bytes": 0, "calls": 0, "rank_seconds": 0.0,
+        a = acc.setdefault(rec["id"], {"file": name, "bytes": 0, "calls": 0, "flushes": 0, "rank_seconds": 0.0,
                                        "shared_seconds": 0.0, "own": {}})
         a["bytes"] += int(c["STDIO_BYTES_READ"] + c["STDIO_BYTES_WRITTEN"])
         a["calls"] += int(c["STDIO_READS"] + c["STDIO_WRITES"])
+        a["flushes"] += int(c["STDIO_FLUSHES"])
         t = max(0.0, float(fc["STDIO_F_READ_TIME"] + fc["STDIO_F_WRITE_TIME"]))
         a["rank_seconds"] += t
         if rec["rank"] == -1:
@@ -806,6 +819,7 @@ def _stdio_streams(records: list[dict], names: dict, nprocs: int) -> tuple[dict,
     for a in acc.values():
         own = a.pop("own")
         a["per_rank_max_s"] = a.pop("shared_seconds") + max(own.values(), default=0.0)
+        a["busiest_rank"] = max(own, key=own.get) if own else None
         out.append(a)
     return tuple(sorted(out, key=lambda a: -a["bytes"]))
 

@@ -144,9 +144,13 @@ class Rule:
 
     def finding(self, s: LogSummary, t: Mapping[str, Any], message: str, evidence: Mapping[str, Any], *,
                 at_stake: float | None, arithmetic: list[str], counters: Mapping[str, Any], advice: Any = None,
-                severity: str | None = None) -> Finding | None:
+                severity: str | None = None, mean: float | None = None, who: str | None = None,
+                saving: Mapping[str, Any] | None = None) -> Finding | None:
         """A Finding rated by the time at stake (None below the floor), with counters and arithmetic in evidence.
-        `t` is the rule's thresholds as `run_rules` passes them, with the [SEVERITY] table under "severity"."""
+        `t` is the rule's thresholds as `run_rules` passes them, with the [SEVERITY] table under "severity".
+        `who` names the ranks the time at stake is reckoned for (the aggregators, rank 0, the slowest rank) and
+        `mean` is the same time averaged over all the job's ranks, shown beside it; `saving` is the expected gain
+        of the advised change as a range with its basis (`gain`)."""
         if severity is None:
             severity = rate(at_stake or 0.0, s.run_time, t["severity"])
             if severity is None:
@@ -160,6 +164,12 @@ class Rule:
             ev["time_at_stake_s"] = round(at_stake, 3)
             ev["run_time_s"] = s.run_time
             ev["share_of_run"] = round(at_stake / s.run_time, 4) if s.run_time else None
+        if who is not None:
+            ev["at_stake_for"] = who
+        if mean is not None:
+            ev["all_rank_mean_s"] = round(mean, 3)
+        if saving is not None:
+            ev["expected_saving_s"] = dict(saving)
         return Finding(id=self.id, title=self.title, severity=severity, message=message, evidence=ev,
                        advice=advice, time_at_stake_s=round(at_stake, 3) if at_stake is not None else None)
 
@@ -178,6 +188,42 @@ def _short(path: str, n: int = 60) -> str:
 
 def _s(x: float) -> str:
     return f"{x:.3g} s" if x < 10 else f"{x:.0f} s"
+
+
+def gain(low: float, high: float, basis: str) -> dict[str, Any]:
+    """An expected saving in seconds per rank, as a range, with what it rests on."""
+    low, high = max(0.0, low), max(0.0, high)
+    return {"low": round(min(low, high), 1), "high": round(high, 1), "basis": basis}
+
+
+def _gain_line(g: Mapping[str, Any]) -> str:
+    return f"Expected saving: {g['low']:.0f} to {g['high']:.0f} s per rank ({g['basis']})."
+
+
+def per_worker(s: LogSummary, items: list[tuple[FileSummary, float]]) -> tuple[float, float, str]:
+    """(the busiest working rank, the mean over all ranks, who) of rank-seconds `secs` spent on each file: a shared
+    file's time divides among the ranks that did its POSIX I/O (the aggregators under collective MPI-IO), a
+    file of one rank adds to that rank; at most the run time."""
+    shared = total = 0.0
+    own: dict[int, float] = {}
+    workers: set[int] = set()
+    for f, secs in items:
+        total += secs
+        if f.rank is not None and not f.shared:
+            own[f.rank] = own.get(f.rank, 0.0) + secs
+        else:
+            shared += secs / f.workers
+            workers.add(f.workers)
+    busiest = shared + max(own.values(), default=0.0)
+    if own and not workers:
+        who = f"rank {max(own, key=own.get)}" if len(own) > 1 or shared == 0 else "the busiest rank"
+    elif len(workers) == 1 and not own:
+        n = next(iter(workers))
+        who = f"each of the {n} ranks that did the POSIX I/O" if n < s.nprocs else "each rank"
+    else:
+        who = "the busiest rank"
+    cap = s.run_time if s.run_time > 0 else math.inf
+    return min(busiest, cap), min(total / max(1, s.nprocs), cap), who
 
 
 def _may_be_collective(f: FileSummary, op: str) -> bool:
@@ -542,6 +588,111 @@ def _two_phase_losses(ctx: Context) -> list[dict[str, Any]]:
             for r in rows if r["factor"] in ("cb_write", "cb_read") and str(r["better"]).lower() == "disable"]
 
 
+def _posix_under(f: FileSummary) -> tuple[float, str]:
+    """The POSIX time of the rank that spent longest in POSIX on the file, and how the log gives it."""
+    if f.posix_ranks:
+        return f.posix_rank_max_time, (f"the slowest of the {f.posix_ranks} ranks with POSIX I/O on the file: "
+                                       f"{f.posix_rank_max_time:.1f} s of POSIX read + write + metadata time")
+    if f.spread:
+        return f.spread.slowest_time, (f"POSIX's slowest rank {f.spread.slowest_rank}: {f.spread.slowest_time:.1f} s"
+                                       f" (POSIX_F_SLOWEST_RANK_TIME)")
+    t = f.io_time / max(1, f.ranks)
+    return t, f"POSIX read + write time {f.io_time:.1f} rank-s / {f.ranks} ranks = {t:.1f} s"
+
+
+def _aggregator_advice(f: FileSummary, ctx: Context) -> tuple[str, int | None]:
+    """What the hints in effect were (aggregators seen, the file's striping) and the aggregator count to try."""
+    a, lus = f.posix_ranks, f.lustre
+    have = []
+    if a:
+        have.append(f"{a} aggregators (ranks with POSIX I/O on the file: cb_nodes in effect), "
+                    f"{f.ranks / a:.1f} ranks per aggregator")
+    if lus and lus.stripe_count:
+        have.append(f"striping_factor {lus.stripe_count}, striping_unit {format_size(lus.stripe_size)}")
+    now = a or (lus.stripe_count if lus else None)
+    if not now or now >= f.ranks:
+        return "; ".join(have), None
+    want = min(2 * now, f.ranks)
+    if ctx.center_ost_count and lus and lus.stripe_count >= ctx.center_ost_count:
+        text = (f"the file already spans all {ctx.center_ost_count} OSTs: raise cb_nodes to {want} "
+                f"(several aggregators per OST) and keep the larger if it is faster")
+    else:
+        text = (f"with more aggregators each handles fewer ranks' data: set striping_factor={want} and "
+                f"cb_nodes={want} when the file is created (ROMIO on Lustre uses one aggregator per stripe "
+                f"unless cb_nodes says otherwise)")
+    return "; ".join(have) + ". " + text[0].upper() + text[1:], want
+
+
+class COLL001(Rule):
+    """Collective MPI-IO time far above the POSIX time under it"""
+
+    def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
+        hits = []
+        for f in s.shared_files:
+            dirs = [d for d in (f.mpiio_read, f.mpiio_write) if d]
+            # the cause named (the two-phase exchange) needs collective calls to be most of the file's calls
+            if not f.mpiio_spread or sum(d.collective_ops for d in dirs) <= sum(d.independent_ops for d in dirs):
+                continue
+            mpi_slow, mpi_mean = f.app_time()
+            posix, how = _posix_under(f)
+            if mpi_slow >= t["factor"] * posix and mpi_slow - posix >= t["min_seconds"]:
+                hits.append((f, mpi_slow, mpi_mean, posix, how))
+        if not hits:
+            return None
+        cap = s.run_time if s.run_time > 0 else math.inf
+        at_stake = min(cap, sum(h[1] - h[3] for h in hits))
+        mean = min(cap, sum(max(0.0, h[2] - h[0].io_time / s.nprocs) for h in hits))
+        f, mpi_slow, mpi_mean, posix, how = max(hits, key=lambda h: h[1] - h[3])
+        hints, want = _aggregator_advice(f, ctx)
+        msg = (f"{_short(f.path)}: the slowest rank spent {_s(mpi_slow)} in MPI-IO on the file ({_s(mpi_mean)} "
+               f"on average over its {f.ranks} ranks), while {how.split(':')[0]} spent {_s(posix)} in POSIX: "
+               f"{_s(mpi_slow - posix)} per rank went to ROMIO's two-phase exchange and to waiting for the "
+               f"aggregators, not to the file system.")
+        if len(hits) > 1:
+            msg += f" {len(hits) - 1} more collectively written file(s) show the same; {_s(at_stake)} in all."
+        if hints:
+            msg += f" In effect: {hints}."
+        saving = None
+        if want and f.posix_ranks:
+            a = f.posix_ranks
+            saving = gain(0.0, mpi_slow * (1 - a / want),
+                          f"the slowest rank's {mpi_slow:.0f} s in MPI-IO scaled by {a}/{want} aggregators at best; "
+                          f"nothing if the OSTs or the network are the limit")
+            msg += " " + _gain_line(saving)
+        D = "MPIIO_F_SLOWEST_RANK_TIME"
+        return self.finding(s, t, msg, {"file": f.path, "mpiio_slowest_rank_s": round(mpi_slow, 3),
+                                        "mpiio_mean_s": round(mpi_mean, 3), "posix_s": round(posix, 3),
+                                        "aggregators": f.posix_ranks, "ranks": f.ranks,
+                                        "stripe_count": f.lustre.stripe_count if f.lustre else None,
+                                        "stripe_size": f.lustre.stripe_size if f.lustre else None,
+                                        "recommended_cb_nodes": want, "files_affected": len(hits),
+                                        "files": [h[0].path for h in hits[:5]]},
+                            at_stake=at_stake, mean=mean, who="every rank (all wait for the aggregators)",
+                            saving=saving,
+                            counters={D: round(f.mpiio_spread.slowest_time, 3),
+                                      "MPIIO_F_READ_TIME+WRITE_TIME": round(mpi_mean * f.ranks, 3),
+                                      "POSIX_F_READ_TIME+WRITE_TIME (slowest POSIX rank)": round(posix, 3)},
+                            arithmetic=[f"{h[0].path.rsplit('/', 1)[-1]}: MPI-IO {h[1]:.1f} s >= {t['factor']} x POSIX "
+                                        f"{h[3]:.1f} s ({h[4]}); {h[1]:.1f} - {h[3]:.1f} = {h[1] - h[3]:.1f} s"
+                                        for h in hits[:5]]
+                            + [f"sum over {len(hits)} file(s) = {at_stake:.1f} s per rank (at most the run time); "
+                               f"over all ranks' means (MPI-IO mean - POSIX rank-s / {s.nprocs}) {mean:.1f} s"])
+
+
+def _extra_traffic(f: FileSummary) -> tuple[float, float]:
+    """(write, read) rank-seconds of POSIX traffic beyond what MPI-IO was asked for on file `f`: the written bytes'
+    excess share of the write time, and the read bytes' excess share of the read time; reads that returned 0 bytes
+    where MPI-IO read nothing are all excess (ROMIO reading back holes), not nothing."""
+    mw = f.mpiio_write.bytes if f.mpiio_write else 0
+    mr = f.mpiio_read.bytes if f.mpiio_read else 0
+    extra_w = f.write_time * (1 - mw / f.bytes_written) if f.bytes_written > mw else 0.0
+    if f.bytes_read > mr:
+        extra_r = f.read_time * (1 - mr / f.bytes_read)
+    else:
+        extra_r = f.read_time if mr == 0 and f.reads else 0.0
+    return extra_w, extra_r
+
+
 class RMW001(Rule):
     """POSIX wrote far more than MPI-IO was asked to (read-modify-write)"""
 
@@ -550,36 +701,48 @@ class RMW001(Rule):
                 and f.bytes_written >= t["factor"] * f.mpiio_write.bytes]
         if not hits:
             return None
-        f = max(hits, key=lambda x: x.bytes_written - x.mpiio_write.bytes)
+        extra = {f.id: _extra_traffic(f) for f in hits}
+        at_stake, mean, who = per_worker(s, [(g, sum(extra[g.id])) for g in hits])
+        f = max(hits, key=lambda x: sum(extra[x.id]))
+        extra_w, extra_r = extra[f.id]
         mw, mr = f.mpiio_write.bytes, (f.mpiio_read.bytes if f.mpiio_read else 0)
         ratio = f.bytes_written / mw
-        extra_w = f.write_time * (1 - mw / f.bytes_written)
-        extra_r = f.read_time * (1 - mr / f.bytes_read) if f.bytes_read > mr else 0.0
-        ranks = max(1, f.ranks)
-        at_stake = (extra_w + extra_r) / ranks
-        d = f.mpiio_write
-        coll = d.collective_share_min >= COLLECTIVE_SHARE
+        coll = f.mpiio_write.collective_share_min >= COLLECTIVE_SHARE
         msg = (f"{_short(f.path)}: POSIX wrote {format_size(f.bytes_written)}, {ratio:.1f}x the "
-               f"{format_size(mw)} MPI-IO was asked to write, and read {format_size(f.bytes_read)} where MPI-IO "
-               f"read {format_size(mr)}" + (f" ({f.read_req.zero} of the reads returned 0 bytes)"
-                                            if f.read_req.zero else "")
-               + f"; {_s(at_stake)} per rank went to the extra traffic. ROMIO read the regions around the data and "
-               f"wrote them back whole: ")
+               f"{format_size(mw)} MPI-IO was asked to write, and made {f.reads} reads of {format_size(f.bytes_read)}"
+               f" where MPI-IO read {format_size(mr)}" + (f" ({f.read_req.zero} of them returned 0 bytes)"
+                                                         if f.read_req.zero else "")
+               + f"; {_s(at_stake)} went to the extra traffic for {who} ({_s(mean)} averaged over all "
+               f"{s.nprocs} ranks)" + (f", over {len(hits)} files" if len(hits) > 1 else "")
+               + ". ROMIO read the regions around the data and wrote them back whole: ")
         msg += ("two-phase collective writes over extents with holes. Make each collective write cover a "
                 "contiguous region (HDF5: contiguous datasets aligned with H5Pset_alignment to the stripe size)."
                 if coll else
                 "data sieving for independent writes (and two-phase writes over extents with holes). Set "
                 "romio_ds_write=disable, or make the writes contiguous.")
+        reads_only = sum(extra[g.id][1] for g in hits)
+        saving = gain(per_worker(s, [(g, extra[g.id][1]) for g in hits])[0], at_stake,
+                      "the extra reads' measured time, which goes once nothing is read back, up to that and the "
+                      "extra writes' share of the write time")
+        msg += " " + _gain_line(saving)
         return self.finding(s, t, msg, {"file": f.path, "posix_bytes_written": f.bytes_written, "mpiio_bytes_written": mw,
                                      "posix_bytes_read": f.bytes_read, "mpiio_bytes_read": mr,
-                                     "ratio": round(ratio, 2), "zero_byte_reads": f.read_req.zero},
-                            at_stake=at_stake, counters={
+                                     "ratio": round(ratio, 2), "zero_byte_reads": f.read_req.zero,
+                                     "posix_ranks": f.posix_ranks, "files_affected": len(hits)},
+                            at_stake=at_stake, mean=mean, who=who, saving=saving, counters={
                                 "POSIX_BYTES_WRITTEN": f.bytes_written, "MPIIO_BYTES_WRITTEN": mw,
-                                "POSIX_BYTES_READ": f.bytes_read, "MPIIO_BYTES_READ": mr,
+                                "POSIX_BYTES_READ": f.bytes_read, "MPIIO_BYTES_READ": mr, "POSIX_READS": f.reads,
                                 "POSIX_F_WRITE_TIME": round(f.write_time, 4), "POSIX_F_READ_TIME": round(f.read_time, 4)},
                             arithmetic=[f"{f.bytes_written} / {mw} = {ratio:.2f} >= {t['factor']}",
-                                        f"({f.write_time:.4f} s x (1 - {mw}/{f.bytes_written}) + {extra_r:.4f} s) / "
-                                        f"{ranks} ranks = {at_stake:.4f} s per rank"])
+                                        f"extra writes: {f.write_time:.4f} s x (1 - {mw}/{f.bytes_written}) = "
+                                        f"{extra_w:.4f} rank-s",
+                                        f"extra reads: {f.read_time:.4f} s"
+                                        + (f" x (1 - {mr}/{f.bytes_read})" if f.bytes_read > mr else
+                                           f" (all {f.reads} reads: MPI-IO read {mr} bytes)" if extra_r else " x 0")
+                                        + f" = {extra_r:.4f} rank-s",
+                                        f"all {len(hits)} file(s): {sum(map(sum, extra.values())):.2f} rank-s "
+                                        f"(reads {reads_only:.2f}); per working rank {at_stake:.2f} s, / "
+                                        f"{s.nprocs} ranks {mean:.3f} s"])
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -803,8 +966,8 @@ class LOG001(Rule):
                             arithmetic=[])
 
 
-RULES: tuple[Rule, ...] = (LUS001(), LUS002(), LUS003(), SIZE001(), MPI001(), RMW001(), META001(), IMB001(),
-                           STRAG001(), STDIO001(), SER001(), LOG001())
+RULES: tuple[Rule, ...] = (LUS001(), LUS002(), LUS003(), SIZE001(), MPI001(), COLL001(), RMW001(), META001(),
+                           IMB001(), STRAG001(), STDIO001(), SER001(), LOG001())
 _ORDER = {"high": 0, "warn": 1, "info": 2}
 
 
@@ -822,6 +985,7 @@ def run_rules(s: LogSummary, thresholds: Mapping[str, Mapping[str, Any]] | None 
     return out
 
 
-for _cls in (LUS001, LUS002, LUS003, SIZE001, MPI001, RMW001, META001, IMB001, STRAG001, STDIO001, SER001, LOG001):
+for _cls in (LUS001, LUS002, LUS003, SIZE001, MPI001, COLL001, RMW001, META001, IMB001, STRAG001, STDIO001, SER001,
+             LOG001):
     _cls.id = _cls.__name__
 del _cls

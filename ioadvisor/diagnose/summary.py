@@ -158,6 +158,14 @@ class FileSummary:
     mpiio_write: MpiioDirection | None = None
     mpiio_spread: RankSpread | None = None
     lustre: LustreLayout | None = None
+    rank: int | None = None            # the one rank of a file no other rank opened
+    # ranks whose own POSIX records read or wrote (under collective MPI-IO: the aggregators); None where one
+    # record shared by all ranks holds the file (Darshan's reduction): then the count is not in the log
+    posix_ranks: int | None = None
+    posix_rank_max_time: float = 0.0   # the largest POSIX read + write + metadata time of one rank (rank records)
+    not_aligned: int = 0               # POSIX_FILE_NOT_ALIGNED: requests not aligned to `alignment`
+    alignment: int = 0                 # POSIX_FILE_ALIGNMENT: the file system's block (on Lustre, the stripe size)
+    mpiio_meta_time: float = 0.0       # rank-seconds in MPI-IO open, sync, close, set_view
 
     @property
     def bytes(self) -> int:
@@ -191,6 +199,27 @@ class FileSummary:
 
     def mpiio(self, op: str) -> MpiioDirection | None:
         return self.mpiio_read if op == "read" else self.mpiio_write
+
+    @property
+    def workers(self) -> int:
+        """The ranks that did this file's POSIX I/O: the aggregators under collective MPI-IO, where the log has a
+        record per rank; else every rank with a record for it."""
+        return max(1, self.posix_ranks or self.ranks)
+
+    def app_time(self) -> tuple[float, float]:
+        """(slowest rank, mean over the file's ranks) of the time the application spent on the file, at the layer
+        it called: MPI-IO where the file has MPI-IO records with time (its calls include the collective exchange
+        and the wait for the aggregators), else POSIX. Read + write + metadata where the slowest rank's figure
+        holds all three (Darshan's slowest-rank time), read + write for the mean."""
+        mpi = sum(d.time for d in (self.mpiio_read, self.mpiio_write) if d)
+        if mpi > 0:
+            mean = mpi / max(1, self.ranks)
+            sp = self.mpiio_spread
+        else:
+            mean = self.io_time / max(1, self.ranks)
+            sp = self.spread
+        slow = max(mean, sp.slowest_time) if sp else mean
+        return slow, mean
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -317,6 +346,28 @@ class LogSummary:
     @property
     def bytes_written(self) -> int:
         return sum(self.apis[a].bytes_written for a in ("POSIX", "STDIO") if a in self.apis)
+
+    def io_time(self) -> tuple[float, float]:
+        """(the busiest rank, the mean over all ranks) of the job's I/O time per rank, at the layer the application
+        called on each file (`FileSummary.app_time`): shared files add their slowest rank's time (the ranks of a
+        shared file wait for each other), a rank's own files add to that rank; at most the run time."""
+        shared = mean = 0.0
+        own: dict[int, float] = {}
+        for f in self.files:
+            if f.special:
+                continue
+            slow, m = f.app_time()
+            mean += m * max(1, f.ranks) / self.nprocs
+            if f.shared or f.rank is None:
+                shared += slow
+            else:
+                own[f.rank] = own.get(f.rank, 0.0) + slow
+        for a in self.stdio_streams:
+            mean += a["rank_seconds"] / self.nprocs
+            shared += a["per_rank_max_s"]
+        busiest = shared + max(own.values(), default=0.0)
+        cap = self.run_time if self.run_time > 0 else math.inf
+        return min(busiest, cap), min(mean, cap)
 
     @property
     def layout(self) -> str:
