@@ -157,3 +157,51 @@ def test_read_modify_write_counts_empty_reads_and_rates_the_aggregators_time(e3s
     assert f["time_at_stake_s"] >= (2325.9 + 11137.0) / 56 - 0.1
     assert f["evidence"]["all_rank_mean_s"] == pytest.approx(f["time_at_stake_s"] * 56 / 512, rel=0.01)
     assert "56 ranks" in f["evidence"]["at_stake_for"]
+
+
+# ----------------------------------------------------------------------------------------------------
+# every affected file counts
+
+def _synthetic(recs, names, *, nprocs, run_time):
+    from test_diagnose_counters import summary
+    return summary(recs, names, nprocs=nprocs, run_time=run_time)
+
+
+def _rules(s):
+    from ioadvisor.diagnose.rules import run_rules
+    return {f.id: f for f in run_rules(s)}
+
+
+def test_every_one_stripe_shared_file_counts_in_the_time_at_stake():
+    # three 30 GB shared files on one stripe each, the slowest rank 583 s, 400 s and 170 s on them: 1,153 s per
+    # rank of a 1,480 s run. Counting only the largest file gave 583 s
+    from test_diagnose_counters import lustre, record
+    recs = {"POSIX": [], "LUSTRE": []}
+    for fid, secs in ((1, 583.0), (2, 400.0), (3, 170.0)):
+        recs["POSIX"].append(record("POSIX", fid, -1, WRITES=30_000, BYTES_WRITTEN=(31 - fid) * 10 ** 9,
+                                    F_WRITE_TIME=secs * 64, F_SLOWEST_RANK_TIME=secs, SLOWEST_RANK=0,
+                                    SLOWEST_RANK_BYTES=(31 - fid) * 10 ** 9 // 64, F_FASTEST_RANK_TIME=secs * 0.95,
+                                    FASTEST_RANK=1, FASTEST_RANK_BYTES=(31 - fid) * 10 ** 9 // 64,
+                                    SIZE_WRITE_1M_4M=30_000))
+        recs["LUSTRE"].append(lustre(fid, 1, [fid]))
+    s = _synthetic(recs, {1: "/lus/a/out1", 2: "/lus/a/out2", 3: "/lus/a/out3"}, nprocs=64, run_time=1480.0)
+    f = _rules(s)["LUS001"]
+    assert f.time_at_stake_s == pytest.approx(583 + 400 + 170, abs=0.5)
+    assert len(f.evidence["files"]) == 3 and f.evidence["files_affected"] == 3
+    g = f.evidence["expected_saving_s"]
+    assert g["low"] == 0 and 0 < g["high"] < f.time_at_stake_s and "OST" in g["basis"]
+
+
+def test_small_requests_are_rated_for_the_rank_that_made_them():
+    # rank 0 alone made 50,000 writes of 4 KiB to its own file in 120 s of a 64-rank, 600 s run: 120 s (20% of
+    # the run) for rank 0, which every rank waits for at the next barrier; / 64 ranks it was 1.9 s, info
+    from test_diagnose_counters import record
+    recs = {"POSIX": [record("POSIX", 1, 0, WRITES=50_000, BYTES_WRITTEN=50_000 * 4096, F_WRITE_TIME=120.0,
+                             SIZE_WRITE_1K_10K=50_000, ACCESS1_ACCESS=4096, ACCESS1_COUNT=50_000)]
+            + [record("POSIX", 10 + r, r, WRITES=4, BYTES_WRITTEN=4 << 20, F_WRITE_TIME=0.5, SIZE_WRITE_1M_4M=4)
+               for r in range(1, 64)]}
+    names = {1: "/lus/a/rank0.log", **{10 + r: f"/lus/a/part{r}" for r in range(1, 64)}}
+    f = _rules(_synthetic(recs, names, nprocs=64, run_time=600.0))["SIZE001"]
+    assert f.time_at_stake_s == pytest.approx(120.0, abs=0.01) and f.severity == "high"
+    assert f.evidence["at_stake_for"] == "rank 0"
+    assert f.evidence["all_rank_mean_s"] == pytest.approx(120.0 / 64, abs=0.01)

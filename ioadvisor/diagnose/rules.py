@@ -341,6 +341,23 @@ def _gain_text(gain: Mapping[str, Any] | None, ctx: Context, ranks: int | None) 
             f"until the clients become the limit.")
 
 
+def _striping_saving(hits: list[FileSummary], times: Mapping[int, float], want: int,
+                     measured: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Time per rank striping the one-stripe files over `want` OSTs can save: with a gain measured on this system
+    at this scale, each file's time less its time at that gain; else from nothing (the clients or the network
+    are the limit) to each file's time less its time at `want` times the rate its one OST gave."""
+    total = sum(times.values())
+    if measured and measured["at_job_scale"] and measured["gain"] > 1:
+        g = measured["gain"]
+        return gain(total * (1 - 1 / g) * 0.5, total * (1 - 1 / g),
+                    f"the KB's measured {g:.1f}x on {measured['system']} (runs "
+                    f"{', '.join(str(i) for i in measured['runs'])}), from half that saving to all of it")
+    rates = ", ".join(f"{g.layer_bytes / times[g.id] / 1e6:.0f} MB/s" for g in hits[:3] if times[g.id])
+    return gain(0.0, total * (1 - 1 / want),
+                f"the rate each file got from its one OST ({rates}) times {want} OSTs at best; nothing if the "
+                f"clients or the network are the limit")
+
+
 class LUS001(Rule):
     """Large shared file on a single stripe"""
 
@@ -356,7 +373,10 @@ class LUS001(Rule):
         want, how = _stripe_count_advice(f, s, t, ctx)
         ssize = f.lustre.stripe_size if f.lustre.stripe_size and not stripe_size_problem(f.lustre.stripe_size) \
             else (1 << 20)
-        at_stake, how_t = _file_rank_time(f)
+        f_time, how_t = _file_rank_time(f)
+        # every one-stripe file counts: the job waits for each in turn (at most the run time in all)
+        times = {g.id: _file_rank_time(g)[0] for g in hits}
+        at_stake = min(sum(times.values()), s.run_time if s.run_time > 0 else math.inf)
         # a new directory beside the file, never the file's own directory (that may be a top-level $USER
         # directory whose layout every later file would inherit)
         sdir = striped_dir(s, f)
@@ -371,24 +391,31 @@ class LUS001(Rule):
         evidence["expected_gain"] = gain["gain"] if gain and gain["at_job_scale"] else None
         evidence["gain_basis"] = gain or None
         gtext = _gain_text(gain, ctx, f.ranks)
+        saving = _striping_saving(hits, times, want, gain)
+        gtext += " " + _gain_line(saving)
         msg = (f"{_short(f.path)} ({format_size(size)} through {f.layer}, {f.ranks} ranks) lives on "
-               f"{f.lustre.stripe_count} OST, so every rank's data goes through one server; {_s(at_stake)} per rank "
-               f"went to it. Stripe it over "
+               f"{f.lustre.stripe_count} OST, so every rank's data goes through one server; {_s(f_time)} per rank "
+               f"went to it ({size / f_time / 1e6 if f_time else 0:.0f} MB/s). Stripe it over "
                f"{want} OSTs ({'; '.join(how)}): `mkdir -p {shell_word(sdir)}`, `{cmd}`, then create the file in "
                f"that new directory, or the MPI-IO hints "
                f"striping_factor={want} striping_unit={ssize}. {gtext}")
         if len(hits) > 1:
-            msg += f" {len(hits) - 1} more shared file(s) have the same layout."
+            msg += (f" {len(hits) - 1} more shared file(s) of at least {format_size(t['min_file_bytes'])} have the "
+                    f"same layout: {_s(at_stake)} per rank on all {len(hits)}.")
+        evidence["files"] = [{"file": g.path, "bytes": g.layer_bytes, "time_s": round(times[g.id], 3)}
+                             for g in sorted(hits, key=lambda g: -times[g.id])[:10]]
         mw = f.mpiio_write.bytes if f.mpiio_write else 0
         mr = f.mpiio_read.bytes if f.mpiio_read else 0
-        return self.finding(s, t, msg, evidence, at_stake=at_stake, counters={
+        return self.finding(s, t, msg, evidence, at_stake=at_stake, saving=saving, counters={
             "LUSTRE_COMP_STRIPE_COUNT": f.lustre.stripe_count, "LUSTRE_COMP_STRIPE_SIZE": f.lustre.stripe_size,
             "POSIX_BYTES_READ": f.bytes_read, "POSIX_BYTES_WRITTEN": f.bytes_written,
             "MPIIO_BYTES_READ": mr, "MPIIO_BYTES_WRITTEN": mw,
             "POSIX_F_READ_TIME": round(f.read_time, 3), "POSIX_F_WRITE_TIME": round(f.write_time, 3)},
             arithmetic=[f"{f.layer}: max(POSIX {f.bytes_read} + {f.bytes_written}, MPI-IO {mr} + {mw}) = {size} "
                         f"bytes >= {t['min_file_bytes']}",
-                        f"stripe count {f.lustre.stripe_count} <= {t['max_stripe_count']}", how_t])
+                        f"stripe count {f.lustre.stripe_count} <= {t['max_stripe_count']}", how_t,
+                        f"{len(hits)} such file(s): " + " + ".join(f"{x:.1f}" for x in times.values())
+                        + f" = {sum(times.values()):.1f} s per rank (at most the run time)"])
 
 
 class LUS002(Rule):
@@ -467,12 +494,29 @@ class LUS003(Rule):
 # ----------------------------------------------------------------------------------------------------
 # requests and MPI-IO
 
+def _small_fix(files_hit: list[tuple[FileSummary, int, str]], ranked: list[list]) -> str:
+    """What to do about small requests, by where most of them are."""
+    on_shared = sum(n for f, n in ranked if f.shared)
+    all_small = sum(n for _, n in ranked)
+    # collective advice only where MPI-IO itself moved this direction's bytes (and, as the rule checks, provably
+    # < 90% of them collectively)
+    mpi_shared = sum(n for f, n, op in files_hit if f.shared and (d := f.mpiio(op)) is not None and d.bytes)
+    if mpi_shared >= all_small / 2:
+        return ("Most are on shared files opened with MPI-IO with mostly independent calls: collective calls "
+                "(MPI_File_write_all / read_all) let ROMIO aggregate them into stripe-sized requests.")
+    if on_shared >= all_small / 2:
+        return ("Most are on shared files: gather data into larger contiguous blocks per rank, or write the "
+                "file with MPI-IO collective calls, which aggregate small pieces into large requests.")
+    return ("Buffer the data in memory and issue fewer, larger requests (at least 1 MiB, ideally a "
+            "multiple of the stripe size).")
+
+
 class SIZE001(Rule):
     """Many small requests (1 byte to just under 1 MiB)"""
 
     def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
         parts, ev, arith, counters = [], {}, [], {}
-        at_stake = 0.0
+        per_file: list[tuple[FileSummary, float]] = []
         files_hit: list[tuple[FileSummary, int]] = []
         for op in ("read", "write"):
             # POSIX requests on files MPI-IO reads/writes collectively are the aggregators' output: left out
@@ -483,7 +527,7 @@ class SIZE001(Rule):
             if not nonzero or small < t["min_count"] or small / nonzero <= t["share"]:
                 continue
             secs = sum(r.time * r.small / r.ops for _, r in reqs if r.ops)
-            at_stake += secs / s.nprocs
+            per_file += [(f, r.time * r.small / r.ops) for f, r in reqs if r.ops and r.small]
             parts.append(f"{small} of {nonzero} non-empty POSIX {op}s ({_pct(small / nonzero)}) were smaller than "
                          f"1 MiB")
             ev[f"small_{op}s"] = small
@@ -502,8 +546,7 @@ class SIZE001(Rule):
                          f"at most {moved} did) = {small} small; {small} / {nonzero} non-empty = "
                          f"{small / nonzero:.3f} > {t['share']}"
                          + (f" ({left_out} FIFO or collectively written file(s) left out)" if left_out else ""))
-            arith.append(f"{op} time in them: {secs:.2f} rank-s (each file's {op} time x small/ops) / "
-                         f"{s.nprocs} ranks = {secs / s.nprocs:.3f} s per rank")
+            arith.append(f"{op} time in them: {secs:.2f} rank-s (each file's {op} time x small/ops)")
             files_hit += [(f, r.small, op) for f, r in reqs if r.small]
         if not parts:
             return None
@@ -512,22 +555,18 @@ class SIZE001(Rule):
             top.setdefault(f.id, [f, 0])[1] += n
         ranked = sorted(top.values(), key=lambda x: -x[1])
         ev["files"] = [{"file": f.path, "small_ops": n} for f, n in ranked[:3]]
-        on_shared = sum(n for f, n in ranked if f.shared)
-        all_small = sum(n for _, n in ranked)
-        # collective advice only where MPI-IO itself moved this direction's bytes (and, as above, provably < 90%
-        # of them collectively)
-        mpi_shared = sum(n for f, n, op in files_hit if f.shared and (d := f.mpiio(op)) is not None and d.bytes)
-        if mpi_shared >= all_small / 2:
-            fix = ("Most are on shared files opened with MPI-IO with mostly independent calls: collective calls "
-                   "(MPI_File_write_all / read_all) let ROMIO aggregate them into stripe-sized requests.")
-        elif on_shared >= all_small / 2:
-            fix = ("Most are on shared files: gather data into larger contiguous blocks per rank, or write the "
-                   "file with MPI-IO collective calls, which aggregate small pieces into large requests.")
-        else:
-            fix = ("Buffer the data in memory and issue fewer, larger requests (at least 1 MiB, ideally a "
-                   "multiple of the stripe size).")
-        msg = "; ".join(parts) + f", {_s(at_stake)} per rank in them. " + fix
-        return self.finding(s, t, msg, ev, at_stake=at_stake, counters=counters, arithmetic=arith)
+        ev["files_affected"] = len(ranked)
+        merged: dict[int, list] = {}
+        for f, secs in per_file:
+            merged.setdefault(f.id, [f, 0.0])[1] += secs
+        at_stake, mean, who = per_worker(s, [(f, secs) for f, secs in merged.values()])
+        arith.append(f"over {len(merged)} file(s): {sum(x[1] for x in merged.values()):.2f} rank-s; for {who} "
+                     f"{at_stake:.3f} s, / {s.nprocs} ranks {mean:.3f} s")
+        fix = _small_fix(files_hit, ranked)
+        msg = ("; ".join(parts) + f", on {len(ranked)} file(s); {_s(at_stake)} in them for {who} ({_s(mean)} "
+               f"averaged over all {s.nprocs} ranks). " + fix)
+        return self.finding(s, t, msg, ev, at_stake=at_stake, counters=counters, arithmetic=arith, mean=mean,
+                            who=who)
 
 
 class MPI001(Rule):
