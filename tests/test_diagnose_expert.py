@@ -205,3 +205,23 @@ def test_small_requests_are_rated_for_the_rank_that_made_them():
     assert f.time_at_stake_s == pytest.approx(120.0, abs=0.01) and f.severity == "high"
     assert f.evidence["at_stake_for"] == "rank 0"
     assert f.evidence["all_rank_mean_s"] == pytest.approx(120.0 / 64, abs=0.01)
+
+
+# ----------------------------------------------------------------------------------------------------
+# only the causes the counters support
+
+def test_slow_stdio_calls_are_blamed_on_latency_not_on_the_per_call_cost():
+    # rank 0: 956 fwrites of 31 bytes to run.log in 80.3 s (84 ms per call, 956 flushes); every rank: 40,000
+    # fwrites of 31 bytes to trace.txt in 0.16 s (5 us per call). Blaming the 80 s on the per-call cost of
+    # 31-byte calls is what must not happen: 80.3 / 956 = 0.084 s per call is the file system's latency
+    from test_diagnose_counters import record
+    recs = {"POSIX": [record("POSIX", 9, 0, WRITES=4, BYTES_WRITTEN=4 << 30, F_WRITE_TIME=2.0,
+                             SIZE_WRITE_1G_PLUS=4)],
+            "STDIO": [record("STDIO", 1, 0, WRITES=956, BYTES_WRITTEN=956 * 31, F_WRITE_TIME=80.3, FLUSHES=956),
+                      record("STDIO", 2, -1, WRITES=40_000, BYTES_WRITTEN=40_000 * 31, F_WRITE_TIME=0.16)]}
+    s = _synthetic(recs, {1: "/lus/a/run.log", 2: "/lus/a/trace.txt", 9: "/lus/a/data"}, nprocs=64,
+                   run_time=400.0)
+    f = _rules(s)["STDIO001"]
+    assert f.evidence["causes"] == {"file_system_latency": ["/lus/a/run.log"], "per_call_cost": ["/lus/a/trace.txt"]}
+    assert "84 ms each" in f.message and "Rank 0's 956 calls" in f.message
+    assert "file-system latency" in f.message

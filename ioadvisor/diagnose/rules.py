@@ -907,6 +907,34 @@ class STRAG001(Rule):
                             + [f"{sp.slowest_time:.2f} - {sp.fastest_time:.2f} = {gap:.2f} s"])
 
 
+def _stdio_causes(hits: list[dict], latency: float, lib: str) -> tuple[str, dict[str, list[str]], list[str]]:
+    """What the counters say each file's small STDIO calls cost, from its time per call: a call that took
+    `latency` seconds or more waited on the file system (a flush per call, an unbuffered stream), which no larger
+    library buffer in the calls themselves explains; below that, the library's per-call cost."""
+    slow = [a for a in hits if a["rank_seconds"] / a["calls"] >= latency]
+    cheap = [a for a in hits if a["rank_seconds"] / a["calls"] < latency]
+    parts, arith = [], []
+    for a in hits[:5]:
+        arith.append(f"{_short(a['file'], 40)}: {a['rank_seconds']:.3f} s / {a['calls']} calls = "
+                     f"{1e3 * a['rank_seconds'] / a['calls']:.3f} ms per call "
+                     f"{'>=' if a in slow else '<'} {1e3 * latency:g} ms; {a['flushes']} flushes")
+    if slow:
+        w = max(slow, key=lambda a: a["per_rank_max_s"])
+        who = f"rank {w['busiest_rank']}'s" if w["busiest_rank"] is not None else "the"
+        parts.append(f"{who} {w['calls']} calls on {_short(w['file'])} took {1e3 * w['rank_seconds'] / w['calls']:.0f}"
+                     f" ms each ({_s(w['per_rank_max_s'])}): each waited on the file system (file-system latency, "
+                     f"{w['flushes']} flushes), not on the library. Keep the stream fully buffered (setvbuf with "
+                     f"_IOFBF and a buffer of MiBs), do not fflush after each record, and write from one place in "
+                     f"large blocks")
+    if cheap:
+        t = sum(a["per_rank_max_s"] for a in cheap)
+        parts.append(f"{sum(a['calls'] for a in cheap)} calls on {len(cheap)} file(s) at under {1e3 * latency:g} ms "
+                     f"each ({_s(t)}) pay the library's per-call cost and its stream lock: write large binary "
+                     f"blocks with write(2) or {lib}, or enlarge the buffer with setvbuf")
+    causes = {"file_system_latency": [a["file"] for a in slow], "per_call_cost": [a["file"] for a in cheap]}
+    return ". ".join(p[0].upper() + p[1:] for p in parts) + ".", causes, arith
+
+
 class STDIO001(Rule):
     """Small STDIO calls (fread/fwrite/fprintf) carrying much data"""
 
@@ -923,19 +951,21 @@ class STDIO001(Rule):
         if sb / total <= t["share"] and not by_time:
             return None
         lib = "HDF5 or MPI-IO" if s.has_mpiio else "a binary format library such as HDF5"
+        why, causes, arith = _stdio_causes(sorted(hits, key=lambda a: -a["per_rank_max_s"]),
+                                           t["latency_per_call_s"], lib)
         msg = (f"{format_size(sb)} ({_pct(sb / total)} of the bytes) went through STDIO in {calls} calls of "
-               f"{sb / calls:.0f} bytes on average, {_s(at_stake)} per rank. Calls that small pay the library's "
-               f"per-call cost and its stream lock each time: write large binary blocks with write(2) or {lib}, or "
-               f"at least enlarge the buffer with setvbuf.")
+               f"{sb / calls:.0f} bytes on average, {_s(at_stake)} per rank. " + why)
         return self.finding(s, t, msg, {"stdio_bytes": sb, "total_bytes": total, "stdio_ops": calls,
-                                     "share": round(sb / total, 3), "files": [a["file"] for a in hits[:3]]},
-                            at_stake=at_stake, counters={"STDIO_BYTES_READ+WRITTEN": sb, "STDIO_READS+WRITES": calls},
+                                        "share": round(sb / total, 3), "files": [a["file"] for a in hits[:3]],
+                                        "files_affected": len(hits), "causes": causes},
+                            at_stake=at_stake, counters={"STDIO_BYTES_READ+WRITTEN": sb, "STDIO_READS+WRITES": calls,
+                                                         "STDIO_FLUSHES": sum(a["flushes"] for a in hits)},
                             arithmetic=[f"{sb} / {calls} = {sb / calls:.0f} bytes per call < {t['max_bytes_per_call']}",
                                         f"{sb} / {total} = {sb / total:.3f} of the bytes "
                                         f"{'>' if sb / total > t['share'] else '<='} {t['share']}",
                                         f"{at_stake:.2f} s per rank (the slowest rank's STDIO read + write time) "
                                         f"/ {s.run_time:.0f} s run = {at_stake / s.run_time if s.run_time else 0:.3f} "
-                                        f"{'>=' if by_time else '<'} {t['time_share']}"])
+                                        f"{'>=' if by_time else '<'} {t['time_share']}"] + arith)
 
 
 class SER001(Rule):
