@@ -784,6 +784,77 @@ class RMW001(Rule):
                                         f"{s.nprocs} ranks {mean:.3f} s"])
 
 
+def _file_api(s: LogSummary, f: FileSummary) -> str:
+    """The interface the application wrote the file with, as far as the log shows: HDF5 or PnetCDF where the log
+    holds that library's module (or, for HDF5, the file's name says so), MPI-IO where the file has MPI-IO
+    records, else POSIX."""
+    name = f.path.lower()
+    if name.endswith((".h5", ".hdf5", ".he5", ".nc4")) or ("H5F" in s.modules and name.endswith(".h5")):
+        return "HDF5"
+    if "PNETCDF_FILE" in s.modules and name.endswith((".nc", ".cdf")) and f.mpiio_bytes:
+        return "PnetCDF"
+    return "MPI-IO" if f.mpiio_bytes else "POSIX"
+
+
+ALIGN_FIX = {
+    "HDF5": "HDF5: H5Pset_alignment(fapl, threshold, {unit}) on the file access property list, so every object "
+            "above the threshold starts on a {kind} boundary",
+    "PnetCDF": "PnetCDF: the hints nc_var_align_size={unit} and nc_header_align_size={unit}",
+    "MPI-IO": "MPI-IO: a file view whose blocks are multiples of {unit} and the hint striping_unit={unit}",
+    "POSIX": "POSIX: offsets and sizes of each rank's requests in multiples of {unit} (pad the records)",
+}
+
+
+class ALIGN001(Rule):
+    """Requests not aligned to the file's stripes or blocks"""
+
+    max_severity = "warn"     # the log holds the misaligned requests' time, not what alignment would save of it
+
+    def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
+        hits = []
+        for f in s.files:
+            ops = f.reads + f.writes
+            # under collective MPI-IO with known aggregators the requests are ROMIO's file domains, not the
+            # application's (COLL001, RMW001 look at those)
+            if f.special or not f.alignment or ops < t["min_ops"] or f.not_aligned / ops < t["share"] or (
+                    f.posix_ranks and f.posix_ranks < f.ranks and f.mpiio_bytes):
+                continue
+            hits.append((f, min(1.0, f.not_aligned / ops)))
+        if not hits:
+            return None
+        at_stake, mean, who = per_worker(s, [(f, f.io_time * share) for f, share in hits])
+        f, share = max(hits, key=lambda h: h[0].io_time * h[1])
+        stripe = bool(f.lustre and f.lustre.stripe_size and f.alignment == f.lustre.stripe_size)
+        kind = "stripe" if stripe else "block"
+        api = _file_api(s, f)
+        per_ost = (f" {f.ranks} ranks share its {f.lustre.stripe_count} stripes, {f.ranks / f.lustre.stripe_count:.0f}"
+                   f" per OST: a request across a stripe boundary takes locks on two OSTs."
+                   if stripe and f.shared and f.lustre.stripe_count else "")
+        fix = ALIGN_FIX[api].format(unit=f.alignment, kind=kind)
+        if api in ("HDF5", "PnetCDF") and f.mpiio_bytes:
+            fix += "; under it, " + ALIGN_FIX["MPI-IO"].format(unit=f.alignment, kind=kind)
+        if f.mpiio_bytes and not (_may_be_collective(f, "write") or _may_be_collective(f, "read")):
+            fix += ", or collective calls, whose file domains ROMIO aligns to the stripes"
+        saving = gain(0.0, at_stake, "at most the time of the misaligned requests; how much of it alignment "
+                                     "saves depends on the lock contention the log does not measure")
+        msg = (f"{_short(f.path)}: {f.not_aligned} of {f.reads + f.writes} requests ({_pct1(share)}) are not "
+               f"aligned to the file's {format_size(f.alignment)} {kind}s.{per_ost} {_s(at_stake)} went to the "
+               f"misaligned requests for {who} ({_s(mean)} averaged over all {s.nprocs} ranks)"
+               + (f", on {len(hits)} files" if len(hits) > 1 else "") + f". Align them ({fix}). "
+               + _gain_line(saving))
+        return self.finding(s, t, msg, {"file": f.path, "kind": kind, "alignment": f.alignment, "api": api,
+                                        "not_aligned": f.not_aligned, "requests": f.reads + f.writes,
+                                        "stripe_count": f.lustre.stripe_count if f.lustre else None,
+                                        "ranks": f.ranks, "files_affected": len(hits)},
+                            at_stake=at_stake, mean=mean, who=who, saving=saving,
+                            counters={"POSIX_FILE_NOT_ALIGNED": f.not_aligned, "POSIX_FILE_ALIGNMENT": f.alignment,
+                                      "POSIX_READS+WRITES": f.reads + f.writes,
+                                      "LUSTRE_COMP_STRIPE_SIZE": f.lustre.stripe_size if f.lustre else None},
+                            arithmetic=[f"{_short(g.path, 40)}: {g.not_aligned} / {g.reads + g.writes} = {sh:.3f} >= "
+                                        f"{t['share']}; {g.io_time:.1f} rank-s x {sh:.3f}" for g, sh in hits[:5]]
+                            + [f"for {who}: {at_stake:.2f} s; / {s.nprocs} ranks {mean:.3f} s"])
+
+
 # ----------------------------------------------------------------------------------------------------
 # metadata, balance, STDIO, coverage
 
@@ -1035,8 +1106,8 @@ class LOG001(Rule):
                             arithmetic=[])
 
 
-RULES: tuple[Rule, ...] = (LUS001(), LUS002(), LUS003(), SIZE001(), MPI001(), COLL001(), RMW001(), META001(),
-                           IMB001(), STRAG001(), STDIO001(), SER001(), LOG001())
+RULES: tuple[Rule, ...] = (LUS001(), LUS002(), LUS003(), SIZE001(), MPI001(), COLL001(), RMW001(), ALIGN001(),
+                           META001(), IMB001(), STRAG001(), STDIO001(), SER001(), LOG001())
 _ORDER = {"high": 0, "warn": 1, "info": 2}
 
 
@@ -1054,7 +1125,7 @@ def run_rules(s: LogSummary, thresholds: Mapping[str, Mapping[str, Any]] | None 
     return out
 
 
-for _cls in (LUS001, LUS002, LUS003, SIZE001, MPI001, COLL001, RMW001, META001, IMB001, STRAG001, STDIO001, SER001,
-             LOG001):
+for _cls in (LUS001, LUS002, LUS003, SIZE001, MPI001, COLL001, RMW001, ALIGN001, META001, IMB001, STRAG001, STDIO001,
+             SER001, LOG001):
     _cls.id = _cls.__name__
 del _cls
