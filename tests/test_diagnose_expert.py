@@ -251,3 +251,33 @@ def test_aggregators_requests_under_collective_mpiio_are_not_an_alignment_findin
     # ranks: ROMIO's file domains, whose cost COLL001 and RMW001 already count; a third finding on the same
     # seconds is what must not happen
     assert _finding(e3sm, "ALIGN001") is None
+
+
+# ----------------------------------------------------------------------------------------------------
+# the summary panel: I/O time and its share, the hints in effect, nothing to judge
+
+@needs_expert
+def test_the_summary_gives_io_time_share_and_the_hints_in_effect(e3sm):
+    # e3sm_io: MPIIO_F_SLOWEST_RANK_TIME 683.2 (h0) + 15.1 (h1) + 0.69 (input) s of a 727 s run: >= 96%
+    io = e3sm["job"]["io_time"]
+    assert io["busiest_rank_s"] == pytest.approx(683.2 + 15.1 + 0.69, abs=0.5) and io["share_of_run"] > 0.95
+    assert io["mean_per_rank_s"] <= io["busiest_rank_s"] <= 727
+    h0 = next(h for h in e3sm["job"]["mpiio_hints_in_effect"] if h["file"].endswith("can_I_out_h0.nc"))
+    assert (h0["cb_nodes"], h0["ranks"], h0["striping_factor"], h0["striping_unit"]) == (56, 512, 56, 1 << 20)
+
+
+def test_an_empty_log_says_there_is_nothing_to_judge(tmp_path):
+    from typer.testing import CliRunner
+
+    from ioadvisor.cli import app
+    empty = next((p / "shared" / "darshan" / "empty_log_empty_log.darshan" for p in Path(__file__).resolve().parents
+                  if (p / "shared" / "darshan" / "empty_log_empty_log.darshan").exists()), None)
+    if empty is None:
+        pytest.skip("../shared/darshan not present")
+    r = CliRunner().invoke(app, ["diagnose", str(empty)])
+    assert r.exit_code == 0 and "Nothing to judge" in r.output
+    assert "No rule fired on what was read ()" not in r.output
+    doc = diagnose(empty, use_kb=False)
+    assert doc["job"]["nothing_to_judge"] and doc["job"]["io_time"]["busiest_rank_s"] == 0
+    from ioadvisor.diagnose.report import render_html
+    assert "Nothing to judge" in render_html(doc)

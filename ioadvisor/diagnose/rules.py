@@ -680,7 +680,7 @@ class COLL001(Rule):
             return None
         cap = s.run_time if s.run_time > 0 else math.inf
         at_stake = min(cap, sum(h[1] - h[3] for h in hits))
-        mean = min(cap, sum(max(0.0, h[2] - h[0].io_time / s.nprocs) for h in hits))
+        mean = min(cap, sum(max(0.0, h[2] - h[3]) for h in hits))
         f, mpi_slow, mpi_mean, posix, how = max(hits, key=lambda h: h[1] - h[3])
         hints, want = _aggregator_advice(f, ctx)
         msg = (f"{_short(f.path)}: the slowest rank spent {_s(mpi_slow)} in MPI-IO on the file ({_s(mpi_mean)} "
@@ -706,7 +706,7 @@ class COLL001(Rule):
                                         "stripe_size": f.lustre.stripe_size if f.lustre else None,
                                         "recommended_cb_nodes": want, "files_affected": len(hits),
                                         "files": [h[0].path for h in hits[:5]]},
-                            at_stake=at_stake, mean=mean, who="every rank (all wait for the aggregators)",
+                            at_stake=at_stake, mean=mean, who="the slowest rank",
                             saving=saving,
                             counters={D: round(f.mpiio_spread.slowest_time, 3),
                                       "MPIIO_F_READ_TIME+WRITE_TIME": round(mpi_mean * f.ranks, 3),
@@ -714,8 +714,8 @@ class COLL001(Rule):
                             arithmetic=[f"{h[0].path.rsplit('/', 1)[-1]}: MPI-IO {h[1]:.1f} s >= {t['factor']} x POSIX "
                                         f"{h[3]:.1f} s ({h[4]}); {h[1]:.1f} - {h[3]:.1f} = {h[1] - h[3]:.1f} s"
                                         for h in hits[:5]]
-                            + [f"sum over {len(hits)} file(s) = {at_stake:.1f} s per rank (at most the run time); "
-                               f"over all ranks' means (MPI-IO mean - POSIX rank-s / {s.nprocs}) {mean:.1f} s"])
+                            + [f"sum over {len(hits)} file(s) = {at_stake:.1f} s for the slowest rank (at most the "
+                               f"run time); with each file's mean MPI-IO time per rank instead {mean:.1f} s"])
 
 
 def _extra_traffic(f: FileSummary) -> tuple[float, float]:

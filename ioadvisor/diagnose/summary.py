@@ -369,6 +369,33 @@ class LogSummary:
         cap = self.run_time if self.run_time > 0 else math.inf
         return min(busiest, cap), min(mean, cap)
 
+    def hints_in_effect(self) -> list[dict]:
+        """For each file written or read collectively through MPI-IO, what its counters show of the MPI-IO hints
+        in effect: the aggregators (ranks with POSIX I/O on the file, where the log has a record per rank: ROMIO's
+        cb_nodes) and the Lustre striping (striping_factor, striping_unit). Darshan does not record the hints the
+        application set; these are what the job ran with."""
+        out = []
+        for f in self.files:
+            dirs = [d for d in (f.mpiio_read, f.mpiio_write) if d and d.bytes]
+            if not f.shared or not dirs or sum(d.collective_ops for d in dirs) == 0:
+                continue
+            out.append({"file": f.path, "ranks": f.ranks, "cb_nodes": f.posix_ranks,
+                        "striping_factor": f.lustre.stripe_count if f.lustre else None,
+                        "striping_unit": f.lustre.stripe_size if f.lustre else None})
+        return out[:10]
+
+    def nothing_to_judge(self) -> str | None:
+        """Why the log holds nothing a rule could judge (no file records, or no byte moved and no time spent on
+        files), else None."""
+        mods = f" (its modules: {', '.join(self.modules)})" if self.modules else ""
+        if not self.files and not self.stdio_streams:
+            return ("the log holds no record of a file in the modules read" + mods if self.modules
+                    else "the log holds no module records at all: Darshan recorded no I/O for this job")
+        busy = any(f.bytes or f.mpiio_bytes or f.reads or f.writes or f.io_time or f.meta_time for f in self.files)
+        if not busy and not any(a["bytes"] or a["calls"] for a in self.stdio_streams):
+            return "the job opened files but moved no byte and spent no measured time on them" + mods
+        return None
+
     @property
     def layout(self) -> str:
         """`shared`, `fpp` or `mixed`, by the bytes moved through POSIX on regular files."""
