@@ -169,7 +169,7 @@ class Rule:
         if mean is not None:
             ev["all_rank_mean_s"] = round(mean, 3)
         if saving is not None:
-            ev["expected_saving_s"] = dict(saving)
+            ev["expected_saving"] = dict(saving)
         return Finding(id=self.id, title=self.title, severity=severity, message=message, evidence=ev,
                        advice=advice, time_at_stake_s=round(at_stake, 3) if at_stake is not None else None)
 
@@ -193,11 +193,11 @@ def _s(x: float) -> str:
 def gain(low: float, high: float, basis: str) -> dict[str, Any]:
     """An expected saving in seconds per rank, as a range, with what it rests on."""
     low, high = max(0.0, low), max(0.0, high)
-    return {"low": round(min(low, high), 1), "high": round(high, 1), "basis": basis}
+    return {"low_s": round(min(low, high), 1), "high_s": round(high, 1), "basis": basis}
 
 
 def _gain_line(g: Mapping[str, Any]) -> str:
-    return f"Expected saving: {g['low']:.0f} to {g['high']:.0f} s per rank ({g['basis']})."
+    return f"Expected saving: {g['low_s']:.0f} to {g['high_s']:.0f} s per rank ({g['basis']})."
 
 
 def per_worker(s: LogSummary, items: list[tuple[FileSummary, float]]) -> tuple[float, float, str]:
@@ -450,7 +450,10 @@ class LUS002(Rule):
                     "mean_write_time_s": round(worst.mean_slowest_write_time, 2),
                     "median_ost_write_time_s": round(med, 2),
                     "osts_used": len(used), "expected_saving_s": round(excess, 1)}
-        return self.finding(s, t, msg, evidence, at_stake=excess, counters={
+        saving = gain(0.0, excess, f"OST {worst.ost}'s files at the median OST's time per file, at best; nothing "
+                                   f"while the new files still land on it")
+        msg += " " + _gain_line(saving)
+        return self.finding(s, t, msg, evidence, at_stake=excess, saving=saving, counters={
             "files_on_ost": worst.files, "POSIX_F_WRITE_TIME_on_ost": round(worst.slowest_write_time, 2)},
             arithmetic=[f"{worst.slowest_write_time:.1f} s / {worst.files} files = "
                         f"{worst.mean_slowest_write_time:.1f} s per file on OST {worst.ost} (each file's slowest rank)",
@@ -563,10 +566,12 @@ class SIZE001(Rule):
         arith.append(f"over {len(merged)} file(s): {sum(x[1] for x in merged.values()):.2f} rank-s; for {who} "
                      f"{at_stake:.3f} s, / {s.nprocs} ranks {mean:.3f} s")
         fix = _small_fix(files_hit, ranked)
+        saving = gain(0.0, at_stake, "the small requests' measured time, which their per-request cost is at most; "
+                                     "the bytes still move")
         msg = ("; ".join(parts) + f", on {len(ranked)} file(s); {_s(at_stake)} in them for {who} ({_s(mean)} "
-               f"averaged over all {s.nprocs} ranks). " + fix)
+               f"averaged over all {s.nprocs} ranks). " + fix + " " + _gain_line(saving))
         return self.finding(s, t, msg, ev, at_stake=at_stake, counters=counters, arithmetic=arith, mean=mean,
-                            who=who)
+                            who=who, saving=saving)
 
 
 class MPI001(Rule):
@@ -607,8 +612,11 @@ class MPI001(Rule):
             msg += (f" Caution: on {c['system']} two-phase I/O measured slower than without it for {c['op']}s "
                     f"({c['citation']}); there, try collective calls with romio_cb_{c['op']}=disable as well "
                     f"and keep the faster.")
+        saving = gain(0.0, at_stake, "the independent calls' share of the MPI-IO time, at most; collective "
+                                     "calls move the same bytes through fewer, larger requests")
+        msg += " " + _gain_line(saving)
         D = "READS" if op == "read" else "WRITES"
-        return self.finding(s, t, msg, ev, at_stake=at_stake, counters={
+        return self.finding(s, t, msg, ev, at_stake=at_stake, saving=saving, counters={
             f"MPIIO_INDEP_{D}+MPIIO_NB_{D}": d.independent_ops, f"MPIIO_COLL_{D}+MPIIO_SPLIT_{D}": d.collective_ops,
             f"MPIIO_BYTES_{'READ' if op == 'read' else 'WRITTEN'}": d.bytes, f"MPIIO_F_{op.upper()}_TIME": round(d.time, 3)},
             arithmetic=[f"collective bytes at most {d.collective_bytes_max} (the {d.collective_ops} largest requests "
@@ -877,10 +885,14 @@ class META001(Rule):
         if m.left_out_rank_seconds:
             msg += (f" Not counted: {m.left_out_rank_seconds:.1f} rank-s on {m.left_out_files} FIFOs, pipes or "
                     f"sockets, whose opens wait for the other end.")
+        saving = gain(0.0, per_rank, "the busiest rank's metadata time, at most; each file still needs one open "
+                                     "and close")
+        msg += " " + _gain_line(saving)
         return self.finding(s, t, msg, {"meta_time_rank_s": round(m.rank_seconds, 2), "per_rank_s": round(per_rank, 3),
                                      "busiest_rank": m.busiest_rank, "file": worst.path if worst else None,
                                      "left_out_rank_s": round(m.left_out_rank_seconds, 2)},
-                            at_stake=per_rank, counters={"POSIX_F_META_TIME+STDIO_F_META_TIME": round(m.rank_seconds, 3),
+                            at_stake=per_rank, saving=saving,
+                            counters={"POSIX_F_META_TIME+STDIO_F_META_TIME": round(m.rank_seconds, 3),
                                                          "nprocs": s.nprocs},
                             arithmetic=[f"shared records' metadata time / {s.nprocs} processes + the busiest rank's "
                                         f"own records = {per_rank:.3f} s per rank >= {t['min_seconds_per_rank']} s",
@@ -935,16 +947,23 @@ class IMB001(Rule):
         if not hits:
             return None
         f, sp, gap = max(hits, key=lambda x: x[2])
+        # balanced, the slowest rank moves the mean at its own measured rate
+        balanced = sp.slowest_time * sp.mean_bytes / sp.slowest_bytes if sp.slowest_bytes else sp.slowest_time
+        saving = gain(0.0, min(gap, sp.slowest_time - max(balanced, sp.fastest_time)),
+                      f"the slowest rank moving the mean {format_size(sp.mean_bytes)} at the rate it got, "
+                      f"{sp.slowest_bytes / sp.slowest_time / 1e6 if sp.slowest_time else 0:.0f} MB/s, at best; "
+                      f"nothing if the other ranks slow down by as much with more data")
         msg = (f"{_short(f.path)}: the slowest rank ({sp.slowest_rank}) moved {format_size(sp.slowest_bytes)} and "
                f"spent {sp.slowest_time:.1f} s; the fastest ({sp.fastest_rank}) moved {format_size(sp.fastest_bytes)} "
                f"in {sp.fastest_time:.1f} s, against a mean of {format_size(sp.mean_bytes)} per rank. Everyone waits "
-               f"for the slowest: giving each rank a similar share of the data could save up to {gap:.0f} s.")
+               f"for the slowest: give each rank a similar share of the data. " + _gain_line(saving))
         return self.finding(s, t, msg, {"file": f.path, "layer": sp.layer, "slowest_rank": sp.slowest_rank,
                                      "fastest_rank": sp.fastest_rank, "slowest_s": round(sp.slowest_time, 3),
                                      "fastest_s": round(sp.fastest_time, 3), "slowest_bytes": sp.slowest_bytes,
                                      "fastest_bytes": sp.fastest_bytes, "mean_bytes": round(sp.mean_bytes),
                                      "expected_saving_s": round(gap, 1), "files_affected": len(hits)},
-                            at_stake=gap, counters={"slowest_rank": sp.slowest_rank, "fastest_rank": sp.fastest_rank},
+                            at_stake=gap, saving=saving,
+                            counters={"slowest_rank": sp.slowest_rank, "fastest_rank": sp.fastest_rank},
                             arithmetic=_spread_arith(sp, t["bytes_tolerance"])
                             + [f"{sp.slowest_time:.2f} - {sp.fastest_time:.2f} = {gap:.2f} s"])
 
@@ -1024,12 +1043,14 @@ class STDIO001(Rule):
         lib = "HDF5 or MPI-IO" if s.has_mpiio else "a binary format library such as HDF5"
         why, causes, arith = _stdio_causes(sorted(hits, key=lambda a: -a["per_rank_max_s"]),
                                            t["latency_per_call_s"], lib)
+        saving = gain(0.0, at_stake, "the slowest rank's time in these calls, at most; the bytes still move")
         msg = (f"{format_size(sb)} ({_pct(sb / total)} of the bytes) went through STDIO in {calls} calls of "
-               f"{sb / calls:.0f} bytes on average, {_s(at_stake)} per rank. " + why)
+               f"{sb / calls:.0f} bytes on average, {_s(at_stake)} per rank. " + why + " " + _gain_line(saving))
         return self.finding(s, t, msg, {"stdio_bytes": sb, "total_bytes": total, "stdio_ops": calls,
                                         "share": round(sb / total, 3), "files": [a["file"] for a in hits[:3]],
                                         "files_affected": len(hits), "causes": causes},
-                            at_stake=at_stake, counters={"STDIO_BYTES_READ+WRITTEN": sb, "STDIO_READS+WRITES": calls,
+                            at_stake=at_stake, saving=saving,
+                            counters={"STDIO_BYTES_READ+WRITTEN": sb, "STDIO_READS+WRITES": calls,
                                                          "STDIO_FLUSHES": sum(a["flushes"] for a in hits)},
                             arithmetic=[f"{sb} / {calls} = {sb / calls:.0f} bytes per call < {t['max_bytes_per_call']}",
                                         f"{sb} / {total} = {sb / total:.3f} of the bytes "
