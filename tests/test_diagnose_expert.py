@@ -309,3 +309,27 @@ def test_every_finding_that_advises_a_change_states_its_saving_as_a_range_with_a
         assert 0 <= g["low_s"] <= g["high_s"] <= f.time_at_stake_s + 0.05, (name, f.id, g)
         assert "Expected saving" in f.message
     assert {"COLL001", "RMW001", "ALIGN001", "LUS002"} <= seen if EXPERT.exists() else {"ALIGN001", "LUS002"} <= seen
+
+
+# ----------------------------------------------------------------------------------------------------
+# time lines from HEATMAP records
+
+@needs_expert
+def test_heatmap_time_lines_show_the_phases_and_the_ranks_that_did_the_work(e3sm, tmp_path):
+    tl = {a["api"]: a for a in e3sm["timeline"]["apis"]}
+    posix, mpiio = tl["POSIX"], tl["MPIIO"]
+    # the heatmap's bytes are the counters' own: POSIX_BYTES_WRITTEN 303,145,177,708 (h0) + 1,518,095,340 (h1)
+    assert sum(posix["write_bytes"]) == pytest.approx(303_145_177_708 + 1_518_095_340, rel=1e-6)
+    main = max(posix["phases"], key=lambda p: p["bytes_written"])
+    # h0 is written from 6.4 s to 697.6 s (MPIIO_F_WRITE_START/END 6.4 / 697.3): 56 aggregators at POSIX,
+    # all 512 ranks at MPI-IO
+    assert main["start_s"] <= 6.5 and 697 <= main["end_s"] <= 704
+    assert main["ranks_active_max"] == 56 and max(p["ranks_active_max"] for p in mpiio["phases"]) == 512
+    assert posix["ranks"] == 512 and e3sm["timeline"]["source"] == "HEATMAP"
+    from ioadvisor.diagnose.report import render_html
+    page = render_html(e3sm)
+    assert "POSIX I/O over time" in page and "up to 56 of 512 ranks" in page
+
+
+def test_a_log_without_heatmap_records_has_no_time_line():
+    assert diagnose(EXAMPLES / "sample-badost.darshan", use_kb=False)["timeline"] is None

@@ -175,6 +175,17 @@ def _io_time(s: LogSummary) -> dict[str, Any]:
             "share_of_run": round(busiest / s.run_time, 4) if s.run_time > 0 else None}
 
 
+def _timeline(s: LogSummary) -> dict[str, Any] | None:
+    """The HEATMAP time lines per interface, with their I/O phases; None where the log has no HEATMAP records."""
+    if not s.heatmaps:
+        return None
+    return {"source": "HEATMAP", "apis": [
+        {"api": h.api, "bin_width_s": h.bin_width, "ranks": h.ranks, "phases": h.phases(),
+         "read_bytes": list(h.read_bytes), "write_bytes": list(h.write_bytes),
+         "ranks_reading": list(h.ranks_reading), "ranks_writing": list(h.ranks_writing)}
+        for h in s.heatmaps]}
+
+
 def _rank_spread(sp: Any) -> dict[str, Any] | None:
     if sp is None:
         return None
@@ -239,6 +250,7 @@ def document(s: LogSummary, findings: list[Any], workload: Any, nodes: int | Non
                    "rank_spread": _rank_spread(f.spread), "mpiio_read": _mpiio_dir(f.mpiio_read),
                    "mpiio_write": _mpiio_dir(f.mpiio_write), "mpiio_rank_spread": _rank_spread(f.mpiio_spread),
                    "lustre": dataclasses.asdict(f.lustre) if f.lustre else None} for f in s.files[:50]],
+        "timeline": _timeline(s),
         "workload": to_plain(workload),
         "workload_assumptions": _assumptions(workload, nodes, nodes_from),
         "findings": [to_plain(f) for f in findings],

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ImportFormatError, UsageError
-from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES, ApiTotals, FileSummary, LogSummary,
-                      LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests)
+from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES, ApiTotals, FileSummary, Heatmap,
+                      LogSummary, LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests)
 
 __all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "check_header", "import_backend", "read_checked", "sniff",
            "start_read", "summarize", "to_workload"]
@@ -319,7 +319,7 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None) -> l
     or a count of operations or bytes that is negative, is read as 0 and listed in `dropped`."""
     ffi, lib = backend.ffi, backend.libdutil
     idx = backend.log_get_modules(log)[mod]["idx"]
-    ctype = backend._structdefs[mod]
+    ctype = ffi.typeof(backend._structdefs[mod])          # parsed once, not per record
     lustre = mod == "LUSTRE"
     cnames = backend.counter_names("LUSTRE_COMP" if lustre else mod)
     fnames = () if lustre else backend.fcounter_names(mod)
@@ -433,14 +433,63 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     for mod in READ_MODULES:
         if mod in modinfo:
             recs[mod] = step(_records, backend, log, mod, dropped)
+    heat: tuple[Heatmap, ...] = ()
+    done = set(recs)
+    if "HEATMAP" in modinfo and "HEATMAP" in backend._structdefs:
+        heat = step(_heatmaps, backend, log, modinfo["HEATMAP"]["idx"], names)
+        done.add("HEATMAP")
     # the regions lie in the file in module order, so a log cut short loses the end of its last region: read
-    # that one too where the analysis does not (DXT traces, the heatmap, ...), or a cut log would pass as whole
+    # that one too where the analysis does not (DXT traces, ...), or a cut log would pass as whole
     last = max(modinfo, key=lambda m: modinfo[m]["idx"], default=None)
-    if last is not None and last not in recs:
+    if last is not None and last not in done:
         step(_drain, backend, log, modinfo[last]["idx"])
     partial_mods = tuple(k for k, m in modinfo.items() if m.get("partial_flag"))
     backend.log_close(log)
-    return _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods, dropped)
+    s = _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods, dropped)
+    return dataclasses.replace(s, heatmaps=heat) if heat else s
+
+
+def _heatmaps(backend: Any, log: Any, idx: int, names: dict) -> tuple[Heatmap, ...]:
+    """The HEATMAP module's records summed per interface: bytes read and written per time bin over all ranks, and
+    the ranks active in each bin. Records binned at another width are put on the widest width's grid. The sums
+    run column by column over all records at the end (C-level sums), not record by record."""
+    ffi, lib = backend.ffi, backend.libdutil
+    ctype = ffi.typeof(backend._structdefs["HEATMAP"])     # parsed once, not per record
+    rows: dict[str, list] = {}
+    buf = ffi.new("void **")
+    while lib.darshan_log_get_record(log["handle"], idx, buf) >= 1:
+        rec = ffi.cast(ctype, buf)[0]
+        n, width = int(rec.nbins), float(rec.bin_width_seconds)
+        if n > 0 and 0 < width < math.inf:
+            w, r = ffi.unpack(rec.write_bins, n), ffi.unpack(rec.read_bins, n)
+            if min(w) < 0 or min(r) < 0:          # no bin can hold fewer than 0 bytes
+                w, r = [max(0, v) for v in w], [max(0, v) for v in r]
+            api = names.get(rec.base_rec.id, "heatmap:?").split(":", 1)[-1]
+            rows.setdefault(api, []).append((width, r, w))
+        lib.darshan_free(buf[0])
+        buf[0] = ffi.NULL
+    return tuple(_heatmap(api, rs) for api, rs in sorted(rows.items()))
+
+
+def _heatmap(api: str, rows: list[tuple[float, list, list]]) -> Heatmap:
+    """One interface's heatmap records summed bin by bin (on the widest bin width's grid where they differ)."""
+    width = max(wd for wd, _, _ in rows)
+    n = max(math.ceil(len(r) * wd / width) for wd, r, _ in rows)
+    if any(wd != width or len(r) != n for wd, r, _ in rows):
+        rows = [(width, _onto(r, wd, width, n), _onto(w, wd, width, n)) for wd, r, w in rows]
+    rcols, wcols = list(zip(*(r for _, r, _ in rows))), list(zip(*(w for _, _, w in rows)))
+    return Heatmap(api=api, bin_width=width, read_bytes=tuple(map(sum, rcols)), write_bytes=tuple(map(sum, wcols)),
+                   ranks_reading=tuple(len(c) - c.count(0) for c in rcols),
+                   ranks_writing=tuple(len(c) - c.count(0) for c in wcols), ranks=len(rows))
+
+
+def _onto(vals: list, wd: float, width: float, n: int) -> list:
+    """Bins of `wd` seconds summed onto `n` bins of `width` seconds."""
+    out = [0] * n
+    for i, v in enumerate(vals):
+        if v:
+            out[min(n - 1, int(i * wd / width))] += v
+    return out
 
 
 def _drain(backend: Any, log: Any, idx: int) -> int:

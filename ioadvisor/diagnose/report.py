@@ -116,6 +116,17 @@ def plots(doc: dict[str, Any]) -> list[tuple[str, str]]:
                     "is a straggler, not imbalance.",
                     bar_chart("Bytes per rank on shared files", labels,
                               [("slowest rank", slow_b), ("fastest rank", fast_b), ("mean", mean_b)], " MiB")))
+    for tl in (doc.get("timeline") or {}).get("apis", []):
+        if not any(tl["read_bytes"]) and not any(tl["write_bytes"]):
+            continue
+        w = tl["bin_width_s"]
+        out.append((f"{tl['api']} bytes per {w:g} s over the run (Darshan's HEATMAP, summed over {tl['ranks']} ranks); "
+                    f"phases: " + "; ".join(f"{p['start_s']:.0f}-{p['end_s']:.0f} s, up to {p['ranks_active_max']} "
+                                            f"ranks" for p in tl["phases"][:5]) + ".",
+                    bar_chart(f"{tl['api']} I/O over time", [f"{i * w:.0f}" for i in range(len(tl["write_bytes"]))],
+                              [("written", [v / (1 << 20) for v in tl["write_bytes"]]),
+                               ("read", [v / (1 << 20) for v in tl["read_bytes"]])], " MiB",
+                              width=max(520, 6 * len(tl["write_bytes"]) + 80))))
     osts = doc["lustre"]["osts"]
     if osts:
         slow = set()
@@ -131,6 +142,11 @@ def plots(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def _moved(p: dict[str, Any]) -> str:
+    parts = [f"{format_size(p[k])} {w}" for k, w in (("bytes_written", "written"), ("bytes_read", "read")) if p[k]]
+    return " and ".join(parts) or "no bytes"
+
+
 def summary_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
     """The summary panel's rows for I/O time and the MPI-IO hints in effect (the HTML report shows the same)."""
     job, rows = doc["job"], []
@@ -139,6 +155,12 @@ def summary_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
         share = f" ({100 * io['share_of_run']:.0f}% of the run)" if io.get("share_of_run") is not None else ""
         rows.append(("I/O time", f"{io['busiest_rank_s']:.3g} s for the busiest rank{share}, "
                                  f"{io['mean_per_rank_s']:.3g} s averaged over all ranks"))
+    for tl in (doc.get("timeline") or {}).get("apis", []):
+        ph = tl["phases"]
+        if ph:
+            shown = "; ".join(f"{p['start_s']:.0f}-{p['end_s']:.0f} s {_moved(p)} by up to {p['ranks_active_max']} "
+                              f"of {tl['ranks']} ranks" for p in ph[:3])
+            rows.append((f"I/O phases, {tl['api']}", shown + (f"; {len(ph) - 3} more" if len(ph) > 3 else "")))
     for h in job.get("mpiio_hints_in_effect") or []:
         parts = [f"{h['cb_nodes']} aggregators (cb_nodes) for {h['ranks']} ranks" if h["cb_nodes"]
                  else f"{h['ranks']} ranks, aggregators not in the log"]

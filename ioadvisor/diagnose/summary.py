@@ -256,6 +256,46 @@ class MetaTime:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Heatmap:
+    """Darshan's HEATMAP module for one interface (POSIX, MPIIO, STDIO): bytes moved per time bin summed over the
+    ranks, and how many ranks read and wrote in each bin. Bin i covers [i x bin_width, (i + 1) x bin_width) seconds
+    from the job's start."""
+
+    api: str
+    bin_width: float
+    read_bytes: tuple[int, ...]
+    write_bytes: tuple[int, ...]
+    ranks_reading: tuple[int, ...]
+    ranks_writing: tuple[int, ...]
+    ranks: int                         # ranks with a heatmap record for this interface
+
+    @property
+    def ranks_active(self) -> tuple[int, ...]:
+        """Per bin, the larger of the ranks reading and the ranks writing (a lower bound of the ranks moving data)."""
+        return tuple(map(max, self.ranks_reading, self.ranks_writing))
+
+    def phases(self, floor: float = 0.01) -> list[dict]:
+        """I/O phases: runs of consecutive bins moving more than `floor` of the busiest bin's bytes, each with its
+        start and end (s), bytes read and written, and the most ranks active in one of its bins."""
+        moved = [r + w for r, w in zip(self.read_bytes, self.write_bytes)]
+        top = max(moved, default=0)
+        out: list[dict] = []
+        if top <= 0:
+            return out
+        start = None
+        for i, m in enumerate(moved + [0]):
+            if m > floor * top and start is None:
+                start = i
+            elif m <= floor * top and start is not None:
+                out.append({"start_s": round(start * self.bin_width, 1), "end_s": round(i * self.bin_width, 1),
+                            "bytes_read": sum(self.read_bytes[start:i]),
+                            "bytes_written": sum(self.write_bytes[start:i]),
+                            "ranks_active_max": max(self.ranks_active[start:i])})
+                start = None
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
 class LogSummary:
     """Everything the rules look at, derived once from the log."""
 
@@ -295,6 +335,7 @@ class LogSummary:
     partial: bool = False                # Darshan ran out of memory and dropped records
     notes: tuple[str, ...] = ()
     nodes: int | None = None             # the node count the log states (`derive.nodes_stated`), else None
+    heatmaps: tuple[Heatmap, ...] = ()   # the HEATMAP module's time lines, one per interface
 
     # convenience views -------------------------------------------------------------------------------
     @property
