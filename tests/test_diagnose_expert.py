@@ -346,3 +346,21 @@ def test_heatmap_time_lines_show_the_phases_and_the_ranks_that_did_the_work(e3sm
 
 def test_a_log_without_heatmap_records_has_no_time_line():
     assert diagnose(EXAMPLES / "sample-badost.darshan", use_kb=False)["timeline"] is None
+
+
+def test_collective_overhead_with_reduced_records_as_an_ior_log_has_them():
+    # one shared record per layer (Darshan's reduction): MPIIO_F_SLOWEST_RANK_TIME 651 s, POSIX_F_SLOWEST_RANK_TIME
+    # 337 s, 16,384 collective writes. 651 - 337 = 314 s (48% of 651 s, 48% of a 654 s run) left unsaid was the bug
+    from test_diagnose_counters import record
+    gb = 64 * 10 ** 9
+    recs = {"MPI-IO": [record("MPI-IO", 1, -1, COLL_WRITES=16_384, BYTES_WRITTEN=gb, SIZE_WRITE_AGG_1M_4M=16_384,
+                              F_WRITE_TIME=640.0 * 64, F_SLOWEST_RANK_TIME=651.0, SLOWEST_RANK=5,
+                              SLOWEST_RANK_BYTES=gb // 64, F_FASTEST_RANK_TIME=600.0, FASTEST_RANK=9,
+                              FASTEST_RANK_BYTES=gb // 64)],
+            "POSIX": [record("POSIX", 1, -1, WRITES=16_384, BYTES_WRITTEN=gb, SIZE_WRITE_1M_4M=16_384,
+                             F_WRITE_TIME=330.0 * 64, F_SLOWEST_RANK_TIME=337.0, SLOWEST_RANK=5,
+                             SLOWEST_RANK_BYTES=gb // 64, F_FASTEST_RANK_TIME=300.0, FASTEST_RANK=9,
+                             FASTEST_RANK_BYTES=gb // 64)]}
+    f = _rules(_synthetic(recs, {1: "/lus/ior/testFile"}, nprocs=64, run_time=654.0))["COLL001"]
+    assert f.time_at_stake_s == pytest.approx(651.0 - 337.0, abs=0.01) and f.severity == "high"
+    assert f.evidence["aggregators"] is None and "aggregators not" not in f.message
