@@ -364,3 +364,17 @@ def test_collective_overhead_with_reduced_records_as_an_ior_log_has_them():
     f = _rules(_synthetic(recs, {1: "/lus/ior/testFile"}, nprocs=64, run_time=654.0))["COLL001"]
     assert f.time_at_stake_s == pytest.approx(651.0 - 337.0, abs=0.01) and f.severity == "high"
     assert f.evidence["aggregators"] is None and "aggregators not" not in f.message
+
+
+@needs_expert
+@pytest.mark.parametrize("cut", [50_000, 150_000])
+def test_a_log_cut_inside_its_heatmap_region_is_refused_not_summarised(tmp_path, cut):
+    # the HEATMAP region (326,498 bytes) is the log's last: a log missing its end must not pass for a whole one
+    from typer.testing import CliRunner
+
+    from ioadvisor.cli import app
+    data = EXPERT.read_bytes()
+    log = tmp_path / "cut.darshan"
+    log.write_bytes(data[:len(data) - cut])
+    r = CliRunner().invoke(app, ["diagnose", str(log), "--json"])
+    assert r.exit_code == 2 and "cut.darshan" in r.output and "Traceback" not in r.output

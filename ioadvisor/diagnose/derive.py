@@ -457,7 +457,7 @@ def _heatmaps(backend: Any, log: Any, idx: int, names: dict) -> tuple[Heatmap, .
     ctype = ffi.typeof(backend._structdefs["HEATMAP"])     # parsed once, not per record
     rows: dict[str, list] = {}
     buf = ffi.new("void **")
-    while lib.darshan_log_get_record(log["handle"], idx, buf) >= 1:
+    while (got := lib.darshan_log_get_record(log["handle"], idx, buf)) >= 1:
         rec = ffi.cast(ctype, buf)[0]
         n, width = int(rec.nbins), float(rec.bin_width_seconds)
         if n > 0 and 0 < width < math.inf:
@@ -468,6 +468,8 @@ def _heatmaps(backend: Any, log: Any, idx: int, names: dict) -> tuple[Heatmap, .
             rows.setdefault(api, []).append((width, r, w))
         lib.darshan_free(buf[0])
         buf[0] = ffi.NULL
+    if got < 0:                  # a region cut short: the log is not whole (as `_drain` finds for other modules)
+        raise _LogError(f"the Darshan library failed to read module {idx}'s records")
     return tuple(_heatmap(api, rs) for api, rs in sorted(rows.items()))
 
 

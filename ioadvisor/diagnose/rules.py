@@ -216,7 +216,7 @@ def per_worker(s: LogSummary, items: list[tuple[FileSummary, float]]) -> tuple[f
             workers.add(f.workers)
     busiest = shared + max(own.values(), default=0.0)
     if own and not workers:
-        who = f"rank {max(own, key=own.get)}" if len(own) > 1 or shared == 0 else "the busiest rank"
+        who = f"rank {max(own, key=own.get)}"
     elif len(workers) == 1 and not own:
         n = next(iter(workers))
         who = f"each of the {n} ranks that did the POSIX I/O" if n < s.nprocs else "each rank"
