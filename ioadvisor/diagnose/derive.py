@@ -29,6 +29,7 @@ __all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "check_header", "import_bac
 DARSHAN_MAGIC = 6567223          # DARSHAN_MAGIC_NR, stored as int64 right after the 8-byte version string
 CHILD_TIMEOUT = 120.0
 LCME_FL_INIT = 0x10              # Lustre component flag: the component has objects
+MAX_HEATMAP_BINS = 1 << 16       # a heatmap record claiming more bins is corrupt: it is not read
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -460,7 +461,7 @@ def _heatmaps(backend: Any, log: Any, idx: int, names: dict) -> tuple[Heatmap, .
     while (got := lib.darshan_log_get_record(log["handle"], idx, buf)) >= 1:
         rec = ffi.cast(ctype, buf)[0]
         n, width = int(rec.nbins), float(rec.bin_width_seconds)
-        if n > 0 and 0 < width < math.inf:
+        if 0 < n <= MAX_HEATMAP_BINS and 0 < width < math.inf:
             w, r = ffi.unpack(rec.write_bins, n), ffi.unpack(rec.read_bins, n)
             if min(w) < 0 or min(r) < 0:          # no bin can hold fewer than 0 bytes
                 w, r = [max(0, v) for v in w], [max(0, v) for v in r]
