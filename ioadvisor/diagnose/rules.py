@@ -406,7 +406,9 @@ class LUS001(Rule):
                              for g in sorted(hits, key=lambda g: -times[g.id])[:10]]
         mw = f.mpiio_write.bytes if f.mpiio_write else 0
         mr = f.mpiio_read.bytes if f.mpiio_read else 0
-        return self.finding(s, t, msg, evidence, at_stake=at_stake, saving=saving, counters={
+        mean = min(sum(g.app_time()[1] for g in hits), at_stake)
+        return self.finding(s, t, msg, evidence, at_stake=at_stake, saving=saving, mean=mean,
+                            who="the slowest rank of each file", counters={
             "LUSTRE_COMP_STRIPE_COUNT": f.lustre.stripe_count, "LUSTRE_COMP_STRIPE_SIZE": f.lustre.stripe_size,
             "POSIX_BYTES_READ": f.bytes_read, "POSIX_BYTES_WRITTEN": f.bytes_written,
             "MPIIO_BYTES_READ": mr, "MPIIO_BYTES_WRITTEN": mw,
