@@ -378,3 +378,16 @@ def test_a_log_cut_inside_its_heatmap_region_is_refused_not_summarised(tmp_path,
     log.write_bytes(data[:len(data) - cut])
     r = CliRunner().invoke(app, ["diagnose", str(log), "--json"])
     assert r.exit_code == 2 and "cut.darshan" in r.output and "Traceback" not in r.output
+
+
+def test_without_a_heatmap_the_dxt_trace_gives_the_time_line():
+    # dxt.darshan (format 3.10, no HEATMAP): its DXT_POSIX segments carry the bytes POSIX counted, to the byte:
+    # POSIX_BYTES_WRITTEN 13,021,781 and POSIX_BYTES_READ 22,517,726 summed over its records
+    doc = diagnose(EXAMPLES / "dxt.darshan", use_kb=False)
+    tl = doc["timeline"]
+    assert tl["source"] == "DXT"
+    (posix,) = [a for a in tl["apis"] if a["api"] == "POSIX"]
+    assert (sum(posix["write_bytes"]), sum(posix["read_bytes"])) == (13_021_781, 22_517_726)
+    assert sum(doc["apis"]["POSIX"][k] for k in ("bytes_written",)) == 13_021_781
+    assert posix["phases"] and all(p["ranks_active_max"] == 1 for p in posix["phases"])
+    assert all(0 <= p["start_s"] < p["end_s"] <= doc["job"]["run_time"] + posix["bin_width_s"] for p in posix["phases"])

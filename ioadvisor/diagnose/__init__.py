@@ -176,10 +176,11 @@ def _io_time(s: LogSummary) -> dict[str, Any]:
 
 
 def _timeline(s: LogSummary) -> dict[str, Any] | None:
-    """The HEATMAP time lines per interface, with their I/O phases; None where the log has no HEATMAP records."""
+    """The time lines per interface (from HEATMAP records, else DXT traces), with their I/O phases; None where the
+    log has neither."""
     if not s.heatmaps:
         return None
-    return {"source": "HEATMAP", "apis": [
+    return {"source": s.heatmaps[0].source, "apis": [
         {"api": h.api, "bin_width_s": h.bin_width, "ranks": h.ranks, "phases": h.phases(),
          "read_bytes": list(h.read_bytes), "write_bytes": list(h.write_bytes),
          "ranks_reading": list(h.ranks_reading), "ranks_writing": list(h.ranks_writing)}

@@ -434,11 +434,8 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     for mod in READ_MODULES:
         if mod in modinfo:
             recs[mod] = step(_records, backend, log, mod, dropped)
-    heat: tuple[Heatmap, ...] = ()
-    done = set(recs)
-    if "HEATMAP" in modinfo and "HEATMAP" in backend._structdefs:
-        heat = step(_heatmaps, backend, log, modinfo["HEATMAP"]["idx"], names)
-        done.add("HEATMAP")
+    heat, timed = _timelines(step, backend, log, modinfo, names, float(job.get("run_time") or 0.0))
+    done = set(recs) | timed
     # the regions lie in the file in module order, so a log cut short loses the end of its last region: read
     # that one too where the analysis does not (DXT traces, ...), or a cut log would pass as whole
     last = max(modinfo, key=lambda m: modinfo[m]["idx"], default=None)
@@ -474,6 +471,51 @@ def _heatmaps(backend: Any, log: Any, idx: int, names: dict) -> tuple[Heatmap, .
     return tuple(_heatmap(api, rs) for api, rs in sorted(rows.items()))
 
 
+DXT_BINS = 100                  # a DXT time line has this many bins over the run
+MAX_DXT_SEGMENTS = 2_000_000    # segments summed at most; the rest of the trace is read and dropped
+
+
+def _dxt(backend: Any, log: Any, idx: int, api: str, run_time: float) -> Heatmap | None:
+    """A DXT trace's segments as a time line of DXT_BINS bins over the run: bytes read and written by the bin each
+    segment started in, and the ranks that read and wrote in each bin. Segments are unpacked from the record's
+    memory in one call per record (offset, length, start, end: int64, int64, double, double)."""
+    ffi, lib = backend.ffi, backend.libdutil
+    ctype = ffi.typeof(backend._structdefs["DXT_POSIX"])
+    head = ffi.sizeof("struct dxt_file_record")
+    seg = struct.Struct("=qqdd")
+    width = max(run_time, 1.0) / DXT_BINS
+    rb, wb = [0] * DXT_BINS, [0] * DXT_BINS
+    readers: list[set] = [set() for _ in range(DXT_BINS)]
+    writers: list[set] = [set() for _ in range(DXT_BINS)]
+    ranks: set[int] = set()
+    budget = MAX_DXT_SEGMENTS
+    buf = ffi.new("void **")
+    while (got := lib.darshan_log_get_record(log["handle"], idx, buf)) >= 1:
+        rec = ffi.cast(ctype, buf)[0]
+        rank, nw, nr = int(rec.base_rec.rank), int(rec.write_count), int(rec.read_count)
+        if 0 < nw + nr <= budget:
+            budget -= nw + nr
+            ranks.add(rank)
+            raw = ffi.buffer(ffi.cast("char *", buf[0]) + head, seg.size * (nw + nr))
+            for i, (_, length, start, _) in enumerate(seg.iter_unpack(raw)):
+                b = min(DXT_BINS - 1, max(0, int(start / width))) if start == start else 0
+                if i < nw:
+                    wb[b] += max(0, length)
+                    writers[b].add(rank)
+                else:
+                    rb[b] += max(0, length)
+                    readers[b].add(rank)
+        lib.darshan_free(buf[0])
+        buf[0] = ffi.NULL
+    if got < 0:
+        raise _LogError(f"the Darshan library failed to read module {idx}'s records")
+    if not ranks:
+        return None
+    return Heatmap(api=api, bin_width=width, read_bytes=tuple(rb), write_bytes=tuple(wb),
+                   ranks_reading=tuple(map(len, readers)), ranks_writing=tuple(map(len, writers)),
+                   ranks=len(ranks), source="DXT")
+
+
 def _heatmap(api: str, rows: list[tuple[float, list, list]]) -> Heatmap:
     """One interface's heatmap records summed bin by bin (on the widest bin width's grid where they differ)."""
     width = max(wd for wd, _, _ in rows)
@@ -493,6 +535,23 @@ def _onto(vals: list, wd: float, width: float, n: int) -> list:
         if v:
             out[min(n - 1, int(i * wd / width))] += v
     return out
+
+
+def _timelines(step: Any, backend: Any, log: Any, modinfo: dict, names: dict,
+               run_time: float) -> tuple[tuple[Heatmap, ...], set[str]]:
+    """The time lines of the HEATMAP records, else of the DXT traces (the heatmap covers every rank, a trace may
+    not), read through `step`; and the modules read for them."""
+    heat: tuple[Heatmap, ...] = ()
+    done: set[str] = set()
+    if "HEATMAP" in modinfo and "HEATMAP" in backend._structdefs:
+        heat = step(_heatmaps, backend, log, modinfo["HEATMAP"]["idx"], names)
+        done.add("HEATMAP")
+    for mod, api in (("DXT_POSIX", "POSIX"), ("DXT_MPIIO", "MPIIO")):
+        if not heat and mod in modinfo and mod in backend._structdefs:
+            line = step(_dxt, backend, log, modinfo[mod]["idx"], api, run_time)
+            heat += (line,) if line else ()
+            done.add(mod)
+    return heat, done
 
 
 def _drain(backend: Any, log: Any, idx: int) -> int:

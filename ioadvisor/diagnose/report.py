@@ -81,6 +81,25 @@ def _num(v: float) -> str:
     return f"{v:.0f}" if v >= 10 or v == int(v) else f"{v:.2g}"
 
 
+def _timeline_plots(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """(caption, svg) of each interface's bytes over the run, from the HEATMAP records or DXT traces."""
+    out = []
+    for tl in (doc.get("timeline") or {}).get("apis", []):
+        if not any(tl["read_bytes"]) and not any(tl["write_bytes"]):
+            continue
+        w = tl["bin_width_s"]
+        src = ("Darshan's HEATMAP" if doc["timeline"]["source"] == "HEATMAP"
+               else "DXT traces, by each segment's start")
+        out.append((f"{tl['api']} bytes per {w:.3g} s over the run ({src}, summed over {tl['ranks']} ranks); "
+                    f"phases: " + "; ".join(f"{p['start_s']:.0f}-{p['end_s']:.0f} s, up to {p['ranks_active_max']} "
+                                            f"ranks" for p in tl["phases"][:5]) + ".",
+                    bar_chart(f"{tl['api']} I/O over time", [f"{i * w:.0f}" for i in range(len(tl["write_bytes"]))],
+                              [("written", [v / (1 << 20) for v in tl["write_bytes"]]),
+                               ("read", [v / (1 << 20) for v in tl["read_bytes"]])], " MiB",
+                              width=max(520, 6 * len(tl["write_bytes"]) + 80))))
+    return out
+
+
 def plots(doc: dict[str, Any]) -> list[tuple[str, str]]:
     """(caption, svg) for the plots the document has data for."""
     out = []
@@ -116,17 +135,7 @@ def plots(doc: dict[str, Any]) -> list[tuple[str, str]]:
                     "is a straggler, not imbalance.",
                     bar_chart("Bytes per rank on shared files", labels,
                               [("slowest rank", slow_b), ("fastest rank", fast_b), ("mean", mean_b)], " MiB")))
-    for tl in (doc.get("timeline") or {}).get("apis", []):
-        if not any(tl["read_bytes"]) and not any(tl["write_bytes"]):
-            continue
-        w = tl["bin_width_s"]
-        out.append((f"{tl['api']} bytes per {w:g} s over the run (Darshan's HEATMAP, summed over {tl['ranks']} ranks); "
-                    f"phases: " + "; ".join(f"{p['start_s']:.0f}-{p['end_s']:.0f} s, up to {p['ranks_active_max']} "
-                                            f"ranks" for p in tl["phases"][:5]) + ".",
-                    bar_chart(f"{tl['api']} I/O over time", [f"{i * w:.0f}" for i in range(len(tl["write_bytes"]))],
-                              [("written", [v / (1 << 20) for v in tl["write_bytes"]]),
-                               ("read", [v / (1 << 20) for v in tl["read_bytes"]])], " MiB",
-                              width=max(520, 6 * len(tl["write_bytes"]) + 80))))
+    out += _timeline_plots(doc)
     osts = doc["lustre"]["osts"]
     if osts:
         slow = set()

@@ -267,7 +267,8 @@ class Heatmap:
     write_bytes: tuple[int, ...]
     ranks_reading: tuple[int, ...]
     ranks_writing: tuple[int, ...]
-    ranks: int                         # ranks with a heatmap record for this interface
+    ranks: int                         # ranks with a heatmap record (DXT: a traced segment) for this interface
+    source: str = "HEATMAP"            # or "DXT": a time line from the traced segments, by their start time
 
     @property
     def ranks_active(self) -> tuple[int, ...]:
