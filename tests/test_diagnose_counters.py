@@ -151,12 +151,13 @@ def _partial_mpiio_file(stripes: int, posix_bytes: int = 78_000):
 def test_a_one_stripe_file_written_through_mpiio_counts_with_mpiio_bytes():
     """POSIX saw 78,000 bytes of out.dat (< 1 GiB: the old rule stayed silent), MPI-IO 25,100,000,000 (>= 1 GiB):
     max(78,000, 25.1e9) = 25.1e9 bytes on 1 stripe must fire LUS001 at the MPI-IO layer, with 555 s per rank
-    (MPIIO_F_WRITE_TIME 555 x 512 rank-s / 512 ranks). ckpt.dat, with no POSIX record, is a file of the summary."""
+    (MPIIO_F_WRITE_TIME 555 x 512 rank-s / 512 ranks), plus ckpt.dat's 30 s (also one stripe, 1.49 GB): every
+    one-stripe file counts. ckpt.dat, with no POSIX record, is a file of the summary."""
     s = _partial_mpiio_file(1)
     assert {f.path for f in s.files} == {"/lus/proj/out.dat", "/lus/proj/ckpt.dat"}
     (lus,) = [f for f in run_rules(s, ctx=Context()) if f.id == "LUS001"]
     assert lus.evidence["file"] == "/lus/proj/out.dat" and lus.evidence["layer"] == "MPI-IO"
-    assert lus.evidence["bytes"] == 25_100_000_000 and lus.time_at_stake_s == pytest.approx(555.0)
+    assert lus.evidence["bytes"] == 25_100_000_000 and lus.time_at_stake_s == pytest.approx(555.0 + 30.0)
     assert lus.evidence["files_affected"] == 2 and "through MPI-IO" in lus.message
     # striped over 8 OSTs, the same file must not fire it (8 > max_stripe_count 1), and ckpt.dat does (1.49 GB)
     (lus8,) = [f for f in run_rules(_partial_mpiio_file(8), ctx=Context()) if f.id == "LUS001"]

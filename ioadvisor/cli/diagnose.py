@@ -53,6 +53,8 @@ def _render(doc: dict[str, Any], con: Any) -> None:
     for api, t in doc["apis"].items():
         rows.append((api, f"read {format_size(t['bytes_read'])} in {t['reads']} ops, "
                           f"written {format_size(t['bytes_written'])} in {t['writes']} ops, {t['files']} files"))
+    from ..diagnose.report import summary_rows
+    rows += summary_rows(doc)
     lus = doc["lustre"]
     if lus["osts_used"]:
         rows.append(("Lustre", f"{lus['osts_used']} OSTs used; the file system has at least "
@@ -64,10 +66,22 @@ def _render(doc: dict[str, Any], con: Any) -> None:
     n = {s: sum(1 for f in doc["findings"] if f["severity"] == s) for s in ("high", "warn", "info")}
     con.print(Panel(grid, title=Text("Darshan diagnosis", style="bold"),
                     subtitle=f"{n['high']} high, {n['warn']} warnings, {n['info']} notes", expand=False))
+    if job.get("nothing_to_judge"):
+        con.print(Text(f"Nothing to judge: {job['nothing_to_judge']}.", style="yellow"))
+        return
     if not doc["findings"]:
         con.print(Text(f"No rule fired on what was read ({', '.join(job['modules'])}): nothing there calls for "
                        f"a change.", style="green"))
         return
+    con.print(_findings_table(doc, con))
+
+
+def _findings_table(doc: dict[str, Any], con: Any) -> Any:
+    from rich.table import Table
+    from rich.text import Text
+
+    from ..diagnose.report import at_stake_text
+    job = doc["job"]
     table = Table(show_lines=True, expand=con.is_terminal)   # natural width into a pipe
     table.add_column("ID", no_wrap=True)
     table.add_column("Severity", no_wrap=True)
@@ -75,8 +89,7 @@ def _render(doc: dict[str, Any], con: Any) -> None:
     for f in doc["findings"]:
         text = Text.assemble((f["title"], "bold"), "\n", f["message"])
         if f.get("time_at_stake_s") is not None:
-            text.append(f"\nAt stake: {f['time_at_stake_s']:.3g} s per rank of a {job['run_time']:.0f} s run.",
-                        style="dim")
+            text.append(f"\nAt stake: {at_stake_text(f, job)}", style="dim")
         counters = f["evidence"].get("counters") or {}
         if counters:
             text.append("\nCounters: " + ", ".join(f"{k}={v}" for k, v in counters.items()), style="dim")
@@ -91,7 +104,7 @@ def _render(doc: dict[str, Any], con: Any) -> None:
                         f"{cfg['stripe_count'] or '-'}: predicted {_value(pred['value'])} {pred['unit'] or ''} vs "
                         f"{_value(base['value'])} {base['unit'] or ''} with the defaults")
         table.add_row(f["id"], Text(f["severity"], style=_STYLE.get(f["severity"], "")), text)
-    con.print(table)
+    return table
 
 
 @app.command("diagnose")

@@ -168,6 +168,25 @@ def _assumptions(workload: Any, nodes: int | None, nodes_from: str | None) -> di
             "note": NODES_FROM[nodes_from]}
 
 
+def _io_time(s: LogSummary) -> dict[str, Any]:
+    """The job's I/O time per rank (LogSummary.io_time) and its share of the run."""
+    busiest, mean = s.io_time()
+    return {"busiest_rank_s": round(busiest, 3), "mean_per_rank_s": round(mean, 3),
+            "share_of_run": round(busiest / s.run_time, 4) if s.run_time > 0 else None}
+
+
+def _timeline(s: LogSummary) -> dict[str, Any] | None:
+    """The time lines per interface (from HEATMAP records, else DXT traces), with their I/O phases; None where the
+    log has neither."""
+    if not s.heatmaps:
+        return None
+    return {"source": s.heatmaps[0].source, "apis": [
+        {"api": h.api, "bin_width_s": h.bin_width, "ranks": h.ranks, "phases": h.phases(),
+         "read_bytes": list(h.read_bytes), "write_bytes": list(h.write_bytes),
+         "ranks_reading": list(h.ranks_reading), "ranks_writing": list(h.ranks_writing)}
+        for h in s.heatmaps]}
+
+
 def _rank_spread(sp: Any) -> dict[str, Any] | None:
     if sp is None:
         return None
@@ -200,7 +219,8 @@ def document(s: LogSummary, findings: list[Any], workload: Any, nodes: int | Non
                 "partial_modules": list(s.partial_modules), "layout": s.layout, "files": len(s.files),
                 "shared_files": len(s.shared_files), "fpp_files": len(s.fpp_files),
                 "special_files": sum(1 for f in s.files if f.special), "partial": s.partial,
-                "notes": list(s.notes)},
+                "notes": list(s.notes), "io_time": _io_time(s), "mpiio_hints_in_effect": s.hints_in_effect(),
+                "nothing_to_judge": s.nothing_to_judge()},
         "apis": {k: dataclasses.asdict(v) for k, v in s.apis.items()},
         "requests": {"read_sizes": dict(s.read_sizes), "write_sizes": dict(s.write_sizes),
                      "small_reads": s.small_reads, "small_writes": s.small_writes, **req,
@@ -231,6 +251,7 @@ def document(s: LogSummary, findings: list[Any], workload: Any, nodes: int | Non
                    "rank_spread": _rank_spread(f.spread), "mpiio_read": _mpiio_dir(f.mpiio_read),
                    "mpiio_write": _mpiio_dir(f.mpiio_write), "mpiio_rank_spread": _rank_spread(f.mpiio_spread),
                    "lustre": dataclasses.asdict(f.lustre) if f.lustre else None} for f in s.files[:50]],
+        "timeline": _timeline(s),
         "workload": to_plain(workload),
         "workload_assumptions": _assumptions(workload, nodes, nodes_from),
         "findings": [to_plain(f) for f in findings],

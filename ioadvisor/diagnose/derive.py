@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ImportFormatError, UsageError
-from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES, ApiTotals, FileSummary, LogSummary,
-                      LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests)
+from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES, ApiTotals, FileSummary, Heatmap,
+                      LogSummary, LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests)
 
 __all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "check_header", "import_backend", "read_checked", "sniff",
            "start_read", "summarize", "to_workload"]
@@ -29,6 +29,7 @@ __all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "check_header", "import_bac
 DARSHAN_MAGIC = 6567223          # DARSHAN_MAGIC_NR, stored as int64 right after the 8-byte version string
 CHILD_TIMEOUT = 120.0
 LCME_FL_INIT = 0x10              # Lustre component flag: the component has objects
+MAX_HEATMAP_BINS = 1 << 16       # a heatmap record claiming more bins is corrupt: it is not read
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -271,16 +272,63 @@ class _LogError(Exception):
     pass
 
 
-def _records(backend: Any, log: Any, mod: str) -> list[dict]:
+# Counters no run can produce negative: counts of operations and bytes, the size histograms. Other counters hold -1
+# by design (rank ids of a shared record) or signed values (record-name hashes, offsets, strides).
+_COUNT_NAME = re.compile(r"_(READS|WRITES|OPENS|SEEKS|STATS|FLUSHES|BYTES_READ|BYTES_WRITTEN|RANK_BYTES|NOT_ALIGNED"
+                         r"|CONSEC_READS|CONSEC_WRITES|SEQ_READS|SEQ_WRITES)$|_SIZE_(READ|WRITE)_|_ACCESS\d_COUNT$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Dropped:
+    """A counter value no run can produce (a negative, infinite or NaN timer; a negative count), left out of
+    every total and finding (read as 0)."""
+
+    module: str
+    counter: str
+    value: float
+    rank: int
+    record_id: int
+
+
+def _picker(names: Any, test: Any) -> tuple[Any, tuple[int, ...]]:
+    """An itemgetter returning a tuple of the values at the names `test` accepts (None if none), and their indices."""
+    import operator
+    idx = tuple(i for i, n in enumerate(names) if test(n))
+    if not idx:
+        return None, ()
+    get = operator.itemgetter(*idx)
+    return (get if len(idx) > 1 else (lambda v, g=get: (g(v),))), idx
+
+
+def _sane(mod: str, rid: int, rank: int, names: Any, vals: list, idx: tuple[int, ...], is_time: bool,
+          dropped: list) -> list:
+    """`vals` with the impossible values at `idx` set to 0, each one listed in `dropped`."""
+    vals = list(vals)
+    for i in idx:
+        v = vals[i]
+        if (0.0 <= v < math.inf) if is_time else v >= 0:
+            continue
+        dropped.append(Dropped(mod, names[i], float(v), int(rank), int(rid)))
+        vals[i] = 0.0 if is_time else 0
+    return vals
+
+
+def _records(backend: Any, log: Any, mod: str, dropped: list | None = None) -> list[dict]:
     """All records of a module, read through PyDarshan's cffi definitions of the module's C struct: counters as
     dicts of plain Python numbers (much faster to sum than numpy's, and no numpy needed). A Lustre record holds
-    components (stripe counters, pool, OST list) instead of counters."""
+    components (stripe counters, pool, OST list) instead of counters. A timer that is negative, infinite or NaN,
+    or a count of operations or bytes that is negative, is read as 0 and listed in `dropped`."""
     ffi, lib = backend.ffi, backend.libdutil
     idx = backend.log_get_modules(log)[mod]["idx"]
-    ctype = backend._structdefs[mod]
+    ctype = ffi.typeof(backend._structdefs[mod])          # parsed once, not per record
     lustre = mod == "LUSTRE"
     cnames = backend.counter_names("LUSTRE_COMP" if lustre else mod)
     fnames = () if lustre else backend.fcounter_names(mod)
+    # checked in the same pass as the read: C-level picks of the timers and counts, a closer look only where
+    # one of them is out of range
+    cget, cidx = _picker(cnames, _COUNT_NAME.search)
+    fget, fidx = _picker(fnames, lambda n: n.endswith("_TIME") or "VARIANCE" in n)
+    dropped = [] if dropped is None else dropped
     buf = ffi.new("void **")         # NULL: the library allocates each record (it would write into a non-NULL one)
     out = []
     while lib.darshan_log_get_record(log["handle"], idx, buf) >= 1:
@@ -288,12 +336,26 @@ def _records(backend: Any, log: Any, mod: str) -> list[dict]:
         if lustre:
             out.append({"id": rec.base_rec.id, "rank": rec.base_rec.rank, "components": _components(ffi, rec, cnames)})
         else:
+            cv = ffi.unpack(rec.counters, len(rec.counters))
+            fv = ffi.unpack(rec.fcounters, len(rec.fcounters))
+            if cget is not None and min(cget(cv)) < 0:
+                cv = _sane(mod, rec.base_rec.id, rec.base_rec.rank, cnames, cv, cidx, False, dropped)
+            if fget is not None and (min(t := fget(fv)) < 0 or not math.isfinite(sum(t))):
+                fv = _sane(mod, rec.base_rec.id, rec.base_rec.rank, fnames, fv, fidx, True, dropped)
             out.append({"id": rec.base_rec.id, "rank": rec.base_rec.rank,
-                        "counters": dict(zip(cnames, ffi.unpack(rec.counters, len(rec.counters)))),
-                        "fcounters": dict(zip(fnames, ffi.unpack(rec.fcounters, len(rec.fcounters))))})
+                        "counters": dict(zip(cnames, cv)), "fcounters": dict(zip(fnames, fv))})
         lib.darshan_free(buf[0])
         buf[0] = ffi.NULL
     return out
+
+
+def dropped_note(dropped: list[Dropped], names: dict) -> str:
+    """One note naming the counter values left out (the first three, with their file and rank)."""
+    shown = "; ".join(f"{d.counter} = {d.value:g} (rank {d.rank}, {names.get(d.record_id, f'record {d.record_id}')})"
+                      for d in dropped[:3])
+    more = f"; and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+    return (f"{len(dropped)} counter value(s) no run can produce (a negative, infinite or NaN timer, or a negative "
+            f"count) left out of every total and finding: {shown}{more}")
 
 
 def _components(ffi: Any, rec: Any, cnames: list[str]) -> list[dict]:
@@ -368,17 +430,128 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     modinfo = step(backend.log_get_modules, log)
     modules = tuple(modinfo.keys())
     recs: dict[str, list[dict]] = {}
+    dropped: list[Dropped] = []
     for mod in READ_MODULES:
         if mod in modinfo:
-            recs[mod] = step(_records, backend, log, mod)
+            recs[mod] = step(_records, backend, log, mod, dropped)
+    heat, timed = _timelines(step, backend, log, modinfo, names, float(job.get("run_time") or 0.0))
+    done = set(recs) | timed
     # the regions lie in the file in module order, so a log cut short loses the end of its last region: read
-    # that one too where the analysis does not (DXT traces, the heatmap, ...), or a cut log would pass as whole
+    # that one too where the analysis does not (DXT traces, ...), or a cut log would pass as whole
     last = max(modinfo, key=lambda m: modinfo[m]["idx"], default=None)
-    if last is not None and last not in recs:
+    if last is not None and last not in done:
         step(_drain, backend, log, modinfo[last]["idx"])
     partial_mods = tuple(k for k, m in modinfo.items() if m.get("partial_flag"))
     backend.log_close(log)
-    return _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods)
+    s = _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods, dropped)
+    return dataclasses.replace(s, heatmaps=heat) if heat else s
+
+
+def _heatmaps(backend: Any, log: Any, idx: int, names: dict) -> tuple[Heatmap, ...]:
+    """The HEATMAP module's records summed per interface: bytes read and written per time bin over all ranks, and
+    the ranks active in each bin. Records binned at another width are put on the widest width's grid. The sums
+    run column by column over all records at the end (C-level sums), not record by record."""
+    ffi, lib = backend.ffi, backend.libdutil
+    ctype = ffi.typeof(backend._structdefs["HEATMAP"])     # parsed once, not per record
+    rows: dict[str, list] = {}
+    buf = ffi.new("void **")
+    while (got := lib.darshan_log_get_record(log["handle"], idx, buf)) >= 1:
+        rec = ffi.cast(ctype, buf)[0]
+        n, width = int(rec.nbins), float(rec.bin_width_seconds)
+        if 0 < n <= MAX_HEATMAP_BINS and 0 < width < math.inf:
+            w, r = ffi.unpack(rec.write_bins, n), ffi.unpack(rec.read_bins, n)
+            if min(w) < 0 or min(r) < 0:          # no bin can hold fewer than 0 bytes
+                w, r = [max(0, v) for v in w], [max(0, v) for v in r]
+            api = names.get(rec.base_rec.id, "heatmap:?").split(":", 1)[-1]
+            rows.setdefault(api, []).append((width, r, w))
+        lib.darshan_free(buf[0])
+        buf[0] = ffi.NULL
+    if got < 0:                  # a region cut short: the log is not whole (as `_drain` finds for other modules)
+        raise _LogError(f"the Darshan library failed to read module {idx}'s records")
+    return tuple(_heatmap(api, rs) for api, rs in sorted(rows.items()))
+
+
+DXT_BINS = 100                  # a DXT time line has this many bins over the run
+MAX_DXT_SEGMENTS = 2_000_000    # segments summed at most; the rest of the trace is read and dropped
+
+
+def _dxt(backend: Any, log: Any, idx: int, api: str, run_time: float) -> Heatmap | None:
+    """A DXT trace's segments as a time line of DXT_BINS bins over the run: bytes read and written by the bin each
+    segment started in, and the ranks that read and wrote in each bin. Segments are unpacked from the record's
+    memory in one call per record (offset, length, start, end: int64, int64, double, double)."""
+    ffi, lib = backend.ffi, backend.libdutil
+    ctype = ffi.typeof(backend._structdefs["DXT_POSIX"])
+    head = ffi.sizeof("struct dxt_file_record")
+    seg = struct.Struct("=qqdd")
+    width = max(run_time, 1.0) / DXT_BINS
+    rb, wb = [0] * DXT_BINS, [0] * DXT_BINS
+    readers: list[set] = [set() for _ in range(DXT_BINS)]
+    writers: list[set] = [set() for _ in range(DXT_BINS)]
+    ranks: set[int] = set()
+    budget = MAX_DXT_SEGMENTS
+    buf = ffi.new("void **")
+    while (got := lib.darshan_log_get_record(log["handle"], idx, buf)) >= 1:
+        rec = ffi.cast(ctype, buf)[0]
+        rank, nw, nr = int(rec.base_rec.rank), int(rec.write_count), int(rec.read_count)
+        if 0 < nw + nr <= budget:
+            budget -= nw + nr
+            ranks.add(rank)
+            raw = ffi.buffer(ffi.cast("char *", buf[0]) + head, seg.size * (nw + nr))
+            for i, (_, length, start, _) in enumerate(seg.iter_unpack(raw)):
+                b = min(DXT_BINS - 1, max(0, int(start / width))) if start == start else 0
+                if i < nw:
+                    wb[b] += max(0, length)
+                    writers[b].add(rank)
+                else:
+                    rb[b] += max(0, length)
+                    readers[b].add(rank)
+        lib.darshan_free(buf[0])
+        buf[0] = ffi.NULL
+    if got < 0:
+        raise _LogError(f"the Darshan library failed to read module {idx}'s records")
+    if not ranks:
+        return None
+    return Heatmap(api=api, bin_width=width, read_bytes=tuple(rb), write_bytes=tuple(wb),
+                   ranks_reading=tuple(map(len, readers)), ranks_writing=tuple(map(len, writers)),
+                   ranks=len(ranks), source="DXT")
+
+
+def _heatmap(api: str, rows: list[tuple[float, list, list]]) -> Heatmap:
+    """One interface's heatmap records summed bin by bin (on the widest bin width's grid where they differ)."""
+    width = max(wd for wd, _, _ in rows)
+    n = max(math.ceil(len(r) * wd / width) for wd, r, _ in rows)
+    if any(wd != width or len(r) != n for wd, r, _ in rows):
+        rows = [(width, _onto(r, wd, width, n), _onto(w, wd, width, n)) for wd, r, w in rows]
+    rcols, wcols = list(zip(*(r for _, r, _ in rows))), list(zip(*(w for _, _, w in rows)))
+    return Heatmap(api=api, bin_width=width, read_bytes=tuple(map(sum, rcols)), write_bytes=tuple(map(sum, wcols)),
+                   ranks_reading=tuple(len(c) - c.count(0) for c in rcols),
+                   ranks_writing=tuple(len(c) - c.count(0) for c in wcols), ranks=len(rows))
+
+
+def _onto(vals: list, wd: float, width: float, n: int) -> list:
+    """Bins of `wd` seconds summed onto `n` bins of `width` seconds."""
+    out = [0] * n
+    for i, v in enumerate(vals):
+        if v:
+            out[min(n - 1, int(i * wd / width))] += v
+    return out
+
+
+def _timelines(step: Any, backend: Any, log: Any, modinfo: dict, names: dict,
+               run_time: float) -> tuple[tuple[Heatmap, ...], set[str]]:
+    """The time lines of the HEATMAP records, else of the DXT traces (the heatmap covers every rank, a trace may
+    not), read through `step`; and the modules read for them."""
+    heat: tuple[Heatmap, ...] = ()
+    done: set[str] = set()
+    if "HEATMAP" in modinfo and "HEATMAP" in backend._structdefs:
+        heat = step(_heatmaps, backend, log, modinfo["HEATMAP"]["idx"], names)
+        done.add("HEATMAP")
+    for mod, api in (("DXT_POSIX", "POSIX"), ("DXT_MPIIO", "MPIIO")):
+        if not heat and mod in modinfo and mod in backend._structdefs:
+            line = step(_dxt, backend, log, modinfo[mod]["idx"], api, run_time)
+            heat += (line,) if line else ()
+            done.add(mod)
+    return heat, done
 
 
 def _drain(backend: Any, log: Any, idx: int) -> int:
@@ -465,11 +638,15 @@ def _mpiio_ops(recs: dict[str, list[dict]]) -> dict[str, int]:
 
 
 def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names: dict, modules: tuple[str, ...],
-            recs: dict[str, list[dict]], partial: bool, partial_modules: tuple[str, ...] = ()) -> LogSummary:
-    """The LogSummary of one log's records (plain dicts, as `_records` returns them)."""
+            recs: dict[str, list[dict]], partial: bool, partial_modules: tuple[str, ...] = (),
+            dropped: list[Dropped] | tuple = ()) -> LogSummary:
+    """The LogSummary of one log's records (plain dicts, as `_records` returns them; `dropped`: the counter values
+    `_records` left out)."""
     nprocs = max(1, int(job["nprocs"]))
     exe = exe.strip()
     notes = _log_notes(exe, nprocs, modules, partial, partial_modules)
+    if dropped:
+        notes.append(dropped_note(list(dropped), names))
     layouts = _layouts(recs.get("LUSTRE", []))
     files = _files(recs, names, mounts, nprocs, layouts)
     special_ids = {f.id for f in files if f.special}
@@ -591,7 +768,8 @@ def _mpiio_files(records: list[dict], nprocs: int) -> dict[int, tuple]:
         wr = sum((_mpiio_direction(r["counters"], r["fcounters"]["MPIIO_F_WRITE_TIME"], "write") for r in group),
                  MpiioDirection())
         spread = _spread("MPIIO", group, nprocs, rd.bytes + wr.bytes) if nprocs > 1 else None
-        out[fid] = (rd, wr, spread, {r["rank"] for r in group})
+        meta = sum(r["fcounters"]["MPIIO_F_META_TIME"] for r in group)
+        out[fid] = (rd, wr, spread, {r["rank"] for r in group}, meta)
     return out
 
 
@@ -660,6 +838,12 @@ def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None,
     br = sum(int(c["POSIX_BYTES_READ"]) for c in cs)
     bw = sum(int(c["POSIX_BYTES_WRITTEN"]) for c in cs)
     write_time = sum(f["POSIX_F_WRITE_TIME"] for f in fcs)
+    own = {}
+    for r in group:
+        c, fc = r["counters"], r["fcounters"]
+        if r["rank"] >= 0 and c["POSIX_READS"] + c["POSIX_WRITES"] > 0:
+            own[r["rank"]] = (own.get(r["rank"], 0.0) + fc["POSIX_F_READ_TIME"] + fc["POSIX_F_WRITE_TIME"]
+                              + fc["POSIX_F_META_TIME"])
     return FileSummary(
         id=fid, path=fname, shared=shared, ranks=nprocs if reduced else len(ranks), fs_type=fstype, mount=mnt,
         special=special_kind(fname, fstype), bytes_read=br, bytes_written=bw,
@@ -672,7 +856,12 @@ def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None,
                       Requests()),
         spread=_spread("POSIX", group, nprocs, br + bw) if shared else None,
         mpiio_read=mpiio[0] if mpiio else None, mpiio_write=mpiio[1] if mpiio else None,
-        mpiio_spread=mpiio[2] if mpiio and shared else None, lustre=lustre)
+        mpiio_spread=mpiio[2] if mpiio and shared else None, lustre=lustre,
+        rank=next(iter(ranks)) if len(ranks) == 1 and not reduced else None,
+        posix_ranks=None if not group or any(r["rank"] == -1 for r in group) else len(own), posix_rank_max_time=max(own.values(), default=0.0),
+        not_aligned=sum(int(c["POSIX_FILE_NOT_ALIGNED"]) for c in cs),
+        alignment=max((int(c["POSIX_FILE_ALIGNMENT"]) for c in cs), default=0),
+        mpiio_meta_time=mpiio[4] if mpiio else 0.0)
 
 
 def _slowest_write_time(group: list[dict]) -> float:
@@ -726,10 +915,11 @@ def _stdio_streams(records: list[dict], names: dict, nprocs: int) -> tuple[dict,
         if _is_stream(name):
             continue
         c, fc = rec["counters"], rec["fcounters"]
-        a = acc.setdefault(rec["id"], {"file": name, "bytes": 0, "calls": 0, "rank_seconds": 0.0,
+        a = acc.setdefault(rec["id"], {"file": name, "bytes": 0, "calls": 0, "flushes": 0, "rank_seconds": 0.0,
                                        "shared_seconds": 0.0, "own": {}})
         a["bytes"] += int(c["STDIO_BYTES_READ"] + c["STDIO_BYTES_WRITTEN"])
         a["calls"] += int(c["STDIO_READS"] + c["STDIO_WRITES"])
+        a["flushes"] += int(c["STDIO_FLUSHES"])
         t = max(0.0, float(fc["STDIO_F_READ_TIME"] + fc["STDIO_F_WRITE_TIME"]))
         a["rank_seconds"] += t
         if rec["rank"] == -1:
@@ -740,6 +930,7 @@ def _stdio_streams(records: list[dict], names: dict, nprocs: int) -> tuple[dict,
     for a in acc.values():
         own = a.pop("own")
         a["per_rank_max_s"] = a.pop("shared_seconds") + max(own.values(), default=0.0)
+        a["busiest_rank"] = max(own, key=own.get) if own else None
         out.append(a)
     return tuple(sorted(out, key=lambda a: -a["bytes"]))
 

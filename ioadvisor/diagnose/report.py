@@ -81,6 +81,25 @@ def _num(v: float) -> str:
     return f"{v:.0f}" if v >= 10 or v == int(v) else f"{v:.2g}"
 
 
+def _timeline_plots(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """(caption, svg) of each interface's bytes over the run, from the HEATMAP records or DXT traces."""
+    out = []
+    for tl in (doc.get("timeline") or {}).get("apis", []):
+        if not any(tl["read_bytes"]) and not any(tl["write_bytes"]):
+            continue
+        w = tl["bin_width_s"]
+        src = ("Darshan's HEATMAP" if doc["timeline"]["source"] == "HEATMAP"
+               else "DXT traces, by each segment's start")
+        out.append((f"{tl['api']} bytes per {w:.3g} s over the run ({src}, summed over {tl['ranks']} ranks); "
+                    f"phases: " + "; ".join(f"{p['start_s']:.0f}-{p['end_s']:.0f} s, up to {p['ranks_active_max']} "
+                                            f"ranks" for p in tl["phases"][:5]) + ".",
+                    bar_chart(f"{tl['api']} I/O over time", [f"{i * w:.0f}" for i in range(len(tl["write_bytes"]))],
+                              [("written", [v / (1 << 20) for v in tl["write_bytes"]]),
+                               ("read", [v / (1 << 20) for v in tl["read_bytes"]])], " MiB",
+                              width=max(520, 6 * len(tl["write_bytes"]) + 80))))
+    return out
+
+
 def plots(doc: dict[str, Any]) -> list[tuple[str, str]]:
     """(caption, svg) for the plots the document has data for."""
     out = []
@@ -116,6 +135,7 @@ def plots(doc: dict[str, Any]) -> list[tuple[str, str]]:
                     "is a straggler, not imbalance.",
                     bar_chart("Bytes per rank on shared files", labels,
                               [("slowest rank", slow_b), ("fastest rank", fast_b), ("mean", mean_b)], " MiB")))
+    out += _timeline_plots(doc)
     osts = doc["lustre"]["osts"]
     if osts:
         slow = set()
@@ -131,6 +151,44 @@ def plots(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def _moved(p: dict[str, Any]) -> str:
+    parts = [f"{format_size(p[k])} {w}" for k, w in (("bytes_written", "written"), ("bytes_read", "read")) if p[k]]
+    return " and ".join(parts) or "no bytes"
+
+
+def summary_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """The summary panel's rows for I/O time and the MPI-IO hints in effect (the HTML report shows the same)."""
+    job, rows = doc["job"], []
+    io = job.get("io_time") or {}
+    if io.get("busiest_rank_s"):
+        share = f" ({100 * io['share_of_run']:.0f}% of the run)" if io.get("share_of_run") is not None else ""
+        rows.append(("I/O time", f"{io['busiest_rank_s']:.3g} s for the busiest rank{share}, "
+                                 f"{io['mean_per_rank_s']:.3g} s averaged over all ranks"))
+    for tl in (doc.get("timeline") or {}).get("apis", []):
+        ph = tl["phases"]
+        if ph:
+            shown = "; ".join(f"{p['start_s']:.0f}-{p['end_s']:.0f} s {_moved(p)} by up to {p['ranks_active_max']} "
+                              f"of {tl['ranks']} ranks" for p in ph[:3])
+            rows.append((f"I/O phases, {tl['api']}", shown + (f"; {len(ph) - 3} more" if len(ph) > 3 else "")))
+    for h in job.get("mpiio_hints_in_effect") or []:
+        parts = [f"{h['cb_nodes']} aggregators (cb_nodes) for {h['ranks']} ranks" if h["cb_nodes"]
+                 else f"{h['ranks']} ranks, aggregators not in the log"]
+        if h["striping_factor"]:
+            parts.append(f"striping_factor {h['striping_factor']}, striping_unit {format_size(h['striping_unit'])}")
+        rows.append(("MPI-IO in effect", f"{h['file'].rsplit('/', 1)[-1]}: " + ", ".join(parts)))
+    return rows
+
+
+def at_stake_text(f: dict[str, Any], job: dict[str, Any]) -> str:
+    """"X s for <the ranks that did the work> (Y s averaged over all ranks) of a Z s run."""
+    ev = f["evidence"]
+    who = ev.get("at_stake_for") or "per rank"
+    text = f"{f['time_at_stake_s']:.3g} s {'for ' + who if ev.get('at_stake_for') else who}"
+    if ev.get("all_rank_mean_s") is not None:
+        text += f" ({ev['all_rank_mean_s']:.3g} s averaged over all {job['nprocs']} ranks)"
+    return text + f" of a {job['run_time']:.0f} s run."
+
+
 def render_html(doc: dict[str, Any]) -> str:
     """The whole report as one HTML page."""
     job = doc["job"]
@@ -142,6 +200,7 @@ def render_html(doc: dict[str, Any]) -> str:
     for api, t in doc["apis"].items():
         rows.append((api, f"read {format_size(t['bytes_read'])} in {t['reads']} ops, written "
                           f"{format_size(t['bytes_written'])} in {t['writes']} ops, {t['files']} files"))
+    rows += summary_rows(doc)
     for note in job["notes"]:
         rows.append(("Note", note))
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -149,14 +208,16 @@ def render_html(doc: dict[str, Any]) -> str:
              "<h1>Darshan diagnosis</h1>", '<table class="job">']
     parts += [f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows]
     parts.append("</table><h2>Findings</h2>")
-    if not doc["findings"]:
+    if job.get("nothing_to_judge"):
+        parts.append(f"<p>Nothing to judge: {_e(job['nothing_to_judge'])}.</p>")
+    elif not doc["findings"]:
         parts.append(f"<p>No rule fired on what was read ({_e(', '.join(job['modules']))}).</p>")
     for f in doc["findings"]:
         ev = f["evidence"]
         parts.append(f'<div class="finding {_e(f["severity"])}"><span class="sev">{_e(f["severity"])}</span> '
                      f'<b>{_e(f["id"])}</b> {_e(f["title"])}<p>{_e(f["message"])}</p>')
         if f.get("time_at_stake_s") is not None:
-            parts.append(f"<p>At stake: {f['time_at_stake_s']:.3g} s per rank of a {job['run_time']:.0f} s run.</p>")
+            parts.append(f"<p>At stake: {_e(at_stake_text(f, job))}</p>")
         if ev.get("counters"):
             parts.append("<details><summary>Counters</summary><table>"
                          + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in ev["counters"].items())

@@ -144,9 +144,13 @@ class Rule:
 
     def finding(self, s: LogSummary, t: Mapping[str, Any], message: str, evidence: Mapping[str, Any], *,
                 at_stake: float | None, arithmetic: list[str], counters: Mapping[str, Any], advice: Any = None,
-                severity: str | None = None) -> Finding | None:
+                severity: str | None = None, mean: float | None = None, who: str | None = None,
+                saving: Mapping[str, Any] | None = None) -> Finding | None:
         """A Finding rated by the time at stake (None below the floor), with counters and arithmetic in evidence.
-        `t` is the rule's thresholds as `run_rules` passes them, with the [SEVERITY] table under "severity"."""
+        `t` is the rule's thresholds as `run_rules` passes them, with the [SEVERITY] table under "severity".
+        `who` names the ranks the time at stake is reckoned for (the aggregators, rank 0, the slowest rank) and
+        `mean` is the same time averaged over all the job's ranks, shown beside it; `saving` is the expected gain
+        of the advised change as a range with its basis (`gain`)."""
         if severity is None:
             severity = rate(at_stake or 0.0, s.run_time, t["severity"])
             if severity is None:
@@ -160,6 +164,12 @@ class Rule:
             ev["time_at_stake_s"] = round(at_stake, 3)
             ev["run_time_s"] = s.run_time
             ev["share_of_run"] = round(at_stake / s.run_time, 4) if s.run_time else None
+        if who is not None:
+            ev["at_stake_for"] = who
+        if mean is not None:
+            ev["all_rank_mean_s"] = round(mean, 3)
+        if saving is not None:
+            ev["expected_saving"] = dict(saving)
         return Finding(id=self.id, title=self.title, severity=severity, message=message, evidence=ev,
                        advice=advice, time_at_stake_s=round(at_stake, 3) if at_stake is not None else None)
 
@@ -178,6 +188,42 @@ def _short(path: str, n: int = 60) -> str:
 
 def _s(x: float) -> str:
     return f"{x:.3g} s" if x < 10 else f"{x:.0f} s"
+
+
+def gain(low: float, high: float, basis: str) -> dict[str, Any]:
+    """An expected saving in seconds per rank, as a range, with what it rests on."""
+    low, high = max(0.0, low), max(0.0, high)
+    return {"low_s": round(min(low, high), 1), "high_s": round(high, 1), "basis": basis}
+
+
+def _gain_line(g: Mapping[str, Any]) -> str:
+    return f"Expected saving: {g['low_s']:.0f} to {g['high_s']:.0f} s per rank ({g['basis']})."
+
+
+def per_worker(s: LogSummary, items: list[tuple[FileSummary, float]]) -> tuple[float, float, str]:
+    """(the busiest working rank, the mean over all ranks, who) of rank-seconds `secs` spent on each file: a shared
+    file's time divides among the ranks that did its POSIX I/O (the aggregators under collective MPI-IO), a
+    file of one rank adds to that rank; at most the run time."""
+    shared = total = 0.0
+    own: dict[int, float] = {}
+    workers: set[int] = set()
+    for f, secs in items:
+        total += secs
+        if f.rank is not None and not f.shared:
+            own[f.rank] = own.get(f.rank, 0.0) + secs
+        else:
+            shared += secs / f.workers
+            workers.add(f.workers)
+    busiest = shared + max(own.values(), default=0.0)
+    if own and not workers:
+        who = f"rank {max(own, key=own.get)}"
+    elif len(workers) == 1 and not own:
+        n = next(iter(workers))
+        who = f"each of the {n} ranks that did the POSIX I/O" if n < s.nprocs else "each rank"
+    else:
+        who = "the busiest rank"
+    cap = s.run_time if s.run_time > 0 else math.inf
+    return min(busiest, cap), min(total / max(1, s.nprocs), cap), who
 
 
 def _may_be_collective(f: FileSummary, op: str) -> bool:
@@ -295,6 +341,23 @@ def _gain_text(gain: Mapping[str, Any] | None, ctx: Context, ranks: int | None) 
             f"until the clients become the limit.")
 
 
+def _striping_saving(hits: list[FileSummary], times: Mapping[int, float], want: int,
+                     measured: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Time per rank striping the one-stripe files over `want` OSTs can save: with a gain measured on this system
+    at this scale, each file's time less its time at that gain; else from nothing (the clients or the network
+    are the limit) to each file's time less its time at `want` times the rate its one OST gave."""
+    total = sum(times.values())
+    if measured and measured["at_job_scale"] and measured["gain"] > 1:
+        g = measured["gain"]
+        return gain(total * (1 - 1 / g) * 0.5, total * (1 - 1 / g),
+                    f"the KB's measured {g:.1f}x on {measured['system']} (runs "
+                    f"{', '.join(str(i) for i in measured['runs'])}), from half that saving to all of it")
+    rates = ", ".join(f"{g.layer_bytes / times[g.id] / 1e6:.0f} MB/s" for g in hits[:3] if times[g.id])
+    return gain(0.0, total * (1 - 1 / want),
+                f"the rate each file got from its one OST ({rates}) times {want} OSTs at best; nothing if the "
+                f"clients or the network are the limit")
+
+
 class LUS001(Rule):
     """Large shared file on a single stripe"""
 
@@ -310,7 +373,10 @@ class LUS001(Rule):
         want, how = _stripe_count_advice(f, s, t, ctx)
         ssize = f.lustre.stripe_size if f.lustre.stripe_size and not stripe_size_problem(f.lustre.stripe_size) \
             else (1 << 20)
-        at_stake, how_t = _file_rank_time(f)
+        f_time, how_t = _file_rank_time(f)
+        # every one-stripe file counts: the job waits for each in turn (at most the run time in all)
+        times = {g.id: _file_rank_time(g)[0] for g in hits}
+        at_stake = min(sum(times.values()), s.run_time if s.run_time > 0 else math.inf)
         # a new directory beside the file, never the file's own directory (that may be a top-level $USER
         # directory whose layout every later file would inherit)
         sdir = striped_dir(s, f)
@@ -325,24 +391,33 @@ class LUS001(Rule):
         evidence["expected_gain"] = gain["gain"] if gain and gain["at_job_scale"] else None
         evidence["gain_basis"] = gain or None
         gtext = _gain_text(gain, ctx, f.ranks)
+        saving = _striping_saving(hits, times, want, gain)
+        gtext += " " + _gain_line(saving)
         msg = (f"{_short(f.path)} ({format_size(size)} through {f.layer}, {f.ranks} ranks) lives on "
-               f"{f.lustre.stripe_count} OST, so every rank's data goes through one server; {_s(at_stake)} per rank "
-               f"went to it. Stripe it over "
+               f"{f.lustre.stripe_count} OST, so every rank's data goes through one server; {_s(f_time)} per rank "
+               f"went to it ({size / f_time / 1e6 if f_time else 0:.0f} MB/s). Stripe it over "
                f"{want} OSTs ({'; '.join(how)}): `mkdir -p {shell_word(sdir)}`, `{cmd}`, then create the file in "
                f"that new directory, or the MPI-IO hints "
                f"striping_factor={want} striping_unit={ssize}. {gtext}")
         if len(hits) > 1:
-            msg += f" {len(hits) - 1} more shared file(s) have the same layout."
+            msg += (f" {len(hits) - 1} more shared file(s) of at least {format_size(t['min_file_bytes'])} have the "
+                    f"same layout: {_s(at_stake)} per rank on all {len(hits)}.")
+        evidence["files"] = [{"file": g.path, "bytes": g.layer_bytes, "time_s": round(times[g.id], 3)}
+                             for g in sorted(hits, key=lambda g: -times[g.id])[:10]]
         mw = f.mpiio_write.bytes if f.mpiio_write else 0
         mr = f.mpiio_read.bytes if f.mpiio_read else 0
-        return self.finding(s, t, msg, evidence, at_stake=at_stake, counters={
+        mean = min(sum(g.app_time()[1] for g in hits), at_stake)
+        return self.finding(s, t, msg, evidence, at_stake=at_stake, saving=saving, mean=mean,
+                            who="the slowest rank of each file", counters={
             "LUSTRE_COMP_STRIPE_COUNT": f.lustre.stripe_count, "LUSTRE_COMP_STRIPE_SIZE": f.lustre.stripe_size,
             "POSIX_BYTES_READ": f.bytes_read, "POSIX_BYTES_WRITTEN": f.bytes_written,
             "MPIIO_BYTES_READ": mr, "MPIIO_BYTES_WRITTEN": mw,
             "POSIX_F_READ_TIME": round(f.read_time, 3), "POSIX_F_WRITE_TIME": round(f.write_time, 3)},
             arithmetic=[f"{f.layer}: max(POSIX {f.bytes_read} + {f.bytes_written}, MPI-IO {mr} + {mw}) = {size} "
                         f"bytes >= {t['min_file_bytes']}",
-                        f"stripe count {f.lustre.stripe_count} <= {t['max_stripe_count']}", how_t])
+                        f"stripe count {f.lustre.stripe_count} <= {t['max_stripe_count']}", how_t,
+                        f"{len(hits)} such file(s): " + " + ".join(f"{x:.1f}" for x in times.values())
+                        + f" = {sum(times.values()):.1f} s per rank (at most the run time)"])
 
 
 class LUS002(Rule):
@@ -377,7 +452,10 @@ class LUS002(Rule):
                     "mean_write_time_s": round(worst.mean_slowest_write_time, 2),
                     "median_ost_write_time_s": round(med, 2),
                     "osts_used": len(used), "expected_saving_s": round(excess, 1)}
-        return self.finding(s, t, msg, evidence, at_stake=excess, counters={
+        saving = gain(0.0, excess, f"OST {worst.ost}'s files at the median OST's time per file, at best; nothing "
+                                   f"while the new files still land on it")
+        msg += " " + _gain_line(saving)
+        return self.finding(s, t, msg, evidence, at_stake=excess, saving=saving, counters={
             "files_on_ost": worst.files, "POSIX_F_WRITE_TIME_on_ost": round(worst.slowest_write_time, 2)},
             arithmetic=[f"{worst.slowest_write_time:.1f} s / {worst.files} files = "
                         f"{worst.mean_slowest_write_time:.1f} s per file on OST {worst.ost} (each file's slowest rank)",
@@ -421,12 +499,29 @@ class LUS003(Rule):
 # ----------------------------------------------------------------------------------------------------
 # requests and MPI-IO
 
+def _small_fix(files_hit: list[tuple[FileSummary, int, str]], ranked: list[list]) -> str:
+    """What to do about small requests, by where most of them are."""
+    on_shared = sum(n for f, n in ranked if f.shared)
+    all_small = sum(n for _, n in ranked)
+    # collective advice only where MPI-IO itself moved this direction's bytes (and, as the rule checks, provably
+    # < 90% of them collectively)
+    mpi_shared = sum(n for f, n, op in files_hit if f.shared and (d := f.mpiio(op)) is not None and d.bytes)
+    if mpi_shared >= all_small / 2:
+        return ("Most are on shared files opened with MPI-IO with mostly independent calls: collective calls "
+                "(MPI_File_write_all / read_all) let ROMIO aggregate them into stripe-sized requests.")
+    if on_shared >= all_small / 2:
+        return ("Most are on shared files: gather data into larger contiguous blocks per rank, or write the "
+                "file with MPI-IO collective calls, which aggregate small pieces into large requests.")
+    return ("Buffer the data in memory and issue fewer, larger requests (at least 1 MiB, ideally a "
+            "multiple of the stripe size).")
+
+
 class SIZE001(Rule):
     """Many small requests (1 byte to just under 1 MiB)"""
 
     def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
         parts, ev, arith, counters = [], {}, [], {}
-        at_stake = 0.0
+        per_file: list[tuple[FileSummary, float]] = []
         files_hit: list[tuple[FileSummary, int]] = []
         for op in ("read", "write"):
             # POSIX requests on files MPI-IO reads/writes collectively are the aggregators' output: left out
@@ -437,7 +532,7 @@ class SIZE001(Rule):
             if not nonzero or small < t["min_count"] or small / nonzero <= t["share"]:
                 continue
             secs = sum(r.time * r.small / r.ops for _, r in reqs if r.ops)
-            at_stake += secs / s.nprocs
+            per_file += [(f, r.time * r.small / r.ops) for f, r in reqs if r.ops and r.small]
             parts.append(f"{small} of {nonzero} non-empty POSIX {op}s ({_pct(small / nonzero)}) were smaller than "
                          f"1 MiB")
             ev[f"small_{op}s"] = small
@@ -456,8 +551,7 @@ class SIZE001(Rule):
                          f"at most {moved} did) = {small} small; {small} / {nonzero} non-empty = "
                          f"{small / nonzero:.3f} > {t['share']}"
                          + (f" ({left_out} FIFO or collectively written file(s) left out)" if left_out else ""))
-            arith.append(f"{op} time in them: {secs:.2f} rank-s (each file's {op} time x small/ops) / "
-                         f"{s.nprocs} ranks = {secs / s.nprocs:.3f} s per rank")
+            arith.append(f"{op} time in them: {secs:.2f} rank-s (each file's {op} time x small/ops)")
             files_hit += [(f, r.small, op) for f, r in reqs if r.small]
         if not parts:
             return None
@@ -466,22 +560,20 @@ class SIZE001(Rule):
             top.setdefault(f.id, [f, 0])[1] += n
         ranked = sorted(top.values(), key=lambda x: -x[1])
         ev["files"] = [{"file": f.path, "small_ops": n} for f, n in ranked[:3]]
-        on_shared = sum(n for f, n in ranked if f.shared)
-        all_small = sum(n for _, n in ranked)
-        # collective advice only where MPI-IO itself moved this direction's bytes (and, as above, provably < 90%
-        # of them collectively)
-        mpi_shared = sum(n for f, n, op in files_hit if f.shared and (d := f.mpiio(op)) is not None and d.bytes)
-        if mpi_shared >= all_small / 2:
-            fix = ("Most are on shared files opened with MPI-IO with mostly independent calls: collective calls "
-                   "(MPI_File_write_all / read_all) let ROMIO aggregate them into stripe-sized requests.")
-        elif on_shared >= all_small / 2:
-            fix = ("Most are on shared files: gather data into larger contiguous blocks per rank, or write the "
-                   "file with MPI-IO collective calls, which aggregate small pieces into large requests.")
-        else:
-            fix = ("Buffer the data in memory and issue fewer, larger requests (at least 1 MiB, ideally a "
-                   "multiple of the stripe size).")
-        msg = "; ".join(parts) + f", {_s(at_stake)} per rank in them. " + fix
-        return self.finding(s, t, msg, ev, at_stake=at_stake, counters=counters, arithmetic=arith)
+        ev["files_affected"] = len(ranked)
+        merged: dict[int, list] = {}
+        for f, secs in per_file:
+            merged.setdefault(f.id, [f, 0.0])[1] += secs
+        at_stake, mean, who = per_worker(s, [(f, secs) for f, secs in merged.values()])
+        arith.append(f"over {len(merged)} file(s): {sum(x[1] for x in merged.values()):.2f} rank-s; for {who} "
+                     f"{at_stake:.3f} s, / {s.nprocs} ranks {mean:.3f} s")
+        fix = _small_fix(files_hit, ranked)
+        saving = gain(0.0, at_stake, "the small requests' measured time, which their per-request cost is at most; "
+                                     "the bytes still move")
+        msg = ("; ".join(parts) + f", on {len(ranked)} file(s); {_s(at_stake)} in them for {who} ({_s(mean)} "
+               f"averaged over all {s.nprocs} ranks). " + fix + " " + _gain_line(saving))
+        return self.finding(s, t, msg, ev, at_stake=at_stake, counters=counters, arithmetic=arith, mean=mean,
+                            who=who, saving=saving)
 
 
 class MPI001(Rule):
@@ -522,8 +614,11 @@ class MPI001(Rule):
             msg += (f" Caution: on {c['system']} two-phase I/O measured slower than without it for {c['op']}s "
                     f"({c['citation']}); there, try collective calls with romio_cb_{c['op']}=disable as well "
                     f"and keep the faster.")
+        saving = gain(0.0, at_stake, "the independent calls' share of the MPI-IO time, at most; collective "
+                                     "calls move the same bytes through fewer, larger requests")
+        msg += " " + _gain_line(saving)
         D = "READS" if op == "read" else "WRITES"
-        return self.finding(s, t, msg, ev, at_stake=at_stake, counters={
+        return self.finding(s, t, msg, ev, at_stake=at_stake, saving=saving, counters={
             f"MPIIO_INDEP_{D}+MPIIO_NB_{D}": d.independent_ops, f"MPIIO_COLL_{D}+MPIIO_SPLIT_{D}": d.collective_ops,
             f"MPIIO_BYTES_{'READ' if op == 'read' else 'WRITTEN'}": d.bytes, f"MPIIO_F_{op.upper()}_TIME": round(d.time, 3)},
             arithmetic=[f"collective bytes at most {d.collective_bytes_max} (the {d.collective_ops} largest requests "
@@ -542,6 +637,114 @@ def _two_phase_losses(ctx: Context) -> list[dict[str, Any]]:
             for r in rows if r["factor"] in ("cb_write", "cb_read") and str(r["better"]).lower() == "disable"]
 
 
+def _posix_under(f: FileSummary) -> tuple[float, str]:
+    """The POSIX time of the rank that spent longest in POSIX on the file, and how the log gives it."""
+    if f.posix_ranks:
+        return f.posix_rank_max_time, (f"the slowest of the {f.posix_ranks} ranks with POSIX I/O on the file: "
+                                       f"{f.posix_rank_max_time:.1f} s of POSIX read + write + metadata time")
+    if f.spread:
+        return f.spread.slowest_time, (f"POSIX's slowest rank {f.spread.slowest_rank}: {f.spread.slowest_time:.1f} s"
+                                       f" (POSIX_F_SLOWEST_RANK_TIME)")
+    t = f.io_time / max(1, f.ranks)
+    return t, f"POSIX read + write time {f.io_time:.1f} rank-s / {f.ranks} ranks = {t:.1f} s"
+
+
+def _aggregator_advice(f: FileSummary, ctx: Context) -> tuple[str, int | None]:
+    """What the hints in effect were (aggregators seen, the file's striping) and the aggregator count to try."""
+    a, lus = f.posix_ranks, f.lustre
+    have = []
+    if a:
+        have.append(f"{a} aggregators (ranks with POSIX I/O on the file: cb_nodes in effect), "
+                    f"{f.ranks / a:.1f} ranks per aggregator")
+    if lus and lus.stripe_count:
+        have.append(f"striping_factor {lus.stripe_count}, striping_unit {format_size(lus.stripe_size)}")
+    now = a or (lus.stripe_count if lus else None)
+    if not now or now >= f.ranks:
+        return "; ".join(have), None
+    want = min(2 * now, f.ranks)
+    if ctx.center_ost_count and lus and lus.stripe_count >= ctx.center_ost_count:
+        text = (f"the file already spans all {ctx.center_ost_count} OSTs: raise cb_nodes to {want} "
+                f"(several aggregators per OST) and keep the larger if it is faster")
+    else:
+        text = (f"with more aggregators each handles fewer ranks' data: set striping_factor={want} and "
+                f"cb_nodes={want} when the file is created (ROMIO on Lustre uses one aggregator per stripe "
+                f"unless cb_nodes says otherwise)")
+    return "; ".join(have) + ". " + text[0].upper() + text[1:], want
+
+
+class COLL001(Rule):
+    """Collective MPI-IO time far above the POSIX time under it"""
+
+    def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
+        hits = []
+        for f in s.shared_files:
+            dirs = [d for d in (f.mpiio_read, f.mpiio_write) if d]
+            # the cause named (the two-phase exchange) needs collective calls to be most of the file's calls
+            if not f.mpiio_spread or sum(d.collective_ops for d in dirs) <= sum(d.independent_ops for d in dirs):
+                continue
+            mpi_slow, mpi_mean = f.app_time()
+            posix, how = _posix_under(f)
+            if mpi_slow > 0 and (mpi_slow - posix) / mpi_slow >= t["share"] and mpi_slow - posix >= t["min_seconds"]:
+                hits.append((f, mpi_slow, mpi_mean, posix, how))
+        if not hits:
+            return None
+        cap = s.run_time if s.run_time > 0 else math.inf
+        at_stake = min(cap, sum(h[1] - h[3] for h in hits))
+        mean = min(cap, sum(max(0.0, h[2] - h[3]) for h in hits))
+        f, mpi_slow, mpi_mean, posix, how = max(hits, key=lambda h: h[1] - h[3])
+        hints, want = _aggregator_advice(f, ctx)
+        msg = (f"{_short(f.path)}: the slowest rank spent {_s(mpi_slow)} in MPI-IO on the file ({_s(mpi_mean)} "
+               f"on average over its {f.ranks} ranks), while {how.split(':')[0]} spent {_s(posix)} in POSIX: "
+               f"{_s(mpi_slow - posix)} per rank went to ROMIO's two-phase exchange and to waiting for the "
+               f"aggregators, not to the file system.")
+        if len(hits) > 1:
+            msg += f" {len(hits) - 1} more collectively written file(s) show the same; {_s(at_stake)} in all."
+        if hints:
+            msg += f" In effect: {hints}."
+        if want is None and not f.posix_ranks:
+            msg += (" The log holds one POSIX record for all ranks, so the aggregators in effect are not known: "
+                    "compare a run with cb_nodes (and the stripe count) raised.")
+        saving = None
+        if want and f.posix_ranks:
+            a = f.posix_ranks
+            saving = gain(0.0, mpi_slow * (1 - a / want),
+                          f"the slowest rank's {mpi_slow:.0f} s in MPI-IO scaled by {a}/{want} aggregators at best; "
+                          f"nothing if the OSTs or the network are the limit")
+            msg += " " + _gain_line(saving)
+        D = "MPIIO_F_SLOWEST_RANK_TIME"
+        return self.finding(s, t, msg, {"file": f.path, "mpiio_slowest_rank_s": round(mpi_slow, 3),
+                                        "mpiio_mean_s": round(mpi_mean, 3), "posix_s": round(posix, 3),
+                                        "aggregators": f.posix_ranks, "ranks": f.ranks,
+                                        "stripe_count": f.lustre.stripe_count if f.lustre else None,
+                                        "stripe_size": f.lustre.stripe_size if f.lustre else None,
+                                        "recommended_cb_nodes": want, "files_affected": len(hits),
+                                        "files": [h[0].path for h in hits[:5]]},
+                            at_stake=at_stake, mean=mean, who="the slowest rank",
+                            saving=saving,
+                            counters={D: round(f.mpiio_spread.slowest_time, 3),
+                                      "MPIIO_F_READ_TIME+WRITE_TIME": round(mpi_mean * f.ranks, 3),
+                                      "POSIX_F_READ_TIME+WRITE_TIME (slowest POSIX rank)": round(posix, 3)},
+                            arithmetic=[f"{h[0].path.rsplit('/', 1)[-1]}: MPI-IO {h[1]:.1f} s - POSIX {h[3]:.1f} s "
+                                        f"({h[4]}) = {h[1] - h[3]:.1f} s, {(h[1] - h[3]) / h[1]:.2f} of the MPI-IO time "
+                                        f">= {t['share']}" for h in hits[:5]]
+                            + [f"sum over {len(hits)} file(s) = {at_stake:.1f} s for the slowest rank (at most the "
+                               f"run time); with each file's mean MPI-IO time per rank instead {mean:.1f} s"])
+
+
+def _extra_traffic(f: FileSummary) -> tuple[float, float]:
+    """(write, read) rank-seconds of POSIX traffic beyond what MPI-IO was asked for on file `f`: the written bytes'
+    excess share of the write time, and the read bytes' excess share of the read time; reads that returned 0 bytes
+    where MPI-IO read nothing are all excess (ROMIO reading back holes), not nothing."""
+    mw = f.mpiio_write.bytes if f.mpiio_write else 0
+    mr = f.mpiio_read.bytes if f.mpiio_read else 0
+    extra_w = f.write_time * (1 - mw / f.bytes_written) if f.bytes_written > mw else 0.0
+    if f.bytes_read > mr:
+        extra_r = f.read_time * (1 - mr / f.bytes_read)
+    else:
+        extra_r = f.read_time if mr == 0 and f.reads else 0.0
+    return extra_w, extra_r
+
+
 class RMW001(Rule):
     """POSIX wrote far more than MPI-IO was asked to (read-modify-write)"""
 
@@ -550,36 +753,119 @@ class RMW001(Rule):
                 and f.bytes_written >= t["factor"] * f.mpiio_write.bytes]
         if not hits:
             return None
-        f = max(hits, key=lambda x: x.bytes_written - x.mpiio_write.bytes)
+        extra = {f.id: _extra_traffic(f) for f in hits}
+        at_stake, mean, who = per_worker(s, [(g, sum(extra[g.id])) for g in hits])
+        f = max(hits, key=lambda x: sum(extra[x.id]))
+        extra_w, extra_r = extra[f.id]
         mw, mr = f.mpiio_write.bytes, (f.mpiio_read.bytes if f.mpiio_read else 0)
         ratio = f.bytes_written / mw
-        extra_w = f.write_time * (1 - mw / f.bytes_written)
-        extra_r = f.read_time * (1 - mr / f.bytes_read) if f.bytes_read > mr else 0.0
-        ranks = max(1, f.ranks)
-        at_stake = (extra_w + extra_r) / ranks
-        d = f.mpiio_write
-        coll = d.collective_share_min >= COLLECTIVE_SHARE
+        coll = f.mpiio_write.collective_share_min >= COLLECTIVE_SHARE
         msg = (f"{_short(f.path)}: POSIX wrote {format_size(f.bytes_written)}, {ratio:.1f}x the "
-               f"{format_size(mw)} MPI-IO was asked to write, and read {format_size(f.bytes_read)} where MPI-IO "
-               f"read {format_size(mr)}" + (f" ({f.read_req.zero} of the reads returned 0 bytes)"
-                                            if f.read_req.zero else "")
-               + f"; {_s(at_stake)} per rank went to the extra traffic. ROMIO read the regions around the data and "
-               f"wrote them back whole: ")
+               f"{format_size(mw)} MPI-IO was asked to write, and made {f.reads} reads of {format_size(f.bytes_read)}"
+               f" where MPI-IO read {format_size(mr)}" + (f" ({f.read_req.zero} of them returned 0 bytes)"
+                                                         if f.read_req.zero else "")
+               + f"; {_s(at_stake)} went to the extra traffic for {who} ({_s(mean)} averaged over all "
+               f"{s.nprocs} ranks)" + (f", over {len(hits)} files" if len(hits) > 1 else "")
+               + ". ROMIO read the regions around the data and wrote them back whole: ")
         msg += ("two-phase collective writes over extents with holes. Make each collective write cover a "
                 "contiguous region (HDF5: contiguous datasets aligned with H5Pset_alignment to the stripe size)."
                 if coll else
                 "data sieving for independent writes (and two-phase writes over extents with holes). Set "
                 "romio_ds_write=disable, or make the writes contiguous.")
+        reads_only = sum(extra[g.id][1] for g in hits)
+        saving = gain(per_worker(s, [(g, extra[g.id][1]) for g in hits])[0], at_stake,
+                      "the extra reads' measured time, which goes once nothing is read back, up to that and the "
+                      "extra writes' share of the write time")
+        msg += " " + _gain_line(saving)
         return self.finding(s, t, msg, {"file": f.path, "posix_bytes_written": f.bytes_written, "mpiio_bytes_written": mw,
                                      "posix_bytes_read": f.bytes_read, "mpiio_bytes_read": mr,
-                                     "ratio": round(ratio, 2), "zero_byte_reads": f.read_req.zero},
-                            at_stake=at_stake, counters={
+                                     "ratio": round(ratio, 2), "zero_byte_reads": f.read_req.zero,
+                                     "posix_ranks": f.posix_ranks, "files_affected": len(hits)},
+                            at_stake=at_stake, mean=mean, who=who, saving=saving, counters={
                                 "POSIX_BYTES_WRITTEN": f.bytes_written, "MPIIO_BYTES_WRITTEN": mw,
-                                "POSIX_BYTES_READ": f.bytes_read, "MPIIO_BYTES_READ": mr,
+                                "POSIX_BYTES_READ": f.bytes_read, "MPIIO_BYTES_READ": mr, "POSIX_READS": f.reads,
                                 "POSIX_F_WRITE_TIME": round(f.write_time, 4), "POSIX_F_READ_TIME": round(f.read_time, 4)},
                             arithmetic=[f"{f.bytes_written} / {mw} = {ratio:.2f} >= {t['factor']}",
-                                        f"({f.write_time:.4f} s x (1 - {mw}/{f.bytes_written}) + {extra_r:.4f} s) / "
-                                        f"{ranks} ranks = {at_stake:.4f} s per rank"])
+                                        f"extra writes: {f.write_time:.4f} s x (1 - {mw}/{f.bytes_written}) = "
+                                        f"{extra_w:.4f} rank-s",
+                                        f"extra reads: {f.read_time:.4f} s"
+                                        + (f" x (1 - {mr}/{f.bytes_read})" if f.bytes_read > mr else
+                                           f" (all {f.reads} reads: MPI-IO read {mr} bytes)" if extra_r else " x 0")
+                                        + f" = {extra_r:.4f} rank-s",
+                                        f"all {len(hits)} file(s): {sum(map(sum, extra.values())):.2f} rank-s "
+                                        f"(reads {reads_only:.2f}); per working rank {at_stake:.2f} s, / "
+                                        f"{s.nprocs} ranks {mean:.3f} s"])
+
+
+def _file_api(s: LogSummary, f: FileSummary) -> str:
+    """The interface the application wrote the file with, as far as the log shows: HDF5 or PnetCDF where the log
+    holds that library's module (or, for HDF5, the file's name says so), MPI-IO where the file has MPI-IO
+    records, else POSIX."""
+    name = f.path.lower()
+    if name.endswith((".h5", ".hdf5", ".he5", ".nc4")) or ("H5F" in s.modules and name.endswith(".h5")):
+        return "HDF5"
+    if "PNETCDF_FILE" in s.modules and name.endswith((".nc", ".cdf")) and f.mpiio_bytes:
+        return "PnetCDF"
+    return "MPI-IO" if f.mpiio_bytes else "POSIX"
+
+
+ALIGN_FIX = {
+    "HDF5": "HDF5: H5Pset_alignment(fapl, threshold, {unit}) on the file access property list, so every object "
+            "above the threshold starts on a {kind} boundary",
+    "PnetCDF": "PnetCDF: the hints nc_var_align_size={unit} and nc_header_align_size={unit}",
+    "MPI-IO": "MPI-IO: a file view whose blocks are multiples of {unit} and the hint striping_unit={unit}",
+    "POSIX": "POSIX: offsets and sizes of each rank's requests in multiples of {unit} (pad the records)",
+}
+
+
+class ALIGN001(Rule):
+    """Requests not aligned to the file's stripes or blocks"""
+
+    max_severity = "warn"     # the log holds the misaligned requests' time, not what alignment would save of it
+
+    def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
+        hits = []
+        for f in s.files:
+            ops = f.reads + f.writes
+            # under collective MPI-IO with known aggregators the requests are ROMIO's file domains, not the
+            # application's (COLL001, RMW001 look at those)
+            if f.special or not f.alignment or ops < t["min_ops"] or f.not_aligned / ops < t["share"] or (
+                    f.posix_ranks and f.posix_ranks < f.ranks and f.mpiio_bytes):
+                continue
+            hits.append((f, min(1.0, f.not_aligned / ops)))
+        if not hits:
+            return None
+        at_stake, mean, who = per_worker(s, [(f, f.io_time * share) for f, share in hits])
+        f, share = max(hits, key=lambda h: h[0].io_time * h[1])
+        stripe = bool(f.lustre and f.lustre.stripe_size and f.alignment == f.lustre.stripe_size)
+        kind = "stripe" if stripe else "block"
+        api = _file_api(s, f)
+        per_ost = (f" {f.ranks} ranks share its {f.lustre.stripe_count} stripes, {f.ranks / f.lustre.stripe_count:.0f}"
+                   f" per OST: a request across a stripe boundary takes locks on two OSTs."
+                   if stripe and f.shared and f.lustre.stripe_count else "")
+        fix = ALIGN_FIX[api].format(unit=f.alignment, kind=kind)
+        if api in ("HDF5", "PnetCDF") and f.mpiio_bytes:
+            fix += "; under it, " + ALIGN_FIX["MPI-IO"].format(unit=f.alignment, kind=kind)
+        if f.mpiio_bytes and not (_may_be_collective(f, "write") or _may_be_collective(f, "read")):
+            fix += ", or collective calls, whose file domains ROMIO aligns to the stripes"
+        saving = gain(0.0, at_stake, "at most the time of the misaligned requests; how much of it alignment "
+                                     "saves depends on the lock contention the log does not measure")
+        msg = (f"{_short(f.path)}: {f.not_aligned} of {f.reads + f.writes} requests ({_pct1(share)}) are not "
+               f"aligned to the file's {format_size(f.alignment)} {kind}s.{per_ost} {_s(at_stake)} went to the "
+               f"misaligned requests for {who} ({_s(mean)} averaged over all {s.nprocs} ranks)"
+               + (f", on {len(hits)} files" if len(hits) > 1 else "") + f". Align them ({fix}). "
+               + _gain_line(saving))
+        return self.finding(s, t, msg, {"file": f.path, "kind": kind, "alignment": f.alignment, "api": api,
+                                        "not_aligned": f.not_aligned, "requests": f.reads + f.writes,
+                                        "stripe_count": f.lustre.stripe_count if f.lustre else None,
+                                        "ranks": f.ranks, "files_affected": len(hits)},
+                            at_stake=at_stake, mean=mean, who=who, saving=saving,
+                            counters={"POSIX_FILE_NOT_ALIGNED": f.not_aligned, "POSIX_FILE_ALIGNMENT": f.alignment,
+                                      "POSIX_READS+WRITES": f.reads + f.writes,
+                                      "LUSTRE_COMP_STRIPE_SIZE": f.lustre.stripe_size if f.lustre else None},
+                            arithmetic=[f"{_short(g.path, 40)}: {g.not_aligned} / {g.reads + g.writes} = {sh:.3f} >= "
+                                        f"{t['share']}; {g.io_time:.1f} rank-s x {sh:.3f}" for g, sh in hits[:5]]
+                            + [f"for {who}: {at_stake:.2f} s; / {s.nprocs} ranks {mean:.3f} s"])
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -604,10 +890,14 @@ class META001(Rule):
         if m.left_out_rank_seconds:
             msg += (f" Not counted: {m.left_out_rank_seconds:.1f} rank-s on {m.left_out_files} FIFOs, pipes or "
                     f"sockets, whose opens wait for the other end.")
+        saving = gain(0.0, per_rank, "the busiest rank's metadata time, at most; each file still needs one open "
+                                     "and close")
+        msg += " " + _gain_line(saving)
         return self.finding(s, t, msg, {"meta_time_rank_s": round(m.rank_seconds, 2), "per_rank_s": round(per_rank, 3),
                                      "busiest_rank": m.busiest_rank, "file": worst.path if worst else None,
                                      "left_out_rank_s": round(m.left_out_rank_seconds, 2)},
-                            at_stake=per_rank, counters={"POSIX_F_META_TIME+STDIO_F_META_TIME": round(m.rank_seconds, 3),
+                            at_stake=per_rank, saving=saving,
+                            counters={"POSIX_F_META_TIME+STDIO_F_META_TIME": round(m.rank_seconds, 3),
                                                          "nprocs": s.nprocs},
                             arithmetic=[f"shared records' metadata time / {s.nprocs} processes + the busiest rank's "
                                         f"own records = {per_rank:.3f} s per rank >= {t['min_seconds_per_rank']} s",
@@ -662,16 +952,23 @@ class IMB001(Rule):
         if not hits:
             return None
         f, sp, gap = max(hits, key=lambda x: x[2])
+        # balanced, the slowest rank moves the mean at its own measured rate
+        balanced = sp.slowest_time * sp.mean_bytes / sp.slowest_bytes if sp.slowest_bytes else sp.slowest_time
+        saving = gain(0.0, min(gap, sp.slowest_time - max(balanced, sp.fastest_time)),
+                      f"the slowest rank moving the mean {format_size(sp.mean_bytes)} at the rate it got, "
+                      f"{sp.slowest_bytes / sp.slowest_time / 1e6 if sp.slowest_time else 0:.0f} MB/s, at best; "
+                      f"nothing if the other ranks slow down by as much with more data")
         msg = (f"{_short(f.path)}: the slowest rank ({sp.slowest_rank}) moved {format_size(sp.slowest_bytes)} and "
                f"spent {sp.slowest_time:.1f} s; the fastest ({sp.fastest_rank}) moved {format_size(sp.fastest_bytes)} "
                f"in {sp.fastest_time:.1f} s, against a mean of {format_size(sp.mean_bytes)} per rank. Everyone waits "
-               f"for the slowest: giving each rank a similar share of the data could save up to {gap:.0f} s.")
+               f"for the slowest: give each rank a similar share of the data. " + _gain_line(saving))
         return self.finding(s, t, msg, {"file": f.path, "layer": sp.layer, "slowest_rank": sp.slowest_rank,
                                      "fastest_rank": sp.fastest_rank, "slowest_s": round(sp.slowest_time, 3),
                                      "fastest_s": round(sp.fastest_time, 3), "slowest_bytes": sp.slowest_bytes,
                                      "fastest_bytes": sp.fastest_bytes, "mean_bytes": round(sp.mean_bytes),
                                      "expected_saving_s": round(gap, 1), "files_affected": len(hits)},
-                            at_stake=gap, counters={"slowest_rank": sp.slowest_rank, "fastest_rank": sp.fastest_rank},
+                            at_stake=gap, saving=saving,
+                            counters={"slowest_rank": sp.slowest_rank, "fastest_rank": sp.fastest_rank},
                             arithmetic=_spread_arith(sp, t["bytes_tolerance"])
                             + [f"{sp.slowest_time:.2f} - {sp.fastest_time:.2f} = {gap:.2f} s"])
 
@@ -705,6 +1002,34 @@ class STRAG001(Rule):
                             + [f"{sp.slowest_time:.2f} - {sp.fastest_time:.2f} = {gap:.2f} s"])
 
 
+def _stdio_causes(hits: list[dict], latency: float, lib: str) -> tuple[str, dict[str, list[str]], list[str]]:
+    """What the counters say each file's small STDIO calls cost, from its time per call: a call that took
+    `latency` seconds or more waited on the file system (a flush per call, an unbuffered stream), which no larger
+    library buffer in the calls themselves explains; below that, the library's per-call cost."""
+    slow = [a for a in hits if a["rank_seconds"] / a["calls"] >= latency]
+    cheap = [a for a in hits if a["rank_seconds"] / a["calls"] < latency]
+    parts, arith = [], []
+    for a in hits[:5]:
+        arith.append(f"{_short(a['file'], 40)}: {a['rank_seconds']:.3f} s / {a['calls']} calls = "
+                     f"{1e3 * a['rank_seconds'] / a['calls']:.3f} ms per call "
+                     f"{'>=' if a in slow else '<'} {1e3 * latency:g} ms; {a['flushes']} flushes")
+    if slow:
+        w = max(slow, key=lambda a: a["per_rank_max_s"])
+        who = f"rank {w['busiest_rank']}'s" if w["busiest_rank"] is not None else "the"
+        parts.append(f"{who} {w['calls']} calls on {_short(w['file'])} took {1e3 * w['rank_seconds'] / w['calls']:.0f}"
+                     f" ms each ({_s(w['per_rank_max_s'])}): each waited on the file system (file-system latency, "
+                     f"{w['flushes']} flushes), not on the library. Keep the stream fully buffered (setvbuf with "
+                     f"_IOFBF and a buffer of MiBs), do not fflush after each record, and write from one place in "
+                     f"large blocks")
+    if cheap:
+        t = sum(a["per_rank_max_s"] for a in cheap)
+        parts.append(f"{sum(a['calls'] for a in cheap)} calls on {len(cheap)} file(s) at under {1e3 * latency:g} ms "
+                     f"each ({_s(t)}) pay the library's per-call cost and its stream lock: write large binary "
+                     f"blocks with write(2) or {lib}, or enlarge the buffer with setvbuf")
+    causes = {"file_system_latency": [a["file"] for a in slow], "per_call_cost": [a["file"] for a in cheap]}
+    return ". ".join(p[0].upper() + p[1:] for p in parts) + ".", causes, arith
+
+
 class STDIO001(Rule):
     """Small STDIO calls (fread/fwrite/fprintf) carrying much data"""
 
@@ -721,19 +1046,23 @@ class STDIO001(Rule):
         if sb / total <= t["share"] and not by_time:
             return None
         lib = "HDF5 or MPI-IO" if s.has_mpiio else "a binary format library such as HDF5"
+        why, causes, arith = _stdio_causes(sorted(hits, key=lambda a: -a["per_rank_max_s"]),
+                                           t["latency_per_call_s"], lib)
+        saving = gain(0.0, at_stake, "the slowest rank's time in these calls, at most; the bytes still move")
         msg = (f"{format_size(sb)} ({_pct(sb / total)} of the bytes) went through STDIO in {calls} calls of "
-               f"{sb / calls:.0f} bytes on average, {_s(at_stake)} per rank. Calls that small pay the library's "
-               f"per-call cost and its stream lock each time: write large binary blocks with write(2) or {lib}, or "
-               f"at least enlarge the buffer with setvbuf.")
+               f"{sb / calls:.0f} bytes on average, {_s(at_stake)} per rank. " + why + " " + _gain_line(saving))
         return self.finding(s, t, msg, {"stdio_bytes": sb, "total_bytes": total, "stdio_ops": calls,
-                                     "share": round(sb / total, 3), "files": [a["file"] for a in hits[:3]]},
-                            at_stake=at_stake, counters={"STDIO_BYTES_READ+WRITTEN": sb, "STDIO_READS+WRITES": calls},
+                                        "share": round(sb / total, 3), "files": [a["file"] for a in hits[:3]],
+                                        "files_affected": len(hits), "causes": causes},
+                            at_stake=at_stake, saving=saving,
+                            counters={"STDIO_BYTES_READ+WRITTEN": sb, "STDIO_READS+WRITES": calls,
+                                                         "STDIO_FLUSHES": sum(a["flushes"] for a in hits)},
                             arithmetic=[f"{sb} / {calls} = {sb / calls:.0f} bytes per call < {t['max_bytes_per_call']}",
                                         f"{sb} / {total} = {sb / total:.3f} of the bytes "
                                         f"{'>' if sb / total > t['share'] else '<='} {t['share']}",
                                         f"{at_stake:.2f} s per rank (the slowest rank's STDIO read + write time) "
                                         f"/ {s.run_time:.0f} s run = {at_stake / s.run_time if s.run_time else 0:.3f} "
-                                        f"{'>=' if by_time else '<'} {t['time_share']}"])
+                                        f"{'>=' if by_time else '<'} {t['time_share']}"] + arith)
 
 
 class SER001(Rule):
@@ -803,8 +1132,8 @@ class LOG001(Rule):
                             arithmetic=[])
 
 
-RULES: tuple[Rule, ...] = (LUS001(), LUS002(), LUS003(), SIZE001(), MPI001(), RMW001(), META001(), IMB001(),
-                           STRAG001(), STDIO001(), SER001(), LOG001())
+RULES: tuple[Rule, ...] = (LUS001(), LUS002(), LUS003(), SIZE001(), MPI001(), COLL001(), RMW001(), ALIGN001(),
+                           META001(), IMB001(), STRAG001(), STDIO001(), SER001(), LOG001())
 _ORDER = {"high": 0, "warn": 1, "info": 2}
 
 
@@ -822,6 +1151,7 @@ def run_rules(s: LogSummary, thresholds: Mapping[str, Mapping[str, Any]] | None 
     return out
 
 
-for _cls in (LUS001, LUS002, LUS003, SIZE001, MPI001, RMW001, META001, IMB001, STRAG001, STDIO001, SER001, LOG001):
+for _cls in (LUS001, LUS002, LUS003, SIZE001, MPI001, COLL001, RMW001, ALIGN001, META001, IMB001, STRAG001, STDIO001,
+             SER001, LOG001):
     _cls.id = _cls.__name__
 del _cls

@@ -158,6 +158,14 @@ class FileSummary:
     mpiio_write: MpiioDirection | None = None
     mpiio_spread: RankSpread | None = None
     lustre: LustreLayout | None = None
+    rank: int | None = None            # the one rank of a file no other rank opened
+    # ranks whose own POSIX records read or wrote (under collective MPI-IO: the aggregators); None where one
+    # record shared by all ranks holds the file (Darshan's reduction): then the count is not in the log
+    posix_ranks: int | None = None
+    posix_rank_max_time: float = 0.0   # the largest POSIX read + write + metadata time of one rank (rank records)
+    not_aligned: int = 0               # POSIX_FILE_NOT_ALIGNED: requests not aligned to `alignment`
+    alignment: int = 0                 # POSIX_FILE_ALIGNMENT: the file system's block (on Lustre, the stripe size)
+    mpiio_meta_time: float = 0.0       # rank-seconds in MPI-IO open, sync, close, set_view
 
     @property
     def bytes(self) -> int:
@@ -192,6 +200,27 @@ class FileSummary:
     def mpiio(self, op: str) -> MpiioDirection | None:
         return self.mpiio_read if op == "read" else self.mpiio_write
 
+    @property
+    def workers(self) -> int:
+        """The ranks that did this file's POSIX I/O: the aggregators under collective MPI-IO, where the log has a
+        record per rank; else every rank with a record for it."""
+        return max(1, self.posix_ranks or self.ranks)
+
+    def app_time(self) -> tuple[float, float]:
+        """(slowest rank, mean over the file's ranks) of the time the application spent on the file, at the layer
+        it called: MPI-IO where the file has MPI-IO records with time (its calls include the collective exchange
+        and the wait for the aggregators), else POSIX. Read + write + metadata where the slowest rank's figure
+        holds all three (Darshan's slowest-rank time), read + write for the mean."""
+        mpi = sum(d.time for d in (self.mpiio_read, self.mpiio_write) if d)
+        if mpi > 0:
+            mean = mpi / max(1, self.ranks)
+            sp = self.mpiio_spread
+        else:
+            mean = self.io_time / max(1, self.ranks)
+            sp = self.spread
+        slow = max(mean, sp.slowest_time) if sp else mean
+        return slow, mean
+
 
 @dataclass(frozen=True, kw_only=True)
 class OstLoad:
@@ -224,6 +253,47 @@ class MetaTime:
     busiest_rank: int | None = None    # None when shared records alone decide (every rank has the same share)
     left_out_rank_seconds: float = 0.0 # on FIFOs, pipes and sockets (blocking opens wait for the other end)
     left_out_files: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Heatmap:
+    """Darshan's HEATMAP module for one interface (POSIX, MPIIO, STDIO): bytes moved per time bin summed over the
+    ranks, and how many ranks read and wrote in each bin. Bin i covers [i x bin_width, (i + 1) x bin_width) seconds
+    from the job's start."""
+
+    api: str
+    bin_width: float
+    read_bytes: tuple[int, ...]
+    write_bytes: tuple[int, ...]
+    ranks_reading: tuple[int, ...]
+    ranks_writing: tuple[int, ...]
+    ranks: int                         # ranks with a heatmap record (DXT: a traced segment) for this interface
+    source: str = "HEATMAP"            # or "DXT": a time line from the traced segments, by their start time
+
+    @property
+    def ranks_active(self) -> tuple[int, ...]:
+        """Per bin, the larger of the ranks reading and the ranks writing (a lower bound of the ranks moving data)."""
+        return tuple(map(max, self.ranks_reading, self.ranks_writing))
+
+    def phases(self, floor: float = 0.01) -> list[dict]:
+        """I/O phases: runs of consecutive bins moving more than `floor` of the busiest bin's bytes, each with its
+        start and end (s), bytes read and written, and the most ranks active in one of its bins."""
+        moved = [r + w for r, w in zip(self.read_bytes, self.write_bytes)]
+        top = max(moved, default=0)
+        out: list[dict] = []
+        if top <= 0:
+            return out
+        start = None
+        for i, m in enumerate(moved + [0]):
+            if m > floor * top and start is None:
+                start = i
+            elif m <= floor * top and start is not None:
+                out.append({"start_s": round(start * self.bin_width, 1), "end_s": round(i * self.bin_width, 1),
+                            "bytes_read": sum(self.read_bytes[start:i]),
+                            "bytes_written": sum(self.write_bytes[start:i]),
+                            "ranks_active_max": max(self.ranks_active[start:i])})
+                start = None
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -266,6 +336,7 @@ class LogSummary:
     partial: bool = False                # Darshan ran out of memory and dropped records
     notes: tuple[str, ...] = ()
     nodes: int | None = None             # the node count the log states (`derive.nodes_stated`), else None
+    heatmaps: tuple[Heatmap, ...] = ()   # the HEATMAP module's time lines, one per interface
 
     # convenience views -------------------------------------------------------------------------------
     @property
@@ -317,6 +388,55 @@ class LogSummary:
     @property
     def bytes_written(self) -> int:
         return sum(self.apis[a].bytes_written for a in ("POSIX", "STDIO") if a in self.apis)
+
+    def io_time(self) -> tuple[float, float]:
+        """(the busiest rank, the mean over all ranks) of the job's I/O time per rank, at the layer the application
+        called on each file (`FileSummary.app_time`): shared files add their slowest rank's time (the ranks of a
+        shared file wait for each other), a rank's own files add to that rank; at most the run time."""
+        shared = mean = 0.0
+        own: dict[int, float] = {}
+        for f in self.files:
+            if f.special:
+                continue
+            slow, m = f.app_time()
+            mean += m * max(1, f.ranks) / self.nprocs
+            if f.shared or f.rank is None:
+                shared += slow
+            else:
+                own[f.rank] = own.get(f.rank, 0.0) + slow
+        for a in self.stdio_streams:
+            mean += a["rank_seconds"] / self.nprocs
+            shared += a["per_rank_max_s"]
+        busiest = shared + max(own.values(), default=0.0)
+        cap = self.run_time if self.run_time > 0 else math.inf
+        return min(busiest, cap), min(mean, cap)
+
+    def hints_in_effect(self) -> list[dict]:
+        """For each file written or read collectively through MPI-IO, what its counters show of the MPI-IO hints
+        in effect: the aggregators (ranks with POSIX I/O on the file, where the log has a record per rank: ROMIO's
+        cb_nodes) and the Lustre striping (striping_factor, striping_unit). Darshan does not record the hints the
+        application set; these are what the job ran with."""
+        out = []
+        for f in self.files:
+            dirs = [d for d in (f.mpiio_read, f.mpiio_write) if d and d.bytes]
+            if not f.shared or not dirs or sum(d.collective_ops for d in dirs) == 0:
+                continue
+            out.append({"file": f.path, "ranks": f.ranks, "cb_nodes": f.posix_ranks,
+                        "striping_factor": f.lustre.stripe_count if f.lustre else None,
+                        "striping_unit": f.lustre.stripe_size if f.lustre else None})
+        return out[:10]
+
+    def nothing_to_judge(self) -> str | None:
+        """Why the log holds nothing a rule could judge (no file records, or no byte moved and no time spent on
+        files), else None."""
+        mods = f" (its modules: {', '.join(self.modules)})" if self.modules else ""
+        if not self.files and not self.stdio_streams:
+            return ("the log holds no record of a file in the modules read" + mods if self.modules
+                    else "the log holds no module records at all: Darshan recorded no I/O for this job")
+        busy = any(f.bytes or f.mpiio_bytes or f.reads or f.writes or f.io_time or f.meta_time for f in self.files)
+        if not busy and not any(a["bytes"] or a["calls"] for a in self.stdio_streams):
+            return "the job opened files but moved no byte and spent no measured time on them" + mods
+        return None
 
     @property
     def layout(self) -> str:
