@@ -44,6 +44,7 @@ class ArrayOutcome:
     added: dict[str, int] = field(default_factory=lambda: {"logs": 0, "failed": 0, "jobs": 0, "measured": 0,
                                                            "findings": 0, "runs": 0})
     failed: list[dict[str, str]] = field(default_factory=list)
+    notes: list[dict[str, str]] = field(default_factory=list)      # a value of a log left out, per note
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,10 +122,13 @@ def merge(work: Path, kb: Any, out: ArrayOutcome | None = None, *, only: Iterabl
         if not f.exists() or k in out.merged:
             continue
         recs = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
-        got, seen = add_results(kb, recs, seen, system=system, center=center)
+        unstored: list[tuple[str, str]] = []
+        got, seen = add_results(kb, recs, seen, system=system, center=center, failed=unstored)
         for key, v in got.items():
             out.added[key] += v
         out.failed += [{"path": r["path"], "error": r["error"]} for r in recs if r["status"] != "ok"]
+        out.failed += [{"path": p, "error": e} for p, e in unstored]
+        out.notes += [{"path": r["path"], "note": n} for r in recs for n in r.get("notes") or ()]
         out.merged.append(k)
     if only is None:
         _, seen = add_results(kb, [], seen, system=system, center=center)   # paths of contents known before

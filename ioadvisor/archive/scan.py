@@ -37,6 +37,7 @@ class ScanOutcome:
     added: dict[str, int] = field(default_factory=lambda: {"logs": 0, "failed": 0, "jobs": 0, "measured": 0,
                                                            "findings": 0, "runs": 0})
     failed: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)    # (path, a value of the log left out)
     workers: int = 0
     restarts: int = 0
     seconds: float = 0.0
@@ -44,7 +45,8 @@ class ScanOutcome:
     def as_dict(self) -> dict[str, Any]:
         return {"files": self.files, "unchanged": self.unchanged, "duplicates": self.duplicates,
                 "diagnosed": self.diagnosed, "added": dict(self.added),
-                "failed": [{"path": p, "error": e} for p, e in self.failed], "workers": self.workers,
+                "failed": [{"path": p, "error": e} for p, e in self.failed],
+                "notes": [{"path": p, "note": n} for p, n in self.notes], "workers": self.workers,
                 "worker_restarts": self.restarts, "seconds": round(self.seconds, 3),
                 "logs_per_second": round(self.diagnosed / self.seconds, 2) if self.diagnosed and self.seconds > 0 else None}
 
@@ -203,7 +205,7 @@ def scan(roots: Iterable[str | Path], kb: Any, settings: Settings, *, workers: i
     def flush() -> None:
         nonlocal last
         if batch or seen:
-            got, later = add_results(kb, batch, seen, system=settings.system, center=center)
+            got, later = add_results(kb, batch, seen, system=settings.system, center=center, failed=out.failed)
             for k, v in got.items():
                 out.added[k] += v
             batch.clear()
@@ -216,6 +218,7 @@ def scan(roots: Iterable[str | Path], kb: Any, settings: Settings, *, workers: i
         out.diagnosed += 1
         if rec["status"] != "ok":
             out.failed.append((rec["path"], rec["error"]))
+        out.notes += [(rec["path"], n) for n in rec.get("notes") or ()]
         batch.append(rec)
         if progress:
             progress(out.diagnosed + out.unchanged + out.duplicates, out.files)

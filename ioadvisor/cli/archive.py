@@ -178,6 +178,8 @@ def _render_array(out: dict[str, Any]) -> None:
                   highlight=False)
     for f in out["failed"]:
         console.print(printable(f"Not read (skipped): {f['path']}: {f['error']}"), highlight=False)
+    for n in out["notes"]:
+        console.print(printable(f"Left out: {n['path']}: {n['note']}"), highlight=False)
     for m in out["missing"]:
         console.print(printable(f"Task {m['task']} has no results: re-run it alone with `{m['rerun']}`, then "
                                 f"`ioadvise archive merge {out['work']}`"), highlight=False)
@@ -196,6 +198,11 @@ def _render_scan(out: dict[str, Any]) -> None:
         t = table(("log", "why"), title="Not read (skipped)")
         for f in out["failed"]:
             t.add_row(printable(f["path"]), printable(f["error"]))
+        console.print(t)
+    if out["notes"]:
+        t = table(("log", "what"), title="Read, with impossible values left out")
+        for n in out["notes"]:
+            t.add_row(printable(n["path"]), printable(n["note"]))
         console.print(t)
     if out["worker_restarts"]:
         console.print(f"{out['worker_restarts']} worker(s) replaced after a log crashed or hung them.")
@@ -261,6 +268,10 @@ def _render_report(doc: dict[str, Any]) -> None:
               f"gain; on {tot['jobs_with_saving']} job(s)) come to about {_h(tot['saving_process_hours'])}"
               if tot["jobs_with_saving"] else "no measurement backs a saving for any of them")
     empty = f", {logs['empty_files']} empty files" if logs["empty_files"] else ""
+    if logs.get("impossible_jobs_left_out"):
+        empty += (f", {logs['impossible_jobs_left_out']} jobs left out whose stored process count or times are "
+                  f"impossible (scanned by an earlier version: scan them again with --retry-failed after removing "
+                  f"them)")
     console.print(f"{logs['scanned']} logs scanned ({logs['failed']} unreadable{empty}), {tot['jobs']} jobs using "
                   f"{_h(tot['process_hours'])} process-hours; {tot['jobs_with_findings']} jobs with findings put "
                   f"{_h(tot['at_stake_process_hours'])} process-hours of I/O time at stake; {saving}. Node counts: "
@@ -276,7 +287,8 @@ def _render_report(doc: dict[str, Any]) -> None:
               right=("#", "nodes", "run s", "at stake proc-h", "saving proc-h", "at stake node-h"),
               title="Jobs by I/O time at stake")
     for i, j in enumerate(doc["jobs"], 1):
-        t.add_row(str(i), str(j["jobid"]), str(j["uid"]), j["app"], _nodes_text(j), f"{j['run_time_s']:.0f}",
+        t.add_row(str(i), str(j["jobid"]), str(j["uid"]), printable(j["app"]), _nodes_text(j),
+                  f"{j['run_time_s']:.0f}",
                   _h(j["at_stake_process_hours"]), _h(j["saving_process_hours"]), _h(j["at_stake_node_hours"]),
                   ", ".join(f["rule"] for f in j["findings"]) or "-")
     console.print(t)
@@ -286,7 +298,7 @@ def _render_report(doc: dict[str, Any]) -> None:
                    "top rule"), right=("jobs", "with findings", "proc-h", "at stake proc-h", "saving proc-h"),
                   title=f"{title} by I/O time at stake")
         for g in doc[key]:
-            t.add_row(str(g[col]), str(g["jobs"]), str(g["jobs_with_findings"]), _h(g["process_hours"]),
+            t.add_row(printable(str(g[col])), str(g["jobs"]), str(g["jobs_with_findings"]), _h(g["process_hours"]),
                       _h(g["at_stake_process_hours"]), _h(g["saving_process_hours"] or None), g["top_rule"] or "-")
         console.print(t)
     if doc["rules"]:
@@ -299,7 +311,9 @@ def _render_report(doc: dict[str, Any]) -> None:
             console.print(Text.assemble((f"{i}. {g['rule']} ", "bold"), g["title"],
                                         f": {g['jobs']} job(s), {_h(g['at_stake_process_hours'])} process-hours "
                                         f"at stake, {save}"))
-            console.print(f"   Costliest: job {ex['jobid']} (user {ex['uid']}, {ex['app']}): {ex['message']}",
-                          highlight=False)
+            # the application name is the log's command line and the message names the job's files: both the
+            # user's text, escaped as diagnose escapes it
+            console.print(printable(f"   Costliest: job {ex['jobid']} (user {ex['uid']}, {ex['app']}): "
+                                    f"{ex['message']}"), highlight=False)
             if ex.get("command"):
-                console.print(f"   Command: {ex['command']}", highlight=False)
+                console.print(printable(f"   Command: {ex['command']}"), highlight=False)

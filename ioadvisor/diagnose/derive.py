@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ImportFormatError, UsageError
+from .jobrecord import ImpossibleJob, checked_job
 from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES, ApiTotals, FileSummary, LogSummary,
                       LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests)
 
@@ -361,7 +362,11 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
             raise _LogError("truncated or corrupt Darshan log: " + "; ".join(said))
         return out
 
-    job = step(backend.log_get_job, log)
+    try:
+        job, job_notes = checked_job(step(backend.log_get_job, log))
+    except ImpossibleJob as e:
+        backend.log_close(log)
+        raise _LogError(str(e)) from None
     exe = step(backend.log_get_exe, log) or ""
     mounts = [(m, t) for m, t in step(backend.log_get_mounts, log)]
     names = step(backend.log_get_name_records, log)
@@ -378,7 +383,8 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
         step(_drain, backend, log, modinfo[last]["idx"])
     partial_mods = tuple(k for k, m in modinfo.items() if m.get("partial_flag"))
     backend.log_close(log)
-    return _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods)
+    s = _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods)
+    return dataclasses.replace(s, notes=(*job_notes, *s.notes)) if job_notes else s
 
 
 def _drain(backend: Any, log: Any, idx: int) -> int:
