@@ -187,3 +187,26 @@ def test_report_escapes_the_application_name(tmp_path):
     for raw in ("\x1b", "\x07", "\u202e"):
         assert raw not in r.output
     assert "\\x1b]0;X\\x07\\x1b[2J\\u202eapp" in r.output
+
+
+def test_a_relative_archive_directory_is_planned_by_absolute_paths(tmp_path, monkeypatch):
+    """`archive scan arch --mode array` from the archive's parent: the plan held arch/x.darshan, which the array
+    task (run in the work directory, or on another node) could not find, so every log was stored as failed with
+    "no such file" and later scans took them for unchanged. Now the plan holds absolute paths, and the task's
+    body run from another directory reads every log."""
+    from ioadvisor.archive.array import PLAN, plan_array, run_task
+    from ioadvisor.archive.worker import Settings
+    arch = tmp_path / "site" / "arch"
+    arch.mkdir(parents=True)
+    for i in range(2):
+        (arch / f"j{i}.darshan").write_bytes(with_job(SRC.read_bytes(), jobid=50 + i))
+    monkeypatch.chdir(tmp_path / "site")
+    with KB.open(tmp_path / "kb.sqlite") as kb:
+        plan, out = plan_array(["arch"], kb, Settings(system="s"), tasks=1, work=tmp_path / "work")
+    paths = [item[0] for item in plan["slices"][0]]
+    assert paths == [str(arch / "j0.darshan"), str(arch / "j1.darshan")]
+    assert json.loads((tmp_path / "work" / PLAN).read_text())["slices"] == plan["slices"]
+    monkeypatch.chdir(tmp_path / "work")
+    recs = [json.loads(line) for line in run_task(tmp_path / "work", 0).read_text().splitlines()]
+    assert sorted((Path(r["path"]).name, r["status"], r["error"]) for r in recs) == [
+        ("j0.darshan", "ok", None), ("j1.darshan", "ok", None)]

@@ -52,11 +52,12 @@ class ScanOutcome:
 
 
 def list_logs(roots: Iterable[str | Path]) -> list[Path]:
-    """Every `*.darshan` file under the roots (a root may also be a log file itself), in path order, each once.
-    A YEAR/MONTH/DAY tree is just a directory tree here."""
+    """Every `*.darshan` file under the roots (a root may also be a log file itself), in path order, each once,
+    by its absolute path (a relative root is taken from the current directory now: an array task, or a later
+    scan, runs elsewhere). A YEAR/MONTH/DAY tree is just a directory tree here."""
     out: list[Path] = []
     for root in roots:
-        p = Path(root)
+        p = Path(os.path.abspath(root))
         if p.is_file():
             out.append(p)
         elif p.is_dir():
