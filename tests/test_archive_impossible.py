@@ -210,3 +210,30 @@ def test_a_relative_archive_directory_is_planned_by_absolute_paths(tmp_path, mon
     recs = [json.loads(line) for line in run_task(tmp_path / "work", 0).read_text().splitlines()]
     assert sorted((Path(r["path"]).name, r["status"], r["error"]) for r in recs) == [
         ("j0.darshan", "ok", None), ("j1.darshan", "ok", None)]
+
+
+def test_a_full_kb_stops_the_scan_with_what_happened_and_keeps_what_was_stored(tmp_path):
+    """A full disk: sqlite rolls the transaction back itself on SQLITE_FULL, and the scan's own ROLLBACK then
+    raised "cannot rollback - no transaction is active", which is all the user saw. The KB's size limit
+    (max_page_count) gives the same SQLITE_FULL without filling a disk. Now the error names the KB, the full
+    disk and the logs kept; the KB is left whole, and once it can grow a scan stores the rest."""
+    from ioadvisor.archive.scan import scan
+    from ioadvisor.archive.worker import Settings
+    from ioadvisor.errors import KBError
+    arch, kb = tmp_path / "arch", tmp_path / "kb.sqlite"
+    arch.mkdir()
+    for i in range(60):
+        (arch / f"j{i:02d}.darshan").write_bytes(with_job(SRC.read_bytes(), jobid=100 + i))
+    with KB.open(kb) as store:
+        pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
+        store.conn.execute(f"PRAGMA max_page_count = {pages + 5}")
+        with pytest.raises(KBError) as e:
+            scan([arch], store, Settings(system="s"), workers=1)
+        assert not store.conn.in_transaction
+    stored = sqlite3.connect(kb).execute("SELECT count(*) FROM archive_logs").fetchone()[0]
+    msg = str(e.value)
+    assert "no transaction is active" not in msg and str(kb) in msg
+    assert "the disk holding it is full" in msg and f"the {stored} log(s) stored before it are kept" in msg
+    assert stored < 60 and sqlite3.connect(kb).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    doc = _scan(arch, kb)
+    assert doc["failed"] == [] and doc["added"]["jobs"] == 60 - stored

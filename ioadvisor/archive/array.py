@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import sqlite3
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, Callable, Iterable
 from ..errors import SlurmError, UsageError
 from ..util import atomic_write, printable
 from .scan import ScanOutcome, list_logs, pending_logs
-from .store import add_results
+from .store import add_results, write_failed
 from .worker import Settings
 
 __all__ = ["ArrayOutcome", "plan_array", "render_script", "submit", "merge", "wait_and_merge", "run_task"]
@@ -123,7 +124,10 @@ def merge(work: Path, kb: Any, out: ArrayOutcome | None = None, *, only: Iterabl
             continue
         recs = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
         unstored: list[tuple[str, str]] = []
-        got, seen = add_results(kb, recs, seen, system=system, center=center, failed=unstored)
+        try:
+            got, seen = add_results(kb, recs, seen, system=system, center=center, failed=unstored)
+        except sqlite3.OperationalError as e:
+            raise write_failed(kb, e, out.added["logs"]) from None
         for key, v in got.items():
             out.added[key] += v
         out.failed += [{"path": r["path"], "error": r["error"]} for r in recs if r["status"] != "ok"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import sqlite3
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,7 +16,8 @@ from ..diagnose.derive import check_header
 from ..errors import ImportFormatError, IOAdvisorError, UsageError
 from ..inputs import LOG, check_input, open_input
 from ..util import printable
-from .store import EMPTY_SHA256, EMPTY_TEXT, PathSeen, add_results, hash_status, path_is_current
+from .store import (EMPTY_SHA256, EMPTY_TEXT, PathSeen, add_results, hash_status, path_is_current,
+                    write_failed)
 from .worker import Settings
 
 __all__ = ["ScanOutcome", "list_logs", "scan", "sha256_of", "pending_logs", "diagnose_logs", "one_scan_at_a_time"]
@@ -206,7 +208,11 @@ def scan(roots: Iterable[str | Path], kb: Any, settings: Settings, *, workers: i
     def flush() -> None:
         nonlocal last
         if batch or seen:
-            got, later = add_results(kb, batch, seen, system=settings.system, center=center, failed=out.failed)
+            try:
+                got, later = add_results(kb, batch, seen, system=settings.system, center=center,
+                                         failed=out.failed)
+            except sqlite3.OperationalError as e:
+                raise write_failed(kb, e, out.added["logs"]) from None
             for k, v in got.items():
                 out.added[k] += v
             batch.clear()

@@ -152,6 +152,17 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
     return added, later
 
 
+def write_failed(kb: Any, e: sqlite3.OperationalError, stored: int) -> Exception:
+    """The one-line error of a batch the KB refused (a full disk, an I/O error, a read-only file): what happened,
+    that the logs of earlier batches stay stored, and what to do."""
+    from ..errors import KBError
+    why = ("the disk holding it is full, or the KB reached its size limit" if "full" in str(e)
+           else "it cannot be written")
+    return KBError(f"{printable(str(kb.path))}: {why} ({e}): this batch of results was not stored; the {stored} "
+                   f"log(s) stored before it are kept, and the next scan goes on from there once the KB can be "
+                   f"written")
+
+
 # what storing one log's result can fail with when the result holds what its column cannot (a number out of
 # range, a value sqlite does not take, text a check refuses): that log is stored as failed, the batch goes on.
 # Errors of the KB itself (a full disk, a locked or corrupt file: sqlite3.OperationalError) stop the batch.
