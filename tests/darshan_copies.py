@@ -134,3 +134,32 @@ def with_counter(path: Path, module: str, counter: str, value: int | float, *, r
         else:
             struct.pack_into(order + "d", body, at + 8 * (len(names) + fnames.index(counter)), float(value))
     return _rewrite(data, off, off + length, change)
+
+
+def with_records(path: Path, module: str, n: int) -> bytes:
+    """The log at `path` with its `module` records replaced by `n` copies of its first record, each under its own
+    record id (the first's plus its index): a job with that many files, in a region that deflates to a few bytes
+    per record. ValueError as for `with_counter`."""
+    found = module_layout(path, module)
+    if found is None:
+        raise ValueError(f"{path.name}: no {module} records of the current layout")
+    idx, names, fnames = found
+    data = path.read_bytes()
+    order, maps = _layout(data)
+    off, length = maps[1 + idx]
+    size = 16 + 8 * (len(names) + len(fnames))
+    first = bytearray(b"".join(_streams(data[off:off + length]))[:size])
+    base = struct.unpack_from(order + "Q", first, 0)[0]
+    body = bytearray(size * n)
+    for i in range(n):
+        body[i * size:(i + 1) * size] = first
+        struct.pack_into(order + "Q", body, i * size, (base + i) % 2 ** 64)
+    packed = zlib.compress(bytes(body))
+    delta = len(packed) - length
+    head = bytearray(data[:JOB_AT])
+    for i, (o, ln) in enumerate(maps):
+        if ln and o > off:
+            struct.pack_into(order + "QQ", head, 24 + 16 * i, o + delta, ln)
+        elif ln and o == off:
+            struct.pack_into(order + "QQ", head, 24 + 16 * i, o, len(packed))
+    return bytes(head) + data[JOB_AT:off] + packed + data[off + length:]

@@ -27,6 +27,7 @@ class Settings:
     center: str | None = None        # center file or shipped name: OST count for the striping rules, and the
                                      # mounts a log's files must lie under for it to become production runs
     thresholds: str | None = None    # user thresholds file laid over the shipped ones
+    memory: int = 4 << 30            # address space a worker may use (RLIMIT_AS): a log needing more fails alone
 
 
 def app_name(exe: str) -> str:
@@ -136,6 +137,8 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
     if settings.center:
         from ..center import load_center
         center = load_center(settings.center)
+    from ..util import limit_memory
+    limit_memory(settings.memory)
     errfile = tempfile.TemporaryFile()
     os.dup2(errfile.fileno(), 2)
     # a log that crashes the library is reported by the pool; a Python fault dump of the worker adds nothing
@@ -161,6 +164,10 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
             return {**out, **_judged(p, s, d, settings, center)}
         except IOAdvisorError as e:
             return {**out, "status": "failed", "error": getattr(e, "reason", None) or str(e)}
+        except MemoryError:          # the next log gets a fresh worker, not one whose heap this log filled
+            limit = f"{settings.memory >> 20} MiB"
+            return Retire({**out, "status": "failed",
+                           "error": f"judging the log needs more memory than a worker's limit of {limit}"})
         except (ArithmeticError, ValueError, TypeError) as e:   # counters no rule foresaw: this log fails alone
             return {**out, "status": "failed", "error": f"impossible counters: {type(e).__name__}: {e}"}
 

@@ -51,6 +51,8 @@ def scan_cmd(
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Array mode: wait for the tasks and merge "
                                                                  "their results (else merge later with "
                                                                  "`ioadvise archive merge WORK`).")] = True,
+    worker_memory: Annotated[str, typer.Option(help="Memory (address space) each worker may use, e.g. 8GiB: a "
+                                                    "log that needs more fails alone, its worker replaced.")] = "4GiB",
     json_out: JsonOption = False,
 ) -> None:
     """Diagnose every Darshan log under ROOTS that the KB has not seen, and store per-job facts, findings and
@@ -62,16 +64,13 @@ def scan_cmd(
     added in transactions of up to 256 logs, so an interrupted scan keeps what it finished.
     """
     with cli_errors():
-        if mode not in ("local", "array"):
-            from ..errors import UsageError
-            raise UsageError(f"--mode {mode!r}: use local or array")
+        chosen = _settings(mode, system, center, thresholds, worker_memory)
         if mode == "array":
-            slurm = {"cpus_per_task": str(cpus_per_task), "partition": partition, "time": time_limit,
-                     "account": account}
-            out = _scan_array(roots, kb, system, center, thresholds, retry_failed, timeout, tasks, work, slurm,
-                              wait, json_out)
+            out = _scan_array(roots, kb, chosen, retry_failed, timeout, tasks, work, wait, json_out,
+                              {"cpus_per_task": str(cpus_per_task), "partition": partition, "time": time_limit,
+                               "account": account})
         else:
-            out = _scan(roots, kb, workers, system, center, thresholds, retry_failed, timeout, json_out)
+            out = _scan(roots, kb, workers, chosen, retry_failed, timeout, json_out)
     if json_out:
         print_json(out)
         return
@@ -81,9 +80,21 @@ def scan_cmd(
         _render_scan(out)
 
 
-def _settings(system: str | None, center: str | None, thresholds: Path | None) -> tuple[Any, Any]:
+def _settings(mode: str, system: str | None, center: str | None, thresholds: Path | None,
+              memory: str) -> tuple[Any, Any]:
+    """(the workers' Settings, the center the runs are filed under), from the options; UsageError for a bad one."""
     import os
 
+    from ..errors import UsageError
+    from ..model.units import parse_size
+    if mode not in ("local", "array"):
+        raise UsageError(f"--mode {mode!r}: use local or array")
+    try:
+        limit = parse_size(memory)
+    except UsageError as e:
+        raise UsageError(f"--worker-memory: {e}") from None
+    if limit < 256 << 20:
+        raise UsageError(f"--worker-memory {memory}: a worker needs at least 256MiB")
     from ..archive.worker import Settings
     from ..center import center_for, default_system_name
     from ..diagnose.rules import load_thresholds
@@ -93,16 +104,17 @@ def _settings(system: str | None, center: str | None, thresholds: Path | None) -
     # the workers load the center the scan files runs under (a file by its absolute path: array tasks run
     # elsewhere; a shipped center found by the system's name by that name)
     spec = str(Path(center).resolve()) if center and Path(center).is_file() else (where.name if where else None)
-    return Settings(system=name, center=spec, thresholds=str(thresholds.resolve()) if thresholds else None), where
+    return Settings(system=name, center=spec, thresholds=str(thresholds.resolve()) if thresholds else None,
+                    memory=limit), where
 
 
-def _scan(roots: list[Path], kb: Path | None, workers: int | None, system: str | None, center: str | None,
-          thresholds: Path | None, retry_failed: bool, timeout: float, quiet: bool) -> dict[str, Any]:
+def _scan(roots: list[Path], kb: Path | None, workers: int | None, chosen: tuple[Any, Any], retry_failed: bool,
+          timeout: float, quiet: bool) -> dict[str, Any]:
     from ..archive.pool import default_workers
     from ..archive.scan import one_scan_at_a_time, scan
     from ..kb import KB
     from .common import err_console
-    settings, where = _settings(system, center, thresholds)
+    settings, where = chosen
     n = workers or default_workers()
 
     def waiting() -> None:
@@ -116,14 +128,13 @@ def _scan(roots: list[Path], kb: Path | None, workers: int | None, system: str |
     return out.as_dict()
 
 
-def _scan_array(roots: list[Path], kb: Path | None, system: str | None, center: str | None,
-                thresholds: Path | None, retry_failed: bool, timeout: float, tasks: int, work: Path | None,
-                slurm: dict[str, Any], wait: bool, quiet: bool) -> dict[str, Any]:
+def _scan_array(roots: list[Path], kb: Path | None, chosen: tuple[Any, Any], retry_failed: bool, timeout: float,
+                tasks: int, work: Path | None, wait: bool, quiet: bool, slurm: dict[str, Any]) -> dict[str, Any]:
     import datetime as _dt
 
     from ..archive import array
     from ..kb import KB
-    settings, where = _settings(system, center, thresholds)
+    settings, where = chosen
     if work is None:
         work = Path(f"ioadvise-archive-{_dt.datetime.now():%Y%m%d-%H%M%S}")
     with KB.open(kb) as store:

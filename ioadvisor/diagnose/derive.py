@@ -29,6 +29,10 @@ __all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "check_header", "import_bac
 
 DARSHAN_MAGIC = 6567223          # DARSHAN_MAGIC_NR, stored as int64 right after the 8-byte version string
 CHILD_TIMEOUT = 120.0
+# What one log may take to read: records (each about 4 KB once derived: 200,000 records of a hostile log that
+# deflates to a few bytes per record are about 1 GB and a minute or two), and address space of the reading process
+MAX_RECORDS = 200_000
+READ_MEMORY = 4 << 30
 LCME_FL_INIT = 0x10              # Lustre component flag: the component has objects
 
 
@@ -147,8 +151,9 @@ def _child(path: str, conn: Any) -> None:
     """Child body: capture the C library's stderr, parse, send ("ok", LogSummary) or ("error", message)."""
     import faulthandler
 
-    from ..util import die_with_parent
+    from ..util import die_with_parent, limit_memory
     die_with_parent()
+    limit_memory(READ_MEMORY)
     # the library aborting on a corrupt log is an answer the parent turns into one line; a fault handler
     # inherited from the parent (PYTHONFAULTHANDLER, pytest) would print a Python stack on the terminal too
     faulthandler.disable()
@@ -162,10 +167,11 @@ def _child(path: str, conn: Any) -> None:
             return
         try:
             summary = read_checked(path, backend, errfile)
+            conn.send(("ok", summary))
         except ImportFormatError as e:
             conn.send(("error", e.reason))
-            return
-        conn.send(("ok", summary))
+        except MemoryError:               # sending a summary this large
+            conn.send(("error", memory_text()))
     finally:
         os.dup2(saved, 2)
         os.close(saved)
@@ -190,6 +196,8 @@ def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:
         s = _read(path, backend, complaints)
     except _LogError as e:
         raise ImportFormatError(str(e), path) from None
+    except MemoryError:
+        raise ImportFormatError(memory_text(), path) from None
     except Exception as e:  # the log made the reader fail in a way not foreseen: report, don't trace
         raise ImportFormatError(f"cannot read the log: {type(e).__name__}: {e}", path) from None
     try:
@@ -268,14 +276,26 @@ def import_backend(*, without_numpy: bool = False) -> Any:
         return None
 
 
+def memory_text() -> str:
+    """Why a log this process ran out of memory reading is refused, with the process's address-space limit."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, ValueError, OSError):
+        soft = -1
+    size = f"{soft / (1 << 30):.3g} GiB" if soft >= 1 << 30 else f"{soft >> 20} MiB"
+    limit = f"the reader's limit of {size}" if soft > 0 else "the memory there is"
+    return f"reading the log needs more memory than {limit}; refused"
+
+
 class _LogError(Exception):
     pass
 
 
-def _records(backend: Any, log: Any, mod: str) -> list[dict]:
+def _records(backend: Any, log: Any, mod: str, limit: int = MAX_RECORDS) -> list[dict]:
     """All records of a module, read through PyDarshan's cffi definitions of the module's C struct: counters as
     dicts of plain Python numbers (much faster to sum than numpy's, and no numpy needed). A Lustre record holds
-    components (stripe counters, pool, OST list) instead of counters."""
+    components (stripe counters, pool, OST list) instead of counters. More than `limit` records: _LogError."""
     ffi, lib = backend.ffi, backend.libdutil
     idx = backend.log_get_modules(log)[mod]["idx"]
     ctype = backend._structdefs[mod]
@@ -285,6 +305,9 @@ def _records(backend: Any, log: Any, mod: str) -> list[dict]:
     buf = ffi.new("void **")         # NULL: the library allocates each record (it would write into a non-NULL one)
     out = []
     while lib.darshan_log_get_record(log["handle"], idx, buf) >= 1:
+        if len(out) >= limit:
+            raise _LogError(f"the log holds more than {MAX_RECORDS:,} records (of {mod} and the modules before "
+                            f"it): more than one log may take to read (about 4 KB of memory each); refused")
         rec = ffi.cast(ctype, buf)[0]
         if lustre:
             out.append({"id": rec.base_rec.id, "rank": rec.base_rec.rank, "components": _components(ffi, rec, cnames)})
@@ -353,6 +376,8 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     def step(fn: Any, *args: Any) -> Any:
         try:
             out = fn(*args)
+        except (_LogError, MemoryError):
+            raise
         except Exception as e:
             said = complaints()
             raise _LogError("truncated or corrupt Darshan log: " + ("; ".join(said) if said else
@@ -375,7 +400,7 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     recs: dict[str, list[dict]] = {}
     for mod in READ_MODULES:
         if mod in modinfo:
-            recs[mod] = step(_records, backend, log, mod)
+            recs[mod] = step(_records, backend, log, mod, MAX_RECORDS - sum(map(len, recs.values())))
     # the regions lie in the file in module order, so a log cut short loses the end of its last region: read
     # that one too where the analysis does not (DXT traces, the heatmap, ...), or a cut log would pass as whole
     last = max(modinfo, key=lambda m: modinfo[m]["idx"], default=None)
