@@ -292,6 +292,10 @@ class _LogError(Exception):
     pass
 
 
+class _TooLarge(_LogError):
+    pass
+
+
 def _records(backend: Any, log: Any, mod: str, limit: int = MAX_RECORDS) -> list[dict]:
     """All records of a module, read through PyDarshan's cffi definitions of the module's C struct: counters as
     dicts of plain Python numbers (much faster to sum than numpy's, and no numpy needed). A Lustre record holds
@@ -306,7 +310,7 @@ def _records(backend: Any, log: Any, mod: str, limit: int = MAX_RECORDS) -> list
     out = []
     while lib.darshan_log_get_record(log["handle"], idx, buf) >= 1:
         if len(out) >= limit:
-            raise _LogError(f"the log holds more than {MAX_RECORDS:,} records (of {mod} and the modules before "
+            raise _TooLarge(f"the log holds more than {MAX_RECORDS:,} records (of {mod} and the modules before "
                             f"it): more than one log may take to read (about 4 KB of memory each); refused")
         rec = ffi.cast(ctype, buf)[0]
         if lustre:
@@ -376,7 +380,7 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     def step(fn: Any, *args: Any) -> Any:
         try:
             out = fn(*args)
-        except (_LogError, MemoryError):
+        except (_TooLarge, MemoryError):      # what the log costs to read, not a fault of its bytes
             raise
         except Exception as e:
             said = complaints()
