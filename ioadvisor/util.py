@@ -160,6 +160,20 @@ def private_dir(prefix: str) -> Path:
     return d
 
 
+def limit_memory(nbytes: int) -> None:
+    """In a child process: cap its address space at `nbytes` (RLIMIT_AS, lowered only), so that a hostile input
+    ends in MemoryError (or a failed allocation in a C library) in that child instead of taking the machine's
+    memory. Where the platform has no such limit, nothing is done."""
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        cap = nbytes if hard == resource.RLIM_INFINITY else min(nbytes, hard)
+        if soft == resource.RLIM_INFINITY or soft > cap:
+            resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
 def die_with_parent() -> None:
     """In a child process: end when the process that started it ends, however that ends (a SIGKILL too), so
     no worker or reader outlives the command. Linux: the kernel's parent-death signal (prctl

@@ -67,7 +67,8 @@ def test_jobs_are_ranked_by_process_hours_at_stake_and_no_node_count_is_assumed(
     assert all(j["nodes"] is None and j["at_stake_node_hours"] is None for j in jobs[:2])
     # every other job has nothing at stake, so none of them may rank above these two
     assert all(j["at_stake_process_hours"] == 0 for j in jobs[2:]) and len(jobs) == len(LOGS)
-    assert rep["logs"] == {"scanned": len(LOGS) + 1, "readable": len(LOGS), "failed": 1, "empty_files": 0}
+    assert rep["logs"] == {"scanned": len(LOGS) + 1, "readable": len(LOGS), "failed": 1, "empty_files": 0,
+                           "impossible_jobs_left_out": 0}
     assert rep["totals"]["at_stake_process_hours"] == pytest.approx(304.5768 + 37.0, abs=1e-3)
     # the node counts the logs state: dxt.darshan and ior_hdf5_example.darshan trace every rank (1 and 4) in DXT,
     # each from one host name: 1 node each; no other wheel log states one

@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # a center's file systems, tiers and limits, and the evidence flags it allows
     ("center", ("ioadvisor.center",)),
     # a Darshan log read into a summary: the darshan importer and the diagnosis both read logs through it
-    ("logs", ("ioadvisor.diagnose.summary", "ioadvisor.diagnose.derive")),
+    ("logs", ("ioadvisor.diagnose.summary", "ioadvisor.diagnose.jobrecord", "ioadvisor.diagnose.derive")),
     # file formats read into runs
     ("importers", ("ioadvisor.importers",)),
     # the knowledge base: store, migrations, the reference layer (built from the shipped canonical CSV files);

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import sqlite3
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, Callable, Iterable
 from ..errors import SlurmError, UsageError
 from ..util import atomic_write, printable
 from .scan import ScanOutcome, list_logs, pending_logs
-from .store import add_results
+from .store import add_results, write_failed
 from .worker import Settings
 
 __all__ = ["ArrayOutcome", "plan_array", "render_script", "submit", "merge", "wait_and_merge", "run_task"]
@@ -44,6 +45,7 @@ class ArrayOutcome:
     added: dict[str, int] = field(default_factory=lambda: {"logs": 0, "failed": 0, "jobs": 0, "measured": 0,
                                                            "findings": 0, "runs": 0})
     failed: list[dict[str, str]] = field(default_factory=list)
+    notes: list[dict[str, str]] = field(default_factory=list)      # a value of a log left out, per note
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -121,10 +123,16 @@ def merge(work: Path, kb: Any, out: ArrayOutcome | None = None, *, only: Iterabl
         if not f.exists() or k in out.merged:
             continue
         recs = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
-        got, seen = add_results(kb, recs, seen, system=system, center=center)
+        unstored: list[tuple[str, str]] = []
+        try:
+            got, seen = add_results(kb, recs, seen, system=system, center=center, failed=unstored)
+        except sqlite3.OperationalError as e:
+            raise write_failed(kb, e, out.added["logs"]) from None
         for key, v in got.items():
             out.added[key] += v
         out.failed += [{"path": r["path"], "error": r["error"]} for r in recs if r["status"] != "ok"]
+        out.failed += [{"path": p, "error": e} for p, e in unstored]
+        out.notes += [{"path": r["path"], "note": n} for r in recs for n in r.get("notes") or ()]
         out.merged.append(k)
     if only is None:
         _, seen = add_results(kb, [], seen, system=system, center=center)   # paths of contents known before

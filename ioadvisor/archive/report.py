@@ -17,9 +17,11 @@ Definitions (docs/archive.md states them for readers of the report):
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
+from ..diagnose.jobrecord import MAX_PROCS, MAX_RUN_S
 from ..diagnose.summary import job_nodes
 from .store import EMPTY_SHA256
 
@@ -71,7 +73,8 @@ def center_report(kb: Any, *, top: int = 10, ranks_per_node: int | None = None, 
     # every empty file is a failure of its own (all of them have one content): counted by path
     empty = conn.execute(f"SELECT count(*) FROM main.archive_paths p JOIN main.archive_logs l ON l.hash = p.hash "
                          f"{also} p.hash = ?", (*args, EMPTY_SHA256)).fetchone()[0]
-    jobs = _jobs(conn, where, args, ranks_per_node, rpn_of)
+    left_out: list[str] = []
+    jobs = _jobs(conn, where, args, ranks_per_node, rpn_of, left_out)
     rules = _add_findings(conn, where, args, jobs)
     for j in jobs.values():
         j["at_stake_process_hours"] = _hours(j["at_stake_s"], j["nprocs"])
@@ -82,18 +85,32 @@ def center_report(kb: Any, *, top: int = 10, ranks_per_node: int | None = None, 
     ranked = sorted(jobs.values(), key=lambda j: (-j["at_stake_process_hours"], -j["process_hours"], j["log"]))
     return {"schema": REPORT_SCHEMA, "system": system, "ranks_per_node": ranks_per_node,
             "logs": {"scanned": sum(logs.values()) + empty, "readable": logs.get("ok", 0),
-                     "failed": logs.get("failed", 0), "empty_files": empty},
+                     "failed": logs.get("failed", 0), "empty_files": empty,
+                     "impossible_jobs_left_out": len(left_out)},
             "totals": _totals(ranked),
             "jobs": ranked[:top], "users": _groups(ranked, "uid", top), "applications": _groups(ranked, "app", top),
             "rules": _fixes(rules)}
 
 
+def possible(r: Mapping[str, Any]) -> bool:
+    """Whether a stored job's process count, run time and I/O time are ones a real job has (a scan by an
+    earlier version stored whatever the log said: 2^63 - 1 processes, a run of 10^12 s)."""
+    def ok(v: Any, top: float) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and 0 <= v <= top
+    return (ok(r["nprocs"], MAX_PROCS) and r["nprocs"] >= 1 and ok(r["run_time_s"], MAX_RUN_S)
+            and ok(r["io_time_per_rank_s"], math.inf) and (r["nodes"] is None or ok(r["nodes"], MAX_PROCS)))
+
+
 def _jobs(conn: Any, where: str, args: Sequence[str], ranks_per_node: int | None,
-          rpn_of: Mapping[str, int]) -> dict[str, dict[str, Any]]:
-    """The archived jobs (by log hash), their node counts and hours, no findings yet."""
+          rpn_of: Mapping[str, int], left_out: list[str]) -> dict[str, dict[str, Any]]:
+    """The archived jobs (by log hash), their node counts and hours, no findings yet; the logs of jobs whose
+    stored facts are impossible (`possible`) are appended to `left_out` instead."""
     jobs: dict[str, dict[str, Any]] = {}
     for r in conn.execute(f"SELECT j.*, l.path, l.system FROM main.archive_jobs j JOIN main.archive_logs l "
                           f"ON l.hash = j.hash {where}", args):
+        if not possible(r):
+            left_out.append(r["path"])
+            continue
         nodes, source = job_nodes(r["nodes"], r["nprocs"], ranks_per_node, rpn_of.get((r["system"] or "").lower()))
         jobs[r["hash"]] = {"log": r["path"], "system": r["system"], "filesystem": r["filesystem"],
                            "jobid": r["jobid"], "uid": r["uid"], "app": r["app"], "exe": r["exe"],
@@ -117,6 +134,8 @@ def _add_findings(conn: Any, where: str, args: Sequence[str], jobs: dict[str, di
             continue
         f = json.loads(r["finding"])
         at = f.get("time_at_stake_s") or 0.0
+        if not isinstance(at, (int, float)) or not math.isfinite(at) or at < 0:     # stored by an earlier version
+            at = 0.0
         save, basis = saving_s(f)
         job["findings"].append({"rule": f["id"], "severity": f["severity"], "time_at_stake_s": at,
                                 "saving_s": None if save is None else round(save, 3), "saving_basis": basis})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import sqlite3
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,7 +16,8 @@ from ..diagnose.derive import check_header
 from ..errors import ImportFormatError, IOAdvisorError, UsageError
 from ..inputs import LOG, check_input, open_input
 from ..util import printable
-from .store import EMPTY_SHA256, EMPTY_TEXT, PathSeen, add_results, hash_status, path_is_current
+from .store import (EMPTY_SHA256, EMPTY_TEXT, PathSeen, add_results, hash_status, path_is_current,
+                    write_failed)
 from .worker import Settings
 
 __all__ = ["ScanOutcome", "list_logs", "scan", "sha256_of", "pending_logs", "diagnose_logs", "one_scan_at_a_time"]
@@ -37,6 +39,7 @@ class ScanOutcome:
     added: dict[str, int] = field(default_factory=lambda: {"logs": 0, "failed": 0, "jobs": 0, "measured": 0,
                                                            "findings": 0, "runs": 0})
     failed: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)    # (path, a value of the log left out)
     workers: int = 0
     restarts: int = 0
     seconds: float = 0.0
@@ -44,17 +47,19 @@ class ScanOutcome:
     def as_dict(self) -> dict[str, Any]:
         return {"files": self.files, "unchanged": self.unchanged, "duplicates": self.duplicates,
                 "diagnosed": self.diagnosed, "added": dict(self.added),
-                "failed": [{"path": p, "error": e} for p, e in self.failed], "workers": self.workers,
+                "failed": [{"path": p, "error": e} for p, e in self.failed],
+                "notes": [{"path": p, "note": n} for p, n in self.notes], "workers": self.workers,
                 "worker_restarts": self.restarts, "seconds": round(self.seconds, 3),
                 "logs_per_second": round(self.diagnosed / self.seconds, 2) if self.diagnosed and self.seconds > 0 else None}
 
 
 def list_logs(roots: Iterable[str | Path]) -> list[Path]:
-    """Every `*.darshan` file under the roots (a root may also be a log file itself), in path order, each once.
-    A YEAR/MONTH/DAY tree is just a directory tree here."""
+    """Every `*.darshan` file under the roots (a root may also be a log file itself), in path order, each once,
+    by its absolute path (a relative root is taken from the current directory now: an array task, or a later
+    scan, runs elsewhere). A YEAR/MONTH/DAY tree is just a directory tree here."""
     out: list[Path] = []
     for root in roots:
-        p = Path(root)
+        p = Path(os.path.abspath(root))
         if p.is_file():
             out.append(p)
         elif p.is_dir():
@@ -203,7 +208,11 @@ def scan(roots: Iterable[str | Path], kb: Any, settings: Settings, *, workers: i
     def flush() -> None:
         nonlocal last
         if batch or seen:
-            got, later = add_results(kb, batch, seen, system=settings.system, center=center)
+            try:
+                got, later = add_results(kb, batch, seen, system=settings.system, center=center,
+                                         failed=out.failed)
+            except sqlite3.OperationalError as e:
+                raise write_failed(kb, e, out.added["logs"]) from None
             for k, v in got.items():
                 out.added[k] += v
             batch.clear()
@@ -216,6 +225,7 @@ def scan(roots: Iterable[str | Path], kb: Any, settings: Settings, *, workers: i
         out.diagnosed += 1
         if rec["status"] != "ok":
             out.failed.append((rec["path"], rec["error"]))
+        out.notes += [(rec["path"], n) for n in rec.get("notes") or ()]
         batch.append(rec)
         if progress:
             progress(out.diagnosed + out.unchanged + out.duplicates, out.files)

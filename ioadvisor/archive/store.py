@@ -91,7 +91,7 @@ def _add_result(kb: Any, r: Mapping[str, Any], added: dict[str, int], *, system:
     added["measured"] += job.get("filesystem") is not None
     conn.executemany("INSERT INTO archive_findings VALUES (?,?,?,?,?)",
                      [(digest, f["id"], f["severity"], f["time_at_stake_s"],
-                       json.dumps(f, sort_keys=True)) for f in r["findings"]])
+                       json.dumps(f, sort_keys=True, allow_nan=False)) for f in r["findings"]])
     added["findings"] += len(r["findings"])
     if r["runs"]:
         # a log already imported with `kb import` keeps its runs; one whose every run is in the KB already
@@ -119,13 +119,15 @@ def _add_paths(conn: sqlite3.Connection, paths: Iterable[PathSeen], added: dict[
 
 
 def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[PathSeen], *,
-                system: str, center: Any = None) -> tuple[dict[str, int], list[PathSeen]]:
+                system: str, center: Any = None, failed: list[tuple[str, str]] | None = None
+                ) -> tuple[dict[str, int], list[PathSeen]]:
     """Add worker results and the paths seen to the KB in one transaction; returns what was added, and the
     paths not recorded because their log is not in the KB yet (its result is still to come).
 
     A result for a log whose earlier scan failed replaces that failure (a retry); one for a log already
     scanned successfully adds nothing. Production runs go through the same checks, content ids and evidence
-    flags as `kb import`; a log already imported with `kb import` keeps its runs."""
+    flags as `kb import`; a log already imported with `kb import` keeps its runs. A result that cannot be stored
+    (a number out of its column's range) makes its log a failed log, appended to `failed` as (path, reason)."""
     from ..center import center_for
     from ..ingest import flagger
     # one center for the batch (every log of a scan is filed under one system): looking it up per log was most
@@ -138,10 +140,52 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
     conn.execute("BEGIN IMMEDIATE")
     try:
         for r in results:
-            _add_result(kb, r, added, system=system, flag=flag, now=now)
+            _add_one(kb, r, added, system=system, flag=flag, now=now, failed=failed)
         later = _add_paths(conn, paths, added, system=system, now=now)
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        # sqlite may have rolled the transaction back itself (a full disk, an I/O error): a second rollback
+        # would raise "no transaction is active" in place of what happened
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
     return added, later
+
+
+def write_failed(kb: Any, e: sqlite3.OperationalError, stored: int) -> Exception:
+    """The one-line error of a batch the KB refused (a full disk, an I/O error, a read-only file): what happened,
+    that the logs of earlier batches stay stored, and what to do."""
+    from ..errors import KBError
+    why = ("the disk holding it is full, or the KB reached its size limit" if "full" in str(e)
+           else "it cannot be written")
+    return KBError(f"{printable(str(kb.path))}: {why} ({e}): this batch of results was not stored; the {stored} "
+                   f"log(s) stored before it are kept, and the next scan goes on from there once the KB can be "
+                   f"written")
+
+
+# what storing one log's result can fail with when the result holds what its column cannot (a number out of
+# range, a value sqlite does not take, text a check refuses): that log is stored as failed, the batch goes on.
+# Errors of the KB itself (a full disk, a locked or corrupt file: sqlite3.OperationalError) stop the batch.
+STORE_ERRORS = (sqlite3.IntegrityError, sqlite3.InterfaceError, sqlite3.ProgrammingError, sqlite3.DataError,
+                OverflowError, ValueError, TypeError, KeyError)
+
+
+def _add_one(kb: Any, r: Mapping[str, Any], added: dict[str, int], *, system: str, flag: Any, now: str,
+             failed: list[tuple[str, str]] | None) -> None:
+    """`_add_result` of one log inside a savepoint: a result that cannot be stored is rolled back alone and the
+    log stored as failed with the reason (and appended to `failed`)."""
+    from ..errors import IOAdvisorError
+    conn = kb.conn
+    before = dict(added)
+    conn.execute("SAVEPOINT one_log")
+    try:
+        _add_result(kb, r, added, system=system, flag=flag, now=now)
+    except (*STORE_ERRORS, IOAdvisorError) as e:
+        conn.execute("ROLLBACK TO one_log")
+        added.update(before)
+        error = f"its facts cannot be stored: {type(e).__name__}: {getattr(e, 'reason', None) or e}"
+        _add_result(kb, {"hash": r["hash"], "path": r["path"], "size": r["size"], "status": "failed",
+                         "error": error}, added, system=system, flag=flag, now=now)
+        if failed is not None:
+            failed.append((printable(r["path"]), error))
+    conn.execute("RELEASE one_log")

@@ -51,6 +51,8 @@ def scan_cmd(
     wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Array mode: wait for the tasks and merge "
                                                                  "their results (else merge later with "
                                                                  "`ioadvise archive merge WORK`).")] = True,
+    worker_memory: Annotated[str, typer.Option(help="Memory (address space) each worker may use, e.g. 8GiB: a "
+                                                    "log that needs more fails alone, its worker replaced.")] = "4GiB",
     json_out: JsonOption = False,
 ) -> None:
     """Diagnose every Darshan log under ROOTS that the KB has not seen, and store per-job facts, findings and
@@ -62,16 +64,13 @@ def scan_cmd(
     added in transactions of up to 256 logs, so an interrupted scan keeps what it finished.
     """
     with cli_errors():
-        if mode not in ("local", "array"):
-            from ..errors import UsageError
-            raise UsageError(f"--mode {mode!r}: use local or array")
+        chosen = _settings(mode, system, center, thresholds, worker_memory)
         if mode == "array":
-            slurm = {"cpus_per_task": str(cpus_per_task), "partition": partition, "time": time_limit,
-                     "account": account}
-            out = _scan_array(roots, kb, system, center, thresholds, retry_failed, timeout, tasks, work, slurm,
-                              wait, json_out)
+            out = _scan_array(roots, kb, chosen, retry_failed, timeout, tasks, work, wait, json_out,
+                              {"cpus_per_task": str(cpus_per_task), "partition": partition, "time": time_limit,
+                               "account": account})
         else:
-            out = _scan(roots, kb, workers, system, center, thresholds, retry_failed, timeout, json_out)
+            out = _scan(roots, kb, workers, chosen, retry_failed, timeout, json_out)
     if json_out:
         print_json(out)
         return
@@ -81,9 +80,21 @@ def scan_cmd(
         _render_scan(out)
 
 
-def _settings(system: str | None, center: str | None, thresholds: Path | None) -> tuple[Any, Any]:
+def _settings(mode: str, system: str | None, center: str | None, thresholds: Path | None,
+              memory: str) -> tuple[Any, Any]:
+    """(the workers' Settings, the center the runs are filed under), from the options; UsageError for a bad one."""
     import os
 
+    from ..errors import UsageError
+    from ..model.units import parse_size
+    if mode not in ("local", "array"):
+        raise UsageError(f"--mode {mode!r}: use local or array")
+    try:
+        limit = parse_size(memory)
+    except UsageError as e:
+        raise UsageError(f"--worker-memory: {e}") from None
+    if limit < 256 << 20:
+        raise UsageError(f"--worker-memory {memory}: a worker needs at least 256MiB")
     from ..archive.worker import Settings
     from ..center import center_for, default_system_name
     from ..diagnose.rules import load_thresholds
@@ -93,16 +104,17 @@ def _settings(system: str | None, center: str | None, thresholds: Path | None) -
     # the workers load the center the scan files runs under (a file by its absolute path: array tasks run
     # elsewhere; a shipped center found by the system's name by that name)
     spec = str(Path(center).resolve()) if center and Path(center).is_file() else (where.name if where else None)
-    return Settings(system=name, center=spec, thresholds=str(thresholds.resolve()) if thresholds else None), where
+    return Settings(system=name, center=spec, thresholds=str(thresholds.resolve()) if thresholds else None,
+                    memory=limit), where
 
 
-def _scan(roots: list[Path], kb: Path | None, workers: int | None, system: str | None, center: str | None,
-          thresholds: Path | None, retry_failed: bool, timeout: float, quiet: bool) -> dict[str, Any]:
+def _scan(roots: list[Path], kb: Path | None, workers: int | None, chosen: tuple[Any, Any], retry_failed: bool,
+          timeout: float, quiet: bool) -> dict[str, Any]:
     from ..archive.pool import default_workers
     from ..archive.scan import one_scan_at_a_time, scan
     from ..kb import KB
     from .common import err_console
-    settings, where = _settings(system, center, thresholds)
+    settings, where = chosen
     n = workers or default_workers()
 
     def waiting() -> None:
@@ -116,14 +128,13 @@ def _scan(roots: list[Path], kb: Path | None, workers: int | None, system: str |
     return out.as_dict()
 
 
-def _scan_array(roots: list[Path], kb: Path | None, system: str | None, center: str | None,
-                thresholds: Path | None, retry_failed: bool, timeout: float, tasks: int, work: Path | None,
-                slurm: dict[str, Any], wait: bool, quiet: bool) -> dict[str, Any]:
+def _scan_array(roots: list[Path], kb: Path | None, chosen: tuple[Any, Any], retry_failed: bool, timeout: float,
+                tasks: int, work: Path | None, wait: bool, quiet: bool, slurm: dict[str, Any]) -> dict[str, Any]:
     import datetime as _dt
 
     from ..archive import array
     from ..kb import KB
-    settings, where = _settings(system, center, thresholds)
+    settings, where = chosen
     if work is None:
         work = Path(f"ioadvise-archive-{_dt.datetime.now():%Y%m%d-%H%M%S}")
     with KB.open(kb) as store:
@@ -178,6 +189,8 @@ def _render_array(out: dict[str, Any]) -> None:
                   highlight=False)
     for f in out["failed"]:
         console.print(printable(f"Not read (skipped): {f['path']}: {f['error']}"), highlight=False)
+    for n in out["notes"]:
+        console.print(printable(f"Left out: {n['path']}: {n['note']}"), highlight=False)
     for m in out["missing"]:
         console.print(printable(f"Task {m['task']} has no results: re-run it alone with `{m['rerun']}`, then "
                                 f"`ioadvise archive merge {out['work']}`"), highlight=False)
@@ -196,6 +209,11 @@ def _render_scan(out: dict[str, Any]) -> None:
         t = table(("log", "why"), title="Not read (skipped)")
         for f in out["failed"]:
             t.add_row(printable(f["path"]), printable(f["error"]))
+        console.print(t)
+    if out["notes"]:
+        t = table(("log", "what"), title="Read, with impossible values left out")
+        for n in out["notes"]:
+            t.add_row(printable(n["path"]), printable(n["note"]))
         console.print(t)
     if out["worker_restarts"]:
         console.print(f"{out['worker_restarts']} worker(s) replaced after a log crashed or hung them.")
@@ -261,6 +279,10 @@ def _render_report(doc: dict[str, Any]) -> None:
               f"gain; on {tot['jobs_with_saving']} job(s)) come to about {_h(tot['saving_process_hours'])}"
               if tot["jobs_with_saving"] else "no measurement backs a saving for any of them")
     empty = f", {logs['empty_files']} empty files" if logs["empty_files"] else ""
+    if logs.get("impossible_jobs_left_out"):
+        empty += (f", {logs['impossible_jobs_left_out']} jobs left out whose stored process count or times are "
+                  f"impossible (scanned by an earlier version: scan them again with --retry-failed after removing "
+                  f"them)")
     console.print(f"{logs['scanned']} logs scanned ({logs['failed']} unreadable{empty}), {tot['jobs']} jobs using "
                   f"{_h(tot['process_hours'])} process-hours; {tot['jobs_with_findings']} jobs with findings put "
                   f"{_h(tot['at_stake_process_hours'])} process-hours of I/O time at stake; {saving}. Node counts: "
@@ -276,7 +298,8 @@ def _render_report(doc: dict[str, Any]) -> None:
               right=("#", "nodes", "run s", "at stake proc-h", "saving proc-h", "at stake node-h"),
               title="Jobs by I/O time at stake")
     for i, j in enumerate(doc["jobs"], 1):
-        t.add_row(str(i), str(j["jobid"]), str(j["uid"]), j["app"], _nodes_text(j), f"{j['run_time_s']:.0f}",
+        t.add_row(str(i), str(j["jobid"]), str(j["uid"]), printable(j["app"]), _nodes_text(j),
+                  f"{j['run_time_s']:.0f}",
                   _h(j["at_stake_process_hours"]), _h(j["saving_process_hours"]), _h(j["at_stake_node_hours"]),
                   ", ".join(f["rule"] for f in j["findings"]) or "-")
     console.print(t)
@@ -286,7 +309,7 @@ def _render_report(doc: dict[str, Any]) -> None:
                    "top rule"), right=("jobs", "with findings", "proc-h", "at stake proc-h", "saving proc-h"),
                   title=f"{title} by I/O time at stake")
         for g in doc[key]:
-            t.add_row(str(g[col]), str(g["jobs"]), str(g["jobs_with_findings"]), _h(g["process_hours"]),
+            t.add_row(printable(str(g[col])), str(g["jobs"]), str(g["jobs_with_findings"]), _h(g["process_hours"]),
                       _h(g["at_stake_process_hours"]), _h(g["saving_process_hours"] or None), g["top_rule"] or "-")
         console.print(t)
     if doc["rules"]:
@@ -299,7 +322,9 @@ def _render_report(doc: dict[str, Any]) -> None:
             console.print(Text.assemble((f"{i}. {g['rule']} ", "bold"), g["title"],
                                         f": {g['jobs']} job(s), {_h(g['at_stake_process_hours'])} process-hours "
                                         f"at stake, {save}"))
-            console.print(f"   Costliest: job {ex['jobid']} (user {ex['uid']}, {ex['app']}): {ex['message']}",
-                          highlight=False)
+            # the application name is the log's command line and the message names the job's files: both the
+            # user's text, escaped as diagnose escapes it
+            console.print(printable(f"   Costliest: job {ex['jobid']} (user {ex['uid']}, {ex['app']}): "
+                                    f"{ex['message']}"), highlight=False)
             if ex.get("command"):
-                console.print(f"   Command: {ex['command']}", highlight=False)
+                console.print(printable(f"   Command: {ex['command']}"), highlight=False)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ImportFormatError, UsageError
+from .jobrecord import ImpossibleJob, checked_job
 from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES, ApiTotals, FileSummary, Heatmap,
                       LogSummary, LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests)
 
@@ -28,6 +29,10 @@ __all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "check_header", "import_bac
 
 DARSHAN_MAGIC = 6567223          # DARSHAN_MAGIC_NR, stored as int64 right after the 8-byte version string
 CHILD_TIMEOUT = 120.0
+# What one log may take to read: records (each about 4 KB once derived: 200,000 records of a hostile log that
+# deflates to a few bytes per record are about 1 GB and a minute or two), and address space of the reading process
+MAX_RECORDS = 200_000
+READ_MEMORY = 4 << 30
 LCME_FL_INIT = 0x10              # Lustre component flag: the component has objects
 MAX_HEATMAP_BINS = 1 << 16       # a heatmap record claiming more bins is corrupt: it is not read
 
@@ -147,8 +152,9 @@ def _child(path: str, conn: Any) -> None:
     """Child body: capture the C library's stderr, parse, send ("ok", LogSummary) or ("error", message)."""
     import faulthandler
 
-    from ..util import die_with_parent
+    from ..util import die_with_parent, limit_memory
     die_with_parent()
+    limit_memory(READ_MEMORY)
     # the library aborting on a corrupt log is an answer the parent turns into one line; a fault handler
     # inherited from the parent (PYTHONFAULTHANDLER, pytest) would print a Python stack on the terminal too
     faulthandler.disable()
@@ -162,10 +168,11 @@ def _child(path: str, conn: Any) -> None:
             return
         try:
             summary = read_checked(path, backend, errfile)
+            conn.send(("ok", summary))
         except ImportFormatError as e:
             conn.send(("error", e.reason))
-            return
-        conn.send(("ok", summary))
+        except MemoryError:               # sending a summary this large
+            conn.send(("error", memory_text()))
     finally:
         os.dup2(saved, 2)
         os.close(saved)
@@ -190,6 +197,8 @@ def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:
         s = _read(path, backend, complaints)
     except _LogError as e:
         raise ImportFormatError(str(e), path) from None
+    except MemoryError:
+        raise ImportFormatError(memory_text(), path) from None
     except Exception as e:  # the log made the reader fail in a way not foreseen: report, don't trace
         raise ImportFormatError(f"cannot read the log: {type(e).__name__}: {e}", path) from None
     try:
@@ -268,7 +277,23 @@ def import_backend(*, without_numpy: bool = False) -> Any:
         return None
 
 
+def memory_text() -> str:
+    """Why a log this process ran out of memory reading is refused, with the process's address-space limit."""
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, ValueError, OSError):
+        soft = -1
+    size = f"{soft / (1 << 30):.3g} GiB" if soft >= 1 << 30 else f"{soft >> 20} MiB"
+    limit = f"the reader's limit of {size}" if soft > 0 else "the memory there is"
+    return f"reading the log needs more memory than {limit}; refused"
+
+
 class _LogError(Exception):
+    pass
+
+
+class _TooLarge(_LogError):
     pass
 
 
@@ -302,7 +327,7 @@ def _picker(names: Any, test: Any) -> tuple[Any, tuple[int, ...]]:
 
 def _sane(mod: str, rid: int, rank: int, names: Any, vals: list, idx: tuple[int, ...], is_time: bool,
           dropped: list) -> list:
-    """`vals` with the impossible values at `idx` set to 0, each one listed in `dropped`."""
+    """`vals` with the impossible values at `idx` set to 0, each one listed in `dropped`. More than `limit` records: _LogError."""
     vals = list(vals)
     for i in idx:
         v = vals[i]
@@ -313,11 +338,13 @@ def _sane(mod: str, rid: int, rank: int, names: Any, vals: list, idx: tuple[int,
     return vals
 
 
-def _records(backend: Any, log: Any, mod: str, dropped: list | None = None) -> list[dict]:
+def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
+             limit: int = MAX_RECORDS) -> list[dict]:
     """All records of a module, read through PyDarshan's cffi definitions of the module's C struct: counters as
     dicts of plain Python numbers (much faster to sum than numpy's, and no numpy needed). A Lustre record holds
     components (stripe counters, pool, OST list) instead of counters. A timer that is negative, infinite or NaN,
-    or a count of operations or bytes that is negative, is read as 0 and listed in `dropped`."""
+    or a count of operations or bytes that is negative, is read as 0 and listed in `dropped`. More than `limit`
+    records: _TooLarge."""
     ffi, lib = backend.ffi, backend.libdutil
     idx = backend.log_get_modules(log)[mod]["idx"]
     ctype = ffi.typeof(backend._structdefs[mod])          # parsed once, not per record
@@ -332,6 +359,9 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None) -> l
     buf = ffi.new("void **")         # NULL: the library allocates each record (it would write into a non-NULL one)
     out = []
     while lib.darshan_log_get_record(log["handle"], idx, buf) >= 1:
+        if len(out) >= limit:
+            raise _TooLarge(f"the log holds more than {MAX_RECORDS:,} records (of {mod} and the modules before "
+                            f"it): more than one log may take to read (about 4 KB of memory each); refused")
         rec = ffi.cast(ctype, buf)[0]
         if lustre:
             out.append({"id": rec.base_rec.id, "rank": rec.base_rec.rank, "components": _components(ffi, rec, cnames)})
@@ -414,6 +444,8 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     def step(fn: Any, *args: Any) -> Any:
         try:
             out = fn(*args)
+        except (_TooLarge, MemoryError):      # what the log costs to read, not a fault of its bytes
+            raise
         except Exception as e:
             said = complaints()
             raise _LogError("truncated or corrupt Darshan log: " + ("; ".join(said) if said else
@@ -423,7 +455,11 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
             raise _LogError("truncated or corrupt Darshan log: " + "; ".join(said))
         return out
 
-    job = step(backend.log_get_job, log)
+    try:
+        job, job_notes = checked_job(step(backend.log_get_job, log))
+    except ImpossibleJob as e:
+        backend.log_close(log)
+        raise _LogError(str(e)) from None
     exe = step(backend.log_get_exe, log) or ""
     mounts = [(m, t) for m, t in step(backend.log_get_mounts, log)]
     names = step(backend.log_get_name_records, log)
@@ -433,7 +469,8 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     dropped: list[Dropped] = []
     for mod in READ_MODULES:
         if mod in modinfo:
-            recs[mod] = step(_records, backend, log, mod, dropped)
+            recs[mod] = step(_records, backend, log, mod, dropped,
+                              MAX_RECORDS - sum(map(len, recs.values())))
     heat, timed = _timelines(step, backend, log, modinfo, names, float(job.get("run_time") or 0.0))
     done = set(recs) | timed
     # the regions lie in the file in module order, so a log cut short loses the end of its last region: read
@@ -444,6 +481,8 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     partial_mods = tuple(k for k, m in modinfo.items() if m.get("partial_flag"))
     backend.log_close(log)
     s = _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods, dropped)
+    if job_notes:
+        s = dataclasses.replace(s, notes=(*job_notes, *s.notes))
     return dataclasses.replace(s, heatmaps=heat) if heat else s
 
 
