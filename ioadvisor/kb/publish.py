@@ -50,9 +50,43 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
                                                                                     and r[1] == "id")]
 
 
-def _copy(conn: sqlite3.Connection, db: str, table: str) -> int:
-    cols = ", ".join(f'"{c}"' for c in _columns(conn, table))
-    cur = conn.execute(f"INSERT OR IGNORE INTO main.{table} ({cols}) SELECT {cols} FROM {db}.{table}")
+# What a production run (a user's job: a Darshan log of `archive scan` or `diagnose --import`, a record of `jobs
+# collect`) publishes: its measurement and settings, never the job's id, log or record path, host or command line.
+# Each identifying column is replaced in the SELECT that copies the run, so the original text is never written into
+# the snapshot file (an UPDATE afterwards would leave it in the file's free pages).
+_PRODUCTION = "kind = 'production'"
+_PRODUCTION_NOTES = {
+    "darshan/1": "a production job's Darshan log: bytes moved / run time, a lower bound of the I/O bandwidth",
+    "jobrecord/1": "a production job's record: bytes staged out / wall time, a lower bound of the bandwidth the "
+                   "job wrote with",
+}
+_STRIPPED = {
+    "notes": "CASE importer " + " ".join(f"WHEN '{k}' THEN '{v.replace(chr(39), chr(39) * 2)}'"
+                                          for k, v in _PRODUCTION_NOTES.items())
+             + " ELSE 'a production job''s measurement' END",
+    "source": "'production job'", "command": "NULL", "job_id": "NULL",
+}
+# a source some production run came from: its path is a user's log or record
+_PRODUCTION_SOURCE = "hash IN (SELECT source_hash FROM {db}.runs WHERE " + _PRODUCTION + ")"
+
+
+def _select(table: str, col: str, db: str, strip: bool) -> str:
+    """The expression that copies column `col` of `table`: as it is, or (strip) with a production job's
+    identifying text left out."""
+    if strip and table == "runs" and col in _STRIPPED:
+        return f'CASE WHEN {_PRODUCTION} THEN {_STRIPPED[col]} ELSE "{col}" END'
+    if strip and table == "sources" and col == "path":
+        return f"CASE WHEN {_PRODUCTION_SOURCE.format(db=db)} THEN 'production job (' || format || ')' ELSE path END"
+    return f'"{col}"'
+
+
+def _copy(conn: sqlite3.Connection, db: str, table: str, strip: bool = False) -> int:
+    """Copy `table` of the attached database `db` into the snapshot (strip: a production job's identifying
+    columns left out)."""
+    names = _columns(conn, table)
+    cols = ", ".join(f'"{c}"' for c in names)
+    exprs = ", ".join(_select(table, c, db, strip) for c in names)
+    cur = conn.execute(f"INSERT OR IGNORE INTO main.{table} ({cols}) SELECT {exprs} FROM {db}.{table}")
     return cur.rowcount
 
 
@@ -92,10 +126,11 @@ def _fill(tmp: str, ref: Path, kb_path: Path, snap: str) -> tuple[dict[str, int]
         conn.execute("ATTACH DATABASE ? AS staff", (f"file:{quote(str(kb_path))}?mode=ro",))
         conn.execute("BEGIN")               # one read transaction: the staff KB as of one moment
         shipped = {t: _copy(conn, "shipped", t) for t in TABLES}
-        staff = {t: _copy(conn, "staff", t) for t in TABLES}
+        staff = {t: _copy(conn, "staff", t, strip=True) for t in TABLES}
         _summarise(conn)
         at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        conn.execute("INSERT INTO published VALUES (?, ?, ?)", (snap, at, str(kb_path.resolve())))
+        # the staff KB's own path is not published: the source column stays empty
+        conn.execute("INSERT INTO published VALUES (?, ?, '')", (snap, at))
         conn.execute("COMMIT")
         conn.execute("DETACH DATABASE shipped")
         conn.execute("DETACH DATABASE staff")

@@ -24,13 +24,13 @@ def published_kb_path() -> Path | None:
 
 
 def snapshot_info(conn: sqlite3.Connection, db: str) -> dict[str, str] | None:
-    """The snapshot attached as `db` (id, time, the staff KB it was published from), or None if it is not a
-    published KB."""
+    """The snapshot attached as `db` (its id and the time it was published), or None if it is not a published
+    KB. (The staff KB it came from is not published.)"""
     try:
-        row = conn.execute(f"SELECT snapshot, published_at, source FROM {db}.published").fetchone()
+        row = conn.execute(f"SELECT snapshot, published_at FROM {db}.published").fetchone()
     except sqlite3.Error:
         return None
-    return dict(zip(("snapshot", "published_at", "source"), row)) if row else None
+    return dict(zip(("snapshot", "published_at"), row)) if row else None
 
 
 def snapshot_id(conn: sqlite3.Connection, db: str) -> str | None:
