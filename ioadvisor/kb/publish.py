@@ -39,9 +39,21 @@ def _is_snapshot(path: Path) -> bool:
         conn.close()
 
 
+def _no_link(path: Path) -> None:
+    """UsageError if `path` is a symbolic link: a link planted in the shared directory (to a directory or file
+    elsewhere) must not make a publication write there."""
+    if path.is_symlink():
+        raise UsageError(f"{path}: is a symbolic link (to {os.readlink(path)}); kb publish never writes through "
+                         "one: name the file or directory it points to, or remove the link")
+
+
 def target_path(target: Path) -> Path:
-    """The file to write: `target`, or `kb.sqlite` in it when it is a directory."""
-    return target / DEFAULT_NAME if target.is_dir() else target
+    """The file to write: `target`, or `kb.sqlite` in it when it is a directory; neither may be a symbolic link
+    (the directories above them may)."""
+    _no_link(target)
+    out = target / DEFAULT_NAME if target.is_dir() else target
+    _no_link(out)
+    return out
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
@@ -102,14 +114,32 @@ def _summarise(conn: sqlite3.Connection) -> None:
 
 def _check_publishable(kb_path: Path, out: Path) -> None:
     """UsageError unless `kb_path` is a working KB and `out` another file in an existing directory."""
-    if not kb_path.is_file():
+    if not kb_path.exists():
         raise UsageError(f"{kb_path}: no knowledge base to publish (import runs into it first)")
+    from ..inputs import check_input
+    from .store import KB_FILE
+    check_input(kb_path, KB_FILE, UsageError)
     if not out.parent.is_dir():
         raise UsageError(f"{out.parent}: no such directory to publish into")
     if out.exists() and out.resolve() == kb_path.resolve():
         raise UsageError(f"{out}: is the KB being published; publish into another file")
     if _is_snapshot(kb_path):
         raise UsageError(f"{kb_path}: is a published snapshot, which is never changed; publish from the working KB")
+
+
+def _attach_staff(conn: sqlite3.Connection, kb_path: Path) -> None:
+    """Attach the staff KB as `staff`, read-only; immutable where it cannot even be read so (a KB in WAL mode
+    on read-only media, where SQLite cannot make the shared-memory file: there nothing changes it either)."""
+    from .store import _cannot_write
+    try:
+        conn.execute("ATTACH DATABASE ? AS staff", (f"file:{quote(str(kb_path))}?mode=ro",))
+        conn.execute("SELECT count(*) FROM staff.sqlite_master").fetchone()
+    except sqlite3.OperationalError as e:
+        if not _cannot_write(e):
+            raise
+        if any(r[1] == "staff" for r in conn.execute("PRAGMA database_list")):
+            conn.execute("DETACH DATABASE staff")
+        conn.execute("ATTACH DATABASE ? AS staff", (f"file:{quote(str(kb_path))}?mode=ro&immutable=1",))
 
 
 def _fill(tmp: str, ref: Path, kb_path: Path, snap: str) -> tuple[dict[str, int], dict[str, int], str]:
@@ -123,7 +153,7 @@ def _fill(tmp: str, ref: Path, kb_path: Path, snap: str) -> tuple[dict[str, int]
         conn.execute("PRAGMA journal_mode = MEMORY")
         migrate(conn, tmp)
         conn.execute("ATTACH DATABASE ? AS shipped", (f"file:{quote(str(ref))}?mode=ro&immutable=1",))
-        conn.execute("ATTACH DATABASE ? AS staff", (f"file:{quote(str(kb_path))}?mode=ro",))
+        _attach_staff(conn, kb_path)
         conn.execute("BEGIN")               # one read transaction: the staff KB as of one moment
         shipped = {t: _copy(conn, "shipped", t) for t in TABLES}
         staff = {t: _copy(conn, "staff", t, strip=True) for t in TABLES}
@@ -160,15 +190,17 @@ def publish(kb_path: Path, target: Path) -> dict[str, Any]:
     from .store import KB
     kb_path, out = Path(kb_path), target_path(Path(target))
     _check_publishable(kb_path, out)
-    KB.open(kb_path, reference=False).close()          # migrated to this version's schema first
+    # migrated to this version's schema first, where it can be written (on read-only media it is read as it is)
+    KB.open(kb_path, create=False, reference=False).close()
     ref = KB.built_reference()                          # the shipped data, never a published layer
+    snap, tmp = uuid.uuid4().hex[:16], ""
     try:
-        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    except OSError as e:
-        raise KBError(f"{out.parent}: cannot write there ({e.strerror})") from None
-    os.close(fd)
-    snap = uuid.uuid4().hex[:16]
-    try:
+        # made inside the try: a signal at any point after it is made unwinds through the removal below
+        try:
+            fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+        except OSError as e:
+            raise KBError(f"{out.parent}: cannot write there ({e.strerror})") from None
+        os.close(fd)
         shipped, staff, at = _fill(tmp, ref, kb_path, snap)
         _replace(tmp, out)
     except sqlite3.Error as e:
@@ -176,7 +208,7 @@ def publish(kb_path: Path, target: Path) -> dict[str, Any]:
     except OSError as e:
         raise KBError(f"{out}: cannot publish ({e.strerror or e})") from None
     finally:
-        if os.path.exists(tmp):
+        if tmp and os.path.exists(tmp):
             os.unlink(tmp)
     return {"path": str(out), "snapshot": snap, "published_at": at, "source": str(kb_path),
             "runs": shipped["runs"] + staff["runs"], "center_runs": staff["runs"], "reference_runs": shipped["runs"]}
