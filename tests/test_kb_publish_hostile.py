@@ -154,3 +154,44 @@ def test_a_signal_during_publish_leaves_no_temporary_file(staff, tmp_path, name)
     assert p.returncode == 128 + getattr(signal, name), (p.returncode, p.stderr)
     assert "Traceback" not in p.stderr, p.stderr
     assert _tree(shared) == ["kb.sqlite"] and (shared / "kb.sqlite").read_bytes() == before
+
+
+def _published(staff: Path, tmp_path: Path) -> Path:
+    return Path(publish(staff, tmp_path / "shared.sqlite")["path"])
+
+
+@pytest.mark.parametrize("cut", [100, 4096, -7])
+def test_a_snapshot_cut_short_or_extended_is_refused_on_open(staff, tmp_path, monkeypatch, cut):
+    """A snapshot truncated by less than a page was read as rows of NULLs (the page's cells lie at its end);
+    by whole pages or with bytes appended it is no longer the file published either. What must NOT happen: any
+    command reading it. Refused on open, in one line naming the file, before a row is read."""
+    out = _published(staff, tmp_path)
+    data = out.read_bytes()
+    out.write_bytes(data[:-cut] if cut > 0 else data + b"\0" * -cut)
+    monkeypatch.setenv("IOADVISE_CENTER_KB", str(out))
+    with pytest.raises(KBError, match=f"^{out}: truncated or altered: .*publish it again"):
+        KB.open(tmp_path / "mine.sqlite")
+    p = subprocess.run([str(EXE), "kb", "list", "--json"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "IOADVISE_KB": str(tmp_path / "mine.sqlite")})
+    assert p.returncode == 1 and p.stdout == "" and "Traceback" not in p.stderr, p.stderr
+    assert p.stderr.count("\n") == 1 and str(out) in p.stderr and "truncated or altered" in p.stderr
+
+
+def test_a_snapshot_altered_in_place_is_refused_by_its_digest(staff, tmp_path, monkeypatch):
+    """One byte of a run changed in place (its system's name): the size is right, so the cheap check on open
+    lets it through, but `kb stats` reads the whole file against the digest it was published with and refuses
+    it; the intact file passes and reports its digest."""
+    out = _published(staff, tmp_path)
+    monkeypatch.setenv("IOADVISE_CENTER_KB", str(out))
+    with KB.open(tmp_path / "mine.sqlite") as kb:
+        digest = kb.stats()["published"]["sha256"]
+    assert len(digest) == 64 and digest.encode() in out.read_bytes()
+    data = bytearray(out.read_bytes())
+    at = data.find(b"Mine")
+    assert at > 0
+    data[at:at + 4] = b"Mind"
+    out.write_bytes(bytes(data))
+    with KB.open(tmp_path / "mine.sqlite") as kb:
+        assert kb.conn.execute("SELECT count(*) FROM ref.runs").fetchone()[0] > 0     # it opens and reads
+        with pytest.raises(KBError, match=f"^{out}: altered since it was published"):
+            kb.stats()

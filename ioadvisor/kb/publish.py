@@ -8,8 +8,11 @@ has the old file open keeps reading the old snapshot; one that opens the path af
 one; none ever sees a half-written file. Users' processes attach it read-only and immutable (store.KB.open),
 so they create no file beside it and take no lock on it, and their own KB stays the layer on top.
 
-What is published: the reference runs and comparisons and the staff KB's runs, sources and comparisons. Not
-published: the staff KB's Darshan archive tables (users' job names and ids), its quarantine and stored fits.
+What is published: the reference runs and comparisons and the staff KB's runs, sources and comparisons, a
+production run (a user's job) without the job's id, path, host or command line. Not published: the staff KB's
+Darshan archive tables (users' job names and ids), its quarantine and stored fits, and its own path. The file
+holds the sha256 of its bytes (kb.integrity). The target is never a symbolic link (one planted in the shared
+directory would have the snapshot written wherever it points).
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..errors import KBError, UsageError
+from .integrity import seal
 from .reference import snapshot_id
 
 DEFAULT_NAME = "kb.sqlite"
@@ -142,9 +146,10 @@ def _attach_staff(conn: sqlite3.Connection, kb_path: Path) -> None:
         conn.execute("ATTACH DATABASE ? AS staff", (f"file:{quote(str(kb_path))}?mode=ro&immutable=1",))
 
 
-def _fill(tmp: str, ref: Path, kb_path: Path, snap: str) -> tuple[dict[str, int], dict[str, int], str]:
-    """Write the snapshot into the new file `tmp`: the rows copied per table from the shipped data and from the
-    staff KB, and the time it was published."""
+def _fill(tmp: str, ref: Path, kb_path: Path, snap: str,
+          blank: str) -> tuple[dict[str, int], dict[str, int], str]:
+    """Write the snapshot into the new file `tmp` (its digest the placeholder `blank`): the rows copied per table
+    from the shipped data and from the staff KB, and the time it was published."""
     import datetime as _dt
     from .schema import migrate
     conn = sqlite3.connect(tmp, isolation_level=None)
@@ -160,7 +165,8 @@ def _fill(tmp: str, ref: Path, kb_path: Path, snap: str) -> tuple[dict[str, int]
         _summarise(conn)
         at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         # the staff KB's own path is not published: the source column stays empty
-        conn.execute("INSERT INTO published VALUES (?, ?, '')", (snap, at))
+        conn.execute("INSERT INTO published (snapshot, published_at, source, sha256) VALUES (?, ?, '', ?)",
+                     (snap, at, blank))
         conn.execute("COMMIT")
         conn.execute("DETACH DATABASE shipped")
         conn.execute("DETACH DATABASE staff")
@@ -201,7 +207,9 @@ def publish(kb_path: Path, target: Path) -> dict[str, Any]:
         except OSError as e:
             raise KBError(f"{out.parent}: cannot write there ({e.strerror})") from None
         os.close(fd)
-        shipped, staff, at = _fill(tmp, ref, kb_path, snap)
+        blank = uuid.uuid4().hex + uuid.uuid4().hex
+        shipped, staff, at = _fill(tmp, ref, kb_path, snap, blank)
+        seal(tmp, blank)
         _replace(tmp, out)
     except sqlite3.Error as e:
         raise KBError(f"{out}: cannot publish ({e})") from None

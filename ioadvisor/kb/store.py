@@ -421,7 +421,9 @@ class KB:
         from urllib.parse import quote
         try:
             if published is not None:
+                from .integrity import check_snapshot
                 _check_published(published)
+                check_snapshot(published)           # cut short or extended since it was published
             conn.execute("ATTACH DATABASE ? AS ref", (f"file:{quote(ref_path)}?mode=ro&immutable=1",))
             if not conn.execute("SELECT count(*) FROM ref.sqlite_master").fetchone()[0]:
                 # this SQLite does not read URI names: the plain path (and a file named like the URI) instead
@@ -711,13 +713,19 @@ class KB:
         """Counts per origin, system, op and kind, and the number of sources."""
         from .reference import snapshot_info
         q = self.conn.execute
+        published = snapshot_info(self.conn, "ref") if self.reference else None
+        if published is not None and published.get("sha256"):
+            # the whole file read once: any byte altered since it was published (a snapshot published before
+            # snapshots held their digest has none to check)
+            from .integrity import verify_snapshot
+            verify_snapshot(Path(self.reference), published["sha256"])
         by = lambda col: {str(k): n for k, n in q(  # noqa: E731
             f"SELECT {col}, count(*) FROM all_runs GROUP BY {col} ORDER BY {col}")}
         return {
             "path": self.file,
             "exists": self.path != ":memory:",
             "reference": self.reference,
-            "published": snapshot_info(self.conn, "ref") if self.reference else None,
+            "published": published,
             "runs": q("SELECT count(*) FROM all_runs").fetchone()[0],
             "sources": q("SELECT count(*) FROM main.sources").fetchone()[0],
             "by_origin": by("origin"),
