@@ -195,3 +195,66 @@ def test_a_snapshot_altered_in_place_is_refused_by_its_digest(staff, tmp_path, m
         assert kb.conn.execute("SELECT count(*) FROM ref.runs").fetchone()[0] > 0     # it opens and reads
         with pytest.raises(KBError, match=f"^{out}: altered since it was published"):
             kb.stats()
+
+
+ADVISE = ["advise", "--system", "HA8000", "--nodes", "4", "--ranks-per-node", "2", "--bytes-per-rank", "1GiB",
+          "--api", "posix", "--layout", "shared", "--json"]
+
+
+def test_advise_from_the_snapshot_fits_nothing_and_writes_nothing(staff, tmp_path, monkeypatch):
+    """The snapshot carries the fits and evidence index of every system, made at publication and keyed by its
+    id. What must NOT happen, for a user whose home has nothing (no KB, no cache) or whose KB holds runs of other
+    systems only: a fit (fit_all, or the system's runs read to fit or index them), or a file written; the answer is the one a fit gives.
+    A user's run of the system itself is refitted, with the snapshot's runs."""
+    import json
+    from typer.testing import CliRunner
+    from ioadvisor.advise import fits
+    from ioadvisor.cli import app
+    runner = CliRunner()
+    res = runner.invoke(app, ["kb", "publish", str(tmp_path / "snap.sqlite"), "--kb", str(staff), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["fitted_systems"] >= 2
+    snap = tmp_path / "snap.sqlite"
+    before = snap.read_bytes()
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("IOADVISE_CENTER_KB", str(snap))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
+
+    def advise(kb: Path) -> dict:
+        fits._CACHE.clear()
+        fits._EVIDENCE.clear()                  # a new process
+        out = runner.invoke(app, [*ADVISE, "--kb", str(kb)])
+        assert out.exit_code == 0, out.output
+        return json.loads(out.stdout)
+    fitted = advise(home / "none.sqlite")       # the snapshot's stored fits (checked equal to a fit below)
+    calls: list[str] = []
+    real_fit, real_load = fits.fit_all, fits.load_system_runs
+    monkeypatch.setattr(fits, "fit_all", lambda *a, **k: calls.append("fit") or real_fit(*a, **k))
+    # the runs a fit or a new evidence index is made from
+    monkeypatch.setattr(fits, "load_system_runs", lambda *a, **k: calls.append("runs") or real_load(*a, **k))
+    assert advise(home / "none.sqlite") == fitted and calls == []
+    assert sorted(os.listdir(home)) == [] and snap.read_bytes() == before
+    from ioadvisor.ingest import import_file
+    monkeypatch.setenv("IOADVISE_CENTER_KB", "")
+    mine = home / "mine.sqlite"
+    with KB.open(mine, reference=False) as kb:
+        import_file(kb, SAMPLES / "posix_shared_2ranks.txt", system="Other", filesystem="lus")
+    monkeypatch.setenv("IOADVISE_CENTER_KB", str(snap))
+    assert advise(mine) == fitted and calls == []
+    # without the stored fits (the snapshot copied with them dropped): the same answer, from a fit
+    bare = tmp_path / "bare.sqlite"
+    bare.write_bytes(before)
+    with sqlite3.connect(bare) as c:
+        c.execute("DELETE FROM advise_fits")
+        c.execute("DELETE FROM advise_evidence")
+        c.execute("UPDATE published SET sha256 = NULL")
+    c.close()
+    monkeypatch.setenv("IOADVISE_CENTER_KB", str(bare))
+    assert advise(home / "none.sqlite") == fitted and calls and "fit" in calls
+    monkeypatch.setenv("IOADVISE_CENTER_KB", str(snap))
+    calls.clear()
+    with KB.open(mine, reference=False) as kb:
+        import_file(kb, SAMPLES / "mpiio_indep_2ranks.json", system="HA8000", filesystem="lustre")
+    advise(mine)
+    assert "fit" in calls                       # the user's own run of HA8000 enters a refit

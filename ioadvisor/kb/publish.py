@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import quote
 
 from ..errors import KBError, UsageError
@@ -176,6 +176,29 @@ def _fill(tmp: str, ref: Path, kb_path: Path, snap: str,
     return shipped, staff, at
 
 
+def _derive(tmp: str, derive: Callable[[Any], list[str]]) -> list[str]:
+    """Run `derive` (the fits advice stores, computed above this package) on a KB whose layer below is the new
+    snapshot `tmp`, writable, under an empty in-memory KB: what it stores in `ref` lands in the snapshot, in
+    one transaction. What `derive` returns."""
+    from .schema import migrate
+    from .store import KB, _connect
+    conn = _connect(":memory:")
+    try:
+        migrate(conn, ":memory:")
+        conn.execute("ATTACH DATABASE ? AS ref", (tmp,))
+        conn.execute("PRAGMA ref.journal_mode = MEMORY")      # no journal file beside it in the shared directory
+        for t in ("runs", "comparisons"):
+            conn.execute(f"CREATE TEMP VIEW all_{t} AS SELECT 'user' AS origin, * FROM main.{t} "
+                         f"UNION ALL SELECT 'reference' AS origin, * FROM ref.{t}")
+        conn.execute("BEGIN")
+        done = derive(KB(conn, ":memory:", tmp))
+        conn.execute("COMMIT")
+        conn.execute("PRAGMA ref.journal_mode = DELETE")
+        return done
+    finally:
+        conn.close()
+
+
 def _replace(tmp: str, out: Path) -> None:
     """Make `tmp` readable by all, flush it and rename it over `out`, the rename itself flushed too."""
     os.chmod(tmp, 0o644)                    # mkstemp's file is the owner's only: every user reads this one
@@ -189,8 +212,9 @@ def _replace(tmp: str, out: Path) -> None:
         os.close(dirfd)
 
 
-def publish(kb_path: Path, target: Path) -> dict[str, Any]:
-    """Write the snapshot of the KB at `kb_path` (with the shipped reference data) to `target` atomically."""
+def publish(kb_path: Path, target: Path, derive: Callable[[Any], list[str]] | None = None) -> dict[str, Any]:
+    """Write the snapshot of the KB at `kb_path` (with the shipped reference data) to `target` atomically;
+    `derive(kb)` stores in it what advice derives from its runs (the systems it fitted), before it is sealed."""
     import tempfile
     import uuid
     from .store import KB
@@ -209,6 +233,7 @@ def publish(kb_path: Path, target: Path) -> dict[str, Any]:
         os.close(fd)
         blank = uuid.uuid4().hex + uuid.uuid4().hex
         shipped, staff, at = _fill(tmp, ref, kb_path, snap, blank)
+        fitted = _derive(tmp, derive) if derive is not None else []
         seal(tmp, blank)
         _replace(tmp, out)
     except sqlite3.Error as e:
@@ -219,4 +244,5 @@ def publish(kb_path: Path, target: Path) -> dict[str, Any]:
         if tmp and os.path.exists(tmp):
             os.unlink(tmp)
     return {"path": str(out), "snapshot": snap, "published_at": at, "source": str(kb_path),
-            "runs": shipped["runs"] + staff["runs"], "center_runs": staff["runs"], "reference_runs": shipped["runs"]}
+            "runs": shipped["runs"] + staff["runs"], "center_runs": staff["runs"], "reference_runs": shipped["runs"],
+            "fitted_systems": len(fitted)}
