@@ -235,7 +235,6 @@ def test_the_snapshot_publishes_no_users_job(tmp_path, monkeypatch):
     holds one of them, and neither do the file's bytes (free pages included)."""
     from typer.testing import CliRunner
     from ioadvisor.cli import app
-    from ioadvisor.kb.publish import publish
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("IOADVISE_CENTER_KB", "")
     darshan = Path(__import__("darshan").__file__).parent / "examples" / "example_logs" / "example.darshan"
@@ -263,8 +262,12 @@ def test_the_snapshot_publishes_no_users_job(tmp_path, monkeypatch):
     # the staff KB holds every planted string (else the check below proves nothing)
     staff_cells = "\n".join(_text_cells(staff))
     assert [s for s in planted if s not in staff_cells] == [str(staff_dir), "staff-kb-secret"]
-    out = Path(publish(staff, tmp_path / "shared.sqlite")["path"])
+    # as `kb publish` does it: the stored fits and evidence of every system in it too
+    res = runner.invoke(app, ["kb", "publish", str(tmp_path / "shared.sqlite"), "--kb", str(staff), "--json"])
+    assert res.exit_code == 0, res.output
+    out = Path(json.loads(res.stdout)["path"])
     cells = _text_cells(out)
+    assert any('"s"' in c or c == "s" for c in cells)       # the system's rows (and fits) are there
     leaked = sorted({s for s in planted for c in cells if s in c})
     assert leaked == [], leaked
     data = out.read_bytes()
