@@ -3,6 +3,8 @@
 Measures, each as the median of several cold processes (wall time and peak RSS of the process itself):
 - `ioadvise advise --system synthetic-big --json` (a system known only from its runs: the center is derived
   from the KB's summary), after the fits are stored, and once right after the runs changed (fits refitted);
+- `ioadvise advise` as a center's user runs it: from the KB published with `kb publish` (IOADVISE_CENTER_KB),
+  with an empty home (no KB, no cache); target <= 120 ms and <= 64 MB;
 - `ioadvise kb list` with filters (the terminal table and --json);
 - `ioadvise docs build` of every system, plots drawn (no plot cache);
 - `ioadvise kb import` of one canonical CSV of 1,000,000 rows into an empty KB (runs/s, peak RSS);
@@ -21,7 +23,7 @@ The data are synthetic (benchmarks/scale_data.py); the KB and the CSV are built 
 <= 30 s and <= 500 MB; import >= 20,000 runs/s and <= 300 MB; validate < 60 s; a center of 100,000 tiers
 <= 10 s and at most 2.5x the time of 50,000.
 Usage: .venv/bin/python benchmarks/bench_scale.py [--repeat N]
-                                                  [--skip startup,center,advise,list,docs,validate,import]
+       [--skip startup,center,advise,snapshot,list,docs,validate,import]
 """
 from __future__ import annotations
 
@@ -148,6 +150,23 @@ def main() -> None:
                [measure(advise)], unit="s")
         report("advise, cold process (center derived from the KB summary, stored fits)",
                [measure(advise) for _ in range(opts.repeat)])
+
+    if "snapshot" not in skip:
+        # the center's deployment: the KB published (fits made at publication), users with an empty home
+        snap = scale_data.scale_dir() / "published.sqlite"
+        env = {"IOADVISE_CENTER_KB": ""}
+        if not snap.exists() or snap.stat().st_mtime < kb.stat().st_mtime:
+            report("kb publish (the snapshot with every system's fits)",
+                   [measure(["kb", "publish", str(snap), "--kb", str(kb)], env=env)], unit="s")
+        with tempfile.TemporaryDirectory(prefix="bench-scale-home-") as home:
+            user = {"IOADVISE_CENTER_KB": str(snap), "HOME": home, "XDG_CACHE_HOME": str(Path(home) / "cache"),
+                    "XDG_DATA_HOME": str(Path(home) / "share"), "IOADVISE_KB": ""}
+            args = ["advise", "--system", scale_data.BIG, "--nodes", "16", "--ranks-per-node", "8",
+                    "--bytes-per-rank", "1GiB", "--api", "mpiio", "--layout", "any", "--json"]
+            report("advise from the published snapshot, cold process, empty home",
+                   [measure(args, env=user) for _ in range(opts.repeat)])
+            left = sorted(str(p.relative_to(home)) for p in Path(home).rglob("*"))
+            print(f"  files the users' processes wrote in the home: {left or 'none'}")
 
     if "list" not in skip:
         small = scale_data.SMALL[3]

@@ -216,3 +216,67 @@ def test_a_center_kb_that_cannot_be_read_is_named(tmp_path, monkeypatch):
         KB.open(None, create=False)
     p = _ioadvise({**os.environ}, "kb", "list")
     assert p.returncode == 1 and "Traceback" not in p.stderr and str(out) in p.stderr
+
+
+def _text_cells(path: Path) -> list[str]:
+    """Every text cell of every table of the sqlite file at `path`."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return [v for t in tables for row in conn.execute(f'SELECT * FROM "{t}"') for v in row if isinstance(v, str)]
+    finally:
+        conn.close()
+
+
+def test_the_snapshot_publishes_no_users_job(tmp_path, monkeypatch):
+    """The snapshot is world-readable: a production run of the staff KB (a user's Darshan log from the archive,
+    a job record from `jobs collect`) must NOT carry into it the log's or record's path, the job id, the host or
+    the user's command line, and the staff KB's own path must not be in it either: no text cell of any table
+    holds one of them, and neither do the file's bytes (free pages included)."""
+    from typer.testing import CliRunner
+    from ioadvisor.cli import app
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("IOADVISE_CENTER_KB", "")
+    darshan = Path(__import__("darshan").__file__).parent / "examples" / "example_logs" / "example.darshan"
+    logs, records = tmp_path / "bob-private-logs", tmp_path / "alice-secret-records"
+    logs.mkdir()
+    records.mkdir()
+    (logs / "bob.darshan").write_bytes(darshan.read_bytes())
+    (records / "ioadvise-98765432.json").write_text(json.dumps(
+        {"job_id": "98765432", "host": "node-secret-17", "start": 100, "end": 110, "exit_code": 0,
+         "staged_out_bytes": 10 << 20, "stage_out_seconds": 1,
+         "settings": {"tier": {"name": "beeond"}, "stripe_count": 4, "stripe_size": 1 << 20}}))
+    center = tmp_path / "s.toml"     # example.darshan's files lie under /scratch2
+    center.write_text('name = "s"\n[[filesystems]]\nname = "fs0"\ntype = "lustre"\nmount = "/scratch2"\n'
+                      'ost_count = 8\n')
+    staff_dir = tmp_path / "staff-kb-secret"
+    staff = staff_dir / "kb.sqlite"
+    runner = CliRunner()
+    for args in (["kb", "import", str(logs / "bob.darshan"), "--system", "s", "--center", str(center)],
+                 ["jobs", "collect", str(records), "--system", "s"],
+                 ["kb", "import", str(SAMPLES / "posix_fpp_2ranks.txt"), "--system", "s", "--filesystem", "fs0"]):
+        res = runner.invoke(app, [*args, "--kb", str(staff)])
+        assert res.exit_code == 0, res.output
+    planted = ["bob-private", "alice-secret", "98765432", "node-secret-17", "4478544", "tokio-abc-results",
+               "vpicio_uni", str(staff_dir), "staff-kb-secret"]
+    # the staff KB holds every planted string (else the check below proves nothing)
+    staff_cells = "\n".join(_text_cells(staff))
+    assert [s for s in planted if s not in staff_cells] == [str(staff_dir), "staff-kb-secret"]
+    # as `kb publish` does it: the stored fits and evidence of every system in it too
+    res = runner.invoke(app, ["kb", "publish", str(tmp_path / "shared.sqlite"), "--kb", str(staff), "--json"])
+    assert res.exit_code == 0, res.output
+    out = Path(json.loads(res.stdout)["path"])
+    cells = _text_cells(out)
+    assert any('"s"' in c or c == "s" for c in cells)       # the system's rows (and fits) are there
+    leaked = sorted({s for s in planted for c in cells if s in c})
+    assert leaked == [], leaked
+    data = out.read_bytes()
+    assert [s for s in planted if s.encode() in data] == []
+    # the production runs themselves are published: their measurements, with what they are
+    with sqlite3.connect(out) as c:
+        prod = c.execute("SELECT importer, value, total_bytes, notes, job_id, source, command FROM runs "
+                         "WHERE kind = 'production' ORDER BY importer").fetchall()
+    assert [(i, b, j, s, cmd) for i, _, b, _, j, s, cmd in prod] == [
+        ("darshan/1", 2199023263277, None, "production job", None), ("jobrecord/1", 10 << 20, None,
+                                                                       "production job", None)]
+    assert all("lower bound" in n for *_, n, _, _, _ in prod)

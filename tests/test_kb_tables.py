@@ -140,6 +140,7 @@ def test_a_snapshot_published_before_is_read_and_one_older_refused(tmp_path, mon
     with sqlite3.connect(out) as c:
         c.execute("DROP TABLE advise_fits")
         c.execute("DROP TABLE advise_evidence")
+        c.execute("ALTER TABLE published DROP COLUMN sha256")      # snapshots hold their digest since v10
         c.execute("PRAGMA user_version = 8")
     c.close()
     monkeypatch.setenv("IOADVISE_CENTER_KB", str(out))
@@ -149,7 +150,7 @@ def test_a_snapshot_published_before_is_read_and_one_older_refused(tmp_path, mon
     with sqlite3.connect(out) as c:
         c.execute("PRAGMA user_version = 7")
     c.close()
-    with pytest.raises(KBError, match=r"schema v7, this ioadvisor reads v8 to v9; publish it again"):
+    with pytest.raises(KBError, match=r"schema v7, this ioadvisor reads v8 to v10; publish it again"):
         KB.open(tmp_path / "user.sqlite")
 
 

@@ -69,9 +69,9 @@ def load_system_runs(kb: KB, system: str, max_per_group: int = 400) -> list:
     return [row_to_run(rows[k]) for k in chosen]
 
 
-def _load_table(kb: KB, system: str, sig: tuple) -> dict | None:
+def _load_table(kb: KB, system: str, sig: tuple, db: str = "main") -> dict | None:
     try:
-        row = kb.conn.execute("SELECT signature, fits FROM main.advise_fits WHERE system = ?", (system,)).fetchone()
+        row = kb.conn.execute(f"SELECT signature, fits FROM {db}.advise_fits WHERE system = ?", (system,)).fetchone()
     except sqlite3.Error:
         return None
     if not row or row[0] != json.dumps(sig, default=str):
@@ -88,8 +88,8 @@ def _load_table(kb: KB, system: str, sig: tuple) -> dict | None:
     return out
 
 
-def _store_table(kb: KB, system: str, sig: tuple, fits: dict) -> None:
-    if kb.path == ":memory:":
+def _store_table(kb: KB, system: str, sig: tuple, fits: dict, db: str = "main") -> None:
+    if kb.path == ":memory:" and db == "main":
         return
     from ..predict.physical import posterior_to_json
     rows = []
@@ -100,7 +100,7 @@ def _store_table(kb: KB, system: str, sig: tuple, fits: dict) -> None:
         d["posterior"] = posterior_to_json(f.posterior)
         rows.append(d)
     try:
-        kb.conn.execute("INSERT OR REPLACE INTO main.advise_fits VALUES (?,?,?)",
+        kb.conn.execute(f"INSERT OR REPLACE INTO {db}.advise_fits VALUES (?,?,?)",
                         (system, json.dumps(sig, default=str), json.dumps(rows)))
     except sqlite3.Error:
         pass   # a read-only KB: the in-process cache still serves
@@ -118,11 +118,44 @@ def _memoised(kb: KB, system: str, center: Center | None, cache: dict, load: Any
     if hit and hit[0] == sig:
         return hit[1]
     value = load(kb, system, sig)
+    if value is None and sig[3] == [] and kb.reference:
+        # no run of the system in the user's KB: its fits rest on the layer below alone, and a center's
+        # snapshot holds them, made when it was published (`store_published`) and keyed by its id
+        value = load(kb, system, _published_signature(sig), "ref")
+        if value is not None:
+            cache[key] = (sig, value)
+            return value
     if value is None:
         value = make(load_system_runs(kb, system), osts, dflt)
         store(kb, system, sig, value)
     cache[key] = (sig, value)
     return value
+
+
+def _published_signature(sig: tuple) -> tuple:
+    """The signature of `sig`'s system as a KB with no run of it sees it: the layer below and the center only
+    (what a snapshot's stored fits are keyed by, whatever the user's KB holds of other systems)."""
+    return (sig[0], None, 0, [], *sig[4:])
+
+
+def store_published(kb: KB, center_of: Any) -> list[str]:
+    """Fit every system of the snapshot attached (writable) as `ref` under the empty in-memory KB `kb`, as a
+    user with no runs of it would, and store the fits and evidence in the snapshot, keyed by what they rest on
+    (`_published_signature`: the snapshot's id and the center `center_of(kb, system)` describes it by, the
+    one `advise --system` takes). The systems fitted."""
+    done = []
+    for system in kb.systems():
+        center = center_of(kb, system)
+        osts = {f.name: f.ost_count for f in center.filesystems} if center else {}
+        dflt = {f.name: f.default_stripe_count for f in center.filesystems} if center else {}
+        sig = _published_signature(_signature(kb, system, osts, dflt))
+        runs = load_system_runs(kb, system)
+        fits = fit_all(runs, osts, dflt)
+        _store_table(kb, system, sig, fits, "ref")
+        if fits:
+            _store_evidence(kb, system, sig, Evidence(runs, osts, dflt), "ref")
+        done.append(system)
+    return done
 
 
 def system_fits(kb: KB, system: str, center: Center | None = None) -> dict[tuple[str, str | None, str], Fit]:
@@ -135,10 +168,10 @@ def system_evidence(kb: KB, system: str, center: Center | None = None) -> Eviden
     return _memoised(kb, system, center, _EVIDENCE, _load_evidence, Evidence, _store_evidence)
 
 
-def _load_evidence(kb: KB, system: str, sig: tuple) -> Evidence | None:
+def _load_evidence(kb: KB, system: str, sig: tuple, db: str = "main") -> Evidence | None:
     """The stored evidence index (a cold advice reads it instead of the system's runs, as it reads the fits)."""
     try:
-        row = kb.conn.execute("SELECT signature, obs FROM main.advise_evidence WHERE system = ?",
+        row = kb.conn.execute(f"SELECT signature, obs FROM {db}.advise_evidence WHERE system = ?",
                               (system,)).fetchone()
     except sqlite3.Error:
         return None
@@ -147,11 +180,11 @@ def _load_evidence(kb: KB, system: str, sig: tuple) -> Evidence | None:
     return Evidence.from_json(json.loads(row[1]))
 
 
-def _store_evidence(kb: KB, system: str, sig: tuple, ev: Evidence) -> None:
-    if kb.path == ":memory:":
+def _store_evidence(kb: KB, system: str, sig: tuple, ev: Evidence, db: str = "main") -> None:
+    if kb.path == ":memory:" and db == "main":
         return
     try:
-        kb.conn.execute("INSERT OR REPLACE INTO main.advise_evidence VALUES (?,?,?)",
+        kb.conn.execute(f"INSERT OR REPLACE INTO {db}.advise_evidence VALUES (?,?,?)",
                         (system, json.dumps(sig, default=str), json.dumps(ev.to_json())))
     except sqlite3.Error:
         pass   # a read-only KB: the in-process cache still serves

@@ -258,9 +258,13 @@ def publish_cmd(
 ) -> None:
     """Publish this KB with the reference data as one read-only file for every user (replaced atomically)."""
     with cli_errors():
+        from ..advise.fits import store_published
+        from ..center import resolve_center
         from ..kb import default_kb_path
         from ..kb.publish import publish
-        res = publish(kb if kb is not None else default_kb_path(), target)
+        # the fits every user's advice needs, made once here and stored in the snapshot
+        res = publish(kb if kb is not None else default_kb_path(), target,
+                      derive=lambda store: store_published(store, lambda k, s: resolve_center(s, None, k)))
         if json_out:
             print_json(res)
             return

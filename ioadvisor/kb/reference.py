@@ -25,13 +25,16 @@ def published_kb_path() -> Path | None:
 
 
 def snapshot_info(conn: sqlite3.Connection, db: str) -> dict[str, str] | None:
-    """The snapshot attached as `db` (id, time, the staff KB it was published from), or None if it is not a
-    published KB."""
+    """The snapshot attached as `db` (its id, the time it was published and the sha256 of its bytes, None in
+    one published before snapshots held it), or None if it is not a published KB. (The staff KB it came from
+    is not published.)"""
     try:
-        row = conn.execute(f"SELECT snapshot, published_at, source FROM {db}.published").fetchone()
+        cols = {r[1] for r in conn.execute(f"PRAGMA {db}.table_info(published)")}
+        digest = "sha256" if "sha256" in cols else "NULL"
+        row = conn.execute(f"SELECT snapshot, published_at, {digest} FROM {db}.published").fetchone()
     except sqlite3.Error:
         return None
-    return dict(zip(("snapshot", "published_at", "source"), row)) if row else None
+    return dict(zip(("snapshot", "published_at", "sha256"), row)) if row else None
 
 
 def snapshot_id(conn: sqlite3.Connection, db: str) -> str | None:

@@ -189,6 +189,9 @@ MIGRATIONS: list = [
     CREATE TABLE IF NOT EXISTS advise_evidence (system TEXT PRIMARY KEY, signature TEXT, obs TEXT);
     CREATE TABLE IF NOT EXISTS published (snapshot TEXT NOT NULL, published_at TEXT NOT NULL, source TEXT NOT NULL);
     """,
+    # 10: a published snapshot's sha256 of its own bytes (computed with this text zeroed, kb.publish), which
+    # `kb stats` checks; `source` stays empty (the staff KB's path is not published)
+    lambda conn: _add_columns(conn, "published", {"sha256": "TEXT"}),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import ImportFormatError, IOAdvisorError, KBError, UsageError
+from ..inputs import Kind, check_input
 from ..model.run import APIS, KINDS, OPS, Run, norm_api, norm_layout, run_id
 from ..util import data_home
 from .rows import (RUN_COLUMNS, VALUES, content_ids, keyed_row, record, row_to_run)
@@ -64,21 +65,38 @@ def _connect(path: str, mode: str = "rw") -> sqlite3.Connection:
         from urllib.parse import quote
         conn = sqlite3.connect(f"file:{quote(path)}?{'mode=ro' if mode == 'ro' else 'immutable=1'}",
                                timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, uri=True)
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    if path != ":memory:" and mode == "rw":
-        _to_wal(conn)
-        conn.execute("PRAGMA synchronous = NORMAL")
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if path != ":memory:" and mode == "rw":
+            _to_wal(conn)
+            conn.execute("PRAGMA synchronous = NORMAL")
+    except BaseException:
+        conn.close()            # not left open until collected (it keeps the file, and its mount, busy)
+        raise
     conn.row_factory = sqlite3.Row
     return conn
+
+
+#: a KB file as `inputs` checks it before it is opened: a regular file (sqlite reads it in place, so no cap)
+KB_FILE = Kind("knowledge base", None)
+
+
+def check_kb_file(path: Path) -> None:
+    """KBError naming `path` unless it is a regular file (after symbolic links): a named pipe, a device or a
+    socket is refused by its type before sqlite opens it, which would wait forever on a pipe without a writer."""
+    check_input(path, KB_FILE, KBError)
 
 
 def _check_published(path: Path) -> None:
     """A clear error for a center KB named by IOADVISE_CENTER_KB that is not a readable file."""
     from .reference import CENTER_KB_ENV
-    if not path.is_file():
-        what = "is a directory" if path.is_dir() else "does not exist"
-        raise KBError(f"{path}: {what}; {CENTER_KB_ENV} names the center's published knowledge base "
-                      "(a file written by `ioadvise kb publish`)")
+    hint = f"{CENTER_KB_ENV} names the center's published knowledge base (a file written by `ioadvise kb publish`)"
+    if not path.exists():
+        raise KBError(f"{path}: does not exist; {hint}")
+    try:
+        check_kb_file(path)
+    except KBError as e:
+        raise KBError(f"{e}; {hint}") from None
 
 
 def _check_schema(conn: sqlite3.Connection, path: Path) -> None:
@@ -319,6 +337,8 @@ def _target(p: Path, create: bool) -> str:
             raise KBError(f"{p}: cannot create knowledge base directory: {e.strerror}") from None
     elif p.is_dir():
         raise KBError(f"{p}: is a directory, not a knowledge base")
+    else:
+        check_kb_file(p)
     return str(p)
 
 
@@ -402,7 +422,9 @@ class KB:
         from urllib.parse import quote
         try:
             if published is not None:
+                from .integrity import check_snapshot
                 _check_published(published)
+                check_snapshot(published)           # cut short or extended since it was published
             conn.execute("ATTACH DATABASE ? AS ref", (f"file:{quote(ref_path)}?mode=ro&immutable=1",))
             if not conn.execute("SELECT count(*) FROM ref.sqlite_master").fetchone()[0]:
                 # this SQLite does not read URI names: the plain path (and a file named like the URI) instead
@@ -692,13 +714,19 @@ class KB:
         """Counts per origin, system, op and kind, and the number of sources."""
         from .reference import snapshot_info
         q = self.conn.execute
+        published = snapshot_info(self.conn, "ref") if self.reference else None
+        if published is not None and published.get("sha256"):
+            # the whole file read once: any byte altered since it was published (a snapshot published before
+            # snapshots held their digest has none to check)
+            from .integrity import verify_snapshot
+            verify_snapshot(Path(self.reference), published["sha256"])
         by = lambda col: {str(k): n for k, n in q(  # noqa: E731
             f"SELECT {col}, count(*) FROM all_runs GROUP BY {col} ORDER BY {col}")}
         return {
             "path": self.file,
             "exists": self.path != ":memory:",
             "reference": self.reference,
-            "published": snapshot_info(self.conn, "ref") if self.reference else None,
+            "published": published,
             "runs": q("SELECT count(*) FROM all_runs").fetchone()[0],
             "sources": q("SELECT count(*) FROM main.sources").fetchone()[0],
             "by_origin": by("origin"),
