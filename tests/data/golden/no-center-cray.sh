@@ -16,8 +16,10 @@ if [ "${_ioadv_parent:-}" != "$PPID" ]; then
   case "$_ioadv_rec_dir" in /*) ;; *) _ioadv_rec_dir="$PWD/$_ioadv_rec_dir";; esac
   _ioadv_rec="$_ioadv_rec_dir/ioadvise-$_ioadv_job.json"
   _ioadv_settings='{"allow_striping":true,"directives":[],"hints":{"cb_nodes":"4","romio_cb_write":"enable"},"lifetime":"after-job","mpi":"cray","mpi_version":null,"op":"write","outdir":"results","stage_in":["input.h5"],"stripe_base":null,"stripe_count":8,"stripe_size":4194304,"tier":null}'
+  _ioadv_cluster=$(printf %s "${SLURM_CLUSTER_NAME:-}" | tr -cd 'A-Za-z0-9._-')
+  _ioadv_user=$(id -un 2>/dev/null | tr -cd 'A-Za-z0-9._@-')
   _ioadv_record() {
-    printf '{"job_id":"%s","host":"%s","start":%s,"end":%s,"exit_code":%s,"staged_out_bytes":%s,"stage_out_seconds":%s,"stage_out_status":%s,"settings":%s}\n' "$_ioadv_job" "$(hostname 2>/dev/null)" "$_ioadv_start" "${1:-null}" "${2:-null}" "${3:-null}" "${4:-null}" "${5:-null}" "$_ioadv_settings" > "$_ioadv_rec.tmp" && mv -f -- "$_ioadv_rec.tmp" "$_ioadv_rec"
+    printf '{"job_id":"%s","cluster":"%s","user":"%s","host":"%s","start":%s,"end":%s,"exit_code":%s,"staged_out_bytes":%s,"stage_out_seconds":%s,"stage_out_status":%s,"settings":%s}\n' "$_ioadv_job" "$_ioadv_cluster" "$_ioadv_user" "$(hostname 2>/dev/null)" "$_ioadv_start" "${1:-null}" "${2:-null}" "${3:-null}" "${4:-null}" "${5:-null}" "$_ioadv_settings" > "$_ioadv_rec.tmp" && mv -f -- "$_ioadv_rec.tmp" "$_ioadv_rec"
   }
   _ioadv_record
   _ioadv_finish() {
