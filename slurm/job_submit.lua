@@ -11,7 +11,8 @@ Safety rules this file keeps:
     whose cost is linear in the text they look at (slurmctld runs this hook while holding its job lock);
   * keys and values must match a strict character set; anything else is ignored;
   * the hints file is created by mktemp (exclusive, unpredictable name) in the job's own $TMPDIR, never at a
-    predictable shared path;
+    predictable shared path, and its name is removed at once (the batch shell holds it open on descriptor 9,
+    ROMIO_HINTS=/proc/$$/fd/9), so it never outlives the job;
   * any error lets the job through unchanged (pcall around everything).
 --]]
 
@@ -247,9 +248,14 @@ local function block(list)
   -- every key and value matched [%w._-]+ above, so single quotes are safe around them
   return table.concat({
     MARK_BEGIN,
-    -- mktemp creates the file exclusively (O_EXCL, mode 0600) under an unpredictable name
+    -- mktemp creates the file exclusively (O_EXCL, mode 0600) under an unpredictable name; the batch shell
+    -- keeps it open on descriptor 9 and removes its name at once, so no file is left behind whatever ends the
+    -- job: ROMIO opens it again through /proc/<batch shell>/fd/9 (`command` keeps a failed open from ending
+    -- the shell)
     "_ioadv_h=$(mktemp \"${TMPDIR:-/tmp}/ioadvise-romio-hints.XXXXXXXXXX\" 2>/dev/null) &&",
-    "  printf '%s\\n' '" .. table.concat(romio, "' '") .. "' > \"$_ioadv_h\" && export ROMIO_HINTS=\"$_ioadv_h\"",
+    "  printf '%s\\n' '" .. table.concat(romio, "' '") .. "' > \"$_ioadv_h\" &&",
+    "  command exec 9<\"$_ioadv_h\" && export ROMIO_HINTS=\"/proc/$$/fd/9\"",
+    "if [ -n \"${_ioadv_h:-}\" ]; then rm -f -- \"$_ioadv_h\"; fi; unset _ioadv_h",
     "export MPICH_MPIIO_HINTS='*:" .. table.concat(mpich, ":") .. "'",
     "export IOADVISE_HINTS='" .. table.concat(plain, ",") .. "'",
     MARK_END,
