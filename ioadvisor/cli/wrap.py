@@ -328,13 +328,33 @@ def _submit_and_say(w, report: dict, text: str, name: str, sbatch_opts: list[str
         if diff:
             _print_diff(text, w.text, name)
     if not dry_run:
-        report["job_id"] = sbatch(w.text, sbatch_opts, name=Path(name).name)
+        try:
+            report["job_id"] = sbatch(w.text, sbatch_opts, name=Path(name).name)
+        except KeyboardInterrupt as e:
+            _say_interrupted_sbatch(e, json=json, report=report)
+            raise
     if json:
         print_json(report)
     elif report["job_id"]:
         console.print(f"Submitted batch job {report['job_id']}", highlight=False)
     if loud and report["job_id"]:
         _loud(f"job {report['job_id']} was submitted without I/O settings: --center {center!r} is no center")
+
+
+def _say_interrupted_sbatch(e: KeyboardInterrupt, *, json: bool, report: dict) -> None:
+    """What sbatch did before the signal that stopped `submit` (slurm.submit.sbatch waited for it), so that
+    the user knows whether the job exists before submitting it again."""
+    jid = getattr(e, "sbatch_job_id", None)
+    if jid:
+        _loud(f"interrupted, but sbatch had already submitted the job: job {jid} is queued (do not submit it "
+              f"again; `scancel {jid}` removes it)")
+        if json:
+            print_json({**report, "job_id": jid})
+    elif getattr(e, "sbatch_unknown", False):
+        _loud("interrupted while sbatch ran; it was stopped without an answer, so a job may have been submitted: "
+              "check `squeue --me` before submitting again")
+    else:
+        warn("interrupted: sbatch submitted no job")
 
 
 def _loud(message: str) -> None:
