@@ -111,18 +111,27 @@ def test_one_bad_record_fails_alone(tmp_path):
 
 
 def test_a_record_must_belong_to_the_job_and_user_it_is_found_for(tmp_path):
-    """ioadvise-5.json claiming job 12345, a record naming another user than the file's owner, a record with no
-    user: none is imported."""
+    """ioadvise-5.json claiming job 12345, a record naming another user than the file's owner: neither is
+    imported. A record that names no user (an older wrap's) stands for its file's owner."""
     (tmp_path / "ioadvise-5.json").write_bytes(_record(job_id="12345", staged=1 << 50, end=102))
     (tmp_path / "ioadvise-6.json").write_bytes(_record(job_id="6", user="someone-else"))
-    (tmp_path / "ioadvise-7.json").write_bytes(_record(job_id="7", user=None))
+    (tmp_path / "ioadvise-7.json").write_bytes(_record(job_id="7", user=None, cluster=None))
     kb = tmp_path / "kb.sqlite"
-    res, rows = _collect(tmp_path, kb)
-    assert res.exit_code == 2 and all(r["status"] == "refused" for r in rows.values()), rows
+    res, rows = _collect(tmp_path, kb, "--center", "tsubame3")
+    assert res.exit_code == 2
+    assert rows["12345"]["status"] == rows["6"]["status"] == "refused"
     assert "claims job 12345, but its file is named for job 5" in rows["12345"]["error"]
     assert f"names user someone-else, but the file belongs to {ME}" in rows["6"]["error"]
-    assert "names no user" in rows["7"]["error"]
-    assert _production(kb) == []
+    assert rows["7"]["status"] == "imported"
+    assert [r["provenance"]["job_id"] for r in _production(kb)] == ["7"]
+
+
+def test_a_record_imported_under_another_system_says_so(tmp_path):
+    (tmp_path / "ioadvise-11.json").write_bytes(_record())
+    kb = tmp_path / "kb.sqlite"
+    assert _collect(tmp_path, kb, "--system", "tsubame3")[0].exit_code == 0
+    res = runner.invoke(app, ["jobs", "collect", str(tmp_path), "--kb", str(kb), "--system", "TSUBAME3.0"])
+    assert res.exit_code == 0 and "already in the KB as system tsubame3" in res.output
 
 
 def test_a_record_from_another_cluster_is_refused(tmp_path):

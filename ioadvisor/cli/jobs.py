@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, print_error, print_json, table
+from .common import JsonOption, KBOption, cli_errors, console, print_error, print_json, table, warn
 
 app = command_app()
 jobs_app = typer.Typer(help="Jobs wrapped by `ioadvise wrap` / `ioadvise submit`.", no_args_is_help=True,
@@ -47,6 +47,9 @@ def collect(
         found = find_records(targets)
         with KB.open(kb) as store:
             rows = collect_records(store, found, system=system, center=where)
+    for r in rows:
+        if r["note"]:
+            warn(f"{r['path']}: {r['note']}")
     failed = [r for r in rows if r["error"]]
     for r in failed:
         print_error(r["error"])

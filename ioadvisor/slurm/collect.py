@@ -26,7 +26,7 @@ def _collect_one(store: Any, found: Found, *, system: str | None, center: Any) -
     from ..inputs import RECORD, read_input
     row: dict[str, Any] = {"path": str(found.path), "job_id": None, "exit_code": None, "tier": None,
                            "staged_out_bytes": None, "elapsed_s": None, "system": None, "filesystem": None,
-                           "runs": 0, "status": "refused", "error": None}
+                           "runs": 0, "status": "refused", "error": None, "note": None}
     try:
         data = read_input(found.path, RECORD, ImportFormatError)
         rec = read_record(data, str(found.path))
@@ -61,7 +61,7 @@ def _store(store: Any, found: Found, data: bytes, runs: list, center: Any) -> di
     res = store.add_batches(batched(flagger(center)(keyed_runs(runs, name)), store.null_default_columns()),
                             source=name, source_hash=hashlib.sha256(data).hexdigest(), fmt="jobrecord",
                             importer="jobrecord/1", require_runs=True)
-    return {"runs": res.runs, "status": "already in the KB" if res.skipped else "imported"}
+    return {"runs": res.runs, "status": "already in the KB" if res.skipped else "imported", "note": res.note}
 
 
 def _cluster_problem(cluster: str | None, system: str | None, center: Any) -> str | None:

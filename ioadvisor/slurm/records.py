@@ -190,9 +190,10 @@ def find_records(targets: list[str], env: Mapping[str, str] | None = None) -> li
 def tie_problem(found: Found, job_id: str, user: str | None, cluster: str | None) -> str | None:
     """Why a record (claiming `job_id`, `user`, `cluster`) cannot be the one of the job it was found for, or None.
     Found through Slurm: the job id, user and cluster must be the job's. Found as a file: its name's job id and
-    its owner must be the record's."""
-    if user is None:
-        return "the record names no user (written by an older `ioadvise wrap`: wrap the job again)"
+    its owner must be the record's. A record that names no user (an older `ioadvise wrap`'s) stands for its
+    file's owner."""
+    # a record written by an older `ioadvise wrap` names no user: the file's owner stands for it
+    user = user or _owner(found.path)
     if found.job_id is not None:
         if job_id != found.job_id:
             return f"the record claims job {job_id}, but it was found for job {found.job_id}"
