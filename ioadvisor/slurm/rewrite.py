@@ -263,21 +263,31 @@ def _record_lines(s: WrapSettings, cmds: Commands, recdir: str | None) -> list[s
 
 
 def _trap_lines(finish: list[str]) -> list[str]:
-    """The EXIT trap: `finish` (the stage-out), then the record with the end time and the user's exit code."""
+    """The EXIT trap: `finish` (the stage-out), then the record with the end time and the user's exit code.
+
+    A cancelled job's SIGTERM reaches every process of the job at once: the batch shell may see its child die of
+    it and start the EXIT trap, and then take its own SIGTERM inside it, whose `exit 143` left the trap with
+    nothing staged out and no end record. So the signals call the same function, which ignores further signals
+    before it does anything and does the work once, whichever call gets there first."""
     return [
         "_ioadv_finish() {",
         "  _ioadv_rc=$?",
+        '  [ -z "${1:-}" ] || _ioadv_rc=$1',
+        "  trap '' TERM INT HUP",
+        '  if [ -z "${_ioadv_ended:-}" ]; then',
+        "  _ioadv_ended=1",
         "  set +eu",
         '  cd -- "$_ioadv_out" 2>/dev/null',
         *finish,
         '  _ioadv_record "$(date +%s)" "$_ioadv_rc" "${_ioadv_bytes:-}" "${_ioadv_secs:-}" "${_ioadv_sorc:-}"',
+        "  fi",
         '  exit "$_ioadv_rc"',
         "}",
         "trap _ioadv_finish EXIT",
         # a cancelled or timed-out job gets SIGTERM: exit through the trap so results are still staged out
-        "trap 'exit 143' TERM",
-        "trap 'exit 130' INT",
-        "trap 'exit 129' HUP",
+        "trap '_ioadv_finish 143' TERM",
+        "trap '_ioadv_finish 130' INT",
+        "trap '_ioadv_finish 129' HUP",
     ]
 
 

@@ -22,15 +22,20 @@ if [ "${_ioadv_parent:-}" != "$PPID" ]; then
   _ioadv_record
   _ioadv_finish() {
     _ioadv_rc=$?
+    [ -z "${1:-}" ] || _ioadv_rc=$1
+    trap '' TERM INT HUP
+    if [ -z "${_ioadv_ended:-}" ]; then
+    _ioadv_ended=1
     set +eu
     cd -- "$_ioadv_out" 2>/dev/null
     _ioadv_record "$(date +%s)" "$_ioadv_rc" "${_ioadv_bytes:-}" "${_ioadv_secs:-}" "${_ioadv_sorc:-}"
+    fi
     exit "$_ioadv_rc"
   }
   trap _ioadv_finish EXIT
-  trap 'exit 143' TERM
-  trap 'exit 130' INT
-  trap 'exit 129' HUP
+  trap '_ioadv_finish 143' TERM
+  trap '_ioadv_finish 130' INT
+  trap '_ioadv_finish 129' HUP
   export IOADVISE_DIR="${_ioadv_out}/ioadvise-${SLURM_JOB_ID:-$$}"
   mkdir -p -- "$IOADVISE_DIR"
   echo 'ioadvise: striping: A read job cannot change the layout of files that already exist (striping is fixed when a file is created), so no lfs setstripe. If the input'"'"'s layout is the problem, restripe it once before the job: `lfs migrate -c 2 FILE`, or copy it into a directory set with `lfs setstripe`.' >&2
