@@ -11,6 +11,10 @@ tests/data/ioadvise_lines.json hold both to it, line by line.
 - Each word is KEY=VALUE, split at its first `=` (the value may hold more `=`, or be empty); a `-` in a key
   reads as `_` (`stage-in` is `stage_in`). A word without `=` is kept apart (`bare`) for the caller to report.
 Which keys exist and what their values mean is `ioadvisor.job`'s business, not the grammar's.
+- A line inside a here-document's body is data for a command, not a comment: it is never an `#IOADVISE` line
+  (`directive_lines`). A body starts after a command line with `<<WORD` or `<<-WORD` (the word may be quoted,
+  `'EOF'`, `"EOF"`, `\\EOF`; not inside quotes, a comment, `((...))` arithmetic or a `<<<` here-string), and
+  ends at a line that is the word (after leading tabs with `<<-`); several on one line follow one another.
 """
 from __future__ import annotations
 
@@ -72,7 +76,81 @@ def read_line(line: str) -> Reading | None:
 
 
 def ioadvise_lines(text: str) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line) of each `#IOADVISE` line of a script."""
+    """(1-based line number, line) of each `#IOADVISE` line of a script, here-document bodies left out."""
+    pending: list[tuple[str, bool]] = []        # here-documents whose bodies come next: (word, strip tabs)
+    k = 0                                       # pending[k]: the one whose body this line is in
     for n, line in enumerate(text.split("\n"), 1):
-        if is_ioadvise(line):
+        if k < len(pending):
+            word, strip = pending[k]
+            if (line.lstrip("\t") if strip else line) == word:
+                k += 1
+        elif is_ioadvise(line):
             yield n, line
+        else:
+            pending, k = heredocs(line), 0
+
+
+_WORD_END = " \t;&|()<>"          # what ends an unquoted shell word
+_SPECIAL = re.compile(r"""[\\'"#()<]""")
+
+
+def heredocs(line: str) -> list[tuple[str, bool]]:
+    """The here-documents a command line opens, in order: (delimiter with its quotes removed, whether `<<-`
+    strips leading tabs). One pass over the line."""
+    out: list[tuple[str, bool]] = []
+    if "<<" not in line:
+        return out
+    i, n, quote, arith = 0, len(line), "", 0
+    while i < n:
+        m = _SPECIAL.search(line, i)           # only these characters change anything
+        if m is None:
+            break
+        i = m.start()
+        c = line[i]
+        if quote == "'" or (quote == '"' and c != "\\"):
+            quote = "" if c == quote else quote
+        elif c == "\\":
+            i += 1                                # the next character is quoted
+        elif arith:
+            arith += (c == "(") - (c == ")")      # (( ... )): << is a shift there
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and (i == 0 or line[i - 1] in _WORD_END):
+            break                                 # a comment
+        elif line.startswith("((", i):
+            arith, i = 2, i + 1
+        elif line.startswith("<<<", i):
+            i += 2                                # a here-string
+        elif line.startswith("<<", i):
+            strip = line.startswith("<<-", i)
+            i += 3 if strip else 2
+            while i < n and line[i] in " \t":
+                i += 1
+            word, i = _word(line, i)
+            if word:
+                out.append((word, strip))
+            continue
+        i += 1
+    return out
+
+
+def _word(line: str, i: int) -> tuple[str, int]:
+    """The shell word at `i` with its quotes and backslashes removed, and where it ends ("" for none or an
+    unclosed quote)."""
+    parts: list[str] = []
+    n = len(line)
+    while i < n and line[i] not in _WORD_END:
+        c = line[i]
+        if c in "'\"":
+            close = line.find(c, i + 1)
+            if close < 0:
+                return "", n
+            parts.append(line[i + 1:close])
+            i = close + 1
+        elif c == "\\" and i + 1 < n:
+            parts.append(line[i + 1])
+            i += 2
+        else:
+            parts.append(c)
+            i += 1
+    return "".join(parts), i

@@ -11,7 +11,8 @@ Safety rules this file keeps:
     whose cost is linear in the text they look at (slurmctld runs this hook while holding its job lock);
   * keys and values must match a strict character set; anything else is ignored;
   * the hints file is created by mktemp (exclusive, unpredictable name) in the job's own $TMPDIR, never at a
-    predictable shared path;
+    predictable shared path, and its name is removed at once (the batch shell holds it open on descriptor 9,
+    ROMIO_HINTS=/proc/$$/fd/9), so it never outlives the job;
   * any error lets the job through unchanged (pcall around everything).
 --]]
 
@@ -125,14 +126,95 @@ local function take(found, key, value)
   end
 end
 
+-- Here-documents (ioadvisor/ioadvise_lines.py `heredocs`): a line inside a body is data, never an #IOADVISE
+-- line. A command line opens one with <<WORD or <<-WORD (WORD maybe quoted), outside quotes, comments,
+-- ((...)) arithmetic and <<< here-strings; its body ends at a line that is WORD (leading tabs removed for <<-).
+-- One pass over the line, jumping between the characters that matter: linear.
+local B_BSL, B_SQ, B_DQ, B_HASH, B_OPEN, B_CLOSE, B_LT, B_DASH = 92, 39, 34, 35, 40, 41, 60, 45
+local WORD_END = {}   -- the bytes that end an unquoted shell word: blank, tab, ; & | ( ) < >
+for _, b in ipairs({ 32, 9, 59, 38, 124, 40, 41, 60, 62 }) do WORD_END[b] = true end
+
+-- the shell word at i with its quotes and backslashes removed, and the index after it ("" when none or a
+-- quote is left open)
+local function shell_word(line, i)
+  local parts, n = {}, #line
+  while i <= n do
+    local _, e = string.find(line, "^[^ \t;&|()<>'\"\\]+", i)  -- a run of plain characters
+    if e then
+      table.insert(parts, string.sub(line, i, e))
+      i = e + 1
+    end
+    local b = string.byte(line, i)
+    if b == B_SQ or b == B_DQ then
+      local close = string.find(line, string.char(b), i + 1, true)
+      if not close then return "", n + 1 end
+      table.insert(parts, string.sub(line, i + 1, close - 1))
+      i = close + 1
+    elseif b == B_BSL and i < n then
+      table.insert(parts, string.sub(line, i + 1, i + 1))
+      i = i + 2
+    else
+      break  -- the end of the line, or a byte that ends the word
+    end
+  end
+  return table.concat(parts), i
+end
+
+-- the here-documents a line opens, in order: { {word, strip_tabs}, ... }
+local function heredocs(line)
+  if not string.find(line, "<<", 1, true) then return {} end  -- most lines: one plain find
+  local out, i, n, quote, arith = {}, 1, #line, 0, 0
+  while i <= n do
+    -- only these characters change anything: jump to the next one (an unanchored one-class find, linear)
+    i = string.find(line, "[\\'\"#()<]", i)
+    if not i then break end
+    local b = string.byte(line, i)
+    local skip = false
+    if quote == B_SQ or (quote == B_DQ and b ~= B_BSL) then
+      if b == quote then quote = 0 end
+    elseif b == B_BSL then
+      i = i + 1
+    elseif arith > 0 then
+      if b == B_OPEN then arith = arith + 1 elseif b == B_CLOSE then arith = arith - 1 end
+    elseif b == B_SQ or b == B_DQ then
+      quote = b
+    elseif b == B_HASH and (i == 1 or WORD_END[string.byte(line, i - 1)]) then
+      break
+    elseif b == B_OPEN and string.byte(line, i + 1) == B_OPEN then
+      arith, i = 2, i + 1
+    elseif b == B_LT and string.byte(line, i + 1) == B_LT and string.byte(line, i + 2) == B_LT then
+      i = i + 2
+    elseif b == B_LT and string.byte(line, i + 1) == B_LT then
+      local strip = string.byte(line, i + 2) == B_DASH
+      i = i + (strip and 3 or 2)
+      local _, e = string.find(line, "^[ \t]*", i)
+      local word
+      word, i = shell_word(line, e + 1)
+      if word ~= "" then table.insert(out, { word, strip }) end
+      -- each body takes a line at least, and at most MAX_LINES are read: more cannot change what is read
+      if #out >= MAX_LINES then break end
+      skip = true
+    end
+    if not skip then i = i + 1 end
+  end
+  return out
+end
+
 local function parse(text)
-  local found = {}
+  local found, pending, k = {}, {}, 1  -- pending[k]: the here-document whose body this line is in
   each_line(text, function(line)
-    if #line <= MAX_LINE then
-      local r = read_line(line)
-      if r then
-        for _, kv in ipairs(r.items) do take(found, kv[1], kv[2]) end
-      end
+    if k <= #pending then
+      local word, strip = pending[k][1], pending[k][2]
+      local body = line
+      if strip then body = string.match(line, "^\t*(.*)$") end
+      if body == word then k = k + 1 end
+      return
+    end
+    local r = #line <= MAX_LINE and read_line(line)
+    if r then
+      for _, kv in ipairs(r.items) do take(found, kv[1], kv[2]) end
+    elseif r == nil or #line > MAX_LINE then
+      pending, k = heredocs(line), 1
     end
   end)
   return found
@@ -166,9 +248,14 @@ local function block(list)
   -- every key and value matched [%w._-]+ above, so single quotes are safe around them
   return table.concat({
     MARK_BEGIN,
-    -- mktemp creates the file exclusively (O_EXCL, mode 0600) under an unpredictable name
+    -- mktemp creates the file exclusively (O_EXCL, mode 0600) under an unpredictable name; the batch shell
+    -- keeps it open on descriptor 9 and removes its name at once, so no file is left behind whatever ends the
+    -- job: ROMIO opens it again through /proc/<batch shell>/fd/9 (`command` keeps a failed open from ending
+    -- the shell)
     "_ioadv_h=$(mktemp \"${TMPDIR:-/tmp}/ioadvise-romio-hints.XXXXXXXXXX\" 2>/dev/null) &&",
-    "  printf '%s\\n' '" .. table.concat(romio, "' '") .. "' > \"$_ioadv_h\" && export ROMIO_HINTS=\"$_ioadv_h\"",
+    "  printf '%s\\n' '" .. table.concat(romio, "' '") .. "' > \"$_ioadv_h\" &&",
+    "  command exec 9<\"$_ioadv_h\" && export ROMIO_HINTS=\"/proc/$$/fd/9\"",
+    "if [ -n \"${_ioadv_h:-}\" ]; then rm -f -- \"$_ioadv_h\"; fi; unset _ioadv_h",
     "export MPICH_MPIIO_HINTS='*:" .. table.concat(mpich, ":") .. "'",
     "export IOADVISE_HINTS='" .. table.concat(plain, ",") .. "'",
     MARK_END,

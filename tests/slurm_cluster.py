@@ -50,16 +50,16 @@ class Cluster:
         assert p.returncode == 0, p.stderr
         return dict(re.findall(r"(\w+)=(\S*)", p.stdout))
 
-    def wait(self, job_id: str, timeout: float = 60) -> dict:
-        """Poll until the job has left the queue for good; return its record."""
+    def wait(self, job_id: str, timeout: float = 900) -> dict:
+        """Poll until the job has left the queue for good and its Epilog has removed its BeeOND stand-in
+        directory; return its record. The waits end on states: `timeout` (long, for a loaded machine whose
+        queue moves slowly) only stops a test that would otherwise wait for ever."""
         deadline = time.monotonic() + timeout
         while True:
             info = self.job(job_id)
             if info.get("JobState") in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"):
-                # the epilog runs after the state change; give it a moment to finish
-                for _ in range(50):
-                    if not (self.odfs / job_id).exists():
-                        break
+                # the epilog runs after the state change
+                while (self.odfs / job_id).exists() and time.monotonic() < deadline:
                     time.sleep(0.05)
                 return info
             if time.monotonic() > deadline:

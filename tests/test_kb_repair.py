@@ -212,9 +212,9 @@ def test_a_reformatted_job_record_adds_nothing(tmp_path, kb_path):
     pretty.write_text('{"job_id": "77",\n' + json.dumps({k: v for k, v in reversed(rec.items()) if k != "job_id"},
                                                         indent=4)[1:])
     assert compact.read_bytes() != pretty.read_bytes()
-    first = json.loads(ioadvise("kb", "import", compact, "--kb", kb_path, "--system", "c1", "--json").stdout)
+    first = json.loads(ioadvise("kb", "import", compact, "--kb", kb_path, "--system", "TSUBAME3.0", "--json").stdout)
     assert first[0]["runs"] == 1
     before = snapshot(kb_path)
-    again = json.loads(ioadvise("kb", "import", pretty, "--kb", kb_path, "--system", "c1", "--json").stdout)
+    again = json.loads(ioadvise("kb", "import", pretty, "--kb", kb_path, "--system", "TSUBAME3.0", "--json").stdout)
     assert (again[0]["runs"], again[0]["duplicates"]) == (0, 1)
     assert snapshot(kb_path) == before

@@ -96,7 +96,7 @@ def test_job_records_parse_or_refuse(top, settings_):
     d.update(top)
     d["settings"].update(settings_)
     try:
-        runs = parse(json.dumps(d).encode(), ImportContext(source="r.json", system="c1"))
+        runs = parse(json.dumps(d).encode(), ImportContext(source="r.json", system="TSUBAME3.0"))
     except REFUSALS:
         return
     for r in runs:

@@ -8,6 +8,8 @@ system names; none may be filed under a mount point such as `/`, the host name, 
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import socket
 from pathlib import Path
 
@@ -47,7 +49,7 @@ mount = "{tmp_path}/nvme/job$SLURM_JOB_ID"
 
 
 def _record(job_id: str, tier: str) -> bytes:
-    d = {"job_id": job_id, "host": "n1", "start": 100, "end": 110, "exit_code": 0, "staged_out_bytes": 10 << 20,
+    d = {"job_id": job_id, "user": pwd.getpwuid(os.getuid()).pw_name, "host": "n1", "start": 100, "end": 110, "exit_code": 0, "staged_out_bytes": 10 << 20,
          "stage_out_seconds": 1, "settings": {"tier": {"name": tier}, "hints": {}}}
     return (json.dumps(d, separators=(",", ":")) + "\n").encode()
 
@@ -110,13 +112,20 @@ def test_without_a_center_the_mount_point_is_named_and_warned_about(tmp_path, mo
 
 
 def test_jobs_collect_takes_the_system_from_slurm_cluster_name(tmp_path, monkeypatch):
+    """A record that names no cluster (a job run outside Slurm) is filed under $SLURM_CLUSTER_NAME, with the
+    tiers of the site's center of that name."""
     monkeypatch.setenv("SLURM_CLUSTER_NAME", "clusterx")
+    site = tmp_path / "centers"
+    site.mkdir()
+    (site / "clusterx.toml").write_text('name = "clusterx"\n[[filesystems]]\nname = "bo"\ntype = "beegfs"\n'
+                                        'persistent = false\n[[tiers]]\nname = "beeond"\nfilesystem = "bo"\n')
+    monkeypatch.setenv("IOADVISE_CENTERS", str(site))
     (tmp_path / "ioadvise-5.json").write_bytes(_record("5", "beeond"))
     rows = _ok(["jobs", "collect", str(tmp_path), "--kb", str(tmp_path / "kb.sqlite")])
-    assert [(r["system"], r["filesystem"]) for r in rows] == [("clusterx", "beeond")]
+    assert [(r["system"], r["filesystem"]) for r in rows] == [("clusterx", "bo")]
     with KB.open(tmp_path / "kb.sqlite") as store:
         assert store.count(RunFilter(system="unknown")) == 0
-        assert store.count(RunFilter(system="clusterx", filesystem="beeond")) == 1
+        assert store.count(RunFilter(system="clusterx", filesystem="bo")) == 1
 
 
 def test_a_bad_center_stops_the_benchmark_before_it_runs(tmp_path):

@@ -1,8 +1,6 @@
 """The test cluster itself: daemons up, BeeOND stand-in dirs, both lua hooks loaded."""
 from __future__ import annotations
 
-import time
-
 from tests.slurm_cluster import slurm_cluster  # noqa: F401
 
 
@@ -13,16 +11,13 @@ def test_trivial_job_and_beeond_dir_lifecycle(slurm_cluster, tmp_path):
                       f"#SBATCH --output={out}\n"
                       f'test -d "{slurm_cluster.odfs}/$SLURM_JOB_ID" && echo scratch-ok\n'
                       'echo "tier=${IOADVISE_TIER:-}"\nexit 3\n')
-    t0 = time.monotonic()
     jid = slurm_cluster.sbatch(script)
     info = slurm_cluster.wait(jid)
-    elapsed = time.monotonic() - t0
     assert info["ExitCode"] == "3:0"
     text = out.read_text()
     assert "scratch-ok" in text                       # the Prolog made the per-job dir
     assert "tier=beeond" in text                      # cli_filter.lua marked the BEEOND request
     assert not (slurm_cluster.odfs / jid).exists()    # the Epilog removed it
-    assert elapsed < 30
 
 
 def test_job_without_beeond_gets_no_scratch_dir(slurm_cluster, tmp_path):

@@ -67,6 +67,25 @@ def test_broken_center_submits_the_original_script(slurm_cluster, tmp_path, case
     assert not (tmp_path / "pwned").exists()
 
 
+@pytest.mark.parametrize("spec", ["nonexist", "no-such-center.toml"])
+def test_a_center_that_is_not_there_is_warned_about_loudly(slurm_cluster, tmp_path, spec):
+    """A mistyped --center still submits the job as written (fail open), but says so before and after the
+    submission, naming the center, the known centers and how to list them; before, one line said 'unknown
+    center' among the summary's notes."""
+    script, text = _script(tmp_path)
+    p = subprocess.run([IOADVISE, "submit", str(script), "--center", spec], cwd=tmp_path, env=slurm_cluster.env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    jid = p.stdout.strip().splitlines()[-1].removeprefix("Submitted batch job ")
+    assert jid.isdigit(), p.stdout
+    first, *rest = [line for line in p.stderr.splitlines() if line.startswith("warning:")]
+    assert f"--center {spec!r} names no center (known: " in first and "TSUBAME3.0" in first
+    assert "`ioadvise systems` lists them" in first and "NO I/O settings are applied" in first
+    assert rest[-1] == f"warning: job {jid} was submitted without I/O settings: --center {spec!r} is no center"
+    stored = slurm_cluster.run(["scontrol", "write", "batch_script", jid, "-"])
+    assert stored.stdout == hook(tmp_path, text)[0]
+
+
 def test_broken_kb_submits_the_original_script(slurm_cluster, tmp_path):
     script, text = _script(tmp_path)
     kb = tmp_path / "kb.sqlite"

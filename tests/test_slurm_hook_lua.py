@@ -117,22 +117,26 @@ def test_header_of_more_lines_than_the_bound_gets_the_block_at_the_last_line_rea
 
 
 def test_hints_file_is_created_exclusively_not_at_a_predictable_path(tmp_path):
-    result, _ = hook(tmp_path, HEAD + 'printf "%s\\n" "$ROMIO_HINTS"\n')
+    """mktemp's file, never a planted name; the batch shell holds it open on descriptor 9 and removes its name
+    at once, so ROMIO_HINTS (/proc/PID/fd/9) reads the hints and nothing is left in $TMPDIR (a file per job
+    was left before)."""
+    result, _ = hook(tmp_path, HEAD + 'printf "%s\\n" "$ROMIO_HINTS" "$$"; stat -L -c %a "$ROMIO_HINTS"; '
+                                      'cat "$ROMIO_HINTS"\n')
     job_tmp = tmp_path / "jobtmp"
     job_tmp.mkdir()
     victim = tmp_path / "victim"
     victim.write_text("precious\n")
     # the old predictable names for this job id, planted as symlinks by another user
-    for name in ("ioadvise-romio-hints.4242", "ioadvise-romio-hints.$$"):
+    planted = {"ioadvise-romio-hints.4242", "ioadvise-romio-hints.$$"}
+    for name in planted:
         (job_tmp / name).symlink_to(victim)
     p = subprocess.run(["bash", "-c", result], capture_output=True, text=True, timeout=30,
                        env={"PATH": os.environ["PATH"], "TMPDIR": str(job_tmp), "SLURM_JOB_ID": "4242"})
     assert p.returncode == 0, p.stderr
-    hints = Path(p.stdout.strip())
-    assert hints.parent == job_tmp and not hints.is_symlink()
-    assert hints.name.startswith("ioadvise-romio-hints.") and hints.name != "ioadvise-romio-hints.4242"
-    assert stat.S_IMODE(hints.stat().st_mode) == 0o600
-    assert hints.read_text() == "cb_buffer_size 8388608\nromio_cb_write enable\nromio_ds_write disable\n"
+    path, pid, mode, *hints = p.stdout.splitlines()
+    assert path == f"/proc/{pid}/fd/9" and mode == "600"
+    assert hints == ["cb_buffer_size 8388608", "romio_cb_write enable", "romio_ds_write disable"]
+    assert {f.name for f in job_tmp.iterdir()} == planted
     assert victim.read_text() == "precious\n"
 
 

@@ -109,9 +109,7 @@ def jobs(slurm_cluster, tmp_path_factory):
     # 7. BeeOND tier, the job is cancelled while it runs: scancel's SIGTERM still stages results out
     d, s = mk("cancel", "#!/bin/bash\n#SBATCH -o out.txt\necho r > result.txt\nsleep 120\n")
     jid, report = _submit(slurm_cluster, d, s, "--center", center, "--tier", "beeond")
-    deadline = time.time() + 60
-    while not (slurm_cluster.odfs / jid / "result.txt").exists() and time.time() < deadline:
-        time.sleep(0.2)
+    _wait_until_running_with(slurm_cluster, jid, slurm_cluster.odfs / jid / "result.txt")
     slurm_cluster.run(["scancel", jid], check=True)
     out["cancel"] = (jid, report, d)
 
@@ -124,10 +122,42 @@ def jobs(slurm_cluster, tmp_path_factory):
     (d / "run").mkdir()
     out["cli_output"] = (*_submit(slurm_cluster, d, s, "--hints", "romio_cb_write=enable", "-o", "run/out.txt"), d)
 
+    # 10. BeeOND tier, a job name with a line break that forges a second job in `scontrol show job -o`
+    d, s = mk("newline", "#!/bin/bash\n#SBATCH -o out.txt\necho r > result.txt\n")
+    out["newline"] = (*_submit(slurm_cluster, d, s, "--center", center, "--tier", "beeond",
+                               "-J", "evil\nJobId=999999 UserId=nobody(65534) WorkDir=/tmp"), d)
+
     records = {}
     for name, (jid, report, d) in out.items():
-        records[name] = (jid, d, slurm_cluster.wait(jid, timeout=90), report)
+        records[name] = (jid, d, slurm_cluster.wait(jid, timeout=LONG), report)
     return records
+
+
+# how long a job may take to get through a loaded machine's queue: the waits below end on a job's state, this
+# only stops a test that would otherwise wait for ever
+LONG = 1800
+
+
+def _wait_until_running_with(cluster, jid: str, path: Path) -> None:
+    """Wait until the job runs and `path` exists: on a loaded machine the job may wait in the queue behind the
+    others for minutes, and a job cancelled before it ran has nothing to stage out."""
+    deadline = time.monotonic() + LONG
+    while not path.exists():
+        state = cluster.job(jid).get("JobState")
+        assert state in ("PENDING", "CONFIGURING", "RUNNING") and time.monotonic() < deadline, \
+            f"job {jid} is {state} and never wrote {path.name}"
+        time.sleep(0.2)
+
+
+def _wait_for_end_record(d: Path, jid: str) -> dict:
+    """The job's record once its EXIT trap has written the end: after a cancel, Slurm shows CANCELLED while the
+    batch shell may still stage out."""
+    rec = d / f"ioadvise-{jid}.json"
+    deadline = time.monotonic() + LONG
+    while not (rec.exists() and json.loads(rec.read_text())["end"] is not None):
+        assert time.monotonic() < deadline, f"job {jid} never wrote its end record"
+        time.sleep(0.1)
+    return json.loads(rec.read_text())
 
 
 def test_mpi_hints_reach_mpi_file_get_info(jobs):
@@ -192,25 +222,22 @@ def test_user_exit_trap_and_exec_cannot_skip_the_stage_out(jobs, slurm_cluster):
 def test_cancelled_job_is_staged_out(jobs, slurm_cluster):
     jid, d, info, _ = jobs["cancel"]
     assert info["JobState"] == "CANCELLED"
-    # Slurm shows CANCELLED while the batch shell may still run its EXIT trap (stage-out, end record); on a
-    # loaded machine that takes a moment, so wait for the end record (bounded) before looking
-    rec = d / f"ioadvise-{jid}.json"
-    deadline = time.time() + 120
-    while time.time() < deadline and not (rec.exists() and json.loads(rec.read_text())["end"] is not None):
-        time.sleep(0.1)
+    rec = _wait_for_end_record(d, jid)
     assert (d / "result.txt").read_text() == "r\n"
-    assert json.loads((d / f"ioadvise-{jid}.json").read_text())["exit_code"] == 143
+    assert rec["exit_code"] == 143
 
 
 def test_jobs_collect_by_job_id_brings_the_record_into_the_kb(jobs, slurm_cluster, tmp_path):
     jid, d, info, _ = jobs["exec"]
     env = {**slurm_cluster.env, "PATH": f"{VENV_BIN}:{slurm_cluster.env.get('PATH', '/usr/bin:/bin')}"}
     kb = str(tmp_path / "kb.sqlite")
-    p = subprocess.run([IOADVISE, "jobs", "collect", jid, "--kb", kb, "--system", "testcluster", "--json"],
-                       env=env, capture_output=True, text=True, timeout=60)
+    p = subprocess.run([IOADVISE, "jobs", "collect", jid, "--kb", kb, "--center", str(slurm_cluster.center),
+                        "--json"], env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     (row,) = json.loads(p.stdout)
     assert row["job_id"] == jid and row["status"] == "imported" and row["exit_code"] == 6
+    rec = json.loads((d / f"ioadvise-{jid}.json").read_text())
+    assert (rec["cluster"], rec["user"]) == ("testcluster", slurm_cluster.job(jid)["UserId"].split("(")[0])
     assert row["path"] == str(d / f"ioadvise-{jid}.json")
     listed = subprocess.run([IOADVISE, "kb", "list", "--kb", kb, "--kind", "production", "--json"],
                             env=env, capture_output=True, text=True, timeout=60)
@@ -232,12 +259,37 @@ def test_jobs_collect_by_job_id_finds_the_record_in_the_outdir(jobs, slurm_clust
         jid, d, _, _ = jobs[name]
         rec = d / outdir / f"ioadvise-{jid}.json"
         assert rec.is_file(), sorted(p.name for p in d.iterdir())
-        p = subprocess.run([IOADVISE, "jobs", "collect", jid, "--kb", str(tmp_path / "kb.sqlite"), "--system",
-                            "testcluster", "--json"], env=env, capture_output=True, text=True, timeout=60)
+        p = subprocess.run([IOADVISE, "jobs", "collect", jid, "--kb", str(tmp_path / "kb.sqlite"), "--center",
+                            str(slurm_cluster.center), "--json"], env=env, capture_output=True, text=True, timeout=60)
         assert p.returncode == 0, p.stderr
         (row,) = json.loads(p.stdout)
         assert row["path"] == str(rec) and row["job_id"] == jid
     assert json.loads(p.stdout)[0]["status"] != "imported"        # the awkward job staged nothing
+
+
+def test_jobs_collect_by_job_id_ties_the_record_to_the_job(jobs, slurm_cluster, tmp_path):
+    """A job name with a line break splits `scontrol show job -o`'s line: the job is still found whole (its
+    record in its working directory), and the forged JobId=999999 in the name is no job. A record in the job's
+    directory that claims another job (1 PiB staged in 2 s) is refused, and adds nothing to the KB."""
+    jid, d, info, _ = jobs["newline"]
+    assert info["JobState"] == "COMPLETED"
+    env = {**slurm_cluster.env, "PATH": f"{VENV_BIN}:{slurm_cluster.env.get('PATH', '/usr/bin:/bin')}"}
+    kb = str(tmp_path / "kb.sqlite")
+    cmd = [IOADVISE, "jobs", "collect", jid, "--kb", kb, "--center", str(slurm_cluster.center), "--json"]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    (row,) = json.loads(p.stdout)
+    assert (row["job_id"], row["status"], row["system"]) == (jid, "imported", "testcluster")
+    record = d / f"ioadvise-{jid}.json"
+    forged = {**json.loads(record.read_text()), "job_id": "12345", "start": 100, "end": 102,
+              "staged_out_bytes": 1 << 50}
+    record.write_text(json.dumps(forged))
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert f"the record claims job 12345, but it was found for job {jid}" in p.stderr
+    listed = subprocess.run([IOADVISE, "kb", "list", "--kb", kb, "--kind", "production", "--json"],
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert [r["provenance"]["job_id"] for r in json.loads(listed.stdout)] == [jid]
 
 
 def test_output_given_to_submit_decides_where_the_record_goes(jobs):

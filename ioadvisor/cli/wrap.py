@@ -68,6 +68,24 @@ def _center(spec: str | None):
     return load_center(spec)
 
 
+class CenterNotFound(UsageError):
+    """`submit --center NAME` named no center: the job still goes (fail open), with a warning that says so."""
+
+
+def _submit_center(spec: str | None):
+    """The center `submit` wraps for; a name or file that is no center raises CenterNotFound, whose message
+    names it, the known centers and how to list them."""
+    from ..center import available_centers, load_center_file
+    try:
+        return _center(spec)
+    except UsageError:
+        if Path(spec).exists():
+            raise                                   # a center file that is there but broken says what is wrong
+        known = ", ".join(load_center_file(p).name for p in available_centers()) or "none"
+        raise CenterNotFound(f"--center {spec!r} names no center (known: {known}; `ioadvise systems` lists them "
+                             f"with their files): NO I/O settings are applied to this job") from None
+
+
 def _diff(old: str, new: str, name: str, width: int = 300) -> str:
     """Unified diff for display, lines split as bash splits them; very long lines are shortened (the files
     themselves are not)."""
@@ -271,7 +289,7 @@ def submit_cmd(
     """
     with cli_errors():
         from ..errors import IOAdvisorError
-        from ..slurm.submit import merge_cli_constraint, read_script, sbatch, unchanged, wrap_script
+        from ..slurm.submit import merge_cli_constraint, read_script, unchanged, wrap_script
         sbatch_opts = [a for a in ctx.args if a != "--"]
         text = read_script(script)   # unreadable: nothing to submit (exit 2, as sbatch itself would fail)
         try:
@@ -280,28 +298,65 @@ def submit_cmd(
             wl = _workload(ranks_per_node=ranks_per_node, bytes_per_rank=bytes_per_rank, total_bytes=total_bytes,
                            api=api, layout=layout, op=op, access_size=access_size, random=random, files=files,
                            lifetime=lifetime, collective=collective)
-            w = wrap_script(text, ex, center=_center(center), kb_path=kb, path=str(script), strict=strict,
-                            sbatch_args=sbatch_opts, workload=wl)
+            w = wrap_script(text, ex, center=_submit_center(center), kb_path=kb, path=str(script),
+                            strict=strict, sbatch_args=sbatch_opts, workload=wl)
         except Exception as e:  # noqa: BLE001 - the promise is that the advisor never stops a job
             if strict:
                 if isinstance(e, IOAdvisorError):
                     raise
                 raise UsageError(f"advice failed: {e}") from None
-            w = unchanged(text, str(e)[:300] or type(e).__name__)
+            w = unchanged(text, str(e) if isinstance(e, CenterNotFound) else str(e)[:300] or type(e).__name__)
         if w.settings and w.settings.tier and w.changed:
             # a --constraint on the command line replaces the script's; keep the tier's feature in it
             sbatch_opts, _ = merge_cli_constraint(sbatch_opts, w.settings.tier.request)
         report = {**_report(w, str(script)), "sbatch_options": sbatch_opts, "dry_run": dry_run, "job_id": None}
-        # warnings go to stderr with --json too: they say why a job went unchanged
-        for msg in w.warnings:
-            warn(msg)
-        if not json:
-            _print_summary(summary(w), str(script))
-            if diff:
-                _print_diff(text, w.text, str(script))
-        if not dry_run:
-            report["job_id"] = sbatch(w.text, sbatch_opts, name=script.name)
+        _submit_and_say(w, report, text, str(script), sbatch_opts, center=center, json=json, diff=diff,
+                        dry_run=dry_run)
+
+
+def _submit_and_say(w, report: dict, text: str, name: str, sbatch_opts: list[str], *, center: str | None,
+                    json: bool, diff: bool, dry_run: bool) -> None:
+    """Say what was decided, submit (unless dry_run) and report the job id."""
+    from ..slurm.submit import sbatch
+    # warnings go to stderr with --json too: they say why a job went unchanged; a center that is not there
+    # is most likely a typo, so it is said in red, and again once the job is submitted
+    loud = [m for m in w.warnings if m.startswith("--center ") and "NO I/O settings" in m]
+    for msg in w.warnings:
+        _loud(msg) if msg in loud else warn(msg)
+    if not json:
+        _print_summary(summary(w), name)
+        if diff:
+            _print_diff(text, w.text, name)
+    if not dry_run:
+        try:
+            report["job_id"] = sbatch(w.text, sbatch_opts, name=Path(name).name)
+        except KeyboardInterrupt as e:
+            _say_interrupted_sbatch(e, json=json, report=report)
+            raise
+    if json:
+        print_json(report)
+    elif report["job_id"]:
+        console.print(f"Submitted batch job {report['job_id']}", highlight=False)
+    if loud and report["job_id"]:
+        _loud(f"job {report['job_id']} was submitted without I/O settings: --center {center!r} is no center")
+
+
+def _say_interrupted_sbatch(e: KeyboardInterrupt, *, json: bool, report: dict) -> None:
+    """What sbatch did before the signal that stopped `submit` (slurm.submit.sbatch waited for it), so that
+    the user knows whether the job exists before submitting it again."""
+    jid = getattr(e, "sbatch_job_id", None)
+    if jid:
+        _loud(f"interrupted, but sbatch had already submitted the job: job {jid} is queued (do not submit it "
+              f"again; `scancel {jid}` removes it)")
         if json:
-            print_json(report)
-        elif report["job_id"]:
-            console.print(f"Submitted batch job {report['job_id']}", highlight=False)
+            print_json({**report, "job_id": jid})
+    elif getattr(e, "sbatch_unknown", False):
+        _loud("interrupted while sbatch ran; it was stopped without an answer, so a job may have been submitted: "
+              "check `squeue --me` before submitting again")
+    else:
+        warn("interrupted: sbatch submitted no job")
+
+
+def _loud(message: str) -> None:
+    from rich.text import Text
+    err_console.print(Text("warning: " + printable(message), style="bold red"), highlight=False, soft_wrap=True)

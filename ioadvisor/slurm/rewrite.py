@@ -247,32 +247,47 @@ def _record_lines(s: WrapSettings, cmds: Commands, recdir: str | None) -> list[s
         'case "$_ioadv_rec_dir" in /*) ;; *) _ioadv_rec_dir="$PWD/$_ioadv_rec_dir";; esac',
         '_ioadv_rec="$_ioadv_rec_dir/ioadvise-$_ioadv_job.json"',
         f"_ioadv_settings={q(record)}",
+        # the cluster and the user tie the record to its job (`jobs collect` checks both against Slurm or the
+        # file's owner); only name characters reach the JSON
+        "_ioadv_cluster=$(printf %s \"${SLURM_CLUSTER_NAME:-}\" | tr -cd 'A-Za-z0-9._-')",
+        "_ioadv_user=$(id -un 2>/dev/null | tr -cd 'A-Za-z0-9._@-')",
         "_ioadv_record() {",
-        '  printf \'{"job_id":"%s","host":"%s","start":%s,"end":%s,"exit_code":%s,"staged_out_bytes":%s,'
-        '"stage_out_seconds":%s,"stage_out_status":%s,"settings":%s}\\n\' '
-        '"$_ioadv_job" "$(hostname 2>/dev/null)" "$_ioadv_start" "${1:-null}" "${2:-null}" "${3:-null}" '
-        '"${4:-null}" "${5:-null}" "$_ioadv_settings" > "$_ioadv_rec.tmp" && mv -f -- "$_ioadv_rec.tmp" "$_ioadv_rec"',
+        '  printf \'{"job_id":"%s","cluster":"%s","user":"%s","host":"%s","start":%s,"end":%s,"exit_code":%s,'
+        '"staged_out_bytes":%s,"stage_out_seconds":%s,"stage_out_status":%s,"settings":%s}\\n\' '
+        '"$_ioadv_job" "$_ioadv_cluster" "$_ioadv_user" "$(hostname 2>/dev/null)" "$_ioadv_start" "${1:-null}" '
+        '"${2:-null}" "${3:-null}" "${4:-null}" "${5:-null}" "$_ioadv_settings" > "$_ioadv_rec.tmp" && '
+        'mv -f -- "$_ioadv_rec.tmp" "$_ioadv_rec"',
         "}",
         "_ioadv_record",
     ]
 
 
 def _trap_lines(finish: list[str]) -> list[str]:
-    """The EXIT trap: `finish` (the stage-out), then the record with the end time and the user's exit code."""
+    """The EXIT trap: `finish` (the stage-out), then the record with the end time and the user's exit code.
+
+    A cancelled job's SIGTERM reaches every process of the job at once: the batch shell may see its child die of
+    it and start the EXIT trap, and then take its own SIGTERM inside it, whose `exit 143` left the trap with
+    nothing staged out and no end record. So the signals call the same function, which ignores further signals
+    before it does anything and does the work once, whichever call gets there first."""
     return [
         "_ioadv_finish() {",
         "  _ioadv_rc=$?",
+        '  [ -z "${1:-}" ] || _ioadv_rc=$1',
+        "  trap '' TERM INT HUP",
+        '  if [ -z "${_ioadv_ended:-}" ]; then',
+        "  _ioadv_ended=1",
         "  set +eu",
         '  cd -- "$_ioadv_out" 2>/dev/null',
         *finish,
         '  _ioadv_record "$(date +%s)" "$_ioadv_rc" "${_ioadv_bytes:-}" "${_ioadv_secs:-}" "${_ioadv_sorc:-}"',
+        "  fi",
         '  exit "$_ioadv_rc"',
         "}",
         "trap _ioadv_finish EXIT",
         # a cancelled or timed-out job gets SIGTERM: exit through the trap so results are still staged out
-        "trap 'exit 143' TERM",
-        "trap 'exit 130' INT",
-        "trap 'exit 129' HUP",
+        "trap '_ioadv_finish 143' TERM",
+        "trap '_ioadv_finish 130' INT",
+        "trap '_ioadv_finish 129' HUP",
     ]
 
 

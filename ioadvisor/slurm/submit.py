@@ -190,34 +190,73 @@ def unchanged(text: str, why: str, warnings: tuple[str, ...] = ()) -> Wrapped:
                    warnings=(*warnings, f"{why}; the script is submitted unchanged"))
 
 
+#: how long sbatch may run, and how long it is still waited for once a signal has stopped ioadvise
+SBATCH_TIMEOUT = 120
+SBATCH_GRACE = 60
+
+
 def sbatch(text: str, options: list[str] | tuple[str, ...] = (), *, name: str = "job.sh",
            env: Mapping[str, str] | None = None, cwd: str | Path | None = None, retries: int = 2) -> str:
     """Submit a script text with `sbatch --parsable`; return the job id. The script goes through a private
-    temporary file named like the user's (the job name defaults to it); sbatch copies it at submission."""
+    temporary file named like the user's (the job name defaults to it); sbatch copies it at submission, and
+    the file and its directory are removed however this ends.
+
+    A signal (KeyboardInterrupt) that arrives while sbatch runs does not kill it: sbatch may have handed the
+    job to slurmctld already, and a killed sbatch leaves the user not knowing whether to submit again. It is
+    waited for (SBATCH_GRACE seconds at most), and the interrupt is raised again carrying `sbatch_job_id` (the
+    job it submitted, or None) and `sbatch_unknown` (True when sbatch had to be killed without an answer)."""
     exe = shutil.which("sbatch", path=(env or os.environ).get("PATH"))
     if exe is None:
         raise SlurmError("sbatch not found on PATH")
-    tmpdir = tempfile.mkdtemp(prefix="ioadvise-")
+    tmpdir = None
     try:
+        tmpdir = tempfile.mkdtemp(prefix="ioadvise-")
         script = Path(tmpdir) / (Path(name).name or "job.sh")
         script.write_bytes(text.encode("utf-8", errors="surrogateescape"))   # every byte as given
         script.chmod(0o700)
         args = [exe, "--parsable", *options, str(script)]
         for attempt in range(retries + 1):
-            p = subprocess.run(args, env=scrubbed_env(env), cwd=cwd, capture_output=True, text=True, timeout=120)
-            if p.returncode == 0:
-                m = re.match(r"^\s*(\d+(?:_\d+)?)", p.stdout)
+            code, out, err = _run_sbatch(args, env, cwd)
+            if code == 0:
+                m = re.match(r"^\s*(\d+(?:_\d+)?)", out)
                 if not m:
-                    raise SlurmError(f"sbatch printed no job id: {p.stdout.strip()[:200]}")
+                    raise SlurmError(f"sbatch printed no job id: {out.strip()[:200]}")
                 return m.group(1)
-            if attempt < retries and TRANSIENT.search(p.stderr):
+            if attempt < retries and TRANSIENT.search(err):
                 time.sleep(attempt + 1)
                 continue
-            raise SlurmError(f"sbatch failed (exit {p.returncode}): {p.stderr.strip()[:500]}",
-                             exit_code=p.returncode)
+            raise SlurmError(f"sbatch failed (exit {code}): {err.strip()[:500]}", exit_code=code)
         raise SlurmError("sbatch failed")  # not reached
     finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
+        if tmpdir is not None:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _run_sbatch(args: list[str], env: Mapping[str, str] | None, cwd: str | Path | None) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of one sbatch run. sbatch runs in its own session, so a Ctrl-C at the
+    terminal reaches ioadvise only, which then waits for sbatch to finish (see `sbatch`)."""
+    p = subprocess.Popen(args, env=scrubbed_env(env), cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=SBATCH_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise SlurmError(f"sbatch did not finish in {SBATCH_TIMEOUT} s (is slurmctld answering?); check "
+                         f"`squeue --me` before submitting again") from None
+    except BaseException as e:          # a signal: sbatch finishes (or is stopped), then the interrupt goes on
+        e.sbatch_job_id, e.sbatch_unknown = None, False      # type: ignore[attr-defined]
+        try:
+            out, _ = p.communicate(timeout=SBATCH_GRACE)
+        except BaseException:
+            p.kill()
+            p.wait()
+            e.sbatch_unknown = True                          # type: ignore[attr-defined]
+            raise e from None
+        m = re.match(r"^\s*(\d+(?:_\d+)?)", out or "") if p.returncode == 0 else None
+        e.sbatch_job_id = m.group(1) if m else None          # type: ignore[attr-defined]
+        raise
+    return p.returncode, out, err
 
 
 def sbatch_value(value: str) -> str:

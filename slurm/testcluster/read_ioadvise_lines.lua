@@ -7,6 +7,9 @@ functions (read_line, parse) are found through the debug library, so the hook ex
       {"line":true,"error":true}        a quote left open (the hook uses nothing from the line)
       {"line":true,"items":[[k,v],..],"bare":[w,..],"taken":{k:v,..,"hints":[[k,v],..]}}
   "taken" is what the hook keeps from that line alone (known keys, values matching the key's pattern).
+
+  lua5.1 read_ioadvise_lines.lua HOOK SCRIPT script   prints the hints the hook takes from the whole script,
+      one JSON array of [key, value] (here-document bodies are not read)
 --]==]
 
 slurm = { SUCCESS = 0, ERROR = -1 }
@@ -46,6 +49,10 @@ local function pairs_list(list)
 end
 
 local f = assert(io.open(arg[2], "rb")); local text = f:read("*a"); f:close()
+if arg[3] == "script" then
+  print(pairs_list(parse(text).hints or {}))
+  os.exit(0)
+end
 local pos = 1
 while pos <= #text + 1 do
   local e = string.find(text, "\n", pos, true) or #text + 1

@@ -75,7 +75,7 @@ chmod 755 "$D/etc/prolog.sh" "$D/etc/epilog.sh"
 cp "$hooks/job_submit.lua" "$hooks/cli_filter.lua" "$D/etc/"
 
 cat > "$D/etc/slurm.conf" <<CONF
-ClusterName=ioadvtest
+ClusterName=testcluster
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port

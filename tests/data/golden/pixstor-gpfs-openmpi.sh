@@ -16,21 +16,28 @@ if [ "${_ioadv_parent:-}" != "$PPID" ]; then
   case "$_ioadv_rec_dir" in /*) ;; *) _ioadv_rec_dir="$PWD/$_ioadv_rec_dir";; esac
   _ioadv_rec="$_ioadv_rec_dir/ioadvise-$_ioadv_job.json"
   _ioadv_settings='{"allow_striping":false,"directives":[],"hints":{"romio_cb_write":"enable"},"lifetime":"after-job","mpi":"openmpi","mpi_version":"4.0.1","op":"write","outdir":"results","stage_in":["input.h5"],"stripe_base":null,"stripe_count":null,"stripe_size":null,"tier":null}'
+  _ioadv_cluster=$(printf %s "${SLURM_CLUSTER_NAME:-}" | tr -cd 'A-Za-z0-9._-')
+  _ioadv_user=$(id -un 2>/dev/null | tr -cd 'A-Za-z0-9._@-')
   _ioadv_record() {
-    printf '{"job_id":"%s","host":"%s","start":%s,"end":%s,"exit_code":%s,"staged_out_bytes":%s,"stage_out_seconds":%s,"stage_out_status":%s,"settings":%s}\n' "$_ioadv_job" "$(hostname 2>/dev/null)" "$_ioadv_start" "${1:-null}" "${2:-null}" "${3:-null}" "${4:-null}" "${5:-null}" "$_ioadv_settings" > "$_ioadv_rec.tmp" && mv -f -- "$_ioadv_rec.tmp" "$_ioadv_rec"
+    printf '{"job_id":"%s","cluster":"%s","user":"%s","host":"%s","start":%s,"end":%s,"exit_code":%s,"staged_out_bytes":%s,"stage_out_seconds":%s,"stage_out_status":%s,"settings":%s}\n' "$_ioadv_job" "$_ioadv_cluster" "$_ioadv_user" "$(hostname 2>/dev/null)" "$_ioadv_start" "${1:-null}" "${2:-null}" "${3:-null}" "${4:-null}" "${5:-null}" "$_ioadv_settings" > "$_ioadv_rec.tmp" && mv -f -- "$_ioadv_rec.tmp" "$_ioadv_rec"
   }
   _ioadv_record
   _ioadv_finish() {
     _ioadv_rc=$?
+    [ -z "${1:-}" ] || _ioadv_rc=$1
+    trap '' TERM INT HUP
+    if [ -z "${_ioadv_ended:-}" ]; then
+    _ioadv_ended=1
     set +eu
     cd -- "$_ioadv_out" 2>/dev/null
     _ioadv_record "$(date +%s)" "$_ioadv_rc" "${_ioadv_bytes:-}" "${_ioadv_secs:-}" "${_ioadv_sorc:-}"
+    fi
     exit "$_ioadv_rc"
   }
   trap _ioadv_finish EXIT
-  trap 'exit 143' TERM
-  trap 'exit 130' INT
-  trap 'exit 129' HUP
+  trap '_ioadv_finish 143' TERM
+  trap '_ioadv_finish 130' INT
+  trap '_ioadv_finish 129' HUP
   export IOADVISE_DIR="${_ioadv_out}/ioadvise-${SLURM_JOB_ID:-$$}"
   mkdir -p -- "$IOADVISE_DIR"
   echo 'ioadvise: striping: Striping is not set: the center does not let users stripe this file system.' >&2
