@@ -19,7 +19,7 @@ from typer.testing import CliRunner  # noqa: E402
 from ioadvisor.archive.report import center_report  # noqa: E402
 from ioadvisor.archive.store import add_results  # noqa: E402
 from ioadvisor.cli import app  # noqa: E402
-from ioadvisor.diagnose.jobrecord import MAX_PROCS, MAX_RUN_S  # noqa: E402
+from ioadvisor.darshanlog.jobrecord import MAX_PROCS, MAX_RUN_S  # noqa: E402
 from ioadvisor.kb import KB  # noqa: E402
 from tests.darshan_copies import wheel_logs, with_counter, with_job  # noqa: E402
 

@@ -22,8 +22,8 @@ import math
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
-from ..diagnose.jobrecord import MAX_PROCS, MAX_RUN_S
-from ..diagnose.summary import job_nodes
+from ..darshanlog.jobrecord import MAX_PROCS, MAX_RUN_S
+from ..darshanlog.summary import job_nodes
 from .store import EMPTY_SHA256
 
 __all__ = ["REPORT_SCHEMA", "center_report", "has_jobs", "saving_range", "saving_s"]
