@@ -95,10 +95,12 @@ def job_facts(d: Any, notes: list[str] | None = None) -> dict[str, Any]:
 
 def _judged(p: str, s: Any, d: Any, settings: Settings, center: Any) -> dict[str, Any]:
     """The record of a log read and judged: its job's facts, findings and production runs, every number finite
-    and in range, and `notes` on each value left out (the log reader's notes on its job record among them)."""
+    and in range, and `notes` on each value left out (the log reader's notes on its job record and on the counter
+    values it left out among them)."""
+    from ..darshanlog.derive import DROPPED_NOTE
     from ..darshanlog.jobrecord import MAX_PROCS, NOTE_PREFIX
     from ..model.types import to_plain
-    notes = [n for n in s.notes if n.startswith(NOTE_PREFIX)]
+    notes = [n for n in s.notes if n.startswith(NOTE_PREFIX) or DROPPED_NOTE in n]
     job = job_facts(d, notes)
     dropped = [0]
     findings = _finite([to_plain(f) for f in d.findings], dropped)
