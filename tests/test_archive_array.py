@@ -4,6 +4,7 @@ adding nothing."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -149,3 +150,32 @@ def test_array_mode_refuses_a_used_work_directory(tmp_path):
     assert r.exit_code == 2 and "must be new or empty" in r.output
     r = CliRunner().invoke(app, ["archive", "merge", str(arch), "--kb", str(tmp_path / "kb.sqlite")])
     assert r.exit_code == 2 and "not the work directory of an array scan" in r.output
+
+
+def test_a_folder_named_ioadvisor_in_the_tasks_directory_does_not_shadow_the_package(tmp_path):
+    """A task re-run alone (`sbatch --array=K WORK/archive.sbatch`, the command merge prints) runs in the
+    directory sbatch was called from, which may hold a folder named `ioadvisor`: a checkout's own package (another
+    version than the one installed), or the checkout itself seen from its parent. `python -m
+    ioadvisor.archive.array` put the current directory first on sys.path, so the task imported that folder, not
+    the installed package. Here the folder is a package that cannot be imported: the script's own command line,
+    run there as the task would, still writes the task's results."""
+    from ioadvisor.archive.array import PLAN, RESULT, plan_array
+    arch = tmp_path / "arch"
+    arch.mkdir()
+    ex = next(p for p in wheel_logs() if p.name == "example.darshan").read_bytes()
+    (arch / "j1.darshan").write_bytes(with_job(ex, jobid=71))
+    with KB.open(tmp_path / "kb.sqlite") as kb:
+        plan_array([arch], kb, Settings(system="s"), tasks=1, work=tmp_path / "work")
+    here = tmp_path / "parent"
+    here.mkdir()
+    (here / "ioadvisor").mkdir()
+    (here / "ioadvisor" / "__init__.py").write_text('raise ImportError("the folder, not the installed package")\n')
+    command = (tmp_path / "work" / "archive.sbatch").read_text().splitlines()[-1]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    p = subprocess.run(["bash", "-c", command], cwd=here, capture_output=True, text=True, timeout=240,
+                       env={**env, "SLURM_ARRAY_TASK_ID": "0", "SLURM_CPUS_PER_TASK": "1"})
+    assert p.returncode == 0 and "the folder" not in p.stderr, p.stderr
+    assert " -P -m ioadvisor.archive.array " in command
+    recs = [json.loads(x) for x in (tmp_path / "work" / RESULT.format(k=0)).read_text().splitlines()]
+    assert [(Path(r["path"]).name, r["status"]) for r in recs] == [("j1.darshan", "ok")]
+    assert json.loads((tmp_path / "work" / PLAN).read_text())["slices"][0][0][0] == str(arch / "j1.darshan")

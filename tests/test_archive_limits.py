@@ -16,7 +16,7 @@ pytest.importorskip("darshan")
 from typer.testing import CliRunner  # noqa: E402
 
 from ioadvisor.cli import app  # noqa: E402
-from ioadvisor.diagnose import derive  # noqa: E402
+from ioadvisor.darshanlog import derive  # noqa: E402
 from tests.darshan_copies import wheel_logs, with_records  # noqa: E402
 
 runner = CliRunner()

@@ -13,7 +13,7 @@ pytest.importorskip("darshan")
 
 from typer.testing import CliRunner  # noqa: E402
 
-from ioadvisor.archive.report import center_report, saving_s  # noqa: E402
+from ioadvisor.archive.report import center_report, saving_range, saving_s  # noqa: E402
 from ioadvisor.archive.scan import scan  # noqa: E402
 from ioadvisor.archive.worker import Settings  # noqa: E402
 from ioadvisor.cli import app  # noqa: E402
@@ -75,16 +75,25 @@ def test_jobs_are_ranked_by_process_hours_at_stake_and_no_node_count_is_assumed(
     stated = {Path(j["log"]).name: (j["nodes"], j["nodes_from"]) for j in jobs if j["nodes"] is not None}
     assert stated == {"dxt.darshan": (1, "log"), "ior_hdf5_example.darshan": (1, "log")}
     assert rep["totals"]["jobs_with_nodes"] == 2
-    # LUS002 states its saving (535.4 s, the slow OST's excess over the median; capped at the 535.389 s at
-    # stake); STRAG001 states none and no measured gain backs one: its saving is unknown, not its time at stake
+    # LUS002 states its saving as 0 to 535.4 s (nothing while new files still land on the slow OST, at best the
+    # OST's excess over the median; capped at the 535.389 s at stake): its range is reported, but no saving is
+    # backed (the low end is 0), so no total counts 535.389 s as saved; STRAG001 states none at all
     rules = {g["rule"]: g for g in rep["rules"]}
-    assert rules["LUS002"]["jobs_with_saving"] == 1
-    assert rules["LUS002"]["saving_process_hours"] == pytest.approx(535.389 * 2048 / 3600, abs=1e-3)
+    assert rules["LUS002"]["jobs_with_saving"] == 0 and rules["LUS002"]["saving_process_hours"] is None
+    assert rules["LUS002"]["saving_up_to_process_hours"] == pytest.approx(535.389 * 2048 / 3600, abs=1e-3)
+    badost = next(j for j in jobs if Path(j["log"]).name == "sample-badost.darshan")
+    lus = next(f for f in badost["findings"] if f["rule"] == "LUS002")
+    assert lus["saving_range_s"] == [0.0, 535.389] and lus["saving_s"] is None and badost["saving_s"] is None
     assert rules["STRAG001"]["jobs_with_saving"] == 0 and rules["STRAG001"]["saving_process_hours"] is None
+    assert rules["STRAG001"]["saving_up_to_process_hours"] == 0
     ex = next(j for j in jobs if Path(j["log"]).name == "example.darshan")
     assert ex["saving_s"] is None and ex["saving_process_hours"] is None and ex["at_stake_s"] > 65
-    assert rep["totals"]["saving_process_hours"] == pytest.approx(535.389 * 2048 / 3600, abs=1e-3)
-    assert [g["rule"] for g in rep["rules"]][:2] == ["LUS002", "STRAG001"]
+    assert rep["totals"]["saving_process_hours"] == 0 and rep["totals"]["jobs_with_saving"] == 0
+    # fixes are ranked by the saving they back, then by the most they may save, then by time at stake: LUS002
+    # first, and every rule that states a possible saving above STRAG001, which states none
+    order = [g["rule"] for g in rep["rules"]]
+    assert order[0] == "LUS002"
+    assert all(order.index(r) < order.index("STRAG001") for r, g in rules.items() if g["saving_up_to_process_hours"])
     # the fix shown for a rule is the message of its costliest job's finding, as diagnose words it
     lus002 = next(f for f in analyze(BADOST, use_kb=False).findings if f.id == "LUS002")
     assert rules["LUS002"]["example"]["message"] == lus002.message
@@ -141,9 +150,26 @@ def test_users_and_applications_add_up_their_jobs_and_a_job_counts_its_largest_f
 
 
 def test_saving_rule():
-    # a stated saving, capped at the time at stake (rounding)
-    assert saving_s({"time_at_stake_s": 10.0, "evidence": {"expected_saving_s": 4.0}}) == (4.0, "expected_saving_s")
-    assert saving_s({"time_at_stake_s": 535.389, "evidence": {"expected_saving_s": 535.4}})[0] == 535.389
+    """The backed saving is the low end of diagnose's range, capped at the time at stake; a range from 0 backs
+    none (the high end is what the fix may save at most, never counted as saved)."""
+    assert saving_s({"time_at_stake_s": 10.0, "evidence": {"expected_saving": {"low_s": 4.0, "high_s": 8.0}}}) == (
+        4.0, "expected_saving")
+    assert saving_range({"time_at_stake_s": 6.0, "evidence": {"expected_saving": {"low_s": 4.0, "high_s": 8.0}}}) == (
+        4.0, 6.0, "expected_saving")
+    assert saving_s({"time_at_stake_s": 10.0, "evidence": {"expected_saving": {"low_s": 0.0, "high_s": 8.0}}}) == (
+        None, None)
+    # a finding stored before the range states only its upper end: a range from 0, no backed saving
+    assert saving_range({"time_at_stake_s": 535.389, "evidence": {"expected_saving_s": 535.4}}) == (
+        0.0, 535.389, "expected_saving_s")
+    assert saving_s({"time_at_stake_s": 10.0, "evidence": {"expected_saving_s": 4.0}}) == (None, None)
+    # the range wins over the old figure when a finding has both (LUS002 and IMB001 carry both)
+    both = {"time_at_stake_s": 10.0, "evidence": {"expected_saving_s": 9.0,
+                                                   "expected_saving": {"low_s": 2.0, "high_s": 9.0}}}
+    assert saving_s(both) == (2.0, "expected_saving") and saving_range(both) == (2.0, 9.0, "expected_saving")
+    # a range upside down, negative or not finite is not a range: nothing backed, nothing reported
+    for low, high in ((5.0, 1.0), (-1.0, 3.0), (math.nan, 3.0), (1.0, math.inf), (True, 3.0), ("1", 3.0)):
+        f = {"time_at_stake_s": 10.0, "evidence": {"expected_saving": {"low_s": low, "high_s": high}}}
+        assert saving_range(f) is None and saving_s(f) == (None, None), (low, high)
     # a measured 4x speed-up of 10 s saves 10 x (1 - 1/4) = 7.5 s
     assert saving_s({"time_at_stake_s": 10.0, "evidence": {"expected_gain": 4.0}}) == (7.5, "expected_gain")
     # nothing backs a gain: unknown, never the 10 s at stake

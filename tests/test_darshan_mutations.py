@@ -5,12 +5,14 @@ a huge or a negative value, any int64), and fields of its job record to any int6
 What must not happen: a traceback; a scan that stops (one bad log is at most one failed log, the good logs of its
 batch are stored); a number stored in the archive tables that is not finite or outside its column's range; a
 NaN or Infinity token, or a number that is not finite, in `diagnose --json`; a negative run time or I/O time in
-the archive or the job's run time in --json. (The counters' own time totals in --json are held to no negative
-value by the reader's counter checks, tested with diagnose's rules.)"""
+the archive; a negative time anywhere in `diagnose --json` (the job's run time, every total, per-file and
+per-rank time, and a finding's time at stake and expected saving): the reader drops an impossible timer value
+(read as 0, named in a note) before any total is made of it."""
 from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 from pathlib import Path
 
@@ -79,6 +81,13 @@ def _numbers(doc, where: str = ""):
         yield where, doc
 
 
+def _times(doc) -> list[tuple[str, float]]:
+    """Every (path, number) of a `diagnose --json` document that is a duration in seconds: a key ending in `_s` or
+    `_time` (the job's start time is a date, not a duration)."""
+    return [(k, v) for k, v in _numbers(doc) if re.search(r"(_s|_time)(\[\d+\])?$", k)
+            and not k.endswith(".start_time")]
+
+
 def _strict(text: str):
     def refuse(token: str):
         raise AssertionError(f"{token} in --json")
@@ -88,6 +97,7 @@ def _strict(text: str):
 def test_targets_cover_every_module_read():
     """The mutations reach POSIX, MPI-IO and H5F records of several logs (so the property is not vacuous)."""
     assert {mod for _, mod, _, _ in TARGETS} >= {"POSIX", "MPI-IO", "H5F"} and len(TARGETS) >= 10
+    assert {mod for _, mod, _ in TIMERS} >= {"POSIX", "MPI-IO"}
 
 
 @SETTINGS
@@ -131,3 +141,34 @@ def test_diagnose_of_a_mutated_counter(tmp_path_factory, m, job):
     bad = [(k, v) for k, v in _numbers(doc) if isinstance(v, float) and not math.isfinite(v)]
     assert bad == [], m[1:]
     assert 0 <= doc["job"]["run_time"] <= 366 * 86400 and 1 <= doc["job"]["nprocs"] <= 2 ** 24, (job, doc["job"])
+    assert [(k, v) for k, v in _times(doc) if not 0 <= v < math.inf] == [], m[1:]
+
+
+TIMERS = [(p, mod, [n for n in fnames if "TIME" in n]) for p, mod, _, fnames in TARGETS]
+TIMERS = [t for t in TIMERS if t[2]]
+
+
+@st.composite
+def timer_mutation(draw) -> tuple[Path, str, str, float, int]:
+    """(log, module, timer, value, record): a time counter (the F_..._TIME fcounters) set to NaN, an infinity,
+    a huge or a negative double."""
+    p, mod, timers = draw(st.sampled_from(TIMERS))
+    value = draw(st.one_of(st.sampled_from(HOSTILE_FLOATS), st.floats(max_value=-1e-300),
+                           st.floats(min_value=1e300)))
+    return p, mod, draw(st.sampled_from(timers)), value, draw(st.integers(0, 7))
+
+
+@SETTINGS
+@given(m=timer_mutation())
+def test_diagnose_reports_no_negative_or_infinite_time_under_a_mutated_timer(tmp_path_factory, m):
+    """One timer of one record set to NaN, an infinity, a huge or a negative value: `diagnose --json` exits 0
+    and every duration in it (totals per API, per file, per rank and per OST, metadata time, a finding's time at
+    stake and its expected saving) is finite and not negative. Before the reader dropped impossible timers, a
+    timer of -2662.75 s gave a negative write time, and a NaN timer a NaN total (written as NaN in --json)."""
+    log = _write(m, tmp_path_factory.mktemp("tmut") / "t.darshan", 8)
+    r = runner.invoke(app, ["diagnose", str(log), "--json"])
+    assert r.exit_code == 0 and "Traceback" not in r.output, (m[1:], r.output)
+    doc = _strict(r.stdout)
+    times = _times(doc)
+    assert any(k.startswith(".apis.") for k, _ in times), times         # the property is not vacuous
+    assert [(k, v) for k, v in times if not 0 <= v < math.inf] == [], m[1:]

@@ -15,7 +15,7 @@ darshan = pytest.importorskip("darshan")
 from darshan.backend import cffi_backend as raw  # noqa: E402
 
 from ioadvisor.cli import app  # noqa: E402
-from ioadvisor.diagnose.derive import LogSummary, summarize, to_workload  # noqa: E402
+from ioadvisor.darshanlog.derive import LogSummary, summarize, to_workload  # noqa: E402
 from ioadvisor.diagnose.facts import KBFile  # noqa: E402
 from ioadvisor.diagnose.rules import Context, load_thresholds, run_rules  # noqa: E402
 from ioadvisor.errors import ConfigError, ImportFormatError  # noqa: E402
@@ -276,7 +276,7 @@ def test_center_gives_ost_count_and_advice_for_striping(summaries):
 
 
 def test_pfl_layout_uses_the_last_instantiated_component():
-    from ioadvisor.diagnose.derive import _derive
+    from ioadvisor.darshanlog.derive import _derive
 
     def comp(size, count, start, end, osts, flags):
         return {"counters": {"LUSTRE_COMP_STRIPE_SIZE": size, "LUSTRE_COMP_STRIPE_COUNT": count,
@@ -301,7 +301,7 @@ def test_pfl_layout_uses_the_last_instantiated_component():
 
 def test_a_crash_in_the_reader_becomes_a_clear_error(monkeypatch):
     import signal
-    import ioadvisor.diagnose.derive as derive
+    import ioadvisor.darshanlog.derive as derive
     if "fork" not in __import__("multiprocessing").get_all_start_methods():
         pytest.skip("needs fork to carry the patched reader into the child")
 

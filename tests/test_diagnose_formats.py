@@ -124,7 +124,7 @@ def test_the_empty_341_log_is_a_job_without_io():
 def test_the_header_check_is_only_magic_and_size(tmp_path):
     """The caller checks only what holds for every format: the version string and magic number, and a size
     no header of any format is below. A 3.41 header (name map at bytes 32-47, unlike 3.00-3.21) passes it."""
-    from ioadvisor.diagnose.derive import MIN_HEADER_BYTES, check_header
+    from ioadvisor.darshanlog.derive import MIN_HEADER_BYTES, check_header
     from ioadvisor.errors import ImportFormatError
     for log in SHARED_LOGS + WHEEL_LOGS:
         check_header(log)
@@ -155,8 +155,8 @@ def test_records_read_through_the_c_structs_equal_pydarshans_own(log):
     negative timer or count), which read as 0 and are listed."""
     import math
 
-    from ioadvisor.diagnose.derive import _records
-    from ioadvisor.diagnose.summary import READ_MODULES
+    from ioadvisor.darshanlog.derive import _records
+    from ioadvisor.darshanlog.summary import READ_MODULES
     h1, h2 = raw.log_open(str(log)), raw.log_open(str(log))
     try:
         mods = [m for m in raw.log_get_modules(h1) if m in READ_MODULES]
@@ -188,7 +188,7 @@ def test_records_read_through_the_c_structs_equal_pydarshans_own(log):
 def test_the_log_reader_imports_pydarshan_without_numpy_or_pandas():
     """The one-log child imports PyDarshan's C backend with numpy and pandas left out (they are most of its
     start-up time, and the reader never uses them); afterwards both are still importable for real."""
-    probe = ("import sys; from ioadvisor.diagnose.derive import import_backend; b = import_backend(without_numpy=True); "
+    probe = ("import sys; from ioadvisor.darshanlog.derive import import_backend; b = import_backend(without_numpy=True); "
              "print(b is not None, 'numpy' in sys.modules, 'pandas' in sys.modules); "
              "import numpy; print(hasattr(numpy, 'ndarray'))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()

@@ -329,7 +329,7 @@ def test_exactly_1mib_requests_are_counted_in_100k_1m_and_refined_out():
     """Darshan's bucket macro puts 1,048,576 bytes in 100K_1M (`< 1048577`); a record whose common access sizes
     say its requests there are 1 MiB has no small requests. Shown on a real record with its counters changed only
     where the real logs have no 1 MiB requests to offer."""
-    from ioadvisor.diagnose.derive import _requests
+    from ioadvisor.darshanlog.derive import _requests
     c = counters(_log("sample-badost.darshan"))
     _, _, p, pf, _ = c["POSIX"][0]
     rec = dict(p)

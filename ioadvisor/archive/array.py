@@ -28,6 +28,11 @@ __all__ = ["ArrayOutcome", "plan_array", "render_script", "submit", "merge", "wa
 
 PLAN, SCRIPT, RESULT, LOG = "plan.json", "archive.sbatch", "task-{k}.jsonl", "slurm-{job}_{k}.out"
 
+#: how an array task is started: `-P` keeps the current directory off sys.path. A task re-run alone with
+#: `sbatch --array=K WORK/archive.sbatch` runs in the directory sbatch was called from, and a folder named
+#: `ioadvisor` there (a clone's parent directory) would otherwise become the package the task imports
+TASK = (sys.executable, "-P", "-m", "ioadvisor.archive.array")
+
 
 @dataclass
 class ArrayOutcome:
@@ -85,7 +90,7 @@ def render_script(work: Path, tasks: int, slurm: dict[str, str]) -> str:
                   size=("--ntasks=1", f"--cpus-per-task={int(slurm.get('cpus_per_task') or 1)}"),
                   options={f"--{key}": slurm.get(key) for key in ("partition", "time", "account", "qos", "mem")},
                   comment="each task diagnoses the slice of the plan whose index is its array task id",
-                  command=f"exec {shlex.quote(sys.executable)} -m ioadvisor.archive.array {shlex.quote(str(work))} "
+                  command=f"exec {shlex.join(TASK)} {shlex.quote(str(work))} "
                           f"\"$SLURM_ARRAY_TASK_ID\"")
 
 
@@ -166,7 +171,7 @@ def wait_and_merge(work: Path, job_id: str, kb: Any, out: ArrayOutcome, *, timeo
 
 
 def _main(argv: list[str]) -> int:
-    """`python -m ioadvisor.archive.array WORK K`: what one array task runs."""
+    """`python -P -m ioadvisor.archive.array WORK K`: what one array task runs."""
     if len(argv) != 2 or not argv[1].isdigit():
         print("usage: python -m ioadvisor.archive.array WORK_DIR TASK_INDEX", file=sys.stderr)
         return 2

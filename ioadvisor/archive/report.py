@@ -7,9 +7,10 @@ Definitions (docs/archive.md states them for readers of the report):
   (BG/Q records, DXT traces of every rank), else `ceil(processes / ranks_per_node)` with the ranks per node given
   to the report or, failing that, the center file's. A job with neither is counted in processes only: one rank
   per node is never assumed;
-- its *saving* is the gain the finding's evidence backs: the seconds its rule states (`expected_saving_s`), or
-  the time at stake times `1 - 1/gain` for a measured speed-up (`expected_gain`); where nothing backs a gain
-  the saving is unknown (None), never the time at stake;
+- its *saving* is the gain the finding's evidence backs: the low end of the range of seconds diagnose states
+  (`expected_saving`, `low_s` to `high_s`), or the time at stake times `1 - 1/gain` for a measured speed-up
+  (`expected_gain`); where the range starts at 0 or nothing states one the saving is unknown (None), never the
+  time at stake or the range's high end (which the report gives beside it, `saving_range_s`);
 - a job's time at stake (and saving) is that of its largest finding, never the sum: two findings of one job can
   concern the same seconds (small requests on a file that is also badly striped). Users and applications add up
   their jobs; a rule adds up its findings (one per job).
@@ -21,27 +22,52 @@ import math
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
-from ..diagnose.jobrecord import MAX_PROCS, MAX_RUN_S
-from ..diagnose.summary import job_nodes
+from ..darshanlog.jobrecord import MAX_PROCS, MAX_RUN_S
+from ..darshanlog.summary import job_nodes
 from .store import EMPTY_SHA256
 
-__all__ = ["REPORT_SCHEMA", "center_report", "has_jobs", "saving_s"]
+__all__ = ["REPORT_SCHEMA", "center_report", "has_jobs", "saving_range", "saving_s"]
 
 REPORT_SCHEMA = "ioadvisor.archive-report/2"
 
 
-def saving_s(finding: Mapping[str, Any]) -> tuple[float | None, str | None]:
-    """(seconds per rank a fix is expected to save, what backs it) for one stored finding; (None, None) when
-    no stated saving or measured gain backs one."""
-    at = finding.get("time_at_stake_s") or 0.0
+def _seconds(x: Any) -> float | None:
+    """`x` as seconds if it is a finite, non-negative number (a stored finding is read as untrusted)."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0:
+        return float(x)
+    return None
+
+
+def saving_range(finding: Mapping[str, Any]) -> tuple[float, float, str] | None:
+    """(low, high, basis): the seconds per rank a fix of one stored finding is expected to save, as a range capped
+    at the time at stake, and what it rests on; None when nothing states one. The range is diagnose's
+    `expected_saving` (`low_s` to `high_s`); a finding stored by an earlier version states only the upper end
+    (`expected_saving_s`, which is `high_s` of the same rules now: the range runs from 0) or a measured speed-up
+    (`expected_gain`, a range of one point)."""
+    at = _seconds(finding.get("time_at_stake_s")) or 0.0
     ev = finding.get("evidence") or {}
-    stated = ev.get("expected_saving_s")
-    if isinstance(stated, (int, float)) and not isinstance(stated, bool) and stated >= 0:
-        return (min(float(stated), at) if at else float(stated)), "expected_saving_s"
+    cap = (lambda v: min(v, at)) if at else (lambda v: v)
+    rng = ev.get("expected_saving")
+    if isinstance(rng, Mapping):
+        low, high = _seconds(rng.get("low_s")), _seconds(rng.get("high_s"))
+        if low is not None and high is not None and low <= high:
+            return cap(low), cap(high), "expected_saving"
+    stated = _seconds(ev.get("expected_saving_s"))
+    if stated is not None:
+        return 0.0, cap(stated), "expected_saving_s"
     gain = ev.get("expected_gain")
-    if isinstance(gain, (int, float)) and not isinstance(gain, bool) and gain > 1 and at:
-        return at * (1 - 1 / gain), "expected_gain"
-    return None, None
+    if _seconds(gain) is not None and gain > 1 and at:
+        return at * (1 - 1 / gain), at * (1 - 1 / gain), "expected_gain"
+    return None
+
+
+def saving_s(finding: Mapping[str, Any]) -> tuple[float | None, str | None]:
+    """(seconds per rank a fix is sure to save, what backs it) for one stored finding: the low end of its saving
+    range; (None, None) when no range is stated or it starts at 0 (the evidence backs no sure saving)."""
+    rng = saving_range(finding)
+    if rng is None or rng[0] <= 0:
+        return None, None
+    return rng[0], rng[2]
 
 
 def has_jobs(kb: Any) -> bool:
@@ -137,14 +163,16 @@ def _add_findings(conn: Any, where: str, args: Sequence[str], jobs: dict[str, di
         if not isinstance(at, (int, float)) or not math.isfinite(at) or at < 0:     # stored by an earlier version
             at = 0.0
         save, basis = saving_s(f)
+        rng = saving_range(f)
         job["findings"].append({"rule": f["id"], "severity": f["severity"], "time_at_stake_s": at,
-                                "saving_s": None if save is None else round(save, 3), "saving_basis": basis})
+                                "saving_s": None if save is None else round(save, 3), "saving_basis": basis,
+                                "saving_range_s": None if rng is None else [round(rng[0], 3), round(rng[1], 3)]})
         job["at_stake_s"] = max(job["at_stake_s"], at)
         if save is not None:
             job["saving_s"] = max(job["saving_s"] or 0.0, save)
         g = rules.setdefault(f["id"], {"rule": f["id"], "title": f["title"], "jobs": 0, "high": 0, "warn": 0,
                                        "info": 0, "at_stake_process_hours": 0.0, "saving_process_hours": 0.0,
-                                       "jobs_with_saving": 0, "_best": None})
+                                       "saving_up_to_process_hours": 0.0, "jobs_with_saving": 0, "_best": None})
         g["jobs"] += 1
         g[f["severity"]] = g.get(f["severity"], 0) + 1
         ph = at * job["nprocs"] / 3600.0
@@ -152,18 +180,22 @@ def _add_findings(conn: Any, where: str, args: Sequence[str], jobs: dict[str, di
         if save is not None:
             g["saving_process_hours"] += save * job["nprocs"] / 3600.0
             g["jobs_with_saving"] += 1
+        if rng is not None:
+            g["saving_up_to_process_hours"] += rng[1] * job["nprocs"] / 3600.0
         if g["_best"] is None or ph > g["_best"][0]:
             g["_best"] = (ph, job, f)
     return rules
 
 
 def _fixes(rules: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rules ranked by process-hours they would save (then at stake), each with its costliest job."""
+    """The rules ranked by process-hours they are sure to save (the low ends of their saving ranges), then by those
+    they may save at most (the high ends), then at stake; each with its costliest job."""
     fixes = []
-    for g in sorted(rules.values(), key=lambda g: (-g["saving_process_hours"], -g["at_stake_process_hours"],
-                                                   g["rule"])):
+    for g in sorted(rules.values(), key=lambda g: (-g["saving_process_hours"], -g["saving_up_to_process_hours"],
+                                                   -g["at_stake_process_hours"], g["rule"])):
         _, job, f = g.pop("_best")
         g["at_stake_process_hours"] = round(g["at_stake_process_hours"], 4)
+        g["saving_up_to_process_hours"] = round(g["saving_up_to_process_hours"], 4)
         g["saving_process_hours"] = round(g["saving_process_hours"], 4) if g["jobs_with_saving"] else None
         g["example"] = {"log": job["log"], "jobid": job["jobid"], "uid": job["uid"], "app": job["app"],
                         "message": f["message"], "command": (f.get("evidence") or {}).get("command")}

@@ -77,7 +77,7 @@ def job_facts(d: Any, notes: list[str] | None = None) -> dict[str, Any]:
     """The facts of one diagnosed job that the center report ranks by (a row of `archive_jobs`): every number
     finite and within its column's range; a value that is not is left out (None, or 0 for a total, where
     nothing is counted) with a line in `notes`."""
-    from ..diagnose.jobrecord import MAX_PROCS
+    from ..darshanlog.jobrecord import MAX_PROCS
     notes = [] if notes is None else notes
     s = d.summary
     if not 1 <= s.nprocs <= MAX_PROCS:      # read as such by the log reader, which refuses other counts
@@ -95,10 +95,12 @@ def job_facts(d: Any, notes: list[str] | None = None) -> dict[str, Any]:
 
 def _judged(p: str, s: Any, d: Any, settings: Settings, center: Any) -> dict[str, Any]:
     """The record of a log read and judged: its job's facts, findings and production runs, every number finite
-    and in range, and `notes` on each value left out (the log reader's notes on its job record among them)."""
-    from ..diagnose.jobrecord import MAX_PROCS, NOTE_PREFIX
+    and in range, and `notes` on each value left out (the log reader's notes on its job record and on the counter
+    values it left out among them)."""
+    from ..darshanlog.derive import DROPPED_NOTE
+    from ..darshanlog.jobrecord import MAX_PROCS, NOTE_PREFIX
     from ..model.types import to_plain
-    notes = [n for n in s.notes if n.startswith(NOTE_PREFIX)]
+    notes = [n for n in s.notes if n.startswith(NOTE_PREFIX) or DROPPED_NOTE in n]
     job = job_facts(d, notes)
     dropped = [0]
     findings = _finite([to_plain(f) for f in d.findings], dropped)
@@ -125,7 +127,7 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
     complaints (it writes them to file descriptor 2) to a private file that each log's read checks. Returns the
     handler of one `(path, sha256)` item."""
     from ..diagnose import judge
-    from ..diagnose.derive import check_header, import_backend, read_checked
+    from ..darshanlog.derive import check_header, import_backend, read_checked
     from .pool import Retire
     from ..diagnose.rules import load_thresholds
 

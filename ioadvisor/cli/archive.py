@@ -275,7 +275,7 @@ def _nodes_text(j: dict[str, Any]) -> str:
 
 def _render_report(doc: dict[str, Any]) -> None:
     tot, logs = doc["totals"], doc["logs"]
-    saving = (f"the savings backed by the evidence (a saving the rule derives from the counters, or a measured "
+    saving = (f"the savings backed by the evidence (the low end of each finding's expected saving, or a measured "
               f"gain; on {tot['jobs_with_saving']} job(s)) come to about {_h(tot['saving_process_hours'])}"
               if tot["jobs_with_saving"] else "no measurement backs a saving for any of them")
     empty = f", {logs['empty_files']} empty files" if logs["empty_files"] else ""
@@ -319,6 +319,8 @@ def _render_report(doc: dict[str, Any]) -> None:
             ex = g["example"]
             save = (f"saving {_h(g['saving_process_hours'])} (backed on {g['jobs_with_saving']} job(s))"
                     if g["jobs_with_saving"] else "no measurement backs a saving")
+            if g.get("saving_up_to_process_hours"):
+                save += f"; it may save up to {_h(g['saving_up_to_process_hours'])} process-hours"
             console.print(Text.assemble((f"{i}. {g['rule']} ", "bold"), g["title"],
                                         f": {g['jobs']} job(s), {_h(g['at_stake_process_hours'])} process-hours "
                                         f"at stake, {save}"))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.types import Finding, to_plain
-from .summary import LogSummary
+from ..darshanlog.summary import LogSummary
 
 SCHEMA = "ioadvisor.diagnose/2"
 
@@ -58,7 +58,7 @@ def analyze(log: str | Path, *, center: str | None = None, thresholds: str | Pat
     ConfigError (exit 2 in the CLI) for bad input.
     """
     from ..errors import IOAdvisorError
-    from .derive import start_read
+    from ..darshanlog.derive import start_read
 
     # the child starts reading (and importing PyDarshan) first, while this process loads the rules, thresholds
     # and center; errors come in the same order as if each step waited for the one before: bad thresholds or a
@@ -112,9 +112,9 @@ def diagnose(log: str | Path, *, kb: str | Path | None = None, center: str | Non
 
     With `center`, striping findings also carry an `Advice` for the derived workload.
     """
-    from .derive import to_workload
+    from ..darshanlog.derive import to_workload
 
-    from .summary import job_nodes
+    from ..darshanlog.summary import job_nodes
 
     d = analyze(log, center=center, thresholds=thresholds, kb=kb, use_kb=use_kb)
     findings = list(d.findings)
@@ -158,7 +158,7 @@ def _with_advice(f: Any, workload: Any, kb: Any, center: Any) -> Any:
 
 def _assumptions(workload: Any, nodes: int | None, nodes_from: str | None) -> dict[str, Any]:
     """Where the workload's node count comes from; without one, its figures are per process (1 rank per node)."""
-    from .summary import NODES_FROM
+    from ..darshanlog.summary import NODES_FROM
     if nodes is None:
         return {"nodes": None, "ranks_per_node": None, "nodes_from": None,
                 "note": "no node count: the log states none and neither --ranks-per-node nor the center file "

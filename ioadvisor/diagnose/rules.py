@@ -24,7 +24,7 @@ from ..model.run import Run
 from ..model.types import Finding
 from ..model.units import format_size
 from ..tomlschema import Field, Table, first_problem, key_line
-from .summary import FileSummary, LogSummary, RankSpread
+from ..darshanlog.summary import FileSummary, LogSummary, RankSpread
 
 SCALE_FACTOR = 2              # a measured client count within this factor of the job's ranks is the job's scale
 COLLECTIVE_SHARE = 0.9        # a file direction whose MPI-IO bytes may be this collective gets no collective advice
@@ -426,7 +426,7 @@ class LUS002(Rule):
     # time on the OST
 
     def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
-        from .derive import median_ost_time
+        from ..darshanlog.derive import median_ost_time
         used = [o for o in s.osts if o.files]
         if len(used) < t["min_osts"]:
             return None

@@ -7,7 +7,7 @@ elsewhere, a log is no measurement and yields no run. `ioadvise kb import`, `dia
 
 The value is the job's bytes divided by its run time: a lower bound of the I/O bandwidth it achieved, since
 the job also computed. Layout, API, ranks, request size and the stripe count of its busiest file come from the
-log. The log is parsed by `ioadvisor.diagnose.derive` in a child process, so a bad log cannot crash the caller.
+log. The log is parsed by `ioadvisor.darshanlog.derive` in a child process, so a bad log cannot crash the caller.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from ..diagnose.derive import SIZE_BINS, LogSummary, check_header, sniff, summarize
+from ..darshanlog.derive import SIZE_BINS, LogSummary, check_header, sniff, summarize
 from ..errors import ImportFormatError
 from ..model.run import Provenance, Run
 from ..model.validate import make_run

@@ -379,12 +379,16 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
     return out
 
 
+#: the words of the note on counter values left out (dropped_note), by which the archive scan keeps it
+DROPPED_NOTE = "counter value(s) no run can produce"
+
+
 def dropped_note(dropped: list[Dropped], names: dict) -> str:
     """One note naming the counter values left out (the first three, with their file and rank)."""
     shown = "; ".join(f"{d.counter} = {d.value:g} (rank {d.rank}, {names.get(d.record_id, f'record {d.record_id}')})"
                       for d in dropped[:3])
     more = f"; and {len(dropped) - 3} more" if len(dropped) > 3 else ""
-    return (f"{len(dropped)} counter value(s) no run can produce (a negative, infinite or NaN timer, or a negative "
+    return (f"{len(dropped)} {DROPPED_NOTE} (a negative, infinite or NaN timer, or a negative "
             f"count) left out of every total and finding: {shown}{more}")
 
 
