@@ -1,8 +1,6 @@
 """The advice engine on the seeds' systems (done-when checks) and on pins."""
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from ioadvisor.advise import advise
@@ -93,14 +91,20 @@ def test_impossible_workload(kb):
         advise(Workload(nodes=0, ranks_per_node=4, bytes_per_rank=1), kb, load_center("HA8000"))
 
 
-def test_advise_is_fast_once_fitted(kb):
+def test_advise_fits_nothing_once_fitted(kb, monkeypatch):
+    """What keeps a second advice fast: it neither refits the system nor rebuilds its evidence index (their
+    time is measured by benchmarks/bench_advise.py; a wall-clock bound here broke on a loaded machine)."""
+    import ioadvisor.advise.fits as fits
     w = Workload(nodes=4, ranks_per_node=8, bytes_per_rank=1 << 30, api="mpiio", layout="any")
     c = load_center("HA8000")
-    advise(w, kb, c)
-    t0 = time.perf_counter()
-    for _ in range(5):
-        advise(w, kb, c)
-    assert (time.perf_counter() - t0) / 5 < 0.05
+    first = advise(w, kb, c)
+    calls = []
+    monkeypatch.setattr(fits, "fit_all", lambda *a, **k: calls.append("fit") or {})
+    monkeypatch.setattr(fits, "Evidence", lambda *a, **k: calls.append("evidence"))
+    for _ in range(3):
+        again = advise(w, kb, c)
+    assert calls == []                                  # not one fit, not one index built again
+    assert again.recommendation.config == first.recommendation.config
 
 
 def test_pfl_managed_and_non_lustre_are_never_striped(kb, tmp_path):
