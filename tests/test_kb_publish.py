@@ -248,12 +248,13 @@ def test_the_snapshot_publishes_no_users_job(tmp_path, monkeypatch):
          "settings": {"tier": {"name": "beeond"}, "stripe_count": 4, "stripe_size": 1 << 20}}))
     center = tmp_path / "s.toml"     # example.darshan's files lie under /scratch2
     center.write_text('name = "s"\n[[filesystems]]\nname = "fs0"\ntype = "lustre"\nmount = "/scratch2"\n'
-                      'ost_count = 8\n')
+                      'ost_count = 8\n[[filesystems]]\nname = "beeond"\ntype = "beegfs"\nmount = "/beeond"\n'
+                      '[[tiers]]\nname = "beeond"\nfilesystem = "beeond"\nkind = "per-job"\nmount = "/beeond"\n')
     staff_dir = tmp_path / "staff-kb-secret"
     staff = staff_dir / "kb.sqlite"
     runner = CliRunner()
     for args in (["kb", "import", str(logs / "bob.darshan"), "--system", "s", "--center", str(center)],
-                 ["jobs", "collect", str(records), "--system", "s"],
+                 ["jobs", "collect", str(records), "--system", "s", "--center", str(center)],
                  ["kb", "import", str(SAMPLES / "posix_fpp_2ranks.txt"), "--system", "s", "--filesystem", "fs0"]):
         res = runner.invoke(app, [*args, "--kb", str(staff)])
         assert res.exit_code == 0, res.output

@@ -34,7 +34,7 @@ CHILD_TIMEOUT = 120.0
 MAX_RECORDS = 200_000
 READ_MEMORY = 4 << 30
 LCME_FL_INIT = 0x10              # Lustre component flag: the component has objects
-MAX_HEATMAP_BINS = 1 << 16       # a heatmap record claiming more bins is corrupt: it is not read
+MAX_HEATMAP_BINS = 2 ** 16      # a heatmap record claiming more bins is corrupt: it is not read
 
 
 # ----------------------------------------------------------------------------------------------------

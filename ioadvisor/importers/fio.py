@@ -91,7 +91,7 @@ def _document(text: str, ctx: ImportContext) -> dict:
     """The fio JSON document (fio may print lines before it)."""
     start = _json_start(text)
     if start < 0:
-        if _is_text(text[:1 << 16].encode()):
+        if _is_text(text[:2 ** 16].encode()):
             raise ImportFormatError(TEXT_REFUSED, ctx.source, 1)
         raise ImportFormatError("not a fio JSON output (run fio with --output-format=json)", ctx.source, 1)
     skipped_lines = text[:start].count("\n")

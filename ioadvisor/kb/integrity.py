@@ -25,7 +25,7 @@ def _header_sizes(head: bytes) -> tuple[int, int] | None:
     if len(head) < 100 or not head.startswith(_MAGIC):
         return None
     page = int.from_bytes(head[16:18], "big")
-    page = 65536 if page == 1 else page
+    page = 2 ** 16 if page == 1 else page
     count, changes, valid_for = (int.from_bytes(head[i:i + 4], "big") for i in (28, 24, 92))
     return (page, count) if count and changes == valid_for else None
 
