@@ -114,10 +114,9 @@ def module_layout(path: Path, module: str) -> tuple[int, list[str], list[str]] |
     return (mods[module]["idx"], names, fnames) if body and len(body) % size == 0 else None
 
 
-def with_counter(path: Path, module: str, counter: str, value: int | float, *, record: int = 0) -> bytes:
-    """The log at `path` with one counter of one record of `module` set to `value` (an int64 counter packed as
-    int64, wrapping like C; a float counter as a double: NaN and infinities as themselves). ValueError when the
-    log's records of `module` are not of the library's current layout (`module_layout`)."""
+def _region(path: Path, module: str) -> tuple[bytes, str, list, int, int, list[str], list[str]]:
+    """The log at `path` and where its `module` records lie: (bytes, byte order, header maps, offset, length,
+    counter names, float counter names). ValueError when they are not of the current layout (`module_layout`)."""
     found = module_layout(path, module)
     if found is None:
         raise ValueError(f"{path.name}: no {module} records of the current layout")
@@ -125,6 +124,14 @@ def with_counter(path: Path, module: str, counter: str, value: int | float, *, r
     data = path.read_bytes()
     order, maps = _layout(data)
     off, length = maps[1 + idx]
+    return data, order, maps, off, length, names, fnames
+
+
+def with_counter(path: Path, module: str, counter: str, value: int | float, *, record: int = 0) -> bytes:
+    """The log at `path` with one counter of one record of `module` set to `value` (an int64 counter packed as
+    int64, wrapping like C; a float counter as a double: NaN and infinities as themselves). ValueError when the
+    log's records of `module` are not of the library's current layout (`module_layout`)."""
+    data, order, maps, off, length, names, fnames = _region(path, module)
     size = 16 + 8 * (len(names) + len(fnames))
 
     def change(body: bytearray) -> None:
@@ -140,13 +147,7 @@ def with_records(path: Path, module: str, n: int) -> bytes:
     """The log at `path` with its `module` records replaced by `n` copies of its first record, each under its own
     record id (the first's plus its index): a job with that many files, in a region that deflates to a few bytes
     per record. ValueError as for `with_counter`."""
-    found = module_layout(path, module)
-    if found is None:
-        raise ValueError(f"{path.name}: no {module} records of the current layout")
-    idx, names, fnames = found
-    data = path.read_bytes()
-    order, maps = _layout(data)
-    off, length = maps[1 + idx]
+    data, order, maps, off, length, names, fnames = _region(path, module)
     size = 16 + 8 * (len(names) + len(fnames))
     first = bytearray(b"".join(_streams(data[off:off + length]))[:size])
     base = struct.unpack_from(order + "Q", first, 0)[0]
