@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import pty
 import re
-import select
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ioadvisor.cli import app
+from tests.terminal import read_terminal
 from ioadvisor.cli.common import MAX_WIDTH, MIN_WIDTH, PIPE_WIDTH, sane_width
 
 runner = CliRunner()
@@ -69,19 +69,7 @@ def _on_a_terminal(args: list[str], columns: str) -> str:
     p = subprocess.Popen([str(EXE), *args], stdout=slave, stderr=slave, stdin=subprocess.DEVNULL,
                          env={**os.environ, "COLUMNS": columns, "TERM": "xterm"})
     os.close(slave)
-    out = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:              # the child closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
-        elif p.poll() is not None:
-            break
+    out = read_terminal(master, p)
     p.wait(timeout=300)
     os.close(master)
     assert p.returncode == 0, out

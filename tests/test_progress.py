@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import os
 import pty
-import select
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.terminal import read_terminal
 
 EXE = Path(sys.executable).parent / "ioadvise"
 HEADER = ("source,system,filesystem,ost_count,op,api,layout,collective,nodes,ranks,transfer_size_bytes,"
@@ -29,19 +30,7 @@ def _run(args: list[str], tty: bool) -> tuple[int, str, str]:
     master, slave = pty.openpty()
     p = subprocess.Popen([str(EXE), *args], stdout=subprocess.PIPE, stderr=slave, env=env)
     os.close(slave)
-    err = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:          # the child closed the terminal
-                break
-            if not chunk:
-                break
-            err += chunk
-        elif p.poll() is not None:
-            break
+    err = read_terminal(master, p)
     out = p.stdout.read().decode()
     p.wait(timeout=300)
     os.close(master)
