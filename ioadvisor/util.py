@@ -174,14 +174,15 @@ def limit_memory(nbytes: int) -> None:
         pass
 
 
-def die_with_parent() -> None:
+def die_with_parent(ppid: int | None = None) -> None:
     """In a child process: end when the process that started it ends, however that ends (a SIGKILL too), so
     no worker or reader outlives the command. Linux: the kernel's parent-death signal (prctl
     PR_SET_PDEATHSIG, SIGKILL; it fires when the thread that forked the child ends, and every fork here is
     made by the command's main thread); elsewhere a thread that watches the parent's process id."""
-    import multiprocessing as mp
-    parent = mp.parent_process()
-    ppid = parent.pid if parent is not None else os.getppid()
+    if ppid is None:                     # a multiprocessing child: its parent as multiprocessing knows it
+        import multiprocessing as mp
+        parent = mp.parent_process()
+        ppid = parent.pid if parent is not None else os.getppid()
     try:
         import ctypes
         import signal

@@ -235,7 +235,7 @@ def test_advise_wrap_and_diagnose_print_the_same_commands(tmp_path):
     import sys
 
     import darshan  # noqa: F401  (PyDarshan ships the example log)
-    from ioadvisor.darshanlog.derive import summarize
+    from ioadvisor.darshanlog.child import summarize
     ioadvise = str(Path(sys.executable).parent / "ioadvise")
     p = subprocess.run([ioadvise, "advise", "--system", "HA8000", "-N", "16", "--ranks-per-node", "4",
                         "--bytes-per-rank", "1GiB", "--api", "mpiio", "--layout", "shared", "--stripe-count", "30",
@@ -284,7 +284,7 @@ def test_diagnose_never_stripes_an_existing_directory():
     import os
 
     import darshan
-    from ioadvisor.darshanlog.derive import summarize
+    from ioadvisor.darshanlog.child import summarize
     from ioadvisor.diagnose.rules import Context, run_rules
     logs = sorted((Path(darshan.__file__).parent / "examples" / "example_logs").glob("*.darshan"))
     seen = 0

@@ -15,7 +15,8 @@ darshan = pytest.importorskip("darshan")
 from darshan.backend import cffi_backend as raw  # noqa: E402
 
 from ioadvisor.cli import app  # noqa: E402
-from ioadvisor.darshanlog.derive import LogSummary, summarize, to_workload  # noqa: E402
+from ioadvisor.darshanlog.child import summarize  # noqa: E402
+from ioadvisor.darshanlog.derive import LogSummary, to_workload  # noqa: E402
 from ioadvisor.diagnose.facts import KBFile  # noqa: E402
 from ioadvisor.diagnose.rules import Context, load_thresholds, run_rules  # noqa: E402
 from ioadvisor.errors import ConfigError, ImportFormatError  # noqa: E402
@@ -312,7 +313,7 @@ def test_a_crash_in_the_reader_becomes_a_clear_error(monkeypatch):
 
     monkeypatch.setattr(derive, "_read", crash)
     with pytest.raises(ImportFormatError, match="crashed.*SIGSEGV"):
-        derive.summarize(LOGDIR / "example.darshan")
+        summarize(LOGDIR / "example.darshan")
 
 
 def test_cli_bad_thresholds_file_exit_2(tmp_path):

@@ -42,7 +42,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # advice against the diagnosis's size table, so it stands above both
     ("tools", ("ioadvisor.archive", "ioadvisor.bench", "ioadvisor.docs", "ioadvisor.slurm",
                "ioadvisor.advise.validate")),
-    ("cli", ("ioadvisor.cli", "ioadvisor.__main__")),
+    ("cli", ("ioadvisor.cli", "ioadvisor.__main__", "ioadvisor.console")),
 )
 
 # imports allowed to break a rule, each with the reason (none: the last, kb.reference -> importers, went when the

@@ -14,7 +14,7 @@ def test_wheel_ships_reference_data_and_console_script(tmp_path):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
         entry = next(n for n in names if n.endswith("entry_points.txt"))
-        assert "ioadvise = ioadvisor.cli:main" in z.read(entry).decode()
+        assert "ioadvise = ioadvisor.console:main" in z.read(entry).decode()
     shipped = {Path(n).name for n in names if n.startswith("ioadvisor/_data/reference/")}
     expected = {p.name for p in (ROOT / "data" / "reference").glob("*.csv")}
     assert expected and expected <= shipped

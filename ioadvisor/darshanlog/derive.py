@@ -25,10 +25,9 @@ from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES
                       LogSummary, LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests)
 
 __all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "check_header", "import_backend", "read_checked", "sniff",
-           "start_read", "summarize", "to_workload"]
+           "to_workload"]
 
 DARSHAN_MAGIC = 6567223          # DARSHAN_MAGIC_NR, stored as int64 right after the 8-byte version string
-CHILD_TIMEOUT = 120.0
 # What one log may take to read: records (each about 4 KB once derived: 200,000 records of a hostile log that
 # deflates to a few bytes per record are about 1 GB and a minute or two), and address space of the reading process
 MAX_RECORDS = 200_000
@@ -76,84 +75,14 @@ def sniff(head: bytes) -> bool:
 # ----------------------------------------------------------------------------------------------------
 # the child process
 
-def summarize(path: str | Path, *, timeout: float = CHILD_TIMEOUT) -> LogSummary:
-    """Parse a Darshan log into a LogSummary, isolated in a child process.
-
-    Raises ImportFormatError (exit 2) for foreign, truncated or corrupt logs, UsageError if PyDarshan is missing.
-    """
-    return start_read(path, timeout=timeout).result()
-
-
-def start_read(path: str | Path, *, timeout: float = CHILD_TIMEOUT) -> "LogRead":
-    """Check the header, then start reading the log in a child process and return at once: the caller can do
-    other work (load thresholds, import the rules) while the child imports PyDarshan and reads. Raises what
-    `check_header` raises."""
-    import multiprocessing as mp
-
-    from ..inputs import LOG, check_input
-    p = str(Path(path))
-    check_input(p, LOG, ImportFormatError)     # a pipe or device is not opened; a log larger than the cap not read
-    check_header(p)
-    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
-    ctx = mp.get_context(method)
-    recv, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(p, send), daemon=True)
-    child.start()
-    send.close()
-    return LogRead(p, child, recv, timeout)
-
-
-class LogRead:
-    """A log being read in a child process (`start_read`); `result()` waits for its LogSummary, `cancel()` stops
-    the child when the caller gives up first."""
-
-    def __init__(self, path: str, child: Any, recv: Any, timeout: float):
-        self.path, self.child, self.recv, self.timeout = path, child, recv, timeout
-
-    def cancel(self) -> None:
-        self.child.kill()
-        self.child.join()
-        self.recv.close()
-
-    def result(self) -> LogSummary:
-        """The LogSummary; ImportFormatError naming the file if the child refused the log, crashed or timed out,
-        UsageError if PyDarshan is missing."""
-        p, child, recv, timeout = self.path, self.child, self.recv, self.timeout
-        try:
-            if not recv.poll(timeout):
-                child.kill()
-                child.join()
-                raise ImportFormatError(f"reading the log took more than {timeout:.0f} s; gave up", p)
-            status, payload = recv.recv()
-        except EOFError:
-            child.join()
-            code = child.exitcode
-            if code is not None and code < 0:
-                import signal
-                try:
-                    name = signal.Signals(-code).name
-                except ValueError:
-                    name = f"signal {-code}"
-                raise ImportFormatError(
-                    f"the Darshan library crashed reading this log ({name}): the log is truncated or corrupt", p
-                ) from None
-            raise ImportFormatError(f"the log reader stopped without an answer (exit code {code})", p) from None
-        finally:
-            recv.close()
-        child.join()
-        if status == "ok":
-            return payload
-        if status == "usage":
-            raise UsageError(payload)
-        raise ImportFormatError(payload, p)
-
-
-def _child(path: str, conn: Any) -> None:
-    """Child body: capture the C library's stderr, parse, send ("ok", LogSummary) or ("error", message)."""
+def child_main(path: str, fd: int, parent: int) -> None:
+    """The reading child's body (`child.start_read`): capture the C library's stderr, parse, write ("ok",
+    LogSummary) or ("error", message) to `fd`, pickled."""
     import faulthandler
+    import pickle
 
     from ..util import die_with_parent, limit_memory
-    die_with_parent()
+    die_with_parent(parent)
     limit_memory(READ_MEMORY)
     # the library aborting on a corrupt log is an answer the parent turns into one line; a fault handler
     # inherited from the parent (PYTHONFAULTHANDLER, pytest) would print a Python stack on the terminal too
@@ -161,22 +90,25 @@ def _child(path: str, conn: Any) -> None:
     errfile = tempfile.TemporaryFile()
     saved = os.dup(2)
     os.dup2(errfile.fileno(), 2)
+    answer: tuple[str, Any]
     try:
         backend = import_backend(without_numpy=True)
         if backend is None:
-            conn.send(("usage", "diagnosing Darshan logs needs PyDarshan: pip install 'ioadvisor[darshan]'"))
-            return
+            answer = ("usage", "diagnosing Darshan logs needs PyDarshan: pip install 'ioadvisor[darshan]'")
+        else:
+            try:
+                answer = ("ok", read_checked(path, backend, errfile))
+            except ImportFormatError as e:
+                answer = ("error", e.reason)
         try:
-            summary = read_checked(path, backend, errfile)
-            conn.send(("ok", summary))
-        except ImportFormatError as e:
-            conn.send(("error", e.reason))
-        except MemoryError:               # sending a summary this large
-            conn.send(("error", memory_text()))
+            data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
+        except MemoryError:               # a summary this large
+            data = pickle.dumps(("error", memory_text()))
+        with open(fd, "wb", closefd=True) as out:
+            out.write(data)
     finally:
         os.dup2(saved, 2)
         os.close(saved)
-        conn.close()
 
 
 def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:

@@ -58,7 +58,7 @@ def analyze(log: str | Path, *, center: str | None = None, thresholds: str | Pat
     ConfigError (exit 2 in the CLI) for bad input.
     """
     from ..errors import IOAdvisorError
-    from ..darshanlog.derive import start_read
+    from ..darshanlog.child import start_read
 
     # the child starts reading (and importing PyDarshan) first, while this process loads the rules, thresholds
     # and center; errors come in the same order as if each step waited for the one before: bad thresholds or a

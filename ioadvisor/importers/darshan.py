@@ -17,7 +17,8 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from ..darshanlog.derive import SIZE_BINS, LogSummary, check_header, sniff, summarize
+from ..darshanlog.child import summarize
+from ..darshanlog.derive import SIZE_BINS, LogSummary, check_header, sniff
 from ..errors import ImportFormatError
 from ..model.run import Provenance, Run
 from ..model.validate import make_run
