@@ -14,7 +14,7 @@ is Drishti's median over ioadvise's, on the logs both read (exit 0). Without it 
 
     python benchmarks/bench_diagnose.py [--runs 7] [--drishti PATH] [--logs DIR] [--json]
 
-Targets: a median over the logs of at most 0.4 s and 64 MB per `ioadvise diagnose`, at least 3x faster than
+Targets: a median over the logs of at most 0.2 s and 64 MB per `ioadvise diagnose`, at least 3x faster than
 Drishti; the last lines give the medians and the load average before and after the run.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-TARGET_S = 0.4
+TARGET_S = 0.2
 TARGET_MB = 64.0
 TARGET_RATIO = 3.0
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,7 +16,7 @@ from darshan.backend import cffi_backend as raw  # noqa: E402
 
 from ioadvisor.cli import app  # noqa: E402
 from ioadvisor.darshanlog.child import summarize  # noqa: E402
-from ioadvisor.darshanlog.derive import LogSummary, to_workload  # noqa: E402
+from ioadvisor.darshanlog.summary import LogSummary, to_workload  # noqa: E402
 from ioadvisor.diagnose.facts import KBFile  # noqa: E402
 from ioadvisor.diagnose.rules import Context, load_thresholds, run_rules  # noqa: E402
 from ioadvisor.errors import ConfigError, ImportFormatError  # noqa: E402

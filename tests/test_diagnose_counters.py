@@ -257,7 +257,7 @@ def test_html_plots_the_layer_that_carried_the_bytes_on_a_log_axis_where_counts_
     example.darshan's non-empty bins span 4,096x (> 100x): a log axis, and
     ior_hdf5_example's span under 100x: linear."""
     from ioadvisor.diagnose import document
-    from ioadvisor.darshanlog.derive import to_workload
+    from ioadvisor.darshanlog.summary import to_workload
     from ioadvisor.diagnose.report import render_html
     s = _single_writer(ONE)
     page = render_html(document(s, run_rules(s, ctx=Context()), to_workload(s), None))
@@ -279,7 +279,7 @@ def test_a_shared_file_puts_its_slowest_rank_on_its_ost_not_the_sum_of_its_ranks
     min(5,773, 11.7) / 1 OST = 11.7 s: a bar of 5,773 s would be longer than the run itself. The sum stays in
     `write_time_s`, named as what it is."""
     from ioadvisor.diagnose import document
-    from ioadvisor.darshanlog.derive import to_workload
+    from ioadvisor.darshanlog.summary import to_workload
     from ioadvisor.diagnose.report import render_html
     recs = {"POSIX": [record("POSIX", 1, -1, WRITES=495, BYTES_WRITTEN=78_000, SIZE_WRITE_100_1K=495,
                              F_WRITE_TIME=5773.0, F_SLOWEST_RANK_TIME=11.7, SLOWEST_RANK=17)],

@@ -13,15 +13,15 @@ import os
 import pickle
 import select
 import signal
-import struct
 import time
 from pathlib import Path
 from typing import Any
 
+from .header import check_header, sniff
+
 CHILD_TIMEOUT = 120.0
 # what a prefetch reads at most before the checks of `start_read` ran: the header's first bytes
 _HEAD = 16
-_MAGIC = 6567223          # DARSHAN_MAGIC_NR (derive.DARSHAN_MAGIC)
 
 
 class LogRead:
@@ -114,7 +114,6 @@ def start_read(path: str | Path, *, timeout: float = CHILD_TIMEOUT) -> LogRead:
     Raises what `inputs.check_input` and `derive.check_header` raise."""
     from ..errors import ImportFormatError
     from ..inputs import LOG, check_input
-    from .derive import check_header
     p = str(Path(path))
     try:
         check_input(p, LOG, ImportFormatError)  # a pipe or device is not opened; a log larger than the cap not read
@@ -174,8 +173,7 @@ def prefetch(args: list[str], timeout: float = CHILD_TIMEOUT) -> None:
                 head = f.read(_HEAD)
         except (OSError, ValueError):
             continue
-        if len(head) < _HEAD or not head.startswith(b"3.") or _MAGIC not in (
-                struct.unpack_from("<q", head, 8)[0], struct.unpack_from(">q", head, 8)[0]):
+        if not sniff(head):
             continue
         _started[p] = (before, fork_read(p, timeout))
         return

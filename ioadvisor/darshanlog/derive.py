@@ -20,56 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ImportFormatError, UsageError
+from .header import DARSHAN_MAGIC, MIN_HEADER_BYTES, check_header, sniff  # noqa: F401 (the reader's API)
 from .jobrecord import ImpossibleJob, checked_job
 from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES, ApiTotals, FileSummary, Heatmap,
                       LogSummary, LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests)
 
-__all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "check_header", "import_backend", "read_checked", "sniff",
-           "to_workload"]
+__all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "check_header", "import_backend", "read_checked", "sniff"]
 
-DARSHAN_MAGIC = 6567223          # DARSHAN_MAGIC_NR, stored as int64 right after the 8-byte version string
 # What one log may take to read: records (each about 4 KB once derived: 200,000 records of a hostile log that
 # deflates to a few bytes per record are about 1 GB and a minute or two), and address space of the reading process
 MAX_RECORDS = 200_000
 READ_MEMORY = 4 << 30
 LCME_FL_INIT = 0x10              # Lustre component flag: the component has objects
 MAX_HEATMAP_BINS = 2 ** 16      # a heatmap record claiming more bins is corrupt: it is not read
-
-
-# ----------------------------------------------------------------------------------------------------
-# header check (pure Python, runs in the caller)
-
-# Every Darshan 3.x log format starts with an 8-byte version string and the magic number as an int64; what follows
-# (the compression type, the partial flag, the name and module maps) differs between formats (3.00-3.21 hold 16
-# module maps, 3.41 holds 64 and moved the name map), so only PyDarshan, in the child, reads it. The smallest header
-# of any format (3.00: 24 fixed bytes, the name map and 16 module maps of 16 bytes each) is a floor no log is below.
-MIN_HEADER_BYTES = 24 + 16 + 16 * 16
-
-
-def check_header(path: str | Path) -> None:
-    """Raise UsageError for a missing path or a directory, ImportFormatError unless `path` starts like a Darshan 3.x
-    log (version string, magic number) and is at least as long as the smallest Darshan header. These checks hold
-    for every log format; the rest of the header and the records are checked by the Darshan library itself."""
-    p = Path(path)
-    if not p.exists():
-        raise UsageError(f"{p}: no such file")
-    if p.is_dir():
-        raise UsageError(f"{p}: is a directory, not a Darshan log")
-    with open(p, "rb") as f:
-        head = f.read(16)
-    if not sniff(head):
-        raise ImportFormatError("not a Darshan log (no Darshan magic number in the header)", str(p))
-    size = p.stat().st_size
-    if size < MIN_HEADER_BYTES:
-        raise ImportFormatError(f"truncated Darshan log: {size} bytes, shorter than any Darshan header "
-                                f"({MIN_HEADER_BYTES} bytes)", str(p))
-
-
-def sniff(head: bytes) -> bool:
-    """True if `head` starts with a Darshan 3.x header (version string, then the magic number either way round)."""
-    if len(head) < 16 or not head.startswith(b"3."):
-        return False
-    return DARSHAN_MAGIC in (struct.unpack_from("<q", head, 8)[0], struct.unpack_from(">q", head, 8)[0])
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -954,39 +917,3 @@ def _ost_loads(files: list[FileSummary]) -> tuple[OstLoad, ...]:
 
 # ----------------------------------------------------------------------------------------------------
 # from the summary to a Workload
-
-def median_ost_time(summary: LogSummary) -> float | None:
-    """Median over OSTs of the mean write time per file on that OST (each file's slowest rank's)."""
-    vals = [o.mean_slowest_write_time for o in summary.osts if o.files]
-    return statistics.median(vals) if vals else None
-
-
-def to_workload(summary: LogSummary, ranks_per_node: int | None = None) -> Any:
-    """The job as a `Workload`; Darshan records no node count, so `ranks_per_node` is an assumption (default 1)."""
-    from ..model.types import Workload
-
-    rpn = max(1, ranks_per_node or 1)
-    nprocs = max(1, summary.nprocs)
-    op = "write" if summary.bytes_written >= summary.bytes_read else "read"
-    moved = summary.bytes_written if op == "write" else summary.bytes_read
-    api = "MPIIO" if summary.has_mpiio else "POSIX"
-    if "HDF5" in summary.apis:
-        api = "HDF5"
-    ops = summary.posix_writes if op == "write" else summary.posix_reads
-    access = "sequential" if ops == 0 or summary_seq_share(summary, op) >= 0.5 else "random"
-    layout = summary.layout if summary.layout in ("shared", "fpp") else "any"
-    return Workload(
-        nodes=max(1, math.ceil(nprocs / rpn)), ranks_per_node=min(rpn, nprocs), bytes_per_rank=moved // nprocs,
-        api=api, layout=layout, op=op, access=access,
-        access_size=(moved // ops) if ops else None,
-        files_per_rank=max(1, round(len(summary.fpp_files) / nprocs)) if summary.fpp_files else 1,
-        files_created=len(summary.files) or None)
-
-
-def summary_seq_share(summary: LogSummary, op: str) -> float:
-    """Share of POSIX operations of kind `op` that were sequential (offset after the previous one)."""
-    if op == "write":
-        n, s = summary.posix_writes, summary.seq_writes
-    else:
-        n, s = summary.posix_reads, summary.seq_reads
-    return s / n if n else 1.0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 # Darshan's size histogram. Its bucket macro (DARSHAN_BUCKET_INC) tests `size < 101`, `< 1025`, `< 10241`,
 # `< 102401`, `< 1048577`, ...: each bin includes its upper edge, so a request of exactly 1 MiB (1,048,576 bytes) is
@@ -467,3 +468,44 @@ def job_nodes(stated: int | None, nprocs: int, option_rpn: int | None,
         if rpn:
             return max(1, math.ceil(nprocs / rpn)), source
     return None, None
+
+
+# ----------------------------------------------------------------------------------------------------
+# what a summary says of the job (pure functions: the diagnosis uses them without importing the reader)
+
+def median_ost_time(summary: LogSummary) -> float | None:
+    """Median over OSTs of the mean write time per file on that OST (each file's slowest rank's)."""
+    import statistics
+    vals = [o.mean_slowest_write_time for o in summary.osts if o.files]
+    return statistics.median(vals) if vals else None
+
+
+def to_workload(summary: LogSummary, ranks_per_node: int | None = None) -> Any:
+    """The job as a `Workload`; Darshan records no node count, so `ranks_per_node` is an assumption (default 1)."""
+    from ..model.types import Workload
+
+    rpn = max(1, ranks_per_node or 1)
+    nprocs = max(1, summary.nprocs)
+    op = "write" if summary.bytes_written >= summary.bytes_read else "read"
+    moved = summary.bytes_written if op == "write" else summary.bytes_read
+    api = "MPIIO" if summary.has_mpiio else "POSIX"
+    if "HDF5" in summary.apis:
+        api = "HDF5"
+    ops = summary.posix_writes if op == "write" else summary.posix_reads
+    access = "sequential" if ops == 0 or summary_seq_share(summary, op) >= 0.5 else "random"
+    layout = summary.layout if summary.layout in ("shared", "fpp") else "any"
+    return Workload(
+        nodes=max(1, math.ceil(nprocs / rpn)), ranks_per_node=min(rpn, nprocs), bytes_per_rank=moved // nprocs,
+        api=api, layout=layout, op=op, access=access,
+        access_size=(moved // ops) if ops else None,
+        files_per_rank=max(1, round(len(summary.fpp_files) / nprocs)) if summary.fpp_files else 1,
+        files_created=len(summary.files) or None)
+
+
+def summary_seq_share(summary: LogSummary, op: str) -> float:
+    """Share of POSIX operations of kind `op` that were sequential (offset after the previous one)."""
+    if op == "write":
+        n, s = summary.posix_writes, summary.seq_writes
+    else:
+        n, s = summary.posix_reads, summary.seq_reads
+    return s / n if n else 1.0

@@ -112,7 +112,7 @@ def diagnose(log: str | Path, *, kb: str | Path | None = None, center: str | Non
 
     With `center`, striping findings also carry an `Advice` for the derived workload.
     """
-    from ..darshanlog.derive import to_workload
+    from ..darshanlog.summary import to_workload
 
     from ..darshanlog.summary import job_nodes
 

@@ -426,7 +426,7 @@ class LUS002(Rule):
     # time on the OST
 
     def check(self, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> Finding | None:
-        from ..darshanlog.derive import median_ost_time
+        from ..darshanlog.summary import median_ost_time
         used = [o for o in s.osts if o.files]
         if len(used) < t["min_osts"]:
             return None
