@@ -183,7 +183,7 @@ def main() -> None:
                     help="directory of further .darshan logs (default: ../shared/darshan if it exists)")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     args = ap.parse_args()
-    res = measure(_logs(args.logs), args.runs, args.drishti)
+    res = measure(_logs(args.logs.resolve()), args.runs, args.drishti)   # the commands run in a temporary cwd
     if args.json:
         print(json.dumps(res, indent=2))
     else:
