@@ -115,6 +115,7 @@ class Evidence:
         self._extremes: dict[tuple, list[_Obs]] = {}               # (key, family): `_extremes`
         self._noise: dict[tuple, tuple[float, float, float] | None] = {}  # (key, family, nodes): `_near_noise`
         self._spreads: dict[tuple, float | None] = {}             # (key, family, nodes, whole, floor): `_spread`
+        self._peaks: dict[tuple, float | None] = {}               # (file system, op, unit, nodes): `measured_peak`
         osts, dflt = osts or {}, dflt or {}
         for r in runs:
             if not r.value or r.value <= 0 or not math.isfinite(r.value):
@@ -311,10 +312,12 @@ class Evidence:
 
     def measured_peak(self, filesystem: str | None, op: str, unit: str, nodes: float) -> float | None:
         """The largest value runs of the group measured, those at fewer nodes scaled linearly to `nodes`."""
-        pts = self._peak.get((filesystem, op, unit))
-        if not pts or not nodes or not math.isfinite(nodes):
-            return None
-        return MARGIN * max(v * max(1.0, nodes / n) if math.isfinite(n) else v for n, v in pts)
+        at = (filesystem, op, unit, nodes)
+        if at not in self._peaks:          # asked once per candidate: the same few node counts each time
+            pts = self._peak.get((filesystem, op, unit))
+            self._peaks[at] = None if not pts or not nodes or not math.isfinite(nodes) else MARGIN * max(
+                v * max(1.0, nodes / n) if math.isfinite(n) else v for n, v in pts)
+        return self._peaks[at]
 
 
 @dataclass(frozen=True)
