@@ -11,10 +11,8 @@ import dataclasses
 import math
 import os
 import re
-import statistics
 import struct
 import sys
-import tempfile
 import types
 from pathlib import Path
 from typing import Any
@@ -50,7 +48,7 @@ def child_main(path: str, fd: int, parent: int) -> None:
     # the library aborting on a corrupt log is an answer the parent turns into one line; a fault handler
     # inherited from the parent (PYTHONFAULTHANDLER, pytest) would print a Python stack on the terminal too
     faulthandler.disable()
-    errfile = tempfile.TemporaryFile()
+    errfile = _scratch_file()
     saved = os.dup(2)
     os.dup2(errfile.fileno(), 2)
     answer: tuple[str, Any]
@@ -72,6 +70,21 @@ def child_main(path: str, fd: int, parent: int) -> None:
     finally:
         os.dup2(saved, 2)
         os.close(saved)
+
+
+def _scratch_file() -> Any:
+    """An anonymous file in memory for the C library's complaints (`tempfile` costs the reader's start-up more than
+    the read of a small log; where memfd_create is missing, tempfile's unnamed file)."""
+    try:
+        return open(os.memfd_create("darshan-complaints"), "w+b")
+    except (AttributeError, OSError):
+        import tempfile
+        return tempfile.TemporaryFile()
+
+
+def _pstdev(values: list[float]) -> float:
+    import statistics                  # imported where used: the reader's start-up is on every diagnosis's path
+    return statistics.pstdev(values)
 
 
 def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:
@@ -741,7 +754,7 @@ def _spread(prefix: str, group: list[dict], nprocs: int, total_bytes: int) -> Ra
     mean = sum(values) / len(values)
     return RankSpread(layer=layer, slowest_rank=slow, slowest_time=per[slow][0], slowest_bytes=int(per[slow][1]),
                       fastest_rank=fast, fastest_time=per[fast][0], fastest_bytes=int(per[fast][1]),
-                      mean_bytes=mean, bytes_stddev=statistics.pstdev(values) if len(values) > 1 else 0.0)
+                      mean_bytes=mean, bytes_stddev=_pstdev(values) if len(values) > 1 else 0.0)
 
 
 def _requests(c: dict, op: str, t: float) -> Requests:
