@@ -41,8 +41,8 @@ def _seconds(x: Any) -> float | None:
 def saving_range(finding: Mapping[str, Any]) -> tuple[float, float, str] | None:
     """(low, high, basis): the seconds per rank a fix of one stored finding is expected to save, as a range capped
     at the time at stake, and what it rests on; None when nothing states one. The range is diagnose's
-    `expected_saving` (`low_s` to `high_s`); a finding stored by an earlier version states only the upper end
-    (`expected_saving_s`, which is `high_s` of the same rules now: the range runs from 0) or a measured speed-up
+    `expected_saving` (`low_s` to `high_s`); a finding stored by an earlier version states only an upper end
+    (`expected_saving_s`: the range runs from 0 to it) or a measured speed-up
     (`expected_gain`, a range of one point)."""
     at = _seconds(finding.get("time_at_stake_s")) or 0.0
     ev = finding.get("evidence") or {}
