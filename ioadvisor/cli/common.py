@@ -195,13 +195,24 @@ def progress_bar(quiet: bool = False, *, unit: str = "count") -> Any:
 
 def table(columns: tuple[str, ...], *, right: tuple[str, ...] = (), title: str | None = None) -> Any:
     """A rich table in the commands' one style: a rule under the header, no outer edge; the columns named in
-    `right` (numbers) right-aligned."""
+    `right` (numbers) right-aligned. Text cells are made printable as they are added (see `printable_table`)."""
     from rich import box
-    from rich.table import Table
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title=title)
+    t = printable_table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title=title)
     for col in columns:
         t.add_column(col, justify="right" if col in right else "left")
     return t
+
+
+def printable_table(**kwargs: Any) -> Any:
+    """A rich Table whose plain-text cells are made printable (`printable`) as rows are added: names and notes
+    from a KB (an older version's rows too) or a log may hold control or bidirectional characters. Styled cells
+    (rich Text) are the caller's own and pass as they are."""
+    from rich.table import Table
+
+    class _Printable(Table):
+        def add_row(self, *cells: Any, **kw: Any) -> None:
+            super().add_row(*(printable(c) if isinstance(c, str) else c for c in cells), **kw)
+    return _Printable(**kwargs)
 
 
 def print_json(obj: Any) -> None:
