@@ -787,37 +787,38 @@ def _spread(prefix: str, group: list[dict], nprocs: int, total_bytes: int) -> Ra
                       mean_bytes=mean, bytes_stddev=statistics.pstdev(values) if len(values) > 1 else 0.0)
 
 
-def _request_names(op: str) -> tuple[Any, str]:
-    """A getter of the counters one direction's requests are reckoned from (its ops and bytes moved, its histogram
-    bins below 1 MiB, the other direction's 0_100 and 100K_1M bins, the four common access sizes and their counts),
-    and the name of its time."""
-    d, o = ("READ", "WRITE") if op == "read" else ("WRITE", "READ")
-    return (operator.itemgetter(f"POSIX_{d}S", f"POSIX_BYTES_{'READ' if op == 'read' else 'WRITTEN'}",
-                                *(f"POSIX_SIZE_{d}_{b}" for b in SIZE_BINS[:5]),
-                                f"POSIX_SIZE_{o}_{SIZE_BINS[0]}", f"POSIX_SIZE_{o}_{SIZE_BINS[4]}",
-                                *(f"POSIX_ACCESS{i}_{w}" for i in range(1, 5) for w in ("ACCESS", "COUNT"))),
-            f"POSIX_F_{d}_TIME")
+#: the counters a record's requests are reckoned from: ops, bytes and the histogram's bins 0_100 .. 100K_1M of
+#: reads, then of writes, then the four common access sizes (reads and writes together) and their counts
+_REQUEST_COUNTERS = operator.itemgetter(
+    *(k for d, moved in (("READ", "READ"), ("WRITE", "WRITTEN"))
+      for k in (f"POSIX_{d}S", f"POSIX_BYTES_{moved}", *(f"POSIX_SIZE_{d}_{b}" for b in SIZE_BINS[:5]))),
+    *(f"POSIX_ACCESS{i}_{w}" for i in range(1, 5) for w in ("ACCESS", "COUNT")))
+_Counts = tuple[int, int, int, int, int, int]
 
 
-_REQUEST_NAMES = {op: _request_names(op) for op in ("read", "write")}
-
-
-def _request_counts(c: dict, get: Any) -> tuple[int, int, int, int, int, int]:
-    """One POSIX record's requests in one direction (see `Requests`), its counters picked by `get`
-    (`_request_names`): (ops, small, zero, exactly_1mib, in_bins_below_1mib, refined_out)."""
-    ops, moved, b0, b1, b2, b3, b4, other0, other4, s1, n1, s2, n2, s3, n3, s4, n4 = map(int, get(c))
-    zeros = ones = 0            # the common sizes' counts of 0 and of exactly 1 MiB
-    for s, n in ((s1, n1), (s2, n2), (s3, n3), (s4, n4)):
+def _request_counts(c: dict) -> tuple[_Counts, _Counts]:
+    """One POSIX record's requests (see `Requests`), reads and writes: (ops, small, zero, exactly_1mib,
+    in_bins_below_1mib, refined_out) each."""
+    v = list(map(int, _REQUEST_COUNTERS(c)))
+    zeros = ones = 0            # the common sizes' counts of 0 bytes and of exactly 1 MiB, both directions
+    for s, n in zip(v[14::2], v[15::2]):
         if n > 0 and s == 0:
             zeros += n
         elif n > 0 and s == MIB:
             ones += n
+    return _direction(v[0:7], v[7:14], zeros, ones), _direction(v[7:14], v[0:7], zeros, ones)
+
+
+def _direction(this: list[int], other: list[int], zeros: int, ones: int) -> _Counts:
+    """One direction's requests from its (ops, bytes, bins 0_100 .. 100K_1M), the other direction's, and the
+    common sizes' counts of 0 bytes and of exactly 1 MiB."""
+    ops, moved, b0, b1, b2, b3, b4 = this
     # every request that moved data moved at least one byte, so at most `moved` of them did: the other
     # ops - moved returned 0 bytes (all of them when nothing moved), whatever the common sizes list
     empty = max(0, min(b0, ops - moved))
     zero_max = max(min(zeros, b0), empty)
-    zero_min = max(0, min(b0, zeros - other0), empty)
-    one_max, one_min = min(ones, b4), max(0, min(b4, ones - other4))
+    zero_min = max(0, min(b0, zeros - other[2]), empty)
+    one_max, one_min = min(ones, b4), max(0, min(b4, ones - other[6]))
     below = b0 + b1 + b2 + b3 + b4
     small = min(max(0, below - zero_max - one_max), moved)
     return ops, small, zero_min, one_min, below, below - small
@@ -825,23 +826,26 @@ def _request_counts(c: dict, get: Any) -> tuple[int, int, int, int, int, int]:
 
 def _requests(c: dict, op: str, t: float) -> Requests:
     """One POSIX record's requests in one direction (see `Requests`)."""
-    ops, small, zero, one, below, out = _request_counts(c, _REQUEST_NAMES[op][0])
+    return _as_requests(_request_counts(c)[op == "write"], t)
+
+
+def _as_requests(counts: _Counts, t: float) -> Requests:
+    ops, small, zero, one, below, out = counts
     return Requests(ops=ops, small=small, zero=zero, exactly_1mib=one, time=t, in_bins_below_1mib=below,
                     refined_out=out)
 
 
-def _requests_of(group: list[dict], op: str) -> Requests:
-    """A file's POSIX records' requests in one direction, summed (counts as ints, the time record by record from
+def _requests_of(group: list[dict]) -> tuple[Requests, Requests]:
+    """A file's POSIX records' requests, reads and writes, summed (counts as ints, the time record by record from
     0.0: what adding up each record's `Requests` gives)."""
-    get, tkey = _REQUEST_NAMES[op]
-    ops = small = zero = one = below = out = 0
-    t = 0.0
+    read, write = [0] * 6, [0] * 6
+    rt = wt = 0.0
     for r in group:
-        a, b, z, m, w, x = _request_counts(r["counters"], get)
-        ops, small, zero, one, below, out = ops + a, small + b, zero + z, one + m, below + w, out + x
-        t += r["fcounters"][tkey]
-    return Requests(ops=ops, small=small, zero=zero, exactly_1mib=one, time=t, in_bins_below_1mib=below,
-                    refined_out=out)
+        rc, wc = _request_counts(r["counters"])
+        read, write = list(map(operator.add, read, rc)), list(map(operator.add, write, wc))
+        fc = r["fcounters"]
+        rt, wt = rt + fc["POSIX_F_READ_TIME"], wt + fc["POSIX_F_WRITE_TIME"]
+    return _as_requests(read, rt), _as_requests(write, wt)
 
 
 _FILE_COUNTS = operator.itemgetter("POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_READS", "POSIX_WRITES",
@@ -861,6 +865,7 @@ def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None,
     br, bw, reads, writes, not_aligned, alignment = zip(*counts) if group else ((),) * 6
     read_time, write_time, meta_time = zip(*times) if group else ((),) * 3
     br, bw = sum(map(int, br)), sum(map(int, bw))
+    read_req, write_req = _requests_of(group)
     own = {}
     for r, cv, (rt, wt, mt) in zip(group, counts, times):
         if r["rank"] >= 0 and cv[2] + cv[3] > 0:
@@ -871,7 +876,7 @@ def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None,
         reads=sum(map(int, reads)), writes=sum(map(int, writes)),
         read_time=sum(read_time), write_time=sum(write_time),
         slowest_write_time=_slowest_write_time(group), meta_time=sum(meta_time),
-        read_req=_requests_of(group, "read"), write_req=_requests_of(group, "write"),
+        read_req=read_req, write_req=write_req,
         spread=_spread("POSIX", group, nprocs, br + bw) if shared else None,
         mpiio_read=mpiio[0] if mpiio else None, mpiio_write=mpiio[1] if mpiio else None,
         mpiio_spread=mpiio[2] if mpiio and shared else None, lustre=lustre,
