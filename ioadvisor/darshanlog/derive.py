@@ -320,16 +320,30 @@ def dropped_note(dropped: list[Dropped], names: dict) -> str:
             f"count) left out of every total and finding: {shown}{more}")
 
 
-def _components(ffi: Any, rec: Any, cnames: list[str]) -> list[dict]:
+@functools.lru_cache(maxsize=None)
+def _component_layout(ffi: Any) -> tuple[int, struct.Struct]:
+    """The size of a Lustre component struct and a Struct of its counters and pool name (at its own offsets)."""
+    t = "struct darshan_lustre_component"
+    fields = dict(ffi.typeof(t).fields)
+    nc, name_len = fields["counters"].type.length, fields["pool_name"].type.length
+    at, pool = ffi.offsetof(t, "counters"), ffi.offsetof(t, "pool_name")
+    return ffi.sizeof(t), struct.Struct(f"={at}x{nc}q{pool - at - 8 * nc}x{name_len}s")
+
+
+def _components(ffi: Any, rec: Any, cnames: tuple[str, ...]) -> list[dict]:
     """A Lustre record's components: counters, pool name and the OST ids of each (the record's OST list holds
-    every component's ids in turn, as many as its stripe count)."""
+    every component's ids in turn, as many as its stripe count). Each component's counters and pool name are read
+    in one unpack of its memory; the pool name ends at its first NUL, as C reads it."""
     ost_ids = ffi.cast("int64_t *", rec.ost_ids)
+    size, layout = _component_layout(ffi)
+    n_comps = rec.num_comps
+    raw = ffi.buffer(rec.comps, size * n_comps) if n_comps > 0 else b""
     comps, at = [], 0
-    for i in range(rec.num_comps):
-        comp = rec.comps[i]
-        c = dict(zip(cnames, ffi.unpack(comp.counters, len(comp.counters))))
+    for i in range(n_comps):
+        *counters, pool = layout.unpack_from(raw, i * size)
+        c = dict(zip(cnames, counters))
         n = int(c["LUSTRE_COMP_STRIPE_COUNT"])
-        comps.append({"counters": c, "pool_name": ffi.string(comp.pool_name).decode("utf-8"),
+        comps.append({"counters": c, "pool_name": pool.split(b"\0", 1)[0].decode("utf-8"),
                       "ost_ids": ffi.unpack(ost_ids + at, n)})
         at += n
     return comps
@@ -448,12 +462,13 @@ MAX_DXT_SEGMENTS = 2_000_000    # segments summed at most; the rest of the trace
 
 def _dxt(backend: Any, log: Any, idx: int, api: str, run_time: float) -> Heatmap | None:
     """A DXT trace's segments as a time line of DXT_BINS bins over the run: bytes read and written by the bin each
-    segment started in, and the ranks that read and wrote in each bin. Segments are unpacked from the record's
-    memory in one call per record (offset, length, start, end: int64, int64, double, double)."""
+    segment started in, and the ranks that read and wrote in each bin. Segments (offset, length, start, end: int64,
+    int64, double, double; a record's writes first, then its reads) are unpacked from the record's memory in one
+    call per record, length and start only."""
     ffi, lib = backend.ffi, backend.libdutil
     ctype = ffi.typeof(backend._structdefs["DXT_POSIX"])
     head = ffi.sizeof("struct dxt_file_record")
-    seg = struct.Struct("=qqdd")
+    seg = struct.Struct("=8xqd8x")
     width = max(run_time, 1.0) / DXT_BINS
     rb, wb = [0] * DXT_BINS, [0] * DXT_BINS
     readers: list[set] = [set() for _ in range(DXT_BINS)]
@@ -467,15 +482,9 @@ def _dxt(backend: Any, log: Any, idx: int, api: str, run_time: float) -> Heatmap
         if 0 < nw + nr <= budget:
             budget -= nw + nr
             ranks.add(rank)
-            raw = ffi.buffer(ffi.cast("char *", buf[0]) + head, seg.size * (nw + nr))
-            for i, (_, length, start, _) in enumerate(seg.iter_unpack(raw)):
-                b = min(DXT_BINS - 1, max(0, int(start / width))) if start == start else 0
-                if i < nw:
-                    wb[b] += max(0, length)
-                    writers[b].add(rank)
-                else:
-                    rb[b] += max(0, length)
-                    readers[b].add(rank)
+            raw = memoryview(ffi.buffer(ffi.cast("char *", buf[0]) + head, seg.size * (nw + nr)))
+            _dxt_bins(seg.iter_unpack(raw[:seg.size * nw]), width, rank, wb, writers)
+            _dxt_bins(seg.iter_unpack(raw[seg.size * nw:]), width, rank, rb, readers)
         lib.darshan_free(buf[0])
         buf[0] = ffi.NULL
     if got < 0:
@@ -485,6 +494,19 @@ def _dxt(backend: Any, log: Any, idx: int, api: str, run_time: float) -> Heatmap
     return Heatmap(api=api, bin_width=width, read_bytes=tuple(rb), write_bytes=tuple(wb),
                    ranks_reading=tuple(map(len, readers)), ranks_writing=tuple(map(len, writers)),
                    ranks=len(ranks), source="DXT")
+
+
+def _dxt_bins(segments: Any, width: float, rank: int, moved: list[int], active: list[set]) -> None:
+    """Add one rank's segments (length, start) of one direction to the time line: the bytes to the bin each started
+    in (bins of `width` seconds; a start before 0 or NaN in the first, past the run in the last), the rank to its
+    active ranks."""
+    last = DXT_BINS - 1
+    for length, start in segments:
+        b = int(start / width) if start == start else 0
+        b = 0 if b < 0 else last if b > last else b
+        if length > 0:
+            moved[b] += length
+        active[b].add(rank)
 
 
 def _heatmap(api: str, rows: list[tuple[float, list, list]]) -> Heatmap:
@@ -690,7 +712,7 @@ def _layouts(records: list[dict]) -> dict[int, LustreLayout]:
         chosen = None
         for comp in comps:
             c = comp["counters"]
-            ids = [int(o) for o in comp.get("ost_ids", []) if int(o) >= 0]
+            ids = [o for o in map(int, comp.get("ost_ids", [])) if o >= 0]
             osts.extend(ids)
             flags = int(c.get("LUSTRE_COMP_FLAGS", -1))
             instantiated = bool(ids) or (flags > 0 and flags & LCME_FL_INIT)
@@ -720,17 +742,28 @@ def _largest(hist: list[int], n: int, total: int) -> int:
     return min(out, total)
 
 
-def _mpiio_direction(c: dict, t: float, op: str) -> MpiioDirection:
+def _mpiio_names(op: str) -> tuple[str, str, str, str, str, Any]:
+    """The counters of one direction of an MPI-IO record: collective, split, independent and nonblocking calls,
+    bytes, and a getter of the aggregate size histogram."""
     D, B, H = ("READS", "MPIIO_BYTES_READ", "READ") if op == "read" else ("WRITES", "MPIIO_BYTES_WRITTEN", "WRITE")
-    coll = int(c[f"MPIIO_COLL_{D}"] + c[f"MPIIO_SPLIT_{D}"])
-    ind = int(c[f"MPIIO_INDEP_{D}"] + c[f"MPIIO_NB_{D}"])
-    total = int(c[B])
+    return (f"MPIIO_COLL_{D}", f"MPIIO_SPLIT_{D}", f"MPIIO_INDEP_{D}", f"MPIIO_NB_{D}", B,
+            operator.itemgetter(*(f"MPIIO_SIZE_{H}_AGG_{b}" for b in SIZE_BINS)))
+
+
+_MPIIO_NAMES = {op: _mpiio_names(op) for op in ("read", "write")}
+
+
+def _mpiio_direction(c: dict, t: float, op: str) -> MpiioDirection:
+    coll_k, split_k, indep_k, nb_k, bytes_k, hist_of = _MPIIO_NAMES[op]
+    coll = int(c[coll_k] + c[split_k])
+    ind = int(c[indep_k] + c[nb_k])
+    total = int(c[bytes_k])
     if ind == 0:
         lo = hi = total
     elif coll == 0:
         lo = hi = 0
     else:
-        hist = [int(c[f"MPIIO_SIZE_{H}_AGG_{b}"]) for b in SIZE_BINS]
+        hist = list(map(int, hist_of(c)))
         hi = _largest(hist, coll, total)
         lo = max(0, total - _largest(hist, ind, total))
     return MpiioDirection(bytes=total, collective_ops=coll, independent_ops=ind, collective_bytes_min=lo,
