@@ -41,7 +41,7 @@ def test_a_fit_read_back_is_the_fit_made(counted, tmp_path):
     assert again == fresh and again is not fresh
     # what Fit's equality leaves out: every run id (not only the first MAX_EVIDENCE_IDS stored in a KB)
     assert [f.run_ids for f in again.values()] == [f.run_ids for f in fresh.values()]
-    assert len(list((tmp_path / "cache" / "ioadvisor" / "fits").glob("*.json"))) == 1
+    assert len(list((tmp_path / "cache" / "ioadvisor" / "fits").glob("*.json.z"))) == 1
 
 
 def test_other_runs_counts_or_model_code_are_fitted_afresh(counted, monkeypatch):
@@ -63,8 +63,8 @@ def test_a_damaged_or_missing_cache_only_costs_a_fit(counted, tmp_path):
     runs = _runs()
     fresh = F.fit_all_cached(runs, {}, {})
     d = tmp_path / "cache" / "ioadvisor" / "fits"
-    (stored,) = d.glob("*.json")
-    stored.write_text('[{"system": "Toy"')                 # cut short
+    (stored,) = d.glob("*.json.z")
+    stored.write_bytes(stored.read_bytes()[:-20])          # cut short
     assert F.fit_all_cached(runs, {}, {}) == fresh and counted == [4, 4]
     # no cache directory can be made (a file in its place): fitted, nothing stored
     stored.unlink()
@@ -80,6 +80,6 @@ def test_the_cache_keeps_a_bounded_number_of_fits(counted, tmp_path, monkeypatch
         F.fit_all_cached(_runs(1 + k / 10), {}, {})
     # the 3rd file made three, above 2: the oldest went, down to 3/4 of the limit (one file); the last one made
     # is the one kept, and read back
-    assert len(list((tmp_path / "cache" / "ioadvisor" / "fits").glob("*.json"))) == 1
+    assert len(list((tmp_path / "cache" / "ioadvisor" / "fits").glob("*.json.z"))) == 1
     F.fit_all_cached(_runs(1.2), {}, {})
     assert counted == [4] * 3

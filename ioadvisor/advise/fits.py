@@ -151,8 +151,9 @@ def _published_signature(sig: tuple) -> tuple:
 # Fits by content, in the user's cache: `kb validate` refits every system once per held-out run, and `kb publish`
 # every system of the snapshot, most of them on the very runs they fitted last time (the reference systems, a
 # staff KB's unchanged ones). A fit is a function of its runs (every field, in their order), the OST and default
-# stripe counts and the model's code, so those are the key; at most FIT_CACHE_FILES are kept, the oldest removed.
-FIT_CACHE_FILES = 4000
+# stripe counts and the model's code, so those are the key. A fit of 20 runs is about 25 kB compressed; at most
+# FIT_CACHE_FILES are kept, the oldest removed.
+FIT_CACHE_FILES = 1000
 _MODEL_DIGEST: list[str] = []
 
 
@@ -181,6 +182,7 @@ def fit_all_cached(runs: list, osts: dict, dflt: dict, memo: dict | None = None)
     """`fit_all(runs, osts, dflt, memo=memo)`, read from the cache when the same fit was made before."""
     import hashlib
     import os
+    import zlib
     from ..util import cache_dir
 
     def fit() -> dict:
@@ -191,15 +193,15 @@ def fit_all_cached(runs: list, osts: dict, dflt: dict, memo: dict | None = None)
         return fit()
     key = json.dumps([digest, sorted([str(k), v] for k, v in osts.items()),
                       sorted([str(k), v] for k, v in dflt.items()), [repr(r) for r in runs]], default=str)
-    path = d / f"{hashlib.sha256(key.encode()).hexdigest()}.json"
+    path = d / f"{hashlib.sha256(key.encode()).hexdigest()}.json.z"
     try:
-        return _fits_from_rows(json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError, KeyError):
+        return _fits_from_rows(json.loads(zlib.decompress(path.read_bytes())))
+    except (OSError, ValueError, TypeError, KeyError, zlib.error):
         pass       # not there, or unreadable: fitted again
     fits = fit()
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     try:
-        tmp.write_text(json.dumps(_fits_to_rows(fits, None)))
+        tmp.write_bytes(zlib.compress(json.dumps(_fits_to_rows(fits, None)).encode()))
         os.replace(tmp, path)
         if len(os.listdir(d)) > FIT_CACHE_FILES:
             _prune(d, FIT_CACHE_FILES * 3 // 4)
