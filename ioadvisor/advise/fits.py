@@ -1,4 +1,5 @@
-"""Fitted models per system, cached in-process and in a small table of the user's KB."""
+"""Fitted models per system, cached in-process and in a small table of the user's KB; fits by content (`kb validate`,
+`kb publish`) in the user's cache."""
 from __future__ import annotations
 
 import json
@@ -69,16 +70,10 @@ def load_system_runs(kb: KB, system: str, max_per_group: int = 400) -> list:
     return [row_to_run(rows[k]) for k in chosen]
 
 
-def _load_table(kb: KB, system: str, sig: tuple, db: str = "main") -> dict | None:
-    try:
-        row = kb.conn.execute(f"SELECT signature, fits FROM {db}.advise_fits WHERE system = ?", (system,)).fetchone()
-    except sqlite3.Error:
-        return None
-    if not row or row[0] != json.dumps(sig, default=str):
-        return None
+def _fits_from_rows(rows: list) -> dict:
     from ..predict.physical import posterior_from_json
     out = {}
-    for d in json.loads(row[1]):
+    for d in rows:
         d["run_ids"] = tuple(d["run_ids"])
         d["posterior"] = posterior_from_json(d["posterior"])
         for k in ("stripes_measured", "klasses"):
@@ -88,17 +83,32 @@ def _load_table(kb: KB, system: str, sig: tuple, db: str = "main") -> dict | Non
     return out
 
 
-def _store_table(kb: KB, system: str, sig: tuple, fits: dict, db: str = "main") -> None:
-    if kb.path == ":memory:" and db == "main":
-        return
+def _fits_to_rows(fits: dict, max_ids: int | None = MAX_EVIDENCE_IDS) -> list:
     from ..predict.physical import posterior_to_json
     rows = []
     for f in fits.values():
         d = {k: getattr(f, k) for k in f.__dataclass_fields__ if k != "posterior"}
-        d["run_ids"] = list(f.run_ids[:MAX_EVIDENCE_IDS])
+        d["run_ids"] = list(f.run_ids[:max_ids])
         d = {k: ("inf" if isinstance(v, float) and v == float("inf") else v) for k, v in d.items()}
         d["posterior"] = posterior_to_json(f.posterior)
         rows.append(d)
+    return rows
+
+
+def _load_table(kb: KB, system: str, sig: tuple, db: str = "main") -> dict | None:
+    try:
+        row = kb.conn.execute(f"SELECT signature, fits FROM {db}.advise_fits WHERE system = ?", (system,)).fetchone()
+    except sqlite3.Error:
+        return None
+    if not row or row[0] != json.dumps(sig, default=str):
+        return None
+    return _fits_from_rows(json.loads(row[1]))
+
+
+def _store_table(kb: KB, system: str, sig: tuple, fits: dict, db: str = "main") -> None:
+    if kb.path == ":memory:" and db == "main":
+        return
+    rows = _fits_to_rows(fits)
     try:
         kb.conn.execute(f"INSERT OR REPLACE INTO {db}.advise_fits VALUES (?,?,?)",
                         (system, json.dumps(sig, default=str), json.dumps(rows)))
@@ -138,6 +148,84 @@ def _published_signature(sig: tuple) -> tuple:
     return (sig[0], None, 0, [], *sig[4:])
 
 
+# Fits by content, in the user's cache: `kb validate` refits every system once per held-out run, and `kb publish`
+# every system of the snapshot, most of them on the very runs they fitted last time (the reference systems, a
+# staff KB's unchanged ones). A fit is a function of its runs (every field, in their order), the OST and default
+# stripe counts and the model's code, so those are the key. A fit of 20 runs is about 25 kB compressed; at most
+# FIT_CACHE_FILES are kept, the oldest removed.
+FIT_CACHE_FILES = 1000
+_MODEL_DIGEST: list[str] = []
+
+
+def _model_digest() -> str | None:
+    """A digest of the model: its version, its code (ioadvisor.predict, the runs' model and the Lustre rules
+    it reads) and the numpy and scipy it fits with; None where the code is not there to read (then nothing is
+    cached)."""
+    if not _MODEL_DIGEST:
+        import hashlib
+        from importlib.metadata import version
+        from pathlib import Path
+        from .. import predict
+        pkg = Path(predict.__file__).parent.parent
+        files = [*sorted((pkg / "predict").glob("*.py")), *sorted((pkg / "model").glob("*.py")), pkg / "lustre.py"]
+        h = hashlib.sha256(f"{MODEL_VERSION} numpy {version('numpy')} scipy {version('scipy')}".encode())
+        try:
+            for f in files:
+                h.update(f"{f.relative_to(pkg)}\0".encode() + f.read_bytes())
+            _MODEL_DIGEST.append(h.hexdigest())
+        except OSError:
+            _MODEL_DIGEST.append("")
+    return _MODEL_DIGEST[0] or None
+
+
+def fit_all_cached(runs: list, osts: dict, dflt: dict, memo: dict | None = None) -> dict:
+    """`fit_all(runs, osts, dflt, memo=memo)`, read from the cache when the same fit was made before."""
+    import hashlib
+    import os
+    import zlib
+    from ..util import cache_dir
+
+    def fit() -> dict:
+        return fit_all(runs, osts, dflt) if memo is None else fit_all(runs, osts, dflt, memo=memo)
+
+    digest, d = _model_digest(), cache_dir("fits")
+    if digest is None or d is None:
+        return fit()
+    key = json.dumps([digest, sorted([str(k), v] for k, v in osts.items()),
+                      sorted([str(k), v] for k, v in dflt.items()), [repr(r) for r in runs]], default=str)
+    path = d / f"{hashlib.sha256(key.encode()).hexdigest()}.json.z"
+    try:
+        return _fits_from_rows(json.loads(zlib.decompress(path.read_bytes())))
+    except (OSError, ValueError, TypeError, KeyError, zlib.error):
+        pass       # not there, or unreadable: fitted again
+    fits = fit()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        tmp.write_bytes(zlib.compress(json.dumps(_fits_to_rows(fits, None)).encode()))
+        os.replace(tmp, path)
+        if len(os.listdir(d)) > FIT_CACHE_FILES:
+            _prune(d, FIT_CACHE_FILES * 3 // 4)
+    except OSError:
+        tmp.unlink(missing_ok=True)   # a full or read-only cache: the fit is still returned
+    return fits
+
+
+def _prune(d: Any, keep: int) -> None:
+    """Remove the least recently written files of `d` but `keep` (another process may remove them too)."""
+    import os
+    entries = []
+    for e in os.scandir(d):
+        try:
+            entries.append((e.stat().st_mtime, e.path))
+        except OSError:
+            continue
+    for _, path in sorted(entries)[:max(0, len(entries) - keep)]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def store_published(kb: KB, center_of: Any) -> list[str]:
     """Fit every system of the snapshot attached (writable) as `ref` under the empty in-memory KB `kb`, as a
     user with no runs of it would, and store the fits and evidence in the snapshot, keyed by what they rest on
@@ -150,7 +238,7 @@ def store_published(kb: KB, center_of: Any) -> list[str]:
         dflt = {f.name: f.default_stripe_count for f in center.filesystems} if center else {}
         sig = _published_signature(_signature(kb, system, osts, dflt))
         runs = load_system_runs(kb, system)
-        fits = fit_all(runs, osts, dflt)
+        fits = fit_all_cached(runs, osts, dflt)
         _store_table(kb, system, sig, fits, "ref")
         if fits:
             _store_evidence(kb, system, sig, Evidence(runs, osts, dflt), "ref")

@@ -1,6 +1,7 @@
 """Validation of the performance model on the KB's measured runs.
 
-Two protocols, both predicting the way the advice engine does (`fit_all` over a system's other runs):
+Two protocols, both predicting the way the advice engine does (`fit_all` over a system's other runs; a fit made
+before on the same runs is read from the user's cache, `fits.fit_all_cached`):
 
 - `validate`: each run held out (leave-one-out; k-fold with `FOLDS` folds for systems of more than `LOO_MAX`
   runs, so the cost grows with the runs, not their square): median and p90 of |predicted/measured - 1|, split by
@@ -21,7 +22,8 @@ from ..errors import UsageError
 from ..kb import RunFilter
 from ..lustre import every_ost
 from ..model.run import bytes_moved
-from ..predict import Fit, fit_all, io_class, run_point
+from ..predict import Fit, io_class, run_point
+from .fits import fit_all_cached
 from ..predict.evidence import EXACT_RUNS, FAMILY_SPAN, MARGIN, REPEAT_RUNS, REPEAT_SPAN, Bounds, Evidence, bounds
 from ..predict.physical import INF, Z90
 
@@ -267,13 +269,14 @@ def _predict_errors(sysname: str, runs: list, osts: dict, dflt: dict, memo: dict
     errs: list[tuple] = []
     memo = {} if memo is None else memo
     if held_out is not None:
-        return errs, _score_held(sysname, fit_all(runs, osts, dflt, memo=memo), held_out, osts, dflt, errs,
-                                 Evidence(runs, osts, dflt), _Neighbours(runs))
+        fits = fit_all_cached(runs, osts, dflt, memo=memo)
+        return errs, _score_held(sysname, fits, held_out, osts, dflt, errs, Evidence(runs, osts, dflt),
+                                 _Neighbours(runs))
     unpredictable = 0
     for fold in _folds(len(runs)):
         held = set(fold)
         train = [r for i, r in enumerate(runs) if i not in held]
-        fits = fit_all(train, osts, dflt, memo=memo)
+        fits = fit_all_cached(train, osts, dflt, memo=memo)
         unpredictable += _score_held(sysname, fits, (runs[i] for i in fold), osts, dflt, errs,
                                      Evidence(train, osts, dflt), _Neighbours(train))
     return errs, unpredictable
@@ -494,7 +497,7 @@ def _sweeps_of_system(sysname: str, runs: list, osts_by_fs: dict, dflt_by_fs: di
             ids = {id(r) for r in group}
             rep = group[0]
             train = [r for r in runs if id(r) not in ids]
-            fits = fit_all(train, osts_by_fs, dflt_by_fs, memo=memo)
+            fits = fit_all_cached(train, osts_by_fs, dflt_by_fs, memo=memo)
             fit = fits.get((sysname, rep.filesystem, rep.op))
             if fit is None or fit.unit != rep.unit:
                 unscored += 1
