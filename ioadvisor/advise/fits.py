@@ -1,13 +1,13 @@
-"""Fitted models per system, cached in-process and in a small table of the user's KB; fits by content (`kb validate`,
-`kb publish`) in the user's cache."""
+"""Fitted models per system, cached in-process and in a small table of the user's KB (kb/fits.py reads and
+writes it, and the runs the fits rest on); fits by content (`kb validate`, `kb publish`) in the user's cache."""
 from __future__ import annotations
 
 import json
 from array import array
-import sqlite3
 from typing import Any
 
 from ..kb import KB
+from ..kb import fits as kb_fits
 from ..model.types import Center
 from ..predict import Fit, fit_all
 from ..predict.evidence import Evidence
@@ -26,29 +26,19 @@ def _signature(kb: KB, system: str, osts: dict, dflt: dict) -> tuple:
     one KB, each with a cache of their own, share the fits it stores instead of refitting in turn; a center's
     published KB by the id of its snapshot); and what the center says of the file systems (OST counts and
     default stripe counts enter the fit)."""
-    row = kb.conn.execute("SELECT max(rowid) FROM main.runs").fetchone()
-    src = kb.conn.execute("SELECT count(*) FROM main.sources").fetchone()
-    counts = kb.conn.execute("SELECT fsname, n_runs FROM main.system_fs WHERE system = ? COLLATE NOCASE "
-                             "ORDER BY fsname, system", (system,)).fetchall()
-    return (MODEL_VERSION, row[0], src[0], [list(c) for c in counts], kb.reference_id,
+    last_rowid, sources, counts = kb_fits.fit_basis(kb, system)
+    return (MODEL_VERSION, last_rowid, sources, counts, kb.reference_id,
             sorted([str(k), v, dflt.get(k)] for k, v in osts.items()))
 
 
 def load_system_runs(kb: KB, system: str, max_per_group: int = 400) -> list:
     """A system's runs, at most `max_per_group` per (file system, op), evenly spread: enough to fit on, and
     quick to read from a KB of any size (only row ids are read for the whole group; full rows for the chosen)."""
-    from ..kb.rows import row_to_run
     # row ids only, packed (positive: the user's KB, negative: the reference KB), so that even a group of a
-    # million runs costs a few MB here
+    # million runs costs a few MB here; production observations and flagged runs are not fitted (fit_rowids)
     groups: dict[tuple, array] = {}
     for db, sign in (("main", 1),) + ((("ref", -1),) if kb.reference else ()):
-        cur = kb.conn.cursor()
-        cur.row_factory = None
-        # production observations (Darshan, job records) are lower bounds of what the job could do, and runs
-        # flagged at import (cache-sized, above the rated peak) measured memory, not the file system: not fitted
-        for fs, op, rowid in cur.execute(f"SELECT filesystem, op, rowid FROM {db}.runs WHERE system = ? "
-                                         "COLLATE NOCASE AND kind IS NOT 'production' AND flags IS NULL",
-                                         (system,)):
+        for fs, op, rowid in kb_fits.fit_rowids(kb, db, system):
             g = groups.get((fs, op))
             if g is None:
                 g = groups[(fs, op)] = array("q")
@@ -59,15 +49,11 @@ def load_system_runs(kb: KB, system: str, max_per_group: int = 400) -> list:
             step = len(g) / max_per_group
             g = [g[int(i * step)] for i in range(max_per_group)]
         chosen += [("main", k) if k > 0 else ("ref", -k) for k in g]
-    rows: dict[tuple[str, int], Any] = {}
+    runs: dict[tuple[str, int], Any] = {}
     for db in {d for d, _ in chosen}:
-        ids = [k for d, k in chosen if d == db]
-        for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
-            for r in kb.conn.execute(f"SELECT rowid AS _rowid, * FROM {db}.runs "
-                                     f"WHERE rowid IN ({','.join('?' * len(part))})", part):
-                rows[(db, r["_rowid"])] = r
-    return [row_to_run(rows[k]) for k in chosen]
+        for rowid, run in kb_fits.runs_at_rowids(kb, db, [k for d, k in chosen if d == db]):
+            runs[(db, rowid)] = run
+    return [runs[k] for k in chosen]
 
 
 def _fits_from_rows(rows: list) -> dict:
@@ -96,10 +82,7 @@ def _fits_to_rows(fits: dict, max_ids: int | None = MAX_EVIDENCE_IDS) -> list:
 
 
 def _load_table(kb: KB, system: str, sig: tuple, db: str = "main") -> dict | None:
-    try:
-        row = kb.conn.execute(f"SELECT signature, fits FROM {db}.advise_fits WHERE system = ?", (system,)).fetchone()
-    except sqlite3.Error:
-        return None
+    row = kb_fits.load_derived(kb, "fits", system, db)
     if not row or row[0] != json.dumps(sig, default=str):
         return None
     return _fits_from_rows(json.loads(row[1]))
@@ -108,12 +91,8 @@ def _load_table(kb: KB, system: str, sig: tuple, db: str = "main") -> dict | Non
 def _store_table(kb: KB, system: str, sig: tuple, fits: dict, db: str = "main") -> None:
     if kb.path == ":memory:" and db == "main":
         return
-    rows = _fits_to_rows(fits)
-    try:
-        kb.conn.execute(f"INSERT OR REPLACE INTO {db}.advise_fits VALUES (?,?,?)",
-                        (system, json.dumps(sig, default=str), json.dumps(rows)))
-    except sqlite3.Error:
-        pass   # a read-only KB: the in-process cache still serves
+    # nothing stored on a read-only KB: the in-process cache still serves
+    kb_fits.store_derived(kb, "fits", system, json.dumps(sig, default=str), json.dumps(_fits_to_rows(fits)), db)
 
 
 def _memoised(kb: KB, system: str, center: Center | None, cache: dict, load: Any, make: Any, store: Any) -> Any:
@@ -258,11 +237,7 @@ def system_evidence(kb: KB, system: str, center: Center | None = None) -> Eviden
 
 def _load_evidence(kb: KB, system: str, sig: tuple, db: str = "main") -> Evidence | None:
     """The stored evidence index (a cold advice reads it instead of the system's runs, as it reads the fits)."""
-    try:
-        row = kb.conn.execute(f"SELECT signature, obs FROM {db}.advise_evidence WHERE system = ?",
-                              (system,)).fetchone()
-    except sqlite3.Error:
-        return None
+    row = kb_fits.load_derived(kb, "evidence", system, db)
     if not row or row[0] != json.dumps(sig, default=str):
         return None
     return Evidence.from_json(json.loads(row[1]))
@@ -271,17 +246,5 @@ def _load_evidence(kb: KB, system: str, sig: tuple, db: str = "main") -> Evidenc
 def _store_evidence(kb: KB, system: str, sig: tuple, ev: Evidence, db: str = "main") -> None:
     if kb.path == ":memory:" and db == "main":
         return
-    try:
-        kb.conn.execute(f"INSERT OR REPLACE INTO {db}.advise_evidence VALUES (?,?,?)",
-                        (system, json.dumps(sig, default=str), json.dumps(ev.to_json())))
-    except sqlite3.Error:
-        pass   # a read-only KB: the in-process cache still serves
-
-
-def runs_by_ids(kb: KB, ids: list[str]) -> dict[str, Any]:
-    """The runs with these ids (for evidence), in one query."""
-    if not ids:
-        return {}
-    from ..kb.rows import row_to_run
-    q = ",".join("?" * len(ids))
-    return {r["id"]: row_to_run(r) for r in kb.conn.execute(f"SELECT * FROM all_runs WHERE id IN ({q})", ids)}
+    # nothing stored on a read-only KB: the in-process cache still serves
+    kb_fits.store_derived(kb, "evidence", system, json.dumps(sig, default=str), json.dumps(ev.to_json()), db)

@@ -7,7 +7,8 @@ import json
 from typing import Any, Iterator
 
 #: the production runs an archive scan made of a center's Darshan archive (their source is a log of
-#: `main.archive_logs`), as an SQL condition on a row of all_runs (the same as archive.store's)
+#: `main.archive_logs`; never a measurement: the guide's tables and plots and the targets of `bench plan` leave
+#: them out), as an SQL condition on a row of all_runs
 ARCHIVE_RUN_SQL = "(kind = 'production' AND source_hash IN (SELECT hash FROM main.archive_logs))"
 
 
