@@ -1,6 +1,6 @@
-"""Fits by content in the user's cache (advise.fits.fit_all_cached), as advise, `kb validate` and `kb publish` read them:
-what must NOT happen is a figure that differs from a fresh fit's, or a fit read back for runs, OST counts or model
-code other than those it was made for."""
+"""Fits by content in the user's cache (advise.fits.fit_all_cached), as advise, `kb validate` and `kb publish`
+read them: what must NOT happen is a figure that differs from a fresh fit's, or a fit read back for runs, OST
+counts or model code other than those it was made for."""
 from __future__ import annotations
 
 import subprocess

@@ -131,9 +131,10 @@ def _published_signature(sig: tuple) -> tuple:
 # Fits by content, in the user's cache: `kb validate` refits every system once per held-out run, `kb publish`
 # every system of the snapshot, most of them on the very runs they fitted last time (the reference systems, a
 # staff KB's unchanged ones), and advise a system whose runs are unchanged where the KB's stored fits are not
-# (a new KB on the reference data, a run of another system added: the KB's signature changed, the runs did not). A fit is a function of its runs (every field, in their order), the OST and default
-# stripe counts and the model's code, so those are the key. A fit of 20 runs is about 25 kB compressed; at most
-# FIT_CACHE_FILES are kept, the oldest removed.
+# (a new KB on the reference data, a run of another system added: the KB's signature changed, the runs did
+# not). A fit is a function of its runs (every field, in their order), the OST and default stripe counts and the
+# model's code, so those are the key. A fit of 20 runs is about 25 kB compressed; at most FIT_CACHE_FILES are
+# kept, the oldest removed.
 FIT_CACHE_FILES = 1000
 _MODEL_DIGEST: list[str] = []
 
