@@ -1,5 +1,6 @@
 """Fitted models per system, cached in-process and in a small table of the user's KB (kb/fits.py reads and
-writes it, and the runs the fits rest on); fits by content (`kb validate`, `kb publish`) in the user's cache."""
+writes it, and the runs the fits rest on); fits by content (advise, `kb validate`, `kb publish`) in the user's
+cache."""
 from __future__ import annotations
 
 import json
@@ -127,11 +128,13 @@ def _published_signature(sig: tuple) -> tuple:
     return (sig[0], None, 0, [], *sig[4:])
 
 
-# Fits by content, in the user's cache: `kb validate` refits every system once per held-out run, and `kb publish`
+# Fits by content, in the user's cache: `kb validate` refits every system once per held-out run, `kb publish`
 # every system of the snapshot, most of them on the very runs they fitted last time (the reference systems, a
-# staff KB's unchanged ones). A fit is a function of its runs (every field, in their order), the OST and default
-# stripe counts and the model's code, so those are the key. A fit of 20 runs is about 25 kB compressed; at most
-# FIT_CACHE_FILES are kept, the oldest removed.
+# staff KB's unchanged ones), and advise a system whose runs are unchanged where the KB's stored fits are not
+# (a new KB on the reference data, a run of another system added: the KB's signature changed, the runs did
+# not). A fit is a function of its runs (every field, in their order), the OST and default stripe counts and the
+# model's code, so those are the key. A fit of 20 runs is about 25 kB compressed; at most FIT_CACHE_FILES are
+# kept, the oldest removed.
 FIT_CACHE_FILES = 1000
 _MODEL_DIGEST: list[str] = []
 
@@ -226,8 +229,10 @@ def store_published(kb: KB, center_of: Any) -> list[str]:
 
 
 def system_fits(kb: KB, system: str, center: Center | None = None) -> dict[tuple[str, str | None, str], Fit]:
-    """Fits for every (system, file system, op) of `system`, refitted only when the system's runs change."""
-    return _memoised(kb, system, center, _CACHE, _load_table, fit_all, _store_table)
+    """Fits for every (system, file system, op) of `system`, refitted only when the system's runs change; where
+    the KB's stored fits do not match (a new KB, a run added), read from the fits by content when the runs they
+    rest on were fitted before (a new KB on the reference data, a run of another system added)."""
+    return _memoised(kb, system, center, _CACHE, _load_table, fit_all_cached, _store_table)
 
 
 def system_evidence(kb: KB, system: str, center: Center | None = None) -> Evidence:
