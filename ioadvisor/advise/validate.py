@@ -20,6 +20,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import UsageError
 from ..kb import RunFilter
+from ..kb import fits as kb_fits, queries
 from ..lustre import every_ost
 from ..model.run import bytes_moved
 from ..predict import Fit, io_class, run_point
@@ -79,10 +80,7 @@ def _system_sizes(kb: Any, system: str | None) -> dict[str, int]:
     sizes: dict[str, int] = {}
     # from the per-system summary the KB keeps current as runs change (not a count over every run)
     for db in ("main", "ref") if kb.reference else ("main",):
-        sql, args = f"SELECT system, sum(n_runs) FROM {db}.system_fs", []
-        if system is not None:
-            sql, args = sql + " WHERE system = ? COLLATE NOCASE", [system]
-        for name, n in kb.conn.execute(sql + " GROUP BY system HAVING sum(n_runs) > 0", args):
+        for name, n in queries.system_sizes(kb, db, system):
             sizes[name] = sizes.get(name, 0) + n
     return sizes
 
@@ -111,16 +109,11 @@ def _sample(kb: Any, sysname: str) -> tuple[list, list]:
     """(fitted, held out) runs of a large system (see SAMPLE_ABOVE), each in a stable order. Only row ids are read
     for the whole system; full rows for the chosen runs."""
     from array import array
-    from ..kb.rows import row_to_run
     groups: dict[tuple, array] = {}
     for db, sign in (("main", 1),) + ((("ref", -1),) if kb.reference else ()):
-        cur = kb.conn.cursor()
-        cur.row_factory = None
-        # from the system index alone (the name in any case, then as stored); runs that are not measured (flagged,
-        # no value) are dropped once read, so the sample is drawn over every run of the system
-        for fs, op, rowid in cur.execute(
-                f"SELECT filesystem, op, rowid FROM {db}.runs WHERE system = ? COLLATE NOCASE AND system = ? "
-                "AND kind IS NOT 'production' ORDER BY rowid", (sysname, sysname)):
+        # runs that are not measured (flagged, no value) are dropped once read, so the sample is drawn over every
+        # run of the system
+        for fs, op, rowid in kb_fits.validation_rowids(kb, db, sysname):
             g = groups.get((fs, op))
             if g is None:
                 g = groups[(fs, op)] = array("q")
@@ -138,12 +131,8 @@ def _sample(kb: Any, sysname: str) -> tuple[list, list]:
         fitted += rest
     rows: dict[int, Any] = {}
     for db, sign in (("main", 1), ("ref", -1)):
-        ids = [sign * k for k in fitted + held if k * sign > 0]
-        for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
-            for r in kb.conn.execute(f"SELECT rowid AS _rowid, * FROM {db}.runs "
-                                     f"WHERE rowid IN ({','.join('?' * len(part))})", part):
-                rows[sign * r["_rowid"]] = row_to_run(r)
+        for rowid, run in kb_fits.runs_at_rowids(kb, db, [sign * k for k in fitted + held if k * sign > 0]):
+            rows[sign * rowid] = run
     return (_stable(_measurable(rows[k] for k in fitted if k in rows)),
             _stable(_measurable(rows[k] for k in held if k in rows)))
 

@@ -1,6 +1,6 @@
 """What advice derives from a system's runs, as the KB holds it (schema migration 9: `advise_fits` and
 `advise_evidence`, each row a system's derived value under the signature of what it was derived from), and the
-reads of the runs it is derived from: what a signature rests on, the row ids a fit samples from
+reads of the runs it is derived from: what a signature rests on, the row ids a fit or a validation samples from
 (streamed, a few bytes a run), and the chosen runs read whole. `db` is "main" (the user's KB) or "ref" (the layer
 below: the shipped reference data or a center's published snapshot)."""
 from __future__ import annotations
@@ -42,6 +42,13 @@ def fit_rowids(kb: Any, db: str, system: str) -> Iterator[tuple[str | None, str,
                        "COLLATE NOCASE AND kind IS NOT 'production' AND flags IS NULL", (system,))
 
 
+def validation_rowids(kb: Any, db: str, system: str) -> Iterator[tuple[str | None, str, int]]:
+    """(file system, op, rowid) of every run but production jobs' of the system named exactly `system` in `db`,
+    in rowid order, from the system index alone (the name in any case, then as stored)."""
+    return _tuples(kb, f"SELECT filesystem, op, rowid FROM {db}.runs WHERE system = ? COLLATE NOCASE AND system = ? "
+                       "AND kind IS NOT 'production' ORDER BY rowid", (system, system))
+
+
 def runs_at_rowids(kb: Any, db: str, rowids: Sequence[int]) -> Iterator[tuple[int, Run]]:
     """(rowid, run) of the runs of `db` at these row ids, ROWID_CHUNK row ids a query."""
     for i in range(0, len(rowids), ROWID_CHUNK):
@@ -81,4 +88,5 @@ def store_derived(kb: Any, kind: str, system: str, signature: str, value: str, d
         pass
 
 
-__all__ = ["DERIVED", "fit_basis", "fit_rowids", "load_derived", "runs_at_rowids", "runs_by_ids", "store_derived"]
+__all__ = ["DERIVED", "fit_basis", "fit_rowids", "load_derived", "runs_at_rowids", "runs_by_ids", "store_derived",
+           "validation_rowids"]
