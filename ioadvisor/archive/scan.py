@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from ..darshanlog.derive import check_header
+from ..darshanlog.header import check_header
 from ..errors import ImportFormatError, IOAdvisorError, UsageError
 from ..inputs import LOG, check_input, open_input
 from ..util import printable

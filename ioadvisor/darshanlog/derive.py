@@ -20,12 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ImportFormatError, UsageError
-from .header import DARSHAN_MAGIC, MIN_HEADER_BYTES, check_header, sniff  # noqa: F401 (the reader's API)
 from .jobrecord import ImpossibleJob, checked_job
 from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES, ApiTotals, FileSummary, Heatmap,
                       LogSummary, LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests)
 
-__all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "check_header", "import_backend", "read_checked", "sniff"]
+__all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "import_backend", "read_checked"]
 
 # What one log may take to read: records (each about 4 KB once derived: 200,000 records of a hostile log that
 # deflates to a few bytes per record are about 1 GB and a minute or two), and address space of the reading process
@@ -82,11 +81,6 @@ def _scratch_file() -> Any:
     except (AttributeError, OSError):
         import tempfile
         return tempfile.TemporaryFile()
-
-
-def _pstdev(values: list[float]) -> float:
-    import statistics                  # imported where used: the reader's start-up is on every diagnosis's path
-    return statistics.pstdev(values)
 
 
 def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:
@@ -828,9 +822,10 @@ def _spread(prefix: str, group: list[dict], nprocs: int, total_bytes: int) -> Ra
     # among the ranks that opened the file: ranks without a record did not share it
     values = [v[1] for v in per.values()]
     mean = sum(values) / len(values)
+    import statistics                  # here, not at the top: the reader's start-up is on every diagnosis's path
     return RankSpread(layer=layer, slowest_rank=slow, slowest_time=per[slow][0], slowest_bytes=int(per[slow][1]),
                       fastest_rank=fast, fastest_time=per[fast][0], fastest_bytes=int(per[fast][1]),
-                      mean_bytes=mean, bytes_stddev=_pstdev(values) if len(values) > 1 else 0.0)
+                      mean_bytes=mean, bytes_stddev=statistics.pstdev(values) if len(values) > 1 else 0.0)
 
 
 #: the counters a record's requests are reckoned from: ops, bytes and the histogram's bins 0_100 .. 100K_1M of
@@ -1045,6 +1040,3 @@ def _ost_loads(files: list[FileSummary]) -> tuple[OstLoad, ...]:
                 a[3] += f.slowest_write_time * share
     return tuple(OstLoad(ost=o, files=int(a[0]), write_time=a[1], bytes_written=int(a[2]), slowest_write_time=a[3])
                  for o, a in sorted(ost_acc.items()))
-
-# ----------------------------------------------------------------------------------------------------
-# from the summary to a Workload
