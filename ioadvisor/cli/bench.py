@@ -96,7 +96,7 @@ def _finish(res: dict[str, Any] | None, system: str | None, result_dir: Optional
     else:
         title = f"metadata, {'unique' if eff['unique_dir'] else 'shared'} directories"
     table = printable_table(title=f"{title}: {eff['ranks']} rank(s) on {eff['nodes']} node(s), {eff['fs_type']} "
-                        f"({eff['mount_point']})")
+                                  f"({eff['mount_point']})")
     for col in ("op", "mean", "min", "max", "sd", "95% CI", "reps", "unit"):
         table.add_column(col, justify="left" if col in ("op", "unit") else "right")
     f = lambda v: "-" if v is None else f"{v:,.1f}"  # noqa: E731
@@ -400,8 +400,8 @@ def _render_plan(result: Any, path: Path) -> None:
     decision = result.objective == "decision"
     from ..bench.plan import WIDE
     table = printable_table(title="proposed benchmarks and the typical 90% interval (high/low) expected "
-                        + ("of the ratio best option / default at each target" if decision else
-                           "at the targets' options") + " once each is measured")
+                                  + ("of the ratio best option / default at each target" if decision else
+                                     "at the targets' options") + " once each is measured")
     cols = ["#", "nodes", "ranks/node", "API", "layout", "stripes"] + \
         (["best/default"] if decision else ["mean bw", "one run"]) + ["narrower by"]
     for col in cols:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from pathlib import Path
@@ -204,15 +205,23 @@ def table(columns: tuple[str, ...], *, right: tuple[str, ...] = (), title: str |
 
 
 def printable_table(**kwargs: Any) -> Any:
-    """A rich Table whose plain-text cells are made printable (`printable`) as rows are added: names and notes
-    from a KB (an older version's rows too) or a log may hold control or bidirectional characters. Styled cells
+    """A rich Table whose plain-text title and cells are made printable (`printable`): names and notes from a KB
+    (an older version's rows too), a plan or a log may hold control or bidirectional characters. Styled cells
     (rich Text) are the caller's own and pass as they are."""
+    if isinstance(kwargs.get("title"), str):
+        kwargs["title"] = printable(kwargs["title"])
+    return _printable_table_class()(**kwargs)
+
+
+@functools.cache
+def _printable_table_class() -> type:
+    """The Table subclass of `printable_table`, made once (rich is imported only when a table is drawn)."""
     from rich.table import Table
 
-    class _Printable(Table):
+    class PrintableTable(Table):
         def add_row(self, *cells: Any, **kw: Any) -> None:
             super().add_row(*(printable(c) if isinstance(c, str) else c for c in cells), **kw)
-    return _Printable(**kwargs)
+    return PrintableTable
 
 
 def print_json(obj: Any) -> None:

@@ -194,7 +194,7 @@ def show(run_id: Annotated[str, typer.Argument(help="Run id (a unique prefix is 
             print_json(data)
             return
         from ..center.evidence import explain
-        table = printable_table(show_header=False, title=printable(f"run {data['id']}"))
+        table = printable_table(show_header=False, title=f"run {data['id']}")
         for k, v in data.items():
             if k == "flags":
                 v = "; ".join(f"{f} ({explain(f)})" for f in v) + "; left out of fits" if v else None
@@ -293,8 +293,8 @@ def validate_cmd(
         if sweeps:
             console.print(format_sweep_table(rep), highlight=False, markup=False)
             return
-        t = printable_table(title=f"Held-out validation (leave-one-out; {FOLDS}-fold above {LOO_MAX} runs per system; a sample "
-                        f"above {SAMPLE_ABOVE:,})", title_justify="left")
+        t = printable_table(title=f"Held-out validation (leave-one-out; {FOLDS}-fold above {LOO_MAX} runs per system; "
+                                  f"a sample above {SAMPLE_ABOVE:,})", title_justify="left")
         for col in ("system", "runs", "median |err|", "p90 |err|", "within clients", "extrapolated",
                     "90% coverage", "not predictable", "regret cases", "median regret"):
             # system names are never cut ("Dell-EE-Lustre-…" names no system): the figures wrap instead

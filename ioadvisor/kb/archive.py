@@ -27,17 +27,16 @@ def log_status(kb: Any, digest: str) -> str | None:
 
 @contextmanager
 def transaction(kb: Any) -> Iterator[None]:
-    """One write transaction (taken at once: BEGIN IMMEDIATE), committed when the block ends, else rolled back.
-    sqlite may have rolled it back itself (a full disk, an I/O error): a second rollback would raise "no
-    transaction is active" in place of what happened."""
+    """One write transaction (taken at once: BEGIN IMMEDIATE), committed when the block ends, else rolled back
+    (`schema.rollback`: not a second time where sqlite rolled it back itself)."""
+    from .schema import rollback
     conn = kb.conn
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield
         conn.execute("COMMIT")
     except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
+        rollback(conn)
         raise
 
 
