@@ -109,7 +109,7 @@ def test_parser_never_crashes(body):
 def test_megabyte_lines_parse_in_linear_time():
     import time
     text = "#!/bin/bash\n#SBATCH --job-name=" + "x" * (1 << 20) + "\n#IOADVISE api=" + "A" * (1 << 20) + "\ntrue\n"
-    t0 = time.monotonic()
+    t0 = time.process_time()           # this process's CPU: a loaded machine cannot fail it
     js = parse_jobscript(text)
-    assert time.monotonic() - t0 < 2
+    assert time.process_time() - t0 < 2
     assert len(js.option("job-name")) == 1 << 20 and js.block_end == 3

@@ -98,6 +98,9 @@ SelectTypeParameters=CR_Core
 ReturnToService=2
 MinJobAge=3600
 SchedulerParameters=sched_interval=1
+# a cancelled job's EXIT trap stages out before SIGKILL, and RPCs wait for a loaded machine's daemons
+KillWait=300
+MessageTimeout=60
 Prolog=$D/etc/prolog.sh
 Epilog=$D/etc/epilog.sh
 JobSubmitPlugins=lua
