@@ -23,7 +23,8 @@ from typing import Any
 from ..errors import ImportFormatError, UsageError
 from .jobrecord import ImpossibleJob, checked_job
 from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES, ApiTotals, FileSummary, Heatmap,
-                      LogSummary, LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests)
+                      LogSummary, LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests,
+                      positional)
 
 __all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "import_backend", "read_checked"]
 
@@ -406,12 +407,8 @@ def _components(ffi: Any, n_comps: int, comps_at: int, osts_at: int, cnames: tup
     return comps
 
 
-def _mount_of(path: str, mounts: list[tuple[str, str]], cache: dict | None = None) -> tuple[str | None, str | None]:
-    if cache is not None:
-        d = os.path.dirname(path)
-        if d not in cache:
-            cache[d] = _mount_of(d + "/x", mounts)
-        return cache[d]
+def _mount_of(path: str, mounts: list[tuple[str, str]]) -> tuple[str | None, str | None]:
+    """The mount point and file-system type of the longest mount `path` lies under, (None, None) under none."""
     best: tuple[str | None, str | None] = (None, None)
     blen = -1
     for mnt, fstype in mounts:
@@ -649,8 +646,12 @@ def _files(recs: dict[str, list[dict]], names: dict, mounts: list[tuple[str, str
         by_file.setdefault(fid, [])
     for fid, group in by_file.items():
         fname = names.get(fid, f"<record {fid}>")
-        mnt, fstype = _mount_of(fname, mounts, mount_cache)
-        files.append(_file(fid, fname, group, nprocs, mnt, fstype, mpiio.get(fid), layouts.get(fid)))
+        # the mount of a file's directory, looked up once per directory (the name up to its last slash is all
+        # os.path.dirname reads of it)
+        where = mount_cache.get(d := fname[:fname.rfind("/") + 1])
+        if where is None:
+            where = mount_cache[d] = _mount_of(os.path.dirname(fname) + "/x", mounts)
+        files.append(_file(fid, fname, group, nprocs, *where, mpiio.get(fid), layouts.get(fid)))
     files.sort(key=lambda f: -f.bytes)
     return files
 
@@ -671,16 +672,16 @@ def _posix_counts(recs: dict[str, list[dict]], special_ids: set[int]
             dict(zip(_SEQ, sums[2 * n:])))
 
 
+_REQUEST_COUNTS = operator.attrgetter("ops", "small", "zero", "exactly_1mib", "in_bins_below_1mib", "refined_out")
+
+
 def _total(reqs: Any) -> Requests:
     """Requests summed as `sum(reqs, Requests())` sums them (counts as ints, the time added in turn from 0.0),
     without a `Requests` made at each step."""
-    ops = small = zero = one = below = out = 0
-    t = 0.0
-    for q in reqs:
-        ops, small, zero, one = ops + q.ops, small + q.small, zero + q.zero, one + q.exactly_1mib
-        below, out, t = below + q.in_bins_below_1mib, out + q.refined_out, t + q.time
-    return Requests(ops=ops, small=small, zero=zero, exactly_1mib=one, time=t, in_bins_below_1mib=below,
-                    refined_out=out)
+    reqs = list(reqs)
+    ops, small, zero, one, below, out = ([sum(col) for col in zip(*map(_REQUEST_COUNTS, reqs))]
+                                         if reqs else [0] * 6)
+    return _new_requests(ops, small, zero, one, sum((q.time for q in reqs), 0.0), below, out)
 
 
 def _mpiio_ops(recs: dict[str, list[dict]]) -> dict[str, int]:
@@ -777,10 +778,9 @@ def _layouts(records: list[dict]) -> dict[int, LustreLayout]:
                 chosen = c
                 pool = comp.get("pool_name") or pool
         if chosen is not None:
-            layouts[rec["id"]] = LustreLayout(
-                stripe_size=int(chosen.get("LUSTRE_COMP_STRIPE_SIZE", 0)),
-                stripe_count=int(chosen.get("LUSTRE_COMP_STRIPE_COUNT", 0)),
-                osts=tuple(dict.fromkeys(osts)), components=len(comps), pool=pool)
+            layouts[rec["id"]] = _new_layout(int(chosen.get("LUSTRE_COMP_STRIPE_SIZE", 0)),
+                                             int(chosen.get("LUSTRE_COMP_STRIPE_COUNT", 0)),
+                                             tuple(dict.fromkeys(osts)), len(comps), pool)
     return layouts
 
 
@@ -927,10 +927,14 @@ def _requests(c: dict, op: str, t: float) -> Requests:
     return _as_requests(_request_counts(c)[op == "write"], t)
 
 
+_new_requests = positional(Requests)  # ops, small, zero, exactly_1mib, time, in_bins_below_1mib, refined_out
+_new_file = positional(FileSummary)
+_new_layout = positional(LustreLayout)     # stripe_size, stripe_count, osts, components, pool
+
+
 def _as_requests(counts: _Counts, t: float) -> Requests:
     ops, small, zero, one, below, out = counts
-    return Requests(ops=ops, small=small, zero=zero, exactly_1mib=one, time=t, in_bins_below_1mib=below,
-                    refined_out=out)
+    return _new_requests(ops, small, zero, one, t, below, out)
 
 
 def _requests_of(group: list[dict]) -> tuple[Requests, Requests]:
@@ -959,18 +963,15 @@ def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None,
     shared = nprocs > 1 and (reduced or len(ranks) > 1)
     (br, bw, reads, writes, not_aligned, alignment, read_time, write_time, meta_time, read_req, write_req, own,
      slowest) = (_posix_one if len(group) == 1 else _posix_sums)(group)
-    return FileSummary(
-        id=fid, path=fname, shared=shared, ranks=nprocs if reduced else len(ranks), fs_type=fstype, mount=mnt,
-        special=special_kind(fname, fstype), bytes_read=br, bytes_written=bw, reads=reads, writes=writes,
-        read_time=read_time, write_time=write_time, slowest_write_time=slowest, meta_time=meta_time,
-        read_req=read_req, write_req=write_req,
-        spread=_spread("POSIX", group, nprocs, br + bw) if shared else None,
-        mpiio_read=mpiio[0] if mpiio else None, mpiio_write=mpiio[1] if mpiio else None,
-        mpiio_spread=mpiio[2] if mpiio and shared else None, lustre=lustre,
-        rank=next(iter(ranks)) if len(ranks) == 1 and not reduced else None,
-        posix_ranks=None if not group or -1 in posix_ranks else len(own),
-        posix_rank_max_time=max(own.values(), default=0.0), not_aligned=not_aligned, alignment=alignment,
-        mpiio_meta_time=mpiio[4] if mpiio else 0.0)
+    # FileSummary's fields in order
+    return _new_file(
+        fid, fname, shared, nprocs if reduced else len(ranks), fstype, mnt, special_kind(fname, fstype), br, bw,
+        reads, writes, read_time, write_time, meta_time, slowest, read_req, write_req,
+        _spread("POSIX", group, nprocs, br + bw) if shared else None,
+        mpiio[0] if mpiio else None, mpiio[1] if mpiio else None, mpiio[2] if mpiio and shared else None, lustre,
+        next(iter(ranks)) if len(ranks) == 1 and not reduced else None,
+        None if not group or -1 in posix_ranks else len(own), max(own.values(), default=0.0), not_aligned,
+        alignment, mpiio[4] if mpiio else 0.0)
 
 
 def _posix_sums(group: list[dict]) -> tuple:
@@ -1078,29 +1079,24 @@ def _stdio_streams(records: list[dict], names: dict, nprocs: int) -> tuple[dict,
 
 
 def _api_totals(modules: tuple[str, ...], recs: dict[str, list[dict]]) -> dict[str, ApiTotals]:
+    """Bytes, operations (of every kind the module counts), files and time per interface, summed column by column
+    over its records: the counts as ints, the times in record order from 0.0. The records of one module hold the
+    same counters (the module's), so the kinds of operation it counts are read off its first record."""
     spec = (("POSIX", "POSIX", "POSIX"), ("MPI-IO", "MPI-IO", "MPIIO"), ("STDIO", "STDIO", "STDIO"),
             ("HDF5", "H5D", "H5D"))
     apis: dict[str, ApiTotals] = {}
     for name, mod, p in spec:
         if mod not in modules:
             continue
-        br = bw = r = w = 0
-        rt = wt = mt = 0.0
-        ids = set()
-        moved = operator.itemgetter(f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN")
-        times = operator.itemgetter(f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME")
+        rs = recs.get(mod, [])
         kinds = [(f"{p}{k}_READS", f"{p}{k}_WRITES") for k in ("", "_INDEP", "_COLL", "_SPLIT", "_NB")]
-        for rec in recs.get(mod, []):
-            c = rec["counters"]
-            b_r, b_w = moved(c)
-            br, bw = br + int(b_r), bw + int(b_w)
-            for k_r, k_w in kinds:
-                if k_r in c:
-                    r, w = r + int(c[k_r]), w + int(c[k_w])
-            t_r, t_w, t_m = times(rec["fcounters"])
-            rt, wt, mt = rt + t_r, wt + t_w, mt + t_m
-            ids.add(rec["id"])
-        apis[name] = ApiTotals(bytes_read=br, bytes_written=bw, reads=r, writes=w, files=len(ids), read_time=rt,
+        kinds = [k for k in kinds if rs and k[0] in rs[0]["counters"]]
+        counts = operator.itemgetter(f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN", *(k for kw in kinds for k in kw))
+        times = operator.itemgetter(f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME")
+        cols = [sum(map(int, col)) for col in zip(*(counts(r["counters"]) for r in rs))] or [0, 0]
+        rt, wt, mt = (sum(col, 0.0) for col in zip(*(times(r["fcounters"]) for r in rs))) if rs else (0.0,) * 3
+        apis[name] = ApiTotals(bytes_read=cols[0], bytes_written=cols[1], reads=sum(cols[2::2]),
+                               writes=sum(cols[3::2]), files=len({r["id"] for r in rs}), read_time=rt,
                                write_time=wt, meta_time=mt)
     return apis
 
