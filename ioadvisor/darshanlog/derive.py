@@ -318,16 +318,19 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
     lustre = mod == "LUSTRE"
     dropped = [] if dropped is None else dropped
     buf = ffi.new("void **")         # NULL: the library allocates each record (it would write into a non-NULL one)
-    out = []
-    while lib.darshan_log_get_record(log["handle"], idx, buf) >= 1:
+    out: list[dict] = []
+    # the loop's lookups made once: it runs once per record, of which a log may hold 200,000
+    handle, get_record, free, buffer, unpack, append = (log["handle"], lib.darshan_log_get_record, lib.darshan_free,
+                                                        ffi.buffer, layout.unpack_from, out.append)
+    while get_record(handle, idx, buf) >= 1:
         if len(out) >= limit:
             raise _TooLarge(f"the log holds more than {MAX_RECORDS:,} records (of {mod} and the modules before "
                             f"it): more than one log may take to read (about 4 KB of memory each); refused")
         if lustre:
-            rid, rank, n_comps, comps_at, osts_at = layout.unpack_from(ffi.buffer(buf[0], size))
-            out.append({"id": rid, "rank": rank, "components": _components(ffi, n_comps, comps_at, osts_at, cnames)})
+            rid, rank, n_comps, comps_at, osts_at = unpack(buffer(buf[0], size))
+            append({"id": rid, "rank": rank, "components": _components(ffi, n_comps, comps_at, osts_at, cnames)})
         else:
-            v = layout.unpack_from(ffi.buffer(buf[0], size))
+            v = unpack(buffer(buf[0], size))
             rid, rank, cv, fv = v[0], v[1], v[2:2 + nc], v[2 + nc:]
             if cget is not None and min(cget(cv)) < 0:
                 cv = _sane(mod, rid, rank, cnames, cv, cidx, False, dropped)
@@ -338,8 +341,8 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
             c, f = cdict.copy(), fdict.copy()
             c.update(zip(cnames, cv))
             f.update(zip(fnames, fv))
-            out.append({"id": rid, "rank": rank, "counters": c, "fcounters": f})
-        lib.darshan_free(buf[0])
+            append({"id": rid, "rank": rank, "counters": c, "fcounters": f})
+        free(buf[0])
         buf[0] = ffi.NULL
     return out
 
@@ -358,13 +361,15 @@ def dropped_note(dropped: list[Dropped], names: dict) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _component_layout(ffi: Any) -> tuple[int, struct.Struct]:
-    """The size of a Lustre component struct and a Struct of its counters and pool name (at its own offsets)."""
+def _component_layout(ffi: Any) -> tuple[int, struct.Struct, Any, Any]:
+    """The size of a Lustre component struct, a Struct of its counters and pool name (at its own offsets), and the
+    C types `char *` and `int64_t *` (looked up once, not at each cast)."""
     t = "struct darshan_lustre_component"
     fields = dict(ffi.typeof(t).fields)
     nc, name_len = fields["counters"].type.length, fields["pool_name"].type.length
     at, pool = ffi.offsetof(t, "counters"), ffi.offsetof(t, "pool_name")
-    return ffi.sizeof(t), struct.Struct(f"={at}x{nc}q{pool - at - 8 * nc}x{name_len}s")
+    return (ffi.sizeof(t), struct.Struct(f"={at}x{nc}q{pool - at - 8 * nc}x{name_len}s"), ffi.typeof("char *"),
+            ffi.typeof("int64_t *"))
 
 
 @functools.lru_cache(maxsize=64)
@@ -397,9 +402,9 @@ def _components(ffi: Any, n_comps: int, comps_at: int, osts_at: int, cnames: tup
     its first NUL, as C reads it."""
     if n_comps <= 0:
         return []
-    size, layout = _component_layout(ffi)
-    raw = ffi.buffer(ffi.cast("char *", comps_at), size * n_comps)
-    ost_ids = ffi.cast("int64_t *", osts_at)
+    size, layout, char_p, int64_p = _component_layout(ffi)
+    raw = ffi.buffer(ffi.cast(char_p, comps_at), size * n_comps)
+    ost_ids = ffi.cast(int64_p, osts_at)
     count_at = cnames.index("LUSTRE_COMP_STRIPE_COUNT")
     comps, at = [], 0
     for i in range(n_comps):
@@ -767,6 +772,14 @@ def _layouts(records: list[dict]) -> dict[int, LustreLayout]:
     layouts: dict[int, LustreLayout] = {}
     for rec in records:
         comps = rec.get("components") or []
+        if len(comps) == 1:          # a plain file's layout (most of them): what the loop below makes of it
+            comp = comps[0]
+            c = comp["counters"]
+            layouts[rec["id"]] = _new_layout(
+                int(c.get("LUSTRE_COMP_STRIPE_SIZE", 0)), int(c.get("LUSTRE_COMP_STRIPE_COUNT", 0)),
+                tuple(dict.fromkeys(o for o in map(int, comp.get("ost_ids", [])) if o >= 0)), 1,
+                comp.get("pool_name") or "")
+            continue
         osts: list[int] = []
         pool = ""
         # v1 records arrive as one component; v2 (PFL) as several, of which only instantiated ones have
