@@ -89,3 +89,12 @@ def test_a_cache_directory_that_cannot_be_written_only_costs_the_parse(tmp_path)
     logs = [str(LOGDIR / "example.darshan")]
     parsed, _, got = _child_read(blocker, logs)
     assert parsed and got == _own_read(logs)
+
+
+def test_a_relative_cache_home_does_not_put_the_cache_where_the_command_runs(tmp_path, monkeypatch):
+    from ioadvisor.darshanlog.ffi_cache import cache_dir
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", "cache")
+    assert cache_dir() == tmp_path / "home" / ".cache" / "ioadvisor"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "ioadvisor"

@@ -27,7 +27,11 @@ MODULE = "_ioadvisor_darshan_ffi"
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    """$XDG_CACHE_HOME/ioadvisor, or ~/.cache/ioadvisor where that is unset or not an absolute path (the XDG
+    rule: a relative one would put the cache wherever a diagnosis happens to run)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "ioadvisor"
 
 
