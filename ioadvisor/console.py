@@ -4,7 +4,8 @@ is even parsed; then the command runs (`ioadvisor.cli.main`).
 `diagnose` spends its time in two places: this process importing the command-line layer and the rules, and the
 child that reads the log importing PyDarshan's backend and parsing. Forking the child first lets the two run side by
 side; `diagnose` takes the read over once its own checks of the file pass (`darshanlog.child.start_read`). A path
-that is not a Darshan log is not read here: the command reports it as it always does.
+that is not a Darshan log is not read here: the command reports it as it always does. What both sides need (the
+summary's dataclasses) is made once, before the fork.
 
 A diagnosis ends without tearing the interpreter down module by module (a quarter of a small log's time): the
 exit handlers run and the output is flushed, then the process exits with the command's code. Every file the
@@ -19,6 +20,9 @@ def main() -> None:
     args = sys.argv[1:]
     diagnosing = args[:1] == ["diagnose"]
     if diagnosing:
+        # the summary's dataclasses (and `dataclasses` itself) are made before the fork: the child builds its
+        # answer of them and this process reads it back, so each would otherwise make them again, at the same cost
+        from .darshanlog import summary  # noqa: F401
         from .darshanlog.child import prefetch
         prefetch(args[1:])
     from .cli import main as run

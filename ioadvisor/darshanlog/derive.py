@@ -7,6 +7,7 @@ complaint or signal into an `ImportFormatError` naming the file.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -22,7 +23,8 @@ from typing import Any
 from ..errors import ImportFormatError, UsageError
 from .jobrecord import ImpossibleJob, checked_job
 from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES, ApiTotals, FileSummary, Heatmap,
-                      LogSummary, LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests)
+                      LogSummary, LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests,
+                      positional)
 
 __all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "import_backend", "read_checked"]
 
@@ -100,7 +102,8 @@ def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:
         return list(dict.fromkeys(ln.strip() for ln in lines if ln.strip().lower().startswith("error")))
 
     try:
-        s = _read(path, backend, complaints)
+        with _no_cycle_collection():
+            s = _read(path, backend, complaints)
     except _LogError as e:
         raise ImportFormatError(str(e), path) from None
     except MemoryError:
@@ -112,6 +115,21 @@ def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:
     except Exception:                    # the node count is a detail: the log itself was read
         nodes = None
     return dataclasses.replace(s, nodes=nodes) if nodes else s
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Any:
+    """Python's cycle collector paused: a read makes a few objects per record (dicts, summaries) and no reference
+    cycles, so the collections their number sets off find nothing, and on a log of thousands of records cost a
+    fifth of the read. Everything the read drops is still freed at once by its reference count."""
+    import gc
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any) -> int | None:
@@ -156,12 +174,16 @@ def import_backend(*, without_numpy: bool = False) -> Any:
     """PyDarshan's C backend, None if missing. pandas (and with `without_numpy`, numpy) is kept out of the import
     where that works; the placeholders leave `sys.modules` again afterwards, so a later import of either gets the
     real module. `without_numpy` is for processes that read records only through `_records`: the backend's own
-    record functions (`log_get_record`) need numpy."""
+    record functions (`log_get_record`) need numpy. Such a process (the one-log child) also takes the backend's C
+    declarations already parsed (`ffi_cache`)."""
     names = ("pandas", "numpy") if without_numpy else ("pandas",)
     stubbed = [n for n in names if n not in sys.modules]
     for n in stubbed:
         sys.modules[n] = _NotLoaded(n)
     try:
+        if without_numpy:            # the one-log child: its C declarations parsed once per installation
+            from .ffi_cache import import_cffi_backend
+            return import_cffi_backend()
         from darshan.backend import cffi_backend
         return cffi_backend
     except ImportError as e:
@@ -275,9 +297,12 @@ def _reader(backend: Any, mod: str) -> tuple:
     fnames = () if lustre else tuple(backend.fcounter_names(mod))
     # a record's id, rank and counters in one unpack of its memory (reading each through cffi costs more than
     # all the rest of the read)
-    size, layout, nc = (0, None, 0) if lustre else _layout(ffi, ctype)
+    size, layout, nc = _lustre_layout(ffi, ctype) if lustre else _layout(ffi, ctype)
+    # each record's counters fill a copy of a dict with the names already in place (a copy of a dict is one block
+    # copy; a dict built from pairs grows and rehashes several times)
     return (ctype, cnames, fnames, size, layout, nc, _picker(cnames, _COUNT_NAME.search),
-            _picker(fnames, lambda n: n.endswith("_TIME") or "VARIANCE" in n))
+            _picker(fnames, lambda n: n.endswith("_TIME") or "VARIANCE" in n), dict.fromkeys(cnames),
+            dict.fromkeys(fnames))
 
 
 def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
@@ -289,27 +314,35 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
     records: _TooLarge."""
     ffi, lib = backend.ffi, backend.libdutil
     idx = backend.log_get_modules(log)[mod]["idx"]
-    ctype, cnames, fnames, size, layout, nc, (cget, cidx), (fget, fidx) = _reader(backend, mod)
+    ctype, cnames, fnames, size, layout, nc, (cget, cidx), (fget, fidx), cdict, fdict = _reader(backend, mod)
     lustre = mod == "LUSTRE"
     dropped = [] if dropped is None else dropped
     buf = ffi.new("void **")         # NULL: the library allocates each record (it would write into a non-NULL one)
-    out = []
-    while lib.darshan_log_get_record(log["handle"], idx, buf) >= 1:
+    out: list[dict] = []
+    # the loop's lookups made once: it runs once per record, of which a log may hold 200,000
+    handle, get_record, free, buffer, unpack, append = (log["handle"], lib.darshan_log_get_record, lib.darshan_free,
+                                                        ffi.buffer, layout.unpack_from, out.append)
+    while get_record(handle, idx, buf) >= 1:
         if len(out) >= limit:
             raise _TooLarge(f"the log holds more than {MAX_RECORDS:,} records (of {mod} and the modules before "
                             f"it): more than one log may take to read (about 4 KB of memory each); refused")
         if lustre:
-            rec = ffi.cast(ctype, buf)[0]
-            out.append({"id": rec.base_rec.id, "rank": rec.base_rec.rank, "components": _components(ffi, rec, cnames)})
+            rid, rank, n_comps, comps_at, osts_at = unpack(buffer(buf[0], size))
+            append({"id": rid, "rank": rank, "components": _components(ffi, n_comps, comps_at, osts_at, cnames)})
         else:
-            v = layout.unpack_from(ffi.buffer(buf[0], size))
+            v = unpack(buffer(buf[0], size))
             rid, rank, cv, fv = v[0], v[1], v[2:2 + nc], v[2 + nc:]
             if cget is not None and min(cget(cv)) < 0:
                 cv = _sane(mod, rid, rank, cnames, cv, cidx, False, dropped)
-            if fget is not None and (min(t := fget(fv)) < 0 or not math.isfinite(sum(t))):
+            # every timer is among the record's floats: when none of those is negative and their sum is finite
+            # (no NaN, no infinity), no timer needs a closer look
+            if fget is not None and (min(fv) < 0 or not math.isfinite(sum(fv))):
                 fv = _sane(mod, rid, rank, fnames, fv, fidx, True, dropped)
-            out.append({"id": rid, "rank": rank, "counters": dict(zip(cnames, cv)), "fcounters": dict(zip(fnames, fv))})
-        lib.darshan_free(buf[0])
+            c, f = cdict.copy(), fdict.copy()
+            c.update(zip(cnames, cv))
+            f.update(zip(fnames, fv))
+            append({"id": rid, "rank": rank, "counters": c, "fcounters": f})
+        free(buf[0])
         buf[0] = ffi.NULL
     return out
 
@@ -328,40 +361,63 @@ def dropped_note(dropped: list[Dropped], names: dict) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _component_layout(ffi: Any) -> tuple[int, struct.Struct]:
-    """The size of a Lustre component struct and a Struct of its counters and pool name (at its own offsets)."""
+def _component_layout(ffi: Any) -> tuple[int, struct.Struct, Any, Any]:
+    """The size of a Lustre component struct, a Struct of its counters and pool name (at its own offsets), and the
+    C types `char *` and `int64_t *` (looked up once, not at each cast)."""
     t = "struct darshan_lustre_component"
     fields = dict(ffi.typeof(t).fields)
     nc, name_len = fields["counters"].type.length, fields["pool_name"].type.length
     at, pool = ffi.offsetof(t, "counters"), ffi.offsetof(t, "pool_name")
-    return ffi.sizeof(t), struct.Struct(f"={at}x{nc}q{pool - at - 8 * nc}x{name_len}s")
+    return (ffi.sizeof(t), struct.Struct(f"={at}x{nc}q{pool - at - 8 * nc}x{name_len}s"), ffi.typeof("char *"),
+            ffi.typeof("int64_t *"))
 
 
-def _components(ffi: Any, rec: Any, cnames: tuple[str, ...]) -> list[dict]:
-    """A Lustre record's components: counters, pool name and the OST ids of each (the record's OST list holds
-    every component's ids in turn, as many as its stripe count). Each component's counters and pool name are read
-    in one unpack of its memory; the pool name ends at its first NUL, as C reads it."""
-    ost_ids = ffi.cast("int64_t *", rec.ost_ids)
-    size, layout = _component_layout(ffi)
-    n_comps = rec.num_comps
-    raw = ffi.buffer(rec.comps, size * n_comps) if n_comps > 0 else b""
+@functools.lru_cache(maxsize=64)
+def _pool_name(raw: bytes) -> str:
+    """A pool name as C reads it: up to its first NUL (most logs name one pool, or none, for every file)."""
+    return raw.split(b"\0", 1)[0].decode("utf-8")
+
+
+def _lustre_layout(ffi: Any, ctype: Any) -> tuple[int, struct.Struct, int]:
+    """How to read the head of a Lustre record in one unpack of its memory: its size, and a Struct of its id,
+    rank, component count and the addresses of its components and of its OST list (at the struct's own
+    offsets, native byte order); no counters of its own."""
+    t = ctype.item.item
+    base = ffi.offsetof(t, "base_rec")
+    ptr = {4: "I", 8: "Q"}[ffi.sizeof("void *")]
+    parts = [(base + ffi.offsetof("struct darshan_base_record", "id"), "Q"),
+             (base + ffi.offsetof("struct darshan_base_record", "rank"), "q"), (ffi.offsetof(t, "num_comps"), "q"),
+             (ffi.offsetof(t, "comps"), ptr), (ffi.offsetof(t, "ost_ids"), ptr)]
+    fmt, at = "=", 0
+    for off, code in parts:
+        fmt += f"{off - at}x{code}"
+        at = off + struct.calcsize("=" + code)
+    return ffi.sizeof(t), struct.Struct(fmt), 0
+
+
+def _components(ffi: Any, n_comps: int, comps_at: int, osts_at: int, cnames: tuple[str, ...]) -> list[dict]:
+    """A Lustre record's components (`n_comps` of them at address `comps_at`): counters, pool name and the OST ids
+    of each (the record's OST list, at `osts_at`, holds every component's ids in turn, as many as its stripe
+    count). Each component's counters and pool name are read in one unpack of its memory; the pool name ends at
+    its first NUL, as C reads it."""
+    if n_comps <= 0:
+        return []
+    size, layout, char_p, int64_p = _component_layout(ffi)
+    raw = ffi.buffer(ffi.cast(char_p, comps_at), size * n_comps)
+    ost_ids = ffi.cast(int64_p, osts_at)
+    count_at = cnames.index("LUSTRE_COMP_STRIPE_COUNT")
     comps, at = [], 0
     for i in range(n_comps):
         *counters, pool = layout.unpack_from(raw, i * size)
-        c = dict(zip(cnames, counters))
-        n = int(c["LUSTRE_COMP_STRIPE_COUNT"])
-        comps.append({"counters": c, "pool_name": pool.split(b"\0", 1)[0].decode("utf-8"),
-                      "ost_ids": ffi.unpack(ost_ids + at, n)})
+        n = int(counters[count_at])
+        comps.append({"counters": dict(zip(cnames, counters)), "pool_name": _pool_name(pool),
+                      "ost_ids": ffi.unpack(ost_ids + at, n) if at else ffi.unpack(ost_ids, n)})
         at += n
     return comps
 
 
-def _mount_of(path: str, mounts: list[tuple[str, str]], cache: dict | None = None) -> tuple[str | None, str | None]:
-    if cache is not None:
-        d = os.path.dirname(path)
-        if d not in cache:
-            cache[d] = _mount_of(d + "/x", mounts)
-        return cache[d]
+def _mount_of(path: str, mounts: list[tuple[str, str]]) -> tuple[str | None, str | None]:
+    """The mount point and file-system type of the longest mount `path` lies under, (None, None) under none."""
     best: tuple[str | None, str | None] = (None, None)
     blen = -1
     for mnt, fstype in mounts:
@@ -599,8 +655,12 @@ def _files(recs: dict[str, list[dict]], names: dict, mounts: list[tuple[str, str
         by_file.setdefault(fid, [])
     for fid, group in by_file.items():
         fname = names.get(fid, f"<record {fid}>")
-        mnt, fstype = _mount_of(fname, mounts, mount_cache)
-        files.append(_file(fid, fname, group, nprocs, mnt, fstype, mpiio.get(fid), layouts.get(fid)))
+        # the mount of a file's directory, looked up once per directory (the name up to its last slash is all
+        # os.path.dirname reads of it)
+        where = mount_cache.get(d := fname[:fname.rfind("/") + 1])
+        if where is None:
+            where = mount_cache[d] = _mount_of(os.path.dirname(fname) + "/x", mounts)
+        files.append(_file(fid, fname, group, nprocs, *where, mpiio.get(fid), layouts.get(fid)))
     files.sort(key=lambda f: -f.bytes)
     return files
 
@@ -621,16 +681,16 @@ def _posix_counts(recs: dict[str, list[dict]], special_ids: set[int]
             dict(zip(_SEQ, sums[2 * n:])))
 
 
+_REQUEST_COUNTS = operator.attrgetter("ops", "small", "zero", "exactly_1mib", "in_bins_below_1mib", "refined_out")
+
+
 def _total(reqs: Any) -> Requests:
     """Requests summed as `sum(reqs, Requests())` sums them (counts as ints, the time added in turn from 0.0),
     without a `Requests` made at each step."""
-    ops = small = zero = one = below = out = 0
-    t = 0.0
-    for q in reqs:
-        ops, small, zero, one = ops + q.ops, small + q.small, zero + q.zero, one + q.exactly_1mib
-        below, out, t = below + q.in_bins_below_1mib, out + q.refined_out, t + q.time
-    return Requests(ops=ops, small=small, zero=zero, exactly_1mib=one, time=t, in_bins_below_1mib=below,
-                    refined_out=out)
+    reqs = list(reqs)
+    ops, small, zero, one, below, out = ([sum(col) for col in zip(*map(_REQUEST_COUNTS, reqs))]
+                                         if reqs else [0] * 6)
+    return _new_requests(ops, small, zero, one, sum((q.time for q in reqs), 0.0), below, out)
 
 
 def _mpiio_ops(recs: dict[str, list[dict]]) -> dict[str, int]:
@@ -712,6 +772,14 @@ def _layouts(records: list[dict]) -> dict[int, LustreLayout]:
     layouts: dict[int, LustreLayout] = {}
     for rec in records:
         comps = rec.get("components") or []
+        if len(comps) == 1:          # a plain file's layout (most of them): what the loop below makes of it
+            comp = comps[0]
+            c = comp["counters"]
+            layouts[rec["id"]] = _new_layout(
+                int(c.get("LUSTRE_COMP_STRIPE_SIZE", 0)), int(c.get("LUSTRE_COMP_STRIPE_COUNT", 0)),
+                tuple(dict.fromkeys(o for o in map(int, comp.get("ost_ids", [])) if o >= 0)), 1,
+                comp.get("pool_name") or "")
+            continue
         osts: list[int] = []
         pool = ""
         # v1 records arrive as one component; v2 (PFL) as several, of which only instantiated ones have
@@ -727,10 +795,9 @@ def _layouts(records: list[dict]) -> dict[int, LustreLayout]:
                 chosen = c
                 pool = comp.get("pool_name") or pool
         if chosen is not None:
-            layouts[rec["id"]] = LustreLayout(
-                stripe_size=int(chosen.get("LUSTRE_COMP_STRIPE_SIZE", 0)),
-                stripe_count=int(chosen.get("LUSTRE_COMP_STRIPE_COUNT", 0)),
-                osts=tuple(dict.fromkeys(osts)), components=len(comps), pool=pool)
+            layouts[rec["id"]] = _new_layout(int(chosen.get("LUSTRE_COMP_STRIPE_SIZE", 0)),
+                                             int(chosen.get("LUSTRE_COMP_STRIPE_COUNT", 0)),
+                                             tuple(dict.fromkeys(osts)), len(comps), pool)
     return layouts
 
 
@@ -840,7 +907,14 @@ _Counts = tuple[int, int, int, int, int, int]
 def _request_counts(c: dict) -> tuple[_Counts, _Counts]:
     """One POSIX record's requests (see `Requests`), reads and writes: (ops, small, zero, exactly_1mib,
     in_bins_below_1mib, refined_out) each."""
-    v = list(map(int, _REQUEST_COUNTERS(c)))
+    return _counts_of(_REQUEST_COUNTERS(c))
+
+
+@functools.lru_cache(maxsize=4096)
+def _counts_of(values: tuple) -> tuple[_Counts, _Counts]:
+    """`_request_counts` of a record's request counters (`_REQUEST_COUNTERS`), remembered: the ranks of a job
+    mostly make the same requests, so many records hold the same values."""
+    v = list(map(int, values))
     zeros = ones = 0            # the common sizes' counts of 0 bytes and of exactly 1 MiB, both directions
     for s, n in zip(v[14::2], v[15::2]):
         if n > 0 and s == 0:
@@ -870,10 +944,14 @@ def _requests(c: dict, op: str, t: float) -> Requests:
     return _as_requests(_request_counts(c)[op == "write"], t)
 
 
+_new_requests = positional(Requests)  # ops, small, zero, exactly_1mib, time, in_bins_below_1mib, refined_out
+_new_file = positional(FileSummary)
+_new_layout = positional(LustreLayout)     # stripe_size, stripe_count, osts, components, pool
+
+
 def _as_requests(counts: _Counts, t: float) -> Requests:
     ops, small, zero, one, below, out = counts
-    return Requests(ops=ops, small=small, zero=zero, exactly_1mib=one, time=t, in_bins_below_1mib=below,
-                    refined_out=out)
+    return _new_requests(ops, small, zero, one, t, below, out)
 
 
 def _requests_of(group: list[dict]) -> tuple[Requests, Requests]:
@@ -897,35 +975,53 @@ _FILE_TIMES = operator.itemgetter("POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME", "PO
 def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None, fstype: str | None,
           mpiio: tuple | None, lustre: LustreLayout | None) -> FileSummary:
     posix_ranks = {r["rank"] for r in group}
-    ranks = posix_ranks | (mpiio[3] if mpiio else set())
+    ranks = posix_ranks | mpiio[3] if mpiio else posix_ranks
     reduced = -1 in ranks
     shared = nprocs > 1 and (reduced or len(ranks) > 1)
-    # each record's counters picked once, then summed column by column (in record order)
+    (br, bw, reads, writes, not_aligned, alignment, read_time, write_time, meta_time, read_req, write_req, own,
+     slowest) = (_posix_one if len(group) == 1 else _posix_sums)(group)
+    # FileSummary's fields in order
+    return _new_file(
+        fid, fname, shared, nprocs if reduced else len(ranks), fstype, mnt, special_kind(fname, fstype), br, bw,
+        reads, writes, read_time, write_time, meta_time, slowest, read_req, write_req,
+        _spread("POSIX", group, nprocs, br + bw) if shared else None,
+        mpiio[0] if mpiio else None, mpiio[1] if mpiio else None, mpiio[2] if mpiio and shared else None, lustre,
+        next(iter(ranks)) if len(ranks) == 1 and not reduced else None,
+        None if not group or -1 in posix_ranks else len(own), max(own.values(), default=0.0), not_aligned,
+        alignment, mpiio[4] if mpiio else 0.0)
+
+
+def _posix_sums(group: list[dict]) -> tuple:
+    """A file's POSIX records summed: bytes read and written, reads, writes, requests not aligned, the largest
+    alignment, read, write and metadata time, the read and write Requests, each rank's read + write + metadata
+    time (ranks with a record of their own that read or wrote), and the slowest rank's write time. Each record's
+    counters are picked once, then summed column by column (in record order)."""
     counts = [_FILE_COUNTS(r["counters"]) for r in group]
     times = [_FILE_TIMES(r["fcounters"]) for r in group]
     br, bw, reads, writes, not_aligned, alignment = zip(*counts) if group else ((),) * 6
     read_time, write_time, meta_time = zip(*times) if group else ((),) * 3
-    br, bw = sum(map(int, br)), sum(map(int, bw))
     read_req, write_req = _requests_of(group)
-    own = {}
+    own: dict[int, float] = {}
     for r, cv, (rt, wt, mt) in zip(group, counts, times):
         if r["rank"] >= 0 and cv[2] + cv[3] > 0:
             own[r["rank"]] = own.get(r["rank"], 0.0) + rt + wt + mt
-    return FileSummary(
-        id=fid, path=fname, shared=shared, ranks=nprocs if reduced else len(ranks), fs_type=fstype, mount=mnt,
-        special=special_kind(fname, fstype), bytes_read=br, bytes_written=bw,
-        reads=sum(map(int, reads)), writes=sum(map(int, writes)),
-        read_time=sum(read_time), write_time=sum(write_time),
-        slowest_write_time=_slowest_write_time(group), meta_time=sum(meta_time),
-        read_req=read_req, write_req=write_req,
-        spread=_spread("POSIX", group, nprocs, br + bw) if shared else None,
-        mpiio_read=mpiio[0] if mpiio else None, mpiio_write=mpiio[1] if mpiio else None,
-        mpiio_spread=mpiio[2] if mpiio and shared else None, lustre=lustre,
-        rank=next(iter(ranks)) if len(ranks) == 1 and not reduced else None,
-        posix_ranks=None if not group or -1 in posix_ranks else len(own),
-        posix_rank_max_time=max(own.values(), default=0.0),
-        not_aligned=sum(map(int, not_aligned)), alignment=max(map(int, alignment), default=0),
-        mpiio_meta_time=mpiio[4] if mpiio else 0.0)
+    return (sum(map(int, br)), sum(map(int, bw)), sum(map(int, reads)), sum(map(int, writes)),
+            sum(map(int, not_aligned)), max(map(int, alignment), default=0), sum(read_time), sum(write_time),
+            sum(meta_time), read_req, write_req, own, _slowest_write_time(group))
+
+
+def _posix_one(group: list[dict]) -> tuple:
+    """`_posix_sums` of a file with one record (a file one rank opened, or one record shared by all ranks), with
+    the same arithmetic: each sum starts from 0 (so a timer of -0.0 becomes 0.0, as a sum makes it)."""
+    r = group[0]
+    c, fc, rank = r["counters"], r["fcounters"], r["rank"]
+    br, bw, reads, writes, not_aligned, alignment = map(int, _FILE_COUNTS(c))
+    rt, wt, mt = _FILE_TIMES(fc)
+    rc, wc = _request_counts(c)
+    own = {rank: 0.0 + rt + wt + mt} if rank >= 0 and reads + writes > 0 else {}
+    w = min(wt, fc["POSIX_F_SLOWEST_RANK_TIME"]) if rank == -1 else wt
+    return (br, bw, reads, writes, not_aligned, alignment, 0 + rt, 0 + wt, 0 + mt,
+            _as_requests(rc, 0.0 + rt), _as_requests(wc, 0.0 + wt), own, max(0.0, 0.0 + w))
 
 
 def _slowest_write_time(group: list[dict]) -> float:
@@ -1000,29 +1096,24 @@ def _stdio_streams(records: list[dict], names: dict, nprocs: int) -> tuple[dict,
 
 
 def _api_totals(modules: tuple[str, ...], recs: dict[str, list[dict]]) -> dict[str, ApiTotals]:
+    """Bytes, operations (of every kind the module counts), files and time per interface, summed column by column
+    over its records: the counts as ints, the times in record order from 0.0. The records of one module hold the
+    same counters (the module's), so the kinds of operation it counts are read off its first record."""
     spec = (("POSIX", "POSIX", "POSIX"), ("MPI-IO", "MPI-IO", "MPIIO"), ("STDIO", "STDIO", "STDIO"),
             ("HDF5", "H5D", "H5D"))
     apis: dict[str, ApiTotals] = {}
     for name, mod, p in spec:
         if mod not in modules:
             continue
-        br = bw = r = w = 0
-        rt = wt = mt = 0.0
-        ids = set()
-        moved = operator.itemgetter(f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN")
-        times = operator.itemgetter(f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME")
+        rs = recs.get(mod, [])
         kinds = [(f"{p}{k}_READS", f"{p}{k}_WRITES") for k in ("", "_INDEP", "_COLL", "_SPLIT", "_NB")]
-        for rec in recs.get(mod, []):
-            c = rec["counters"]
-            b_r, b_w = moved(c)
-            br, bw = br + int(b_r), bw + int(b_w)
-            for k_r, k_w in kinds:
-                if k_r in c:
-                    r, w = r + int(c[k_r]), w + int(c[k_w])
-            t_r, t_w, t_m = times(rec["fcounters"])
-            rt, wt, mt = rt + t_r, wt + t_w, mt + t_m
-            ids.add(rec["id"])
-        apis[name] = ApiTotals(bytes_read=br, bytes_written=bw, reads=r, writes=w, files=len(ids), read_time=rt,
+        kinds = [k for k in kinds if rs and k[0] in rs[0]["counters"]]
+        counts = operator.itemgetter(f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN", *(k for kw in kinds for k in kw))
+        times = operator.itemgetter(f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME")
+        cols = [sum(map(int, col)) for col in zip(*(counts(r["counters"]) for r in rs))] or [0, 0]
+        rt, wt, mt = (sum(col, 0.0) for col in zip(*(times(r["fcounters"]) for r in rs))) if rs else (0.0,) * 3
+        apis[name] = ApiTotals(bytes_read=cols[0], bytes_written=cols[1], reads=sum(cols[2::2]),
+                               writes=sum(cols[3::2]), files=len({r["id"] for r in rs}), read_time=rt,
                                write_time=wt, meta_time=mt)
     return apis
 

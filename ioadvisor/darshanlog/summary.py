@@ -7,7 +7,7 @@ collective and independent calls), the summary carries the bound that is certain
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 # Darshan's size histogram. Its bucket macro (DARSHAN_BUCKET_INC) tests `size < 101`, `< 1025`, `< 10241`,
@@ -24,6 +24,24 @@ READ_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "LUSTRE")
 # POSIX. Not among them: PnetCDF (its bytes go through MPI-IO and POSIX, both read), MDHIM (its store writes
 # files through POSIX), BG/Q, APXC and APMPI (machine and MPI data, no I/O), DXT and HEATMAP (repeat POSIX/MPI-IO).
 UNREAD_IO_MODULES = ("DFS", "DAOS")
+
+
+def positional(cls: type) -> Any:
+    """A constructor of the frozen dataclass `cls` that takes every field, positionally and in the class's field
+    order, and fills the instance as the dataclass's own __init__ does (the same attributes in the same order:
+    equal, equally hashed and pickled alike). The generated __init__ of a frozen dataclass sets each field with a
+    call of object.__setattr__, which, for a summary of thousands of files, costs more than reading them; the
+    reader builds its many FileSummary, Requests and LustreLayout objects with this instead."""
+    names = tuple(f.name for f in fields(cls))
+    new = object.__new__
+
+    def make(*values: Any) -> Any:
+        if len(values) != len(names):
+            raise TypeError(f"{cls.__name__} takes {len(names)} values ({', '.join(names)}), not {len(values)}")
+        obj = new(cls)
+        obj.__dict__.update(zip(names, values))
+        return obj
+    return make
 
 
 @dataclass(frozen=True, kw_only=True)
