@@ -82,3 +82,26 @@ def test_a_worker_is_replaced_after_a_log_the_library_failed_on_so_fds_do_not_pi
         assert pool.restarts == 0                 # none crashed: these are replacements, not deaths
     assert failed == 30
     assert most <= fresh + 2, f"a worker held {most} fds, a fresh one {fresh}"
+
+
+class _Unsendable:
+    """A result whose pickling runs out of memory, as a large result does in a worker under its memory limit."""
+
+    def __reduce__(self):
+        raise MemoryError
+
+
+def _unsendable_setup():
+    def handle(x: int):
+        return _Unsendable() if x == 2 else (x * x, os.getpid())
+    return handle
+
+
+def test_a_worker_out_of_memory_while_sending_is_named_and_replaced(capfd):
+    """Out of memory outside the handler (sending item 2's result): the worker ends at once with the code the pool
+    names, no traceback of the worker's own exit is printed, one restart, and every other item is served."""
+    with WorkerPool(_unsendable_setup, (), workers=1, timeout=300) as pool:
+        out = {o.item: o for o in pool.imap_unordered(range(5))}
+    assert out[2].result is None and out[2].error == "the worker died (out of memory)"
+    assert [out[x].result[0] for x in (0, 1, 3, 4)] == [0, 1, 9, 16] and pool.restarts == 1
+    assert "Traceback" not in capfd.readouterr().err

@@ -51,9 +51,21 @@ class Retire:
     value: Any
 
 
+OUT_OF_MEMORY = 75          # a worker's exit code when its own work outside a handler ran out of memory
+
+
 def _serve(conn: Connection, setup: Callable[..., Callable[[Any], Any]], args: tuple) -> None:
     # a worker inherits its siblings' pipe ends, so it would not see its own pipe close when the parent dies
     die_with_parent()
+    try:
+        _serve_items(conn, setup, args)
+    except MemoryError:
+        # out of memory outside a handler (sending a result): the interpreter's own exit would need memory too
+        # and can spin in multiprocessing's clean-up; end now, the parent names the code
+        os._exit(OUT_OF_MEMORY)
+
+
+def _serve_items(conn: Connection, setup: Callable[..., Callable[[Any], Any]], args: tuple) -> None:
     try:
         handle = setup(*args)
     except Exception as e:  # reported by the parent, which raises it there
@@ -104,6 +116,8 @@ class _Worker:
 
 
 def _death(code: int | None) -> str:
+    if code == OUT_OF_MEMORY:
+        return "out of memory"
     if code is not None and code < 0:
         try:
             return signal.Signals(-code).name
