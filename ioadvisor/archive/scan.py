@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from ..darshanlog.header import check_header
+from ..darshanlog.header import check_header, memory_refusal
 from ..errors import ImportFormatError, IOAdvisorError, UsageError
 from ..inputs import LOG, check_input, open_input
 from ..util import printable
@@ -155,6 +155,8 @@ def diagnose_logs(items: Iterable[tuple[str, str, int]], settings: Settings, wor
             path, digest = o.item
             if o.result is not None:
                 rec = dict(o.result)
+            elif o.error == "the worker died (out of memory)":     # outside the handler: its result's send
+                rec = {"hash": digest, "path": path, "status": "failed", "error": memory_refusal(settings.memory)}
             elif o.error and o.error.startswith("the worker died"):
                 why = o.error[o.error.find("(") + 1:o.error.rfind(")")]
                 rec = {"hash": digest, "path": path, "status": "failed", "error": CRASH_TEXT.format(why=why)}

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ImportFormatError, UsageError
+from .header import memory_refusal
 from .jobrecord import ImpossibleJob, checked_job
 from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES, ApiTotals, FileSummary, Heatmap,
                       LogSummary, LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests,
@@ -212,9 +213,7 @@ def memory_text() -> str:
         soft = resource.getrlimit(resource.RLIMIT_AS)[0]
     except (ImportError, ValueError, OSError):
         soft = -1
-    size = f"{soft / (1 << 30):.3g} GiB" if soft >= 1 << 30 else f"{soft >> 20} MiB"
-    limit = f"the reader's limit of {size}" if soft > 0 else "the memory there is"
-    return f"reading the log needs more memory than {limit}; refused"
+    return memory_refusal(soft)
 
 
 class _LogError(Exception):

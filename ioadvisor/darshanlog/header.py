@@ -41,3 +41,10 @@ def sniff(head: bytes) -> bool:
     if len(head) < 16 or not head.startswith(b"3."):
         return False
     return DARSHAN_MAGIC in (struct.unpack_from("<q", head, 8)[0], struct.unpack_from(">q", head, 8)[0])
+
+
+def memory_refusal(limit_bytes: int) -> str:
+    """Why a log is refused whose reading ran out of an address-space limit of `limit_bytes` (<= 0: none)."""
+    size = f"{limit_bytes / (1 << 30):.3g} GiB" if limit_bytes >= 1 << 30 else f"{limit_bytes >> 20} MiB"
+    limit = f"the reader's limit of {size}" if limit_bytes > 0 else "the memory there is"
+    return f"reading the log needs more memory than {limit}; refused"
