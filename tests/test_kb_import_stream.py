@@ -157,3 +157,33 @@ def test_stored_rows_hold_every_column_of_their_runs_when_the_batch_leaves_colum
     assert [r[col("tier")] for r in stored] == ["scratch"] + [None] * 5          # filled in one run only
     assert [r[col("kind")] for r in stored][3] == "production"                    # not the column's default
     assert all(r[col("command")] is None and r[col("tool")] is None for r in stored)   # empty in every run
+
+
+def _run_indexes(conn: sqlite3.Connection) -> list[tuple]:
+    return sorted(tuple(r) for r in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' "
+                                                 "AND tbl_name = 'runs'"))
+
+
+def test_a_large_import_into_an_empty_kb_leaves_every_index_whole_or_as_it_was(tmp_path, kb_path):
+    """An import of several batches into a KB without runs builds the system, op and source indexes once at the
+    end of its transaction: afterwards they are the same indexes (same names and statements) and hold an entry
+    for every run (integrity_check compares each index with the table); an import that fails in its last batch
+    leaves them as they were."""
+    n = 3 * BATCH + 7
+    rows = [f"x,sysB,lustre,8,{('write', 'read')[i % 2]},POSIX,fpp,,1,{i + 1},,,,,{i + 1},MB/s," for i in range(n)]
+    f = tmp_path / "big.csv"
+    f.write_text(HEADER + "\n" + "\n".join(rows) + "\nx,sysB,lustre,8,write,POSIX,fpp,,1,1,,,,,12,furlongs,\n")
+    with KB.open(kb_path, reference=False) as kb:
+        before = _run_indexes(kb.conn)
+        assert len(before) == 4              # the id index and the three secondary ones
+        with pytest.raises(ImportFormatError):
+            import_file(kb, f)
+        assert _run_indexes(kb.conn) == before and kb.count() == 0
+        f.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
+        assert import_file(kb, f).runs == n
+        assert _run_indexes(kb.conn) == before
+        assert [tuple(r) for r in kb.conn.execute("PRAGMA integrity_check")] == [("ok",)]
+        # each index answers for every run: as many entries as runs, where sqlite is made to read the index
+        for name, col in (("runs_source", "source_hash"), ("runs_op", "op"), ("runs_system_op_fs", "system")):
+            assert kb.conn.execute(f"SELECT count(*) FROM runs INDEXED BY {name} WHERE {col} IS NOT NULL"
+                                   ).fetchone()[0] == n

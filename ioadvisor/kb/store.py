@@ -197,6 +197,40 @@ class _Summary:
             [(s, f, t, o, c, last - n + 1 + first) for (s, f), (t, o, c, first) in self.groups.items()])
 
 
+class _DeferredIndexes:
+    """The secondary indexes of `runs` (the system, op and source indexes; not the id index, which finds the runs
+    already in the KB) left out while a large source goes into a KB without runs, and built once over all its
+    runs at the end of the same transaction: sorting a million rows once costs a fraction of keeping three
+    indexes current through a million inserts. Every step is part of the import's transaction, so a source
+    rolled back (bad input, Ctrl-C) leaves the indexes as they were; the rebuilt ones hold the same entries and
+    are created by the statements that made them."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        self.dropped: list[str] = []
+
+    def drop(self) -> None:
+        self.dropped = [r[1] for r in self.conn.execute(
+            "SELECT name, sql FROM main.sqlite_master WHERE type = 'index' AND tbl_name = 'runs' "
+            "AND sql IS NOT NULL ORDER BY rowid")]
+        for sql in self.dropped:
+            name = sql.split()[2]                      # CREATE INDEX <name> ON ...
+            self.conn.execute(f"DROP INDEX main.{name}")
+
+    def rebuild(self) -> None:
+        if not self.dropped:
+            return
+        # the sorts of CREATE INDEX on worker threads too (a setting of this connection, put back after)
+        threads = self.conn.execute("PRAGMA threads").fetchone()[0]
+        self.conn.execute(f"PRAGMA threads = {max(threads, min(4, os.cpu_count() or 1))}")
+        try:
+            for sql in self.dropped:
+                self.conn.execute(sql)
+        finally:
+            self.conn.execute(f"PRAGMA threads = {int(threads)}")
+        self.dropped = []
+
+
 class _Occurrences:
     """Content ids for the runs of one source, read in batches, and which of them the KB has already. The n-th
     run with the same content gets occurrence n over the whole source, counted per first id (`run_id(key)`)
@@ -475,7 +509,7 @@ class KB:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             added = self._store_source(batches, source=source, source_hash=source_hash, fmt=fmt,
-                                       importer=importer, keep_empty=True)
+                                       importer=importer, keep_empty=True, bulk=True)
             if added is None:
                 old = sorted({r[0] for r in self.conn.execute(
                     "SELECT DISTINCT system FROM main.runs WHERE source_hash = ?", (source_hash,))})
@@ -513,22 +547,24 @@ class KB:
                                   source_hash=source_hash, fmt=fmt, importer=importer, keep_empty=False)
 
     def _store_source(self, batches: Iterable[Batch], *, source: str, source_hash: str, fmt: str, importer: str,
-                      keep_empty: bool) -> tuple[int, int] | None:
+                      keep_empty: bool, bulk: bool = False) -> tuple[int, int] | None:
         """`add_source` of batches of checked runs, the one writer of `sources` rows. With keep_empty, a source
-        that yields no run at all is recorded (its comparisons name it)."""
+        that yields no run at all is recorded (its comparisons name it). With bulk (a transaction rolled back
+        whole on any error), a large source into a KB without runs defers the secondary indexes
+        (`_DeferredIndexes`)."""
         if self.conn.execute("SELECT 1 FROM main.sources WHERE hash = ?", (source_hash,)).fetchone():
             return None
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self.conn.execute("INSERT INTO main.sources VALUES (?,?,?,?,?,?)",
                           (source_hash, source, fmt, importer, now, 0))
-        n, seq = self._insert_batches(batches, source_hash)
+        n, seq = self._insert_batches(batches, source_hash, bulk)
         if n:
             self.conn.execute("UPDATE main.sources SET n_runs = ? WHERE hash = ?", (n, source_hash))
         elif seq or not keep_empty:
             self.conn.execute("DELETE FROM main.sources WHERE hash = ?", (source_hash,))
         return n, seq
 
-    def _insert_batches(self, batches: Iterable[Batch], source_hash: str) -> tuple[int, int]:
+    def _insert_batches(self, batches: Iterable[Batch], source_hash: str, bulk: bool = False) -> tuple[int, int]:
         """`insert_runs` of batches of checked runs."""
         # a larger page cache while the runs go in (restored after): with the default 2 MiB, every insert into
         # the id index of a large KB missed the cache
@@ -536,16 +572,21 @@ class KB:
         for db in sizes:
             self.conn.execute(f"PRAGMA {db}.cache_size = -{IMPORT_CACHE_KIB}")
         try:
-            return self._store_batches(batches, source_hash)
+            return self._store_batches(batches, source_hash, bulk)
         finally:
             for db, size in sizes.items():
                 self.conn.execute(f"PRAGMA {db}.cache_size = {int(size)}")
 
-    def _store_batches(self, batches: Iterable[Batch], source_hash: str) -> tuple[int, int]:
+    def _store_batches(self, batches: Iterable[Batch], source_hash: str, bulk: bool = False) -> tuple[int, int]:
         occ = _Occurrences(self.conn, self._dbs(), source_hash, self._known_ids)
         n = seq = 0
         summary = _Summary()
-        for names, firsts, keys, values in batches:
+        # a source of more than one batch into a KB without runs: its indexes are built at the end
+        deferred = (_DeferredIndexes(self.conn) if bulk and self.conn.execute(
+            "SELECT 1 FROM main.runs LIMIT 1").fetchone() is None else None)
+        for k, (names, firsts, keys, values) in enumerate(batches):
+            if k == 1 and deferred is not None:
+                deferred.drop()
             ids, known = occ.ids(firsts, keys)
             rows = [(rid, source_hash, seq + i) + v for i, (v, rid) in enumerate(zip(values, ids))
                     if rid not in known]
@@ -556,6 +597,8 @@ class KB:
                 summary.add(rows, n, columns)
             n += len(rows)
             seq += len(values)
+        if deferred is not None:
+            deferred.rebuild()
         summary.store(self.conn)
         return n, seq
 
