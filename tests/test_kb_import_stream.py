@@ -187,3 +187,31 @@ def test_a_large_import_into_an_empty_kb_leaves_every_index_whole_or_as_it_was(t
         for name, col in (("runs_source", "source_hash"), ("runs_op", "op"), ("runs_system_op_fs", "system")):
             assert kb.conn.execute(f"SELECT count(*) FROM runs INDEXED BY {name} WHERE {col} IS NOT NULL"
                                    ).fetchone()[0] == n
+
+
+def test_the_summary_of_a_batch_is_that_of_its_runs_one_by_one():
+    """The per-system summary a batch adds (kb.store._Summary, counted per distinct system, file system, type
+    and OST count) is what reading its runs in order gives: per system and file system the last stated type
+    (lower case), the largest OST count, the count and the position of the first run; also where one batch
+    states two types for one file system, where only the last one may stay."""
+    import random
+    from ioadvisor.kb.store import _Summary
+    rnd = random.Random(5)
+    columns = ("system", "filesystem", "fs_type", "ost_count")
+    for types in (("lustre", "Lustre", None), ("lustre", "gpfs", None, "")):
+        rows = [(rnd.choice(("a", "b")), rnd.choice(("scratch", None, "")), rnd.choice(types),
+                 rnd.choice((None, 0, 8, 48))) for _ in range(500)]
+        # a type stated, another, then the first again: the last one stated is the first one
+        rows += [("c", "scratch", "gpfs", 8), ("c", "scratch", "lustre", 8), ("c", "scratch", "gpfs", 8)] * (
+            "gpfs" in types)
+        expected: dict = {}
+        for i, (system, fs, fs_type, osts) in enumerate(rows, 100):
+            g = expected.setdefault((system, fs or fs_type or "unknown"), [None, None, 0, i])
+            g[0] = fs_type.lower() if fs_type else g[0]
+            g[1] = osts if osts and (g[1] is None or osts > g[1]) else g[1]
+            g[2] += 1
+        s = _Summary()
+        s.add(rows[:250], 100, columns)
+        s.add(rows[250:], 350, columns)      # the second batch states both types for ("c", "scratch")
+        assert s.groups == expected
+        assert expected.get(("c", "scratch"), ["gpfs"])[0] == "gpfs"

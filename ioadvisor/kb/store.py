@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
+from collections import Counter
 from operator import itemgetter
 import os
 import sqlite3
@@ -167,9 +168,33 @@ class _Summary:
         at = [columns.index(c) if c in columns else -1 for c in ("system", "filesystem", "fs_type", "ost_count")]
         get = (itemgetter(*at) if -1 not in at
                else lambda r: tuple(None if i < 0 else r[i] for i in at))
+        # the few distinct (system, file system, type, OSTs) of a batch counted in C, then folded per distinct
+        # one in order of first appearance; the stated type is the last one, so a batch that states two types
+        # for one file system is read run by run
+        facts = list(map(get, rows))
+        counts = Counter(facts)
+        types: dict[tuple, str] = {}
+        for system, fs, fs_type, _ in counts:
+            if fs_type and types.setdefault((system, fs or fs_type), fs_type.lower()) != fs_type.lower():
+                self._add_each(facts, offset)
+                return
         groups = self.groups
-        for i, r in enumerate(rows, offset):
-            system, fs, fs_type, osts = get(r)
+        for fact, n in counts.items():
+            system, fs, fs_type, osts = fact
+            key = (system, fs or fs_type or UNKNOWN_FS)
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = [None, None, 0, offset + facts.index(fact)]
+            if fs_type:
+                g[0] = fs_type.lower()
+            if osts and (g[1] is None or osts > g[1]):
+                g[1] = osts
+            g[2] += n
+
+    def _add_each(self, facts: list[tuple], offset: int) -> None:
+        """`add` of runs given as (system, file system, type, OSTs), one after another."""
+        groups = self.groups
+        for i, (system, fs, fs_type, osts) in enumerate(facts, offset):
             key = (system, fs or fs_type or UNKNOWN_FS)
             g = groups.get(key)
             if g is None:
