@@ -215,3 +215,23 @@ def test_the_summary_of_a_batch_is_that_of_its_runs_one_by_one():
         s.add(rows[250:], 350, columns)      # the second batch states both types for ("c", "scratch")
         assert s.groups == expected
         assert expected.get(("c", "scratch"), ["gpfs"])[0] == "gpfs"
+
+
+def test_repeated_runs_far_apart_get_the_same_ids_in_an_empty_kb_as_in_one_with_runs(tmp_path):
+    """A run repeated batches apart is its content's next occurrence, whether the KB had runs before (its ids
+    looked up in the KB) or none (only ids this source gave are looked up): the same rows either way, each
+    repetition stored once more under its own id."""
+    rows = [f"x,sysR,lustre,8,write,POSIX,fpp,,1,{i % 997 + 1},,,,,{i % 997 + 1},MB/s," for i in range(2 * BATCH + 5)]
+    f = tmp_path / "repeats.csv"
+    f.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
+    other = tmp_path / "other.csv"
+    other.write_text(HEADER + "\nx,sysO,lustre,8,write,POSIX,fpp,,1,1,,,,,5,MB/s,\n")
+    stored = []
+    for first in (None, other):
+        with KB.open(tmp_path / f"kb-{first is None}.sqlite", reference=False) as kb:
+            if first is not None:
+                import_file(kb, first)
+            assert import_file(kb, f).runs == len(rows)
+            stored.append([tuple(r) for r in kb.conn.execute(
+                "SELECT id, seq, ranks, value FROM runs WHERE system = 'sysR' ORDER BY rowid")])
+    assert stored[0] == stored[1] and len({r[0] for r in stored[0]}) == len(rows)
