@@ -52,3 +52,20 @@ def test_sqlite_summaries_equal_what_all_runs_give(tmp_path, monkeypatch):
     # the temporary table is gone: nothing of the build stays in the connection
     with KB.open(tmp_path / "kb.sqlite") as kb:
         assert kb.conn.execute("SELECT count(*) FROM temp.sqlite_master WHERE name = 'doc_runs'").fetchone()[0] == 0
+
+
+def test_a_grouped_table_shows_the_first_groups_and_counts_the_others(tmp_path, monkeypatch):
+    """Only the rows a page shows are made of a grouped file system: the first GROUP_LIMIT groups in the table's
+    order, the same rows as grouping every run in Python gives, and the others counted (the page says how many
+    groups there are and how many it leaves out)."""
+    monkeypatch.setattr(collect, "ROW_LIMIT", 50)
+    monkeypatch.setattr(collect, "GROUP_LIMIT", 7)
+    with KB.open(tmp_path / "kb.sqlite") as kb:
+        kb.add_runs(_runs(3000), source="many", source_hash="many", fmt="csv", importer="test/1")
+        data = collect.collect_system(kb, "many", None)
+        everything = collect.lite_runs(kb, ["Many"])["many"]
+    for sec in data.sections:
+        every_group = collect._group_rows([r for r in everything if (r.filesystem or "-") == sec.name])
+        assert len(every_group) > 7 and sec.grouped
+        assert sec.rows == every_group[:7]
+        assert sec.hidden_rows == len(every_group) - 7

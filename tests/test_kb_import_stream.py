@@ -157,3 +157,81 @@ def test_stored_rows_hold_every_column_of_their_runs_when_the_batch_leaves_colum
     assert [r[col("tier")] for r in stored] == ["scratch"] + [None] * 5          # filled in one run only
     assert [r[col("kind")] for r in stored][3] == "production"                    # not the column's default
     assert all(r[col("command")] is None and r[col("tool")] is None for r in stored)   # empty in every run
+
+
+def _run_indexes(conn: sqlite3.Connection) -> list[tuple]:
+    return sorted(tuple(r) for r in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' "
+                                                 "AND tbl_name = 'runs'"))
+
+
+def test_a_large_import_into_an_empty_kb_leaves_every_index_whole_or_as_it_was(tmp_path, kb_path):
+    """An import of several batches into a KB without runs builds the system, op and source indexes once at the
+    end of its transaction: afterwards they are the same indexes (same names and statements) and hold an entry
+    for every run (integrity_check compares each index with the table); an import that fails in its last batch
+    leaves them as they were."""
+    n = 3 * BATCH + 7
+    rows = [f"x,sysB,lustre,8,{('write', 'read')[i % 2]},POSIX,fpp,,1,{i + 1},,,,,{i + 1},MB/s," for i in range(n)]
+    f = tmp_path / "big.csv"
+    f.write_text(HEADER + "\n" + "\n".join(rows) + "\nx,sysB,lustre,8,write,POSIX,fpp,,1,1,,,,,12,furlongs,\n")
+    with KB.open(kb_path, reference=False) as kb:
+        before = _run_indexes(kb.conn)
+        assert len(before) == 4              # the id index and the three secondary ones
+        with pytest.raises(ImportFormatError):
+            import_file(kb, f)
+        assert _run_indexes(kb.conn) == before and kb.count() == 0
+        f.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
+        assert import_file(kb, f).runs == n
+        assert _run_indexes(kb.conn) == before
+        assert [tuple(r) for r in kb.conn.execute("PRAGMA integrity_check")] == [("ok",)]
+        # each index answers for every run: as many entries as runs, where sqlite is made to read the index
+        for name, col in (("runs_source", "source_hash"), ("runs_op", "op"), ("runs_system_op_fs", "system")):
+            assert kb.conn.execute(f"SELECT count(*) FROM runs INDEXED BY {name} WHERE {col} IS NOT NULL"
+                                   ).fetchone()[0] == n
+
+
+def test_the_summary_of_a_batch_is_that_of_its_runs_one_by_one():
+    """The per-system summary a batch adds (kb.store._Summary, counted per distinct system, file system, type
+    and OST count) is what reading its runs in order gives: per system and file system the last stated type
+    (lower case), the largest OST count, the count and the position of the first run; also where one batch
+    states two types for one file system, where only the last one may stay."""
+    import random
+    from ioadvisor.kb.store import _Summary
+    rnd = random.Random(5)
+    columns = ("system", "filesystem", "fs_type", "ost_count")
+    for types in (("lustre", "Lustre", None), ("lustre", "gpfs", None, "")):
+        rows = [(rnd.choice(("a", "b")), rnd.choice(("scratch", None, "")), rnd.choice(types),
+                 rnd.choice((None, 0, 8, 48))) for _ in range(500)]
+        # a type stated, another, then the first again: the last one stated is the first one
+        rows += [("c", "scratch", "gpfs", 8), ("c", "scratch", "lustre", 8), ("c", "scratch", "gpfs", 8)] * (
+            "gpfs" in types)
+        expected: dict = {}
+        for i, (system, fs, fs_type, osts) in enumerate(rows, 100):
+            g = expected.setdefault((system, fs or fs_type or "unknown"), [None, None, 0, i])
+            g[0] = fs_type.lower() if fs_type else g[0]
+            g[1] = osts if osts and (g[1] is None or osts > g[1]) else g[1]
+            g[2] += 1
+        s = _Summary()
+        s.add(rows[:250], 100, columns)
+        s.add(rows[250:], 350, columns)      # the second batch states both types for ("c", "scratch")
+        assert s.groups == expected
+        assert expected.get(("c", "scratch"), ["gpfs"])[0] == "gpfs"
+
+
+def test_repeated_runs_far_apart_get_the_same_ids_in_an_empty_kb_as_in_one_with_runs(tmp_path):
+    """A run repeated batches apart is its content's next occurrence, whether the KB had runs before (its ids
+    looked up in the KB) or none (only ids this source gave are looked up): the same rows either way, each
+    repetition stored once more under its own id."""
+    rows = [f"x,sysR,lustre,8,write,POSIX,fpp,,1,{i % 997 + 1},,,,,{i % 997 + 1},MB/s," for i in range(2 * BATCH + 5)]
+    f = tmp_path / "repeats.csv"
+    f.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
+    other = tmp_path / "other.csv"
+    other.write_text(HEADER + "\nx,sysO,lustre,8,write,POSIX,fpp,,1,1,,,,,5,MB/s,\n")
+    stored = []
+    for first in (None, other):
+        with KB.open(tmp_path / f"kb-{first is None}.sqlite", reference=False) as kb:
+            if first is not None:
+                import_file(kb, first)
+            assert import_file(kb, f).runs == len(rows)
+            stored.append([tuple(r) for r in kb.conn.execute(
+                "SELECT id, seq, ranks, value FROM runs WHERE system = 'sysR' ORDER BY rowid")])
+    assert stored[0] == stored[1] and len({r[0] for r in stored[0]}) == len(rows)

@@ -289,29 +289,33 @@ class _SystemRuns:
     def ci_runs(self) -> list[Lite]:
         return [_lite(t) for t in self.table.ci_runs()]
 
-    def summarise(self, fs: str) -> tuple[list[Row], dict[str, list[Lite]]]:
-        """The grouped table and the plot points of one file system. sqlite groups the runs by their settings
-        and hands each group's values to Python at once, with the group's median run; the rest is per group,
-        not per run. Table: per group of equal settings its median run (the lower middle one by value and id,
-        so the link points at a real value), range and count. Plots: stand-ins for the runs that give every
-        plot the same points as all the runs would: per plotted point its single run, or its smallest, median
-        and largest value (plots draw the median with the range). Held in memory: one value per run."""
+    def summarise(self, fs: str) -> tuple[list[Row], int, dict[str, list[Lite]]]:
+        """The grouped table (its first GROUP_LIMIT rows, and the number of rows left out) and the plot points
+        of one file system. sqlite groups the runs by their settings and hands each group's values to Python at
+        once, with the group's median run; the rest is per group, not per run. Table: per group of equal
+        settings its median run (the lower middle one by value and id, so the link points at a real value),
+        range and count; only the rows a page shows are made (a million runs fell into 67,000 groups, whose
+        rows took a third of the guide's reading). Plots: stand-ins for the runs that give every plot the same
+        points as all the runs would: per plotted point its single run, or its smallest, median and largest
+        value (plots draw the median with the range). Held in memory: one value per run."""
         medians, groups = self._group_medians(fs)
         flagged = self._group_flags(fs)
-        rows: list[tuple[tuple, Row]] = []
+        groups_of: list[tuple[tuple, Lite, list[float]]] = []
         curves: dict[str, dict[tuple, list]] = {"stripes": {}, "clients": {}, "metadata": {}, "iops": {}}
         best: dict[tuple, tuple] = {}
         for rowid, med in medians:
             values, last = groups[rowid]
-            key = _group_key(med)
-            rows.append((_key(key), _table_row(med, values, flagged.get(key, ()))))
+            groups_of.append((_key(_group_key(med)), med, values))
             _place(med, values, last, curves, best)
         # the best run of each layout and operation, read whole (a bar of one run shows its published spread)
         points: dict[str, list[Lite]] = {"layout": [self._run(b[2]) for b in best.values()]}
         for kind, pts in curves.items():
             points[kind] = _curve_points(pts)
         # sqlite sorts NULL first, the tables put "-" last: the groups' order is Python's
-        return [row for _, row in sorted(rows, key=lambda kr: kr[0])], points
+        groups_of.sort(key=lambda g: g[0])
+        rows = [_table_row(med, values, flagged.get(_group_key(med), ()))
+                for _, med, values in groups_of[:GROUP_LIMIT]]
+        return rows, len(groups_of) - len(rows), points
 
     def _group_medians(self, fs: str) -> tuple[list[tuple[int, Lite]], dict[int, tuple[list[float], tuple]]]:
         """Per group of equal settings on `fs`: its median run (rowid, run), and by that rowid the group's sorted
@@ -377,12 +381,12 @@ def collect_system(kb: KB, name: str, center: Center | None) -> SystemData:
             grouped = total > ROW_LIMIT
             points = None
             if grouped:
-                (rows, points), fs_runs = src.summarise(fs), []
+                (rows, hidden, points), fs_runs = src.summarise(fs), []
             else:
                 fs_runs = sorted(src.runs(fs), key=lambda r: _key(_group_key(r)) + ((False, r.value), (False, r.id)))
                 rows = [_run_row(r) for r in fs_runs]
-            hidden = max(0, len(rows) - GROUP_LIMIT)
-            rows = rows[:GROUP_LIMIT]
+                hidden = max(0, len(rows) - GROUP_LIMIT)
+                rows = rows[:GROUP_LIMIT]
             linked.extend(r.run_id for r in rows)
             sections.append(FsSection(fs, slug(fs), fs_info.get(fs), total, grouped, rows, hidden, fs_runs,
                                       points=points))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
+from collections import Counter
 from operator import itemgetter
 import os
 import sqlite3
@@ -27,6 +28,7 @@ from .schema import COMPARISON_COLUMNS, FSNAME, UNKNOWN_FS, migrate, rollback
 BUSY_TIMEOUT_MS = 60_000
 BATCH = 5000          # runs per executemany inside an import's transaction
 IMPORT_CACHE_KIB = 64 << 10  # page cache of an import's connection: the id index of a million runs stays in it
+REBUILD_CACHE_KIB = 4 << 10   # page cache while an import builds the indexes it deferred
 
 # The sqlite3 module binds None through its adapter lookup, which fails twice (raising and clearing an
 # exception) before it binds NULL: half the cost of inserting a run with many empty columns. A registered
@@ -166,9 +168,33 @@ class _Summary:
         at = [columns.index(c) if c in columns else -1 for c in ("system", "filesystem", "fs_type", "ost_count")]
         get = (itemgetter(*at) if -1 not in at
                else lambda r: tuple(None if i < 0 else r[i] for i in at))
+        # the few distinct (system, file system, type, OSTs) of a batch counted in C, then folded per distinct
+        # one in order of first appearance; the stated type is the last one, so a batch that states two types
+        # for one file system is read run by run
+        facts = list(map(get, rows))
+        counts = Counter(facts)
+        types: dict[tuple, str] = {}
+        for system, fs, fs_type, _ in counts:
+            if fs_type and types.setdefault((system, fs or fs_type), fs_type.lower()) != fs_type.lower():
+                self._add_each(facts, offset)
+                return
         groups = self.groups
-        for i, r in enumerate(rows, offset):
-            system, fs, fs_type, osts = get(r)
+        for fact, n in counts.items():
+            system, fs, fs_type, osts = fact
+            key = (system, fs or fs_type or UNKNOWN_FS)
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = [None, None, 0, offset + facts.index(fact)]
+            if fs_type:
+                g[0] = fs_type.lower()
+            if osts and (g[1] is None or osts > g[1]):
+                g[1] = osts
+            g[2] += n
+
+    def _add_each(self, facts: list[tuple], offset: int) -> None:
+        """`add` of runs given as (system, file system, type, OSTs), one after another."""
+        groups = self.groups
+        for i, (system, fs, fs_type, osts) in enumerate(facts, offset):
             key = (system, fs or fs_type or UNKNOWN_FS)
             g = groups.get(key)
             if g is None:
@@ -197,6 +223,42 @@ class _Summary:
             [(s, f, t, o, c, last - n + 1 + first) for (s, f), (t, o, c, first) in self.groups.items()])
 
 
+class _DeferredIndexes:
+    """The secondary indexes of `runs` (the system, op and source indexes; not the id index, which finds the runs
+    already in the KB) left out while a large source goes into a KB without runs, and built once over all its
+    runs at the end of the same transaction: sorting a million rows once costs a fraction of keeping three
+    indexes current through a million inserts. Every step is part of the import's transaction, so a source
+    rolled back (bad input, Ctrl-C) leaves the indexes as they were; the rebuilt ones hold the same entries and
+    are created by the statements that made them."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        self.dropped: list[str] = []
+
+    def drop(self) -> None:
+        found = [tuple(r) for r in self.conn.execute(
+            "SELECT name, sql FROM main.sqlite_master WHERE type = 'index' AND tbl_name = 'runs' "
+            "AND sql IS NOT NULL ORDER BY rowid")]
+        for name, _ in found:
+            self.conn.execute(f'DROP INDEX main."{name.replace(chr(34), chr(34) * 2)}"')
+        self.dropped = [sql for _, sql in found]
+
+    def rebuild(self) -> None:
+        if not self.dropped:
+            return
+        # a small page cache while the indexes are built (the import's is put back after): each build reads the
+        # table once in order and sorts its keys, and sqlite's sorter takes memory in proportion to the cache
+        # (with the import's 64 MiB, an import of a million runs peaked at 168 MB instead of 108)
+        size = self.conn.execute("PRAGMA main.cache_size").fetchone()[0]
+        self.conn.execute(f"PRAGMA main.cache_size = -{REBUILD_CACHE_KIB}")
+        try:
+            for sql in self.dropped:
+                self.conn.execute(sql)
+        finally:
+            self.conn.execute(f"PRAGMA main.cache_size = {int(size)}")
+        self.dropped = []
+
+
 class _Occurrences:
     """Content ids for the runs of one source, read in batches, and which of them the KB has already. The n-th
     run with the same content gets occurrence n over the whole source, counted per first id (`run_id(key)`)
@@ -206,11 +268,16 @@ class _Occurrences:
     the KB does not have cannot have come earlier in this source (that run would be in the KB, stored by this
     source or known before it). Only first ids the KB has need a count: a temporary table (keyed by the id's 48
     bits as an integer, a rowid table) holds the count of every first id of this source seen more than once or
-    found in the KB; a first id seen once, and so stored by this source, counts 1 without a row there."""
+    found in the KB; a first id seen once, and so stored by this source, counts 1 without a row there.
+
+    In a KB that had no runs when the source began (`fresh`), every run there was stored by this source: a byte
+    per value of an id's last 24 bits marks the ids given so far (16 MiB), and only first ids whose byte is set
+    are looked up in the KB (about one in 16 at a million runs, instead of every one)."""
 
     def __init__(self, conn: sqlite3.Connection, dbs: tuple[str, ...], source_hash: str,
-                 known: Callable[[list[str]], set[str]]):
+                 known: Callable[[list[str]], set[str]], fresh: bool = False):
         self.conn, self.dbs, self.source_hash, self.known = conn, dbs, source_hash, known
+        self.given = bytearray(1 << 24) if fresh else None
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS import_occ (k INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
         conn.execute("DELETE FROM temp.import_occ")
 
@@ -223,8 +290,10 @@ class _Occurrences:
         """The ids of a batch of content keys (with their first ids), in order, and those of them the KB has
         (not to store again)."""
         uniq = sorted(set(firsts))
+        given = self.given
         # the first ids the KB has, with the source that stored them (the reference's: "")
-        here = dict(self._lookup("SELECT id, source_hash FROM main.runs WHERE id IN ({marks})", uniq))
+        here = dict(self._lookup("SELECT id, source_hash FROM main.runs WHERE id IN ({marks})",
+                                 uniq if given is None else [f for f in uniq if given[int(f[-6:], 16)]]))
         if "ref" in self.dbs:
             for (rid,) in self._lookup("SELECT id FROM ref.runs WHERE id IN ({marks})", uniq):
                 here.setdefault(rid, "")
@@ -248,6 +317,9 @@ class _Occurrences:
         counts = [(int(f, 16), n) for f, n in seen.items() if n != 1 or f in here]
         if counts:
             self.conn.executemany("INSERT OR REPLACE INTO temp.import_occ VALUES (?, ?)", counts)
+        if given is not None:
+            for rid in out:              # every id given, stored or not (a mark too many costs one look-up)
+                given[int(rid[-6:], 16)] = 1
         return out, set(here) | (self.known(again) if again else set())
 
 
@@ -475,7 +547,7 @@ class KB:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             added = self._store_source(batches, source=source, source_hash=source_hash, fmt=fmt,
-                                       importer=importer, keep_empty=True)
+                                       importer=importer, keep_empty=True, bulk=True)
             if added is None:
                 old = sorted({r[0] for r in self.conn.execute(
                     "SELECT DISTINCT system FROM main.runs WHERE source_hash = ?", (source_hash,))})
@@ -513,22 +585,24 @@ class KB:
                                   source_hash=source_hash, fmt=fmt, importer=importer, keep_empty=False)
 
     def _store_source(self, batches: Iterable[Batch], *, source: str, source_hash: str, fmt: str, importer: str,
-                      keep_empty: bool) -> tuple[int, int] | None:
+                      keep_empty: bool, bulk: bool = False) -> tuple[int, int] | None:
         """`add_source` of batches of checked runs, the one writer of `sources` rows. With keep_empty, a source
-        that yields no run at all is recorded (its comparisons name it)."""
+        that yields no run at all is recorded (its comparisons name it). With bulk (a transaction rolled back
+        whole on any error), a large source into a KB without runs defers the secondary indexes
+        (`_DeferredIndexes`)."""
         if self.conn.execute("SELECT 1 FROM main.sources WHERE hash = ?", (source_hash,)).fetchone():
             return None
         now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self.conn.execute("INSERT INTO main.sources VALUES (?,?,?,?,?,?)",
                           (source_hash, source, fmt, importer, now, 0))
-        n, seq = self._insert_batches(batches, source_hash)
+        n, seq = self._insert_batches(batches, source_hash, bulk)
         if n:
             self.conn.execute("UPDATE main.sources SET n_runs = ? WHERE hash = ?", (n, source_hash))
         elif seq or not keep_empty:
             self.conn.execute("DELETE FROM main.sources WHERE hash = ?", (source_hash,))
         return n, seq
 
-    def _insert_batches(self, batches: Iterable[Batch], source_hash: str) -> tuple[int, int]:
+    def _insert_batches(self, batches: Iterable[Batch], source_hash: str, bulk: bool = False) -> tuple[int, int]:
         """`insert_runs` of batches of checked runs."""
         # a larger page cache while the runs go in (restored after): with the default 2 MiB, every insert into
         # the id index of a large KB missed the cache
@@ -536,16 +610,21 @@ class KB:
         for db in sizes:
             self.conn.execute(f"PRAGMA {db}.cache_size = -{IMPORT_CACHE_KIB}")
         try:
-            return self._store_batches(batches, source_hash)
+            return self._store_batches(batches, source_hash, bulk)
         finally:
             for db, size in sizes.items():
                 self.conn.execute(f"PRAGMA {db}.cache_size = {int(size)}")
 
-    def _store_batches(self, batches: Iterable[Batch], source_hash: str) -> tuple[int, int]:
-        occ = _Occurrences(self.conn, self._dbs(), source_hash, self._known_ids)
+    def _store_batches(self, batches: Iterable[Batch], source_hash: str, bulk: bool = False) -> tuple[int, int]:
+        fresh = self.conn.execute("SELECT 1 FROM main.runs LIMIT 1").fetchone() is None
+        occ = _Occurrences(self.conn, self._dbs(), source_hash, self._known_ids, fresh)
         n = seq = 0
         summary = _Summary()
-        for names, firsts, keys, values in batches:
+        # a source of more than one batch into a KB without runs: its indexes are built at the end
+        deferred = _DeferredIndexes(self.conn) if bulk and fresh else None
+        for k, (names, firsts, keys, values) in enumerate(batches):
+            if k == 1 and deferred is not None:
+                deferred.drop()
             ids, known = occ.ids(firsts, keys)
             rows = [(rid, source_hash, seq + i) + v for i, (v, rid) in enumerate(zip(values, ids))
                     if rid not in known]
@@ -556,6 +635,8 @@ class KB:
                 summary.add(rows, n, columns)
             n += len(rows)
             seq += len(values)
+        if deferred is not None:
+            deferred.rebuild()
         summary.store(self.conn)
         return n, seq
 
