@@ -185,3 +185,24 @@ def test_a_mode_measured_only_in_another_family_is_not_advised():
     a = assess(w, center, "S", fits, Evidence(runs, {"fs": 32}, {}), [], {"stripe_count": 8})
     assert a.chosen.config.collective is True
     assert any(c.unmeasured for c in a.candidates if c.config.collective is False)
+
+
+def test_every_recommendation_says_how_long_the_io_takes(reference_kb):
+    """A small-file job (2 nodes x 8 ranks x 2,000 files = 32,000 creates) gets its time at the predicted create
+    rate (32,000 / rate seconds); a job nothing predicts says that no time can be given and what would give one."""
+    import re
+    from ioadvisor.advise import advise
+    from ioadvisor.center import resolve_center
+    from ioadvisor.model.types import Workload
+    w = Workload(nodes=2, ranks_per_node=8, bytes_per_rank=1 << 20, files_per_rank=2000)
+    a = advise(w, reference_kb, resolve_center("HA8000", None, reference_kb))
+    p = a.recommendation.prediction
+    assert p.unit == "ops/s" and p.value
+    m = re.search(r"the job's 32,000 file creates take about ([\d.]+) (s|min|h)\b", " ".join(a.recommendation.reasons))
+    assert m, a.recommendation.reasons
+    got = float(m.group(1)) * {"s": 1, "min": 60, "h": 3600}[m.group(2)]
+    assert abs(got - 32000 / p.value) <= max(0.051 * 32000 / p.value, 0.06)
+    b = advise(Workload(nodes=2, ranks_per_node=8, bytes_per_rank=1 << 30), reference_kb,
+               resolve_center("TSUBAME3.0", None, reference_kb))
+    assert b.recommendation.prediction.value is None
+    assert any(r.startswith("No time estimate") for r in b.recommendation.reasons)

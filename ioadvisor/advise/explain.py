@@ -385,17 +385,23 @@ def _deduplicated(o: Option) -> Option:
     return replace(o, evidence=tuple(ev), reasons=tuple(reasons))
 
 
-def _time_sentence(advice: Any, p: Any) -> str | None:
-    """How long the job's bytes take at the predicted bandwidth `p` (None when it is no MiB/s figure)."""
-    if not (p.value and p.unit == "MiB/s"):
-        return None
+def _time_sentence(advice: Any, p: Any) -> str:
+    """How long the job's I/O takes at the prediction `p`: its bytes at a bandwidth, its file creates at an
+    operation rate; where nothing is predicted, that no time can be given and what would give one."""
     w = advice.workload
-    total = w.bytes_per_rank * w.ranks
-    t = total / (p.value * (1 << 20))
-    lo_t, hi_t = ((_seconds(total / (p.high * (1 << 20))), _seconds(total / (p.low * (1 << 20))))
+    if p.value and p.unit == "MiB/s":
+        total, scale, what = w.bytes_per_rank * w.ranks, float(1 << 20), format_size(w.bytes_per_rank * w.ranks)
+    elif p.value and p.unit == "ops/s":
+        total = w.files_created if w.files_created is not None else w.files_per_rank * w.ranks
+        scale, what = 1.0, f"{total:,} file creates"
+    else:
+        return (f"No time estimate for the job's I/O: nothing measured predicts this place for it (measure it: "
+                f"ioadvise bench plan --system {advice.system}).")
+    t = total / (p.value * scale)
+    lo_t, hi_t = ((_seconds(total / (p.high * scale)), _seconds(total / (p.low * scale)))
                   if p.low and p.high else ("", ""))
     span = f" ({lo_t} to {hi_t} over the interval)" if lo_t != hi_t else ""
-    return f"At {_fmt(p.value, p.unit)} the job's {format_size(total)} take about {_seconds(t)}{span}."
+    return f"At {_fmt(p.value, p.unit)} the job's {what} take about {_seconds(t)}{span}."
 
 
 def _pinned_sentence(rec: Option, pins: Mapping[str, Any], unpinned: Any) -> str:
@@ -443,9 +449,7 @@ def finalize(advice: Any, center: Center | None = None, pins: Mapping[str, Any] 
     sentence = None if pins and "stripe_count" in pins else stripe_sentence(rec, table, center)
     if sentence:
         reasons.insert(1 if reasons else 0, sentence)
-    timing = _time_sentence(advice, rec.prediction)
-    if timing:
-        reasons.append(timing)
+    reasons.append(_time_sentence(advice, rec.prediction))
     if pins:
         reasons.insert(0, _pinned_sentence(rec, pins, unpinned))
     rec = replace(rec, reasons=tuple(reasons))
