@@ -130,8 +130,11 @@ class Evidence:
             moved = bytes_moved(r)
             obs = _Obs(nodes=float(nodes), rpn=ranks / nodes, volume=moved / ranks if moved else None,
                        stripes=_stripes(r, osts.get(r.filesystem), dflt.get(r.filesystem)), value=r.value)
-            key = (r.filesystem, r.op, io_class(r.api, r.collective), r.layout, r.unit)
-            self._by.setdefault(key, []).append(obs)
+            # one process writing one file is shared and file per process alike: a single-rank run that states
+            # no layout is evidence for both
+            for layout in (r.layout,) if r.layout or ranks != 1 else ("shared", "fpp"):
+                key = (r.filesystem, r.op, io_class(r.api, r.collective), layout, r.unit)
+                self._by.setdefault(key, []).append(obs)
 
     def to_json(self) -> dict:
         return {"by": [[list(k), [[o.nodes, o.rpn, o.volume, o.stripes, o.value] for o in v]]
@@ -149,8 +152,15 @@ class Evidence:
         """The (API class, layout) pairs runs measured on a file system for an op."""
         return {(k[2], k[3]) for k, v in self._by.items() if (k[0], k[1], k[4]) == (filesystem, op, unit) and v}
 
-    def measured(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str) -> bool:
-        return bool(self._by.get((filesystem, op, klass, layout, unit)))
+    def measured(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str,
+                 rpn: float | None = None) -> bool:
+        """Whether runs measured this mode (API class and layout); given the job's ranks per node `rpn`, runs of
+        its family (ranks per node within `FAMILY_SPAN`): a mode measured only in another family is not
+        measured for this job."""
+        key = (filesystem, op, klass, layout, unit)
+        if rpn is not None:
+            return self._family(key, rpn) is not None
+        return bool(self._by.get(key))
 
     def _family(self, key: tuple, rpn: float) -> float | None:
         """The ranks per node of the job's family: the measured one nearest `rpn`, None beyond `FAMILY_SPAN`."""
