@@ -553,15 +553,18 @@ def _sweeps_of_system(kb: Any, sysname: str, runs: list, factors: Sequence[str] 
         if limit is not None and len(groups) > limit:
             groups = [groups[int((i + 0.5) * len(groups) / limit)] for i in range(limit)]
         for group in groups:
-            ids = {id(r) for r in group}
             rep = group[0]
+            osts = rep.ost_count or osts_by_fs.get(rep.filesystem)
+            if center is None or sweep_job(group, factor, osts) is None:
+                unscored += 1         # a question the advice does not take: nothing to fit for it
+                continue
+            ids = {id(r) for r in group}
             train = [r for r in runs if id(r) not in ids]
             fits = fit_all(train, osts_by_fs, dflt_by_fs, memo=memo)
             fit = fits.get((sysname, rep.filesystem, rep.op))
-            osts = rep.ost_count or osts_by_fs.get(rep.filesystem)
             ev = Evidence(train, osts_by_fs, dflt_by_fs)
             advised = None
-            if fit is not None and fit.unit == rep.unit and center is not None:
+            if fit is not None and fit.unit == rep.unit:
                 advised = _advised(factor, group, center, sysname, fits, ev, comparisons, osts)
             case = None if advised is None else _score_case(factor, group, fit, osts,
                                                             dflt_by_fs.get(rep.filesystem), ev, advised)
