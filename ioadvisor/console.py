@@ -17,13 +17,14 @@ import sys
 
 def main() -> None:
     args = sys.argv[1:]
-    if args[:1] != ["diagnose"]:
-        from .cli import main as run
+    diagnosing = args[:1] == ["diagnose"]
+    if diagnosing:
+        from .darshanlog.child import prefetch
+        prefetch(args[1:])
+    from .cli import main as run
+    if not diagnosing:
         run()
         return
-    from .darshanlog.child import prefetch
-    prefetch(args[1:])
-    from .cli import main as run
     try:
         run()
         code = 0

@@ -14,7 +14,7 @@ import pytest
 from darshan_copies import wheel_logs
 from measured import run_measured
 
-from ioadvisor.darshanlog.derive import MIN_HEADER_BYTES
+from ioadvisor.darshanlog.header import MIN_HEADER_BYTES
 from ioadvisor.inputs import LOG
 
 PEAK_MB = 300          # what a refusal may cost: the interpreter and its imports, not the file

@@ -293,6 +293,9 @@ def test_every_finding_that_advises_a_change_states_its_saving_as_a_range_with_a
         seen.add(f.id)
         g = f.evidence.get("expected_saving")
         assert g and g["basis"], (name, f.id)
+        # one saving per finding: a second, single figure beside the range (LUS002 and IMB001 once carried the
+        # whole gap as `expected_saving_s` while the range was capped below it) must not be stated
+        assert "expected_saving_s" not in f.evidence, (name, f.id, f.evidence["expected_saving_s"], g)
         assert 0 <= g["low_s"] <= g["high_s"] <= f.time_at_stake_s + 0.05, (name, f.id, g)
         assert "Expected saving" in f.message
     assert {"COLL001", "RMW001", "ALIGN001", "LUS002"} <= seen if EXPERT.exists() else {"ALIGN001", "LUS002"} <= seen

@@ -124,7 +124,7 @@ def test_the_empty_341_log_is_a_job_without_io():
 def test_the_header_check_is_only_magic_and_size(tmp_path):
     """The caller checks only what holds for every format: the version string and magic number, and a size
     no header of any format is below. A 3.41 header (name map at bytes 32-47, unlike 3.00-3.21) passes it."""
-    from ioadvisor.darshanlog.derive import MIN_HEADER_BYTES, check_header
+    from ioadvisor.darshanlog.header import MIN_HEADER_BYTES, check_header
     from ioadvisor.errors import ImportFormatError
     for log in SHARED_LOGS + WHEEL_LOGS:
         check_header(log)

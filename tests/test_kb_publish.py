@@ -65,8 +65,9 @@ def test_readers_see_one_whole_snapshot_while_staff_publish_again(tmp_path):
     -journal, a temporary left behind)."""
     shared, view = tmp_path / "shared", tmp_path / "view"
     shared.mkdir()
-    staff = {**os.environ, "IOADVISE_KB": str(tmp_path / "staff.sqlite"),
-             "XDG_CACHE_HOME": str(tmp_path / "staff-cache"), "IOADVISE_CENTER_KB": ""}
+    # staff's cache is the session's: a publication reads there the fits of the reference systems another test
+    # made (by content: the same runs, the same center), which the readers' checks do not depend on
+    staff = {**os.environ, "IOADVISE_KB": str(tmp_path / "staff.sqlite"), "IOADVISE_CENTER_KB": ""}
     _ok(_ioadvise(staff, "kb", "import", str(SAMPLES / "posix_fpp_2ranks.txt"), "--system", "Mine",
                   "--filesystem", "lus"))
     _ok(_ioadvise(staff, "kb", "publish", str(shared)))
@@ -134,8 +135,7 @@ def test_readers_see_one_whole_snapshot_while_staff_publish_again(tmp_path):
 
 
 def test_a_published_kb_serves_the_guide_and_users_keep_their_own_runs_on_top(tmp_path):
-    staff = {**os.environ, "IOADVISE_KB": str(tmp_path / "staff.sqlite"),
-             "XDG_CACHE_HOME": str(tmp_path / "cache"), "IOADVISE_CENTER_KB": ""}
+    staff = {**os.environ, "IOADVISE_KB": str(tmp_path / "staff.sqlite"), "IOADVISE_CENTER_KB": ""}
     _ok(_ioadvise(staff, "kb", "import", str(SAMPLES / "posix_fpp_2ranks.txt"), "--system", "Mine",
                   "--filesystem", "lus"))
     shared = tmp_path / "shared"
@@ -176,7 +176,6 @@ def test_stored_fits_are_refitted_after_a_new_publication(tmp_path, monkeypatch)
     runs of the system."""
     from ioadvisor.advise import fits
     from ioadvisor.kb.publish import publish
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     staff, shared = tmp_path / "staff.sqlite", tmp_path / "shared"
     shared.mkdir()
     with KB.open(staff) as kb:
@@ -199,7 +198,6 @@ def test_stored_fits_are_refitted_after_a_new_publication(tmp_path, monkeypatch)
 
 
 def test_a_center_kb_that_cannot_be_read_is_named(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("IOADVISE_CENTER_KB", str(tmp_path / "missing.sqlite"))
     with pytest.raises(KBError, match="missing.sqlite: does not exist; IOADVISE_CENTER_KB"):
         KB.open(None, create=False)
@@ -235,7 +233,6 @@ def test_the_snapshot_publishes_no_users_job(tmp_path, monkeypatch):
     holds one of them, and neither do the file's bytes (free pages included)."""
     from typer.testing import CliRunner
     from ioadvisor.cli import app
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("IOADVISE_CENTER_KB", "")
     darshan = Path(__import__("darshan").__file__).parent / "examples" / "example_logs" / "example.darshan"
     logs, records = tmp_path / "bob-private-logs", tmp_path / "alice-secret-records"

@@ -23,8 +23,8 @@ SAMPLES = Path(__file__).resolve().parent / "data" / "samples" / "ior"
 
 @pytest.fixture
 def staff(tmp_path, monkeypatch) -> Path:
-    """A staff KB of two runs (the cache and the environment private to the test)."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    """A staff KB of two runs (the environment private to the test; the cache the session's, where the fits of
+    the reference systems a publication makes are read by content once another test made them)."""
     monkeypatch.setenv("IOADVISE_CENTER_KB", "")
     from ioadvisor.ingest import import_file
     path = tmp_path / "staff.sqlite"

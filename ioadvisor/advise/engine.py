@@ -248,7 +248,7 @@ def _alternatives(order: list[Candidate], rec: Candidate, n: int = 4) -> list[Ca
 
 
 def _evidence_runs(kb: Any, cands: list[Candidate]) -> dict[str, Any]:
-    from .fits import runs_by_ids
+    from ..kb.fits import runs_by_ids
     ids: list[str] = []
     for c in cands:
         if c.fit:

@@ -1,12 +1,14 @@
-"""Fitted models per system, cached in-process and in a small table of the user's KB."""
+"""Fitted models per system, cached in-process and in a small table of the user's KB (kb/fits.py reads and
+writes it, and the runs the fits rest on); fits by content (advise, `kb validate`, `kb publish`) in the user's
+cache."""
 from __future__ import annotations
 
 import json
 from array import array
-import sqlite3
 from typing import Any
 
 from ..kb import KB
+from ..kb import fits as kb_fits
 from ..model.types import Center
 from ..predict import Fit, fit_all
 from ..predict.evidence import Evidence
@@ -25,29 +27,19 @@ def _signature(kb: KB, system: str, osts: dict, dflt: dict) -> tuple:
     one KB, each with a cache of their own, share the fits it stores instead of refitting in turn; a center's
     published KB by the id of its snapshot); and what the center says of the file systems (OST counts and
     default stripe counts enter the fit)."""
-    row = kb.conn.execute("SELECT max(rowid) FROM main.runs").fetchone()
-    src = kb.conn.execute("SELECT count(*) FROM main.sources").fetchone()
-    counts = kb.conn.execute("SELECT fsname, n_runs FROM main.system_fs WHERE system = ? COLLATE NOCASE "
-                             "ORDER BY fsname, system", (system,)).fetchall()
-    return (MODEL_VERSION, row[0], src[0], [list(c) for c in counts], kb.reference_id,
+    last_rowid, sources, counts = kb_fits.fit_basis(kb, system)
+    return (MODEL_VERSION, last_rowid, sources, counts, kb.reference_id,
             sorted([str(k), v, dflt.get(k)] for k, v in osts.items()))
 
 
 def load_system_runs(kb: KB, system: str, max_per_group: int = 400) -> list:
     """A system's runs, at most `max_per_group` per (file system, op), evenly spread: enough to fit on, and
     quick to read from a KB of any size (only row ids are read for the whole group; full rows for the chosen)."""
-    from ..kb.rows import row_to_run
     # row ids only, packed (positive: the user's KB, negative: the reference KB), so that even a group of a
-    # million runs costs a few MB here
+    # million runs costs a few MB here; production observations and flagged runs are not fitted (fit_rowids)
     groups: dict[tuple, array] = {}
     for db, sign in (("main", 1),) + ((("ref", -1),) if kb.reference else ()):
-        cur = kb.conn.cursor()
-        cur.row_factory = None
-        # production observations (Darshan, job records) are lower bounds of what the job could do, and runs
-        # flagged at import (cache-sized, above the rated peak) measured memory, not the file system: not fitted
-        for fs, op, rowid in cur.execute(f"SELECT filesystem, op, rowid FROM {db}.runs WHERE system = ? "
-                                         "COLLATE NOCASE AND kind IS NOT 'production' AND flags IS NULL",
-                                         (system,)):
+        for fs, op, rowid in kb_fits.fit_rowids(kb, db, system):
             g = groups.get((fs, op))
             if g is None:
                 g = groups[(fs, op)] = array("q")
@@ -58,27 +50,17 @@ def load_system_runs(kb: KB, system: str, max_per_group: int = 400) -> list:
             step = len(g) / max_per_group
             g = [g[int(i * step)] for i in range(max_per_group)]
         chosen += [("main", k) if k > 0 else ("ref", -k) for k in g]
-    rows: dict[tuple[str, int], Any] = {}
+    runs: dict[tuple[str, int], Any] = {}
     for db in {d for d, _ in chosen}:
-        ids = [k for d, k in chosen if d == db]
-        for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
-            for r in kb.conn.execute(f"SELECT rowid AS _rowid, * FROM {db}.runs "
-                                     f"WHERE rowid IN ({','.join('?' * len(part))})", part):
-                rows[(db, r["_rowid"])] = r
-    return [row_to_run(rows[k]) for k in chosen]
+        for rowid, run in kb_fits.runs_at_rowids(kb, db, [k for d, k in chosen if d == db]):
+            runs[(db, rowid)] = run
+    return [runs[k] for k in chosen]
 
 
-def _load_table(kb: KB, system: str, sig: tuple, db: str = "main") -> dict | None:
-    try:
-        row = kb.conn.execute(f"SELECT signature, fits FROM {db}.advise_fits WHERE system = ?", (system,)).fetchone()
-    except sqlite3.Error:
-        return None
-    if not row or row[0] != json.dumps(sig, default=str):
-        return None
+def _fits_from_rows(rows: list) -> dict:
     from ..predict.physical import posterior_from_json
     out = {}
-    for d in json.loads(row[1]):
+    for d in rows:
         d["run_ids"] = tuple(d["run_ids"])
         d["posterior"] = posterior_from_json(d["posterior"])
         for k in ("stripes_measured", "klasses"):
@@ -88,22 +70,30 @@ def _load_table(kb: KB, system: str, sig: tuple, db: str = "main") -> dict | Non
     return out
 
 
-def _store_table(kb: KB, system: str, sig: tuple, fits: dict, db: str = "main") -> None:
-    if kb.path == ":memory:" and db == "main":
-        return
+def _fits_to_rows(fits: dict, max_ids: int | None = MAX_EVIDENCE_IDS) -> list:
     from ..predict.physical import posterior_to_json
     rows = []
     for f in fits.values():
         d = {k: getattr(f, k) for k in f.__dataclass_fields__ if k != "posterior"}
-        d["run_ids"] = list(f.run_ids[:MAX_EVIDENCE_IDS])
+        d["run_ids"] = list(f.run_ids[:max_ids])
         d = {k: ("inf" if isinstance(v, float) and v == float("inf") else v) for k, v in d.items()}
         d["posterior"] = posterior_to_json(f.posterior)
         rows.append(d)
-    try:
-        kb.conn.execute(f"INSERT OR REPLACE INTO {db}.advise_fits VALUES (?,?,?)",
-                        (system, json.dumps(sig, default=str), json.dumps(rows)))
-    except sqlite3.Error:
-        pass   # a read-only KB: the in-process cache still serves
+    return rows
+
+
+def _load_table(kb: KB, system: str, sig: tuple, db: str = "main") -> dict | None:
+    row = kb_fits.load_derived(kb, "fits", system, db)
+    if not row or row[0] != json.dumps(sig, default=str):
+        return None
+    return _fits_from_rows(json.loads(row[1]))
+
+
+def _store_table(kb: KB, system: str, sig: tuple, fits: dict, db: str = "main") -> None:
+    if kb.path == ":memory:" and db == "main":
+        return
+    # nothing stored on a read-only KB: the in-process cache still serves
+    kb_fits.store_derived(kb, "fits", system, json.dumps(sig, default=str), json.dumps(_fits_to_rows(fits)), db)
 
 
 def _memoised(kb: KB, system: str, center: Center | None, cache: dict, load: Any, make: Any, store: Any) -> Any:
@@ -138,6 +128,86 @@ def _published_signature(sig: tuple) -> tuple:
     return (sig[0], None, 0, [], *sig[4:])
 
 
+# Fits by content, in the user's cache: `kb validate` refits every system once per held-out run, `kb publish`
+# every system of the snapshot, most of them on the very runs they fitted last time (the reference systems, a
+# staff KB's unchanged ones), and advise a system whose runs are unchanged where the KB's stored fits are not
+# (a new KB on the reference data, a run of another system added: the KB's signature changed, the runs did
+# not). A fit is a function of its runs (every field, in their order), the OST and default stripe counts and the
+# model's code, so those are the key. A fit of 20 runs is about 25 kB compressed; at most FIT_CACHE_FILES are
+# kept, the oldest removed.
+FIT_CACHE_FILES = 1000
+_MODEL_DIGEST: list[str] = []
+
+
+def _model_digest() -> str | None:
+    """A digest of the model: its version, its code (ioadvisor.predict, the runs' model and the Lustre rules
+    it reads) and the numpy and scipy it fits with; None where the code is not there to read (then nothing is
+    cached)."""
+    if not _MODEL_DIGEST:
+        import hashlib
+        from importlib.metadata import version
+        from pathlib import Path
+        from .. import predict
+        pkg = Path(predict.__file__).parent.parent
+        files = [*sorted((pkg / "predict").glob("*.py")), *sorted((pkg / "model").glob("*.py")), pkg / "lustre.py"]
+        h = hashlib.sha256(f"{MODEL_VERSION} numpy {version('numpy')} scipy {version('scipy')}".encode())
+        try:
+            for f in files:
+                h.update(f"{f.relative_to(pkg)}\0".encode() + f.read_bytes())
+            _MODEL_DIGEST.append(h.hexdigest())
+        except OSError:
+            _MODEL_DIGEST.append("")
+    return _MODEL_DIGEST[0] or None
+
+
+def fit_all_cached(runs: list, osts: dict, dflt: dict, memo: dict | None = None) -> dict:
+    """`fit_all(runs, osts, dflt, memo=memo)`, read from the cache when the same fit was made before."""
+    import hashlib
+    import os
+    import zlib
+    from ..util import cache_dir
+
+    def fit() -> dict:
+        return fit_all(runs, osts, dflt) if memo is None else fit_all(runs, osts, dflt, memo=memo)
+
+    digest, d = _model_digest(), cache_dir("fits")
+    if digest is None or d is None:
+        return fit()
+    key = json.dumps([digest, sorted([str(k), v] for k, v in osts.items()),
+                      sorted([str(k), v] for k, v in dflt.items()), [repr(r) for r in runs]], default=str)
+    path = d / f"{hashlib.sha256(key.encode()).hexdigest()}.json.z"
+    try:
+        return _fits_from_rows(json.loads(zlib.decompress(path.read_bytes())))
+    except (OSError, ValueError, TypeError, KeyError, zlib.error):
+        pass       # not there, or unreadable: fitted again
+    fits = fit()
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        tmp.write_bytes(zlib.compress(json.dumps(_fits_to_rows(fits, None)).encode()))
+        os.replace(tmp, path)
+        if len(os.listdir(d)) > FIT_CACHE_FILES:
+            _prune(d, FIT_CACHE_FILES * 3 // 4)
+    except OSError:
+        tmp.unlink(missing_ok=True)   # a full or read-only cache: the fit is still returned
+    return fits
+
+
+def _prune(d: Any, keep: int) -> None:
+    """Remove the least recently written files of `d` but `keep` (another process may remove them too)."""
+    import os
+    entries = []
+    for e in os.scandir(d):
+        try:
+            entries.append((e.stat().st_mtime, e.path))
+        except OSError:
+            continue
+    for _, path in sorted(entries)[:max(0, len(entries) - keep)]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def store_published(kb: KB, center_of: Any) -> list[str]:
     """Fit every system of the snapshot attached (writable) as `ref` under the empty in-memory KB `kb`, as a
     user with no runs of it would, and store the fits and evidence in the snapshot, keyed by what they rest on
@@ -150,7 +220,7 @@ def store_published(kb: KB, center_of: Any) -> list[str]:
         dflt = {f.name: f.default_stripe_count for f in center.filesystems} if center else {}
         sig = _published_signature(_signature(kb, system, osts, dflt))
         runs = load_system_runs(kb, system)
-        fits = fit_all(runs, osts, dflt)
+        fits = fit_all_cached(runs, osts, dflt)
         _store_table(kb, system, sig, fits, "ref")
         if fits:
             _store_evidence(kb, system, sig, Evidence(runs, osts, dflt), "ref")
@@ -159,8 +229,10 @@ def store_published(kb: KB, center_of: Any) -> list[str]:
 
 
 def system_fits(kb: KB, system: str, center: Center | None = None) -> dict[tuple[str, str | None, str], Fit]:
-    """Fits for every (system, file system, op) of `system`, refitted only when the system's runs change."""
-    return _memoised(kb, system, center, _CACHE, _load_table, fit_all, _store_table)
+    """Fits for every (system, file system, op) of `system`, refitted only when the system's runs change; where
+    the KB's stored fits do not match (a new KB, a run added), read from the fits by content when the runs they
+    rest on were fitted before (a new KB on the reference data, a run of another system added)."""
+    return _memoised(kb, system, center, _CACHE, _load_table, fit_all_cached, _store_table)
 
 
 def system_evidence(kb: KB, system: str, center: Center | None = None) -> Evidence:
@@ -170,11 +242,7 @@ def system_evidence(kb: KB, system: str, center: Center | None = None) -> Eviden
 
 def _load_evidence(kb: KB, system: str, sig: tuple, db: str = "main") -> Evidence | None:
     """The stored evidence index (a cold advice reads it instead of the system's runs, as it reads the fits)."""
-    try:
-        row = kb.conn.execute(f"SELECT signature, obs FROM {db}.advise_evidence WHERE system = ?",
-                              (system,)).fetchone()
-    except sqlite3.Error:
-        return None
+    row = kb_fits.load_derived(kb, "evidence", system, db)
     if not row or row[0] != json.dumps(sig, default=str):
         return None
     return Evidence.from_json(json.loads(row[1]))
@@ -183,17 +251,5 @@ def _load_evidence(kb: KB, system: str, sig: tuple, db: str = "main") -> Evidenc
 def _store_evidence(kb: KB, system: str, sig: tuple, ev: Evidence, db: str = "main") -> None:
     if kb.path == ":memory:" and db == "main":
         return
-    try:
-        kb.conn.execute(f"INSERT OR REPLACE INTO {db}.advise_evidence VALUES (?,?,?)",
-                        (system, json.dumps(sig, default=str), json.dumps(ev.to_json())))
-    except sqlite3.Error:
-        pass   # a read-only KB: the in-process cache still serves
-
-
-def runs_by_ids(kb: KB, ids: list[str]) -> dict[str, Any]:
-    """The runs with these ids (for evidence), in one query."""
-    if not ids:
-        return {}
-    from ..kb.rows import row_to_run
-    q = ",".join("?" * len(ids))
-    return {r["id"]: row_to_run(r) for r in kb.conn.execute(f"SELECT * FROM all_runs WHERE id IN ({q})", ids)}
+    # nothing stored on a read-only KB: the in-process cache still serves
+    kb_fits.store_derived(kb, "evidence", system, json.dumps(sig, default=str), json.dumps(ev.to_json()), db)

@@ -1,6 +1,7 @@
 """Validation of the performance model on the KB's measured runs.
 
-Two protocols, both predicting the way the advice engine does (`fit_all` over a system's other runs):
+Two protocols, both predicting the way the advice engine does (`fit_all` over a system's other runs; a fit made
+before on the same runs is read from the user's cache, `fits.fit_all_cached`):
 
 - `validate`: each run held out (leave-one-out; k-fold with `FOLDS` folds for systems of more than `LOO_MAX`
   runs, so the cost grows with the runs, not their square): median and p90 of |predicted/measured - 1|, split by
@@ -21,9 +22,11 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import UsageError
 from ..kb import RunFilter
+from ..kb import fits as kb_fits, queries
 from ..lustre import every_ost
 from ..model.run import bytes_moved
-from ..predict import Fit, fit_all, io_class, run_point
+from ..predict import Fit, io_class, run_point
+from .fits import fit_all_cached
 from ..predict.evidence import EXACT_RUNS, FAMILY_SPAN, MARGIN, REPEAT_RUNS, REPEAT_SPAN, Bounds, Evidence, bounds
 from ..predict.physical import INF, Z90
 
@@ -81,10 +84,7 @@ def _system_sizes(kb: Any, system: str | None) -> dict[str, int]:
     sizes: dict[str, int] = {}
     # from the per-system summary the KB keeps current as runs change (not a count over every run)
     for db in ("main", "ref") if kb.reference else ("main",):
-        sql, args = f"SELECT system, sum(n_runs) FROM {db}.system_fs", []
-        if system is not None:
-            sql, args = sql + " WHERE system = ? COLLATE NOCASE", [system]
-        for name, n in kb.conn.execute(sql + " GROUP BY system HAVING sum(n_runs) > 0", args):
+        for name, n in queries.system_sizes(kb, db, system):
             sizes[name] = sizes.get(name, 0) + n
     return sizes
 
@@ -113,16 +113,11 @@ def _sample(kb: Any, sysname: str) -> tuple[list, list]:
     """(fitted, held out) runs of a large system (see SAMPLE_ABOVE), each in a stable order. Only row ids are read
     for the whole system; full rows for the chosen runs."""
     from array import array
-    from ..kb.rows import row_to_run
     groups: dict[tuple, array] = {}
     for db, sign in (("main", 1),) + ((("ref", -1),) if kb.reference else ()):
-        cur = kb.conn.cursor()
-        cur.row_factory = None
-        # from the system index alone (the name in any case, then as stored); runs that are not measured (flagged,
-        # no value) are dropped once read, so the sample is drawn over every run of the system
-        for fs, op, rowid in cur.execute(
-                f"SELECT filesystem, op, rowid FROM {db}.runs WHERE system = ? COLLATE NOCASE AND system = ? "
-                "AND kind IS NOT 'production' ORDER BY rowid", (sysname, sysname)):
+        # runs that are not measured (flagged, no value) are dropped once read, so the sample is drawn over every
+        # run of the system
+        for fs, op, rowid in kb_fits.validation_rowids(kb, db, sysname):
             g = groups.get((fs, op))
             if g is None:
                 g = groups[(fs, op)] = array("q")
@@ -140,12 +135,8 @@ def _sample(kb: Any, sysname: str) -> tuple[list, list]:
         fitted += rest
     rows: dict[int, Any] = {}
     for db, sign in (("main", 1), ("ref", -1)):
-        ids = [sign * k for k in fitted + held if k * sign > 0]
-        for i in range(0, len(ids), 500):
-            part = ids[i:i + 500]
-            for r in kb.conn.execute(f"SELECT rowid AS _rowid, * FROM {db}.runs "
-                                     f"WHERE rowid IN ({','.join('?' * len(part))})", part):
-                rows[sign * r["_rowid"]] = row_to_run(r)
+        for rowid, run in kb_fits.runs_at_rowids(kb, db, [sign * k for k in fitted + held if k * sign > 0]):
+            rows[sign * rowid] = run
     return (_stable(_measurable(rows[k] for k in fitted if k in rows)),
             _stable(_measurable(rows[k] for k in held if k in rows)))
 
@@ -261,13 +252,14 @@ def _predict_errors(sysname: str, runs: list, osts: dict, dflt: dict, memo: dict
     errs: list[tuple] = []
     memo = {} if memo is None else memo
     if held_out is not None:
-        return errs, _score_held(sysname, fit_all(runs, osts, dflt, memo=memo), held_out, osts, dflt, errs,
-                                 Evidence(runs, osts, dflt), _Neighbours(runs))
+        fits = fit_all_cached(runs, osts, dflt, memo=memo)
+        return errs, _score_held(sysname, fits, held_out, osts, dflt, errs, Evidence(runs, osts, dflt),
+                                 _Neighbours(runs))
     unpredictable = 0
     for fold in _folds(len(runs)):
         held = set(fold)
         train = [r for i, r in enumerate(runs) if i not in held]
-        fits = fit_all(train, osts, dflt, memo=memo)
+        fits = fit_all_cached(train, osts, dflt, memo=memo)
         unpredictable += _score_held(sysname, fits, (runs[i] for i in fold), osts, dflt, errs,
                                      Evidence(train, osts, dflt), _Neighbours(train))
     return errs, unpredictable
@@ -560,7 +552,7 @@ def _sweeps_of_system(kb: Any, sysname: str, runs: list, factors: Sequence[str] 
                 continue
             ids = {id(r) for r in group}
             train = [r for r in runs if id(r) not in ids]
-            fits = fit_all(train, osts_by_fs, dflt_by_fs, memo=memo)
+            fits = fit_all_cached(train, osts_by_fs, dflt_by_fs, memo=memo)
             fit = fits.get((sysname, rep.filesystem, rep.op))
             ev = Evidence(train, osts_by_fs, dflt_by_fs)
             advised = None

@@ -69,7 +69,7 @@ def plan_array(roots: Iterable[str | Path], kb: Any, settings: Settings, *, task
     probe = ScanOutcome()
     files = list_logs(roots)
     seen: list[tuple[str, int, int, str]] = []
-    items = [list(x) for x in pending_logs(kb.conn, files, probe, seen, retry_failed=retry_failed)]
+    items = [list(x) for x in pending_logs(kb, files, probe, seen, retry_failed=retry_failed)]
     n = min(tasks, len(items)) or 0
     slices = [items[len(items) * k // n: len(items) * (k + 1) // n] for k in range(n)] if n else []
     plan = {"version": 1, "settings": asdict(settings), "timeout": timeout, "seen": seen, "slices": slices,

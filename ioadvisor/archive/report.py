@@ -24,6 +24,8 @@ from typing import Any, Mapping, Sequence
 
 from ..darshanlog.jobrecord import MAX_PROCS, MAX_RUN_S
 from ..darshanlog.summary import job_nodes
+from ..kb import archive as tables
+from ..kb.archive import has_jobs
 from .store import EMPTY_SHA256
 
 __all__ = ["REPORT_SCHEMA", "center_report", "has_jobs", "saving_range", "saving_s"]
@@ -41,8 +43,8 @@ def _seconds(x: Any) -> float | None:
 def saving_range(finding: Mapping[str, Any]) -> tuple[float, float, str] | None:
     """(low, high, basis): the seconds per rank a fix of one stored finding is expected to save, as a range capped
     at the time at stake, and what it rests on; None when nothing states one. The range is diagnose's
-    `expected_saving` (`low_s` to `high_s`); a finding stored by an earlier version states only the upper end
-    (`expected_saving_s`, which is `high_s` of the same rules now: the range runs from 0) or a measured speed-up
+    `expected_saving` (`low_s` to `high_s`); a finding stored by an earlier version states only an upper end
+    (`expected_saving_s`: the range runs from 0 to it) or a measured speed-up
     (`expected_gain`, a range of one point)."""
     at = _seconds(finding.get("time_at_stake_s")) or 0.0
     ev = finding.get("evidence") or {}
@@ -70,11 +72,6 @@ def saving_s(finding: Mapping[str, Any]) -> tuple[float | None, str | None]:
     return rng[0], rng[2]
 
 
-def has_jobs(kb: Any) -> bool:
-    """Whether the KB holds any scanned job (the archive page of the guide is written only then)."""
-    return kb.conn.execute("SELECT 1 FROM main.archive_jobs LIMIT 1").fetchone() is not None
-
-
 def _hours(seconds: float | None, count: int | None) -> float | None:
     return None if seconds is None or count is None else round(seconds * count / 3600.0, 4)
 
@@ -91,17 +88,11 @@ def center_report(kb: Any, *, top: int = 10, ranks_per_node: int | None = None, 
         raise UsageError("--ranks-per-node must be at least 1")
     rpn_of = {k.lower(): v for k, v in (center_rpn or {}).items() if v}
     names = [n.lower() for n in ([system] if system else []) + list(systems or [])]
-    where, args = (f"WHERE lower(l.system) IN ({','.join('?' * len(names))})", names) if names else ("", [])
-    conn = kb.conn
-    also = f"{where} {'AND' if where else 'WHERE'}"
-    logs = dict(conn.execute(f"SELECT l.status, count(*) FROM main.archive_logs l {also} l.hash != ? "
-                             "GROUP BY l.status", (*args, EMPTY_SHA256)).fetchall())
     # every empty file is a failure of its own (all of them have one content): counted by path
-    empty = conn.execute(f"SELECT count(*) FROM main.archive_paths p JOIN main.archive_logs l ON l.hash = p.hash "
-                         f"{also} p.hash = ?", (*args, EMPTY_SHA256)).fetchone()[0]
+    logs, empty = tables.log_counts(kb, names, EMPTY_SHA256)
     left_out: list[str] = []
-    jobs = _jobs(conn, where, args, ranks_per_node, rpn_of, left_out)
-    rules = _add_findings(conn, where, args, jobs)
+    jobs = _jobs(kb, names, ranks_per_node, rpn_of, left_out)
+    rules = _add_findings(kb, names, jobs)
     for j in jobs.values():
         j["at_stake_process_hours"] = _hours(j["at_stake_s"], j["nprocs"])
         j["saving_process_hours"] = _hours(j["saving_s"], j["nprocs"])
@@ -127,13 +118,12 @@ def possible(r: Mapping[str, Any]) -> bool:
             and ok(r["io_time_per_rank_s"], math.inf) and (r["nodes"] is None or ok(r["nodes"], MAX_PROCS)))
 
 
-def _jobs(conn: Any, where: str, args: Sequence[str], ranks_per_node: int | None,
+def _jobs(kb: Any, names: Sequence[str], ranks_per_node: int | None,
           rpn_of: Mapping[str, int], left_out: list[str]) -> dict[str, dict[str, Any]]:
-    """The archived jobs (by log hash), their node counts and hours, no findings yet; the logs of jobs whose
-    stored facts are impossible (`possible`) are appended to `left_out` instead."""
+    """The archived jobs (by log hash) of the logs scanned for `names`, their node counts and hours, no findings
+    yet; the logs of jobs whose stored facts are impossible (`possible`) are appended to `left_out` instead."""
     jobs: dict[str, dict[str, Any]] = {}
-    for r in conn.execute(f"SELECT j.*, l.path, l.system FROM main.archive_jobs j JOIN main.archive_logs l "
-                          f"ON l.hash = j.hash {where}", args):
+    for r in tables.jobs(kb, names):
         if not possible(r):
             left_out.append(r["path"])
             continue
@@ -149,16 +139,15 @@ def _jobs(conn: Any, where: str, args: Sequence[str], ranks_per_node: int | None
     return jobs
 
 
-def _add_findings(conn: Any, where: str, args: Sequence[str], jobs: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """Each finding added to its job (raising the job's time at stake and saving), and summed per rule with the
-    job where it costs most; the rules by id."""
+def _add_findings(kb: Any, names: Sequence[str], jobs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each finding of the logs scanned for `names` added to its job (raising the job's time at stake and saving),
+    and summed per rule with the job where it costs most; the rules by id."""
     rules: dict[str, dict[str, Any]] = {}
-    for r in conn.execute(f"SELECT f.hash, f.finding FROM main.archive_findings f JOIN main.archive_logs l "
-                          f"ON l.hash = f.hash {where}", args):
-        job = jobs.get(r["hash"])
+    for digest, text in tables.findings(kb, names):
+        job = jobs.get(digest)
         if job is None:
             continue
-        f = json.loads(r["finding"])
+        f = json.loads(text)
         at = f.get("time_at_stake_s") or 0.0
         if not isinstance(at, (int, float)) or not math.isfinite(at) or at < 0:     # stored by an earlier version
             at = 0.0

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
-from ..darshanlog.derive import check_header
+from ..darshanlog.header import check_header
 from ..errors import ImportFormatError, IOAdvisorError, UsageError
 from ..inputs import LOG, check_input, open_input
 from ..util import printable
@@ -96,7 +96,7 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def pending_logs(conn: Any, files: Iterable[Path], out: ScanOutcome, seen: list[PathSeen], *,
+def pending_logs(kb: Any, files: Iterable[Path], out: ScanOutcome, seen: list[PathSeen], *,
                  retry_failed: bool = False) -> Iterator[tuple[str, str, int]]:
     """(path, sha256, size) of each log to read: not a path unchanged since an earlier scan, not a content
     scanned before or earlier in this listing. Every path looked at that needs no reading is appended to
@@ -109,7 +109,7 @@ def pending_logs(conn: Any, files: Iterable[Path], out: ScanOutcome, seen: list[
         except IOAdvisorError as e:
             out.failed.append((printable(str(p)), getattr(e, "reason", None) or str(e)))
             continue
-        if path_is_current(conn, str(p), st.st_size, st.st_mtime_ns, retry_failed):
+        if path_is_current(kb, str(p), st.st_size, st.st_mtime_ns, retry_failed):
             out.unchanged += 1
             continue
         if st.st_size == 0:
@@ -124,7 +124,7 @@ def pending_logs(conn: Any, files: Iterable[Path], out: ScanOutcome, seen: list[
         except IOAdvisorError as e:
             out.failed.append((printable(str(p)), getattr(e, "reason", None) or str(e)))
             continue
-        status = hash_status(conn, digest)
+        status = hash_status(kb, digest)
         row = (str(p), st.st_size, st.st_mtime_ns, digest)
         if digest in queued or status == "ok" or (status == "failed" and not retry_failed):
             out.duplicates += 1
@@ -220,7 +220,7 @@ def scan(roots: Iterable[str | Path], kb: Any, settings: Settings, *, workers: i
         last = time.monotonic()
 
     pool_ref: list[Any] = []
-    items = pending_logs(kb.conn, files, out, seen, retry_failed=retry_failed)
+    items = pending_logs(kb, files, out, seen, retry_failed=retry_failed)
     for rec in diagnose_logs(items, settings, workers, timeout, on_pool=pool_ref.append):
         out.diagnosed += 1
         if rec["status"] != "ok":

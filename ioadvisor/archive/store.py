@@ -13,19 +13,14 @@ import os
 import sqlite3
 from typing import Any, Iterable, Mapping
 
+from ..kb import archive as tables
 from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run
 from ..util import printable
 
-__all__ = ["ARCHIVE_RUN_SQL", "EMPTY_SHA256", "EMPTY_TEXT", "PathSeen", "add_results", "run_from_dict",
-           "path_is_current", "hash_status"]
-
-JOB_COLUMNS = ("jobid", "uid", "exe", "app", "nprocs", "run_time_s", "start_time", "io_time_per_rank_s",
-               "bytes_read", "bytes_written", "layout", "files", "partial", "darshan_version", "nodes", "filesystem")
+__all__ = ["EMPTY_SHA256", "EMPTY_TEXT", "PathSeen", "add_results", "run_from_dict", "path_is_current",
+           "hash_status"]
 
 PathSeen = tuple[str, int, int, str]      # path (as os.walk gives it), size, mtime_ns, sha256
-# A run of `all_runs` that an archive scan made of a log (a production job, never a measurement): the guide's
-# measurement tables and plots and the targets of `bench plan` leave these out.
-ARCHIVE_RUN_SQL = "(kind = 'production' AND source_hash IN (SELECT hash FROM main.archive_logs))"
 # Every empty file is this failure, under whatever name and in whatever order it is met: never read by a worker,
 # never a copy of another (all empty files share one sha256), each path listed as failed by the scan that meets it.
 EMPTY_TEXT = "empty file (0 bytes): not a Darshan log"
@@ -52,46 +47,39 @@ def path_key(path: str) -> str | bytes:
         return os.fsencode(path)
 
 
-def path_is_current(conn: Any, path: str, size: int, mtime_ns: int, retry_failed: bool = False) -> bool:
+def path_is_current(kb: Any, path: str, size: int, mtime_ns: int, retry_failed: bool = False) -> bool:
     """True if `path` was scanned before with this size and mtime (its log need not be read again)."""
-    row = conn.execute("SELECT p.size, p.mtime_ns, l.status FROM archive_paths p JOIN archive_logs l "
-                       "ON l.hash = p.hash WHERE p.path = ?", (path_key(path),)).fetchone()
+    row = tables.path_seen(kb, path_key(path))
     if row is None or row[0] != size or row[1] != mtime_ns:
         return False
     return not (retry_failed and row[2] == "failed")
 
 
-def hash_status(conn: Any, digest: str) -> str | None:
+def hash_status(kb: Any, digest: str) -> str | None:
     """'ok' or 'failed' for a log already scanned, None for a new one."""
-    row = conn.execute("SELECT status FROM archive_logs WHERE hash = ?", (digest,)).fetchone()
-    return row[0] if row else None
+    return tables.log_status(kb, digest)
 
 
 def _add_result(kb: Any, r: Mapping[str, Any], added: dict[str, int], *, system: str, flag: Any, now: str) -> None:
     """One worker result into the open transaction (nothing when its log is known already); `added` counts it."""
-    conn = kb.conn
     digest = r["hash"]
-    old = hash_status(conn, digest)
+    old = hash_status(kb, digest)
     if old == "ok" or (old == "failed" and r["status"] == "failed"):
         return
     if old == "failed":
-        conn.execute("DELETE FROM archive_logs WHERE hash = ?", (digest,))
+        tables.drop_log(kb, digest)
     error = r.get("error")
-    conn.execute("INSERT INTO archive_logs VALUES (?,?,?,?,?,?,?)",
-                 (digest, printable(r["path"]), r["size"], r["status"], error and printable(error), system, now))
+    tables.add_log(kb, digest, printable(r["path"]), r["size"], r["status"], error and printable(error), system, now)
     added["logs"] += 1
     if r["status"] != "ok":
         added["failed"] += 1
         return
     job = r["job"]
-    conn.execute(f"INSERT INTO archive_jobs (hash, {', '.join(JOB_COLUMNS)}) "
-                 f"VALUES ({', '.join('?' * (len(JOB_COLUMNS) + 1))})",
-                 (digest, *(job.get(c) for c in JOB_COLUMNS)))
+    tables.add_job(kb, digest, job)
     added["jobs"] += 1
     added["measured"] += job.get("filesystem") is not None
-    conn.executemany("INSERT INTO archive_findings VALUES (?,?,?,?,?)",
-                     [(digest, f["id"], f["severity"], f["time_at_stake_s"],
-                       json.dumps(f, sort_keys=True, allow_nan=False)) for f in r["findings"]])
+    tables.add_findings(kb, [(digest, f["id"], f["severity"], f["time_at_stake_s"],
+                              json.dumps(f, sort_keys=True, allow_nan=False)) for f in r["findings"]])
     added["findings"] += len(r["findings"])
     if r["runs"]:
         # a log already imported with `kb import` keeps its runs; one whose every run is in the KB already
@@ -101,20 +89,19 @@ def _add_result(kb: Any, r: Mapping[str, Any], added: dict[str, int], *, system:
         added["runs"] += n
 
 
-def _add_paths(conn: sqlite3.Connection, paths: Iterable[PathSeen], added: dict[str, int], *, system: str,
+def _add_paths(kb: Any, paths: Iterable[PathSeen], added: dict[str, int], *, system: str,
                now: str) -> list[PathSeen]:
     """Record the paths whose log is in the KB (an empty file's as a failed log); the others, to record later."""
     later = []
     for p in paths:
-        if p[3] == EMPTY_SHA256 and hash_status(conn, p[3]) is None:
-            conn.execute("INSERT INTO archive_logs VALUES (?,?,?,?,?,?,?)",
-                         (EMPTY_SHA256, printable(p[0]), 0, "failed", EMPTY_TEXT, system, now))
+        if p[3] == EMPTY_SHA256 and hash_status(kb, p[3]) is None:
+            tables.add_log(kb, EMPTY_SHA256, printable(p[0]), 0, "failed", EMPTY_TEXT, system, now)
             added["logs"] += 1
             added["failed"] += 1
-        if hash_status(conn, p[3]) is None:
+        if hash_status(kb, p[3]) is None:
             later.append(p)
         else:
-            conn.execute("INSERT OR REPLACE INTO archive_paths VALUES (?,?,?,?)", (path_key(p[0]), *p[1:]))
+            tables.add_path(kb, path_key(p[0]), *p[1:])
     return later
 
 
@@ -136,19 +123,10 @@ def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[P
     flag = flagger(center) if center is not None else None
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     added = {"logs": 0, "failed": 0, "jobs": 0, "measured": 0, "findings": 0, "runs": 0}
-    conn = kb.conn
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with tables.transaction(kb):
         for r in results:
             _add_one(kb, r, added, system=system, flag=flag, now=now, failed=failed)
-        later = _add_paths(conn, paths, added, system=system, now=now)
-        conn.execute("COMMIT")
-    except BaseException:
-        # sqlite may have rolled the transaction back itself (a full disk, an I/O error): a second rollback
-        # would raise "no transaction is active" in place of what happened
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
+        later = _add_paths(kb, paths, added, system=system, now=now)
     return added, later
 
 
@@ -175,17 +153,16 @@ def _add_one(kb: Any, r: Mapping[str, Any], added: dict[str, int], *, system: st
     """`_add_result` of one log inside a savepoint: a result that cannot be stored is rolled back alone and the
     log stored as failed with the reason (and appended to `failed`)."""
     from ..errors import IOAdvisorError
-    conn = kb.conn
     before = dict(added)
-    conn.execute("SAVEPOINT one_log")
+    tables.savepoint(kb)
     try:
         _add_result(kb, r, added, system=system, flag=flag, now=now)
     except (*STORE_ERRORS, IOAdvisorError) as e:
-        conn.execute("ROLLBACK TO one_log")
+        tables.rollback_to_savepoint(kb)
         added.update(before)
         error = f"its facts cannot be stored: {type(e).__name__}: {getattr(e, 'reason', None) or e}"
         _add_result(kb, {"hash": r["hash"], "path": r["path"], "size": r["size"], "status": "failed",
                          "error": error}, added, system=system, flag=flag, now=now)
         if failed is not None:
             failed.append((printable(r["path"]), error))
-    conn.execute("RELEASE one_log")
+    tables.release_savepoint(kb)

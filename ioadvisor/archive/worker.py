@@ -127,7 +127,8 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
     complaints (it writes them to file descriptor 2) to a private file that each log's read checks. Returns the
     handler of one `(path, sha256)` item."""
     from ..diagnose import judge
-    from ..darshanlog.derive import check_header, import_backend, read_checked
+    from ..darshanlog.derive import import_backend, read_checked
+    from ..darshanlog.header import check_header
     from .pool import Retire
     from ..diagnose.rules import load_thresholds
 

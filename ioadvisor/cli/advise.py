@@ -11,7 +11,8 @@ from ..inputs import SCRIPT, TOML
 from ..util import read_text
 from . import command_app
 from .common import (AccessSize, ApiOpt, BytesPerRank, CollectiveOpt, FilesOpt, JsonOption, KBOption, LayoutOpt,
-                     LifetimeOpt, OpOpt, RandomOpt, RanksPerNode, TotalBytes, cli_errors, console, print_json)
+                     LifetimeOpt, OpOpt, RandomOpt, RanksPerNode, TotalBytes, cli_errors, console, print_json,
+                     printable_table)
 
 app = command_app()
 
@@ -44,7 +45,6 @@ def _row(opt: Any, label: str) -> list[str]:
 
 
 def render_advice(advice: Any, flavour: str, commands: str, unpinned: Any = None) -> None:
-    from rich.table import Table
     from rich.text import Text
     from ..model.units import format_rate, format_size
     rec, base = advice.recommendation, advice.baseline
@@ -52,7 +52,7 @@ def render_advice(advice: Any, flavour: str, commands: str, unpinned: Any = None
     console.print(Text.assemble((advice.system, "bold"), f": {w.nodes} node(s) x {w.ranks_per_node} rank(s), "
                                 f"{format_size(w.bytes_per_rank)} per rank, {w.api} {w.layout} {w.op}"),
                   highlight=False)
-    t = Table(box=None, pad_edge=False, header_style="bold")
+    t = printable_table(box=None, pad_edge=False, header_style="bold")
     for col in ("", "where", "layout", "mode", "stripes", "predicted (interval)"):
         t.add_column(col, overflow="fold")
     t.add_row(Text("recommended" + (" (pinned)" if unpinned is not None else ""), style="bold green"),

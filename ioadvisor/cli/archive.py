@@ -251,8 +251,9 @@ def report_cmd(
 def _center_rpn(store: Any, center: str | None) -> dict[str, int]:
     """Ranks per node by system: of the shipped center named like each scanned system, and of `center`."""
     from ..center import find_center, load_center
+    from ..kb.archive import scanned_systems
     out = {}
-    for (name,) in store.conn.execute("SELECT DISTINCT system FROM main.archive_logs WHERE system IS NOT NULL"):
+    for name in scanned_systems(store):
         c = find_center(name)
         if c is not None and c.ranks_per_node:
             out[name.lower()] = c.ranks_per_node

@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Annotated, Any, Iterator, Optional
 
 import typer
-from rich.table import Table
 
 from ..errors import IOAdvisorError, UsageError
 from . import command_app
 from .common import (JsonOption, KBOption, cli_errors, console, err_console, escape, print_error, print_json,
-                     printable, progress_bar, warn)
+                     printable, printable_table, progress_bar, warn)
 
 app = command_app()
 
@@ -96,8 +95,8 @@ def _finish(res: dict[str, Any] | None, system: str | None, result_dir: Optional
                  f"{eff['access']}{' O_DIRECT' if eff['direct'] else ''}")
     else:
         title = f"metadata, {'unique' if eff['unique_dir'] else 'shared'} directories"
-    table = Table(title=f"{title}: {eff['ranks']} rank(s) on {eff['nodes']} node(s), {eff['fs_type']} "
-                        f"({eff['mount_point']})")
+    table = printable_table(title=f"{title}: {eff['ranks']} rank(s) on {eff['nodes']} node(s), {eff['fs_type']} "
+                                  f"({eff['mount_point']})")
     for col in ("op", "mean", "min", "max", "sd", "95% CI", "reps", "unit"):
         table.add_column(col, justify="left" if col in ("op", "unit") else "right")
     f = lambda v: "-" if v is None else f"{v:,.1f}"  # noqa: E731
@@ -253,7 +252,7 @@ def _show_sweep(plan: Any, mode: str, json_out: bool) -> None:
     if json_out:
         print_json(doc)
         return
-    table = Table(title=f"sweep {plan.name}: {len(plan.configs)} config(s), {plan.kind}")
+    table = printable_table(title=f"sweep {plan.name}: {len(plan.configs)} config(s), {plan.kind}")
     for col in ("#", "ranks", "config"):
         table.add_column(col)
     for c in plan.configs:
@@ -400,9 +399,9 @@ def _render_plan(result: Any, path: Path) -> None:
                   f"candidate point(s), for {len(result.targets)} workload(s) from {src}", highlight=False)
     decision = result.objective == "decision"
     from ..bench.plan import WIDE
-    table = Table(title="proposed benchmarks and the typical 90% interval (high/low) expected "
-                        + ("of the ratio best option / default at each target" if decision else
-                           "at the targets' options") + " once each is measured")
+    table = printable_table(title="proposed benchmarks and the typical 90% interval (high/low) expected "
+                                  + ("of the ratio best option / default at each target" if decision else
+                                     "at the targets' options") + " once each is measured")
     cols = ["#", "nodes", "ranks/node", "API", "layout", "stripes"] + \
         (["best/default"] if decision else ["mean bw", "one run"]) + ["narrower by"]
     for col in cols:

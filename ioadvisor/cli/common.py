@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from pathlib import Path
@@ -195,13 +196,32 @@ def progress_bar(quiet: bool = False, *, unit: str = "count") -> Any:
 
 def table(columns: tuple[str, ...], *, right: tuple[str, ...] = (), title: str | None = None) -> Any:
     """A rich table in the commands' one style: a rule under the header, no outer edge; the columns named in
-    `right` (numbers) right-aligned."""
+    `right` (numbers) right-aligned. Text cells are made printable as they are added (see `printable_table`)."""
     from rich import box
-    from rich.table import Table
-    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title=title)
+    t = printable_table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, title=title)
     for col in columns:
         t.add_column(col, justify="right" if col in right else "left")
     return t
+
+
+def printable_table(**kwargs: Any) -> Any:
+    """A rich Table whose plain-text title and cells are made printable (`printable`): names and notes from a KB
+    (an older version's rows too), a plan or a log may hold control or bidirectional characters. Styled cells
+    (rich Text) are the caller's own and pass as they are."""
+    if isinstance(kwargs.get("title"), str):
+        kwargs["title"] = printable(kwargs["title"])
+    return _printable_table_class()(**kwargs)
+
+
+@functools.cache
+def _printable_table_class() -> type:
+    """The Table subclass of `printable_table`, made once (rich is imported only when a table is drawn)."""
+    from rich.table import Table
+
+    class PrintableTable(Table):
+        def add_row(self, *cells: Any, **kw: Any) -> None:
+            super().add_row(*(printable(c) if isinstance(c, str) else c for c in cells), **kw)
+    return PrintableTable
 
 
 def print_json(obj: Any) -> None:

@@ -11,7 +11,7 @@ import typer
 from ..kb import KB, RunFilter
 from ..model.units import format_size
 from . import command_app
-from .common import JsonOption, KBOption, cli_errors, console, print_json, printable, progress_bar
+from .common import JsonOption, KBOption, cli_errors, console, print_json, printable, printable_table, progress_bar
 
 app = command_app()
 
@@ -193,9 +193,8 @@ def show(run_id: Annotated[str, typer.Argument(help="Run id (a unique prefix is 
         if json_out:
             print_json(data)
             return
-        from rich.table import Table
         from ..center.evidence import explain
-        table = Table(show_header=False, title=f"run {data['id']}")
+        table = printable_table(show_header=False, title=f"run {data['id']}")
         for k, v in data.items():
             if k == "flags":
                 v = "; ".join(f"{f} ({explain(f)})" for f in v) + "; left out of fits" if v else None
@@ -284,7 +283,6 @@ def validate_cmd(
 ) -> None:
     """Check the performance model on held-out runs: prediction error, interval coverage, advice regret."""
     with cli_errors():
-        from rich.table import Table
 
         from ..advise.validate import FOLDS, LOO_MAX, SAMPLE_ABOVE, format_sweep_table, sweep_validate, validate
         with KB.open(kb, create=False) as store:
@@ -295,8 +293,8 @@ def validate_cmd(
         if sweeps:
             console.print(format_sweep_table(rep), highlight=False, markup=False)
             return
-        t = Table(title=f"Held-out validation (leave-one-out; {FOLDS}-fold above {LOO_MAX} runs per system; a sample "
-                        f"above {SAMPLE_ABOVE:,})", title_justify="left")
+        t = printable_table(title=f"Held-out validation (leave-one-out; {FOLDS}-fold above {LOO_MAX} runs per system; "
+                                  f"a sample above {SAMPLE_ABOVE:,})", title_justify="left")
         for col in ("system", "runs", "median |err|", "p90 |err|", "within clients", "extrapolated",
                     "90% coverage", "not predictable", "regret cases", "median regret"):
             # system names are never cut ("Dell-EE-Lustre-…" names no system): the figures wrap instead
@@ -343,8 +341,9 @@ def _repair_report(rows: list[dict], action: str, done: dict | None, json_out: b
         return
     for r in ([] if listed else rows[:50]):
         rid = f"{r['id']} -> {new_ids[r['id']]}" if r["id"] in new_ids else r["id"]
-        console.print(f"  {rid}  {r['system']}  {r['filesystem'] or '-'}  {r['op']}  "
-                      f"{_fmt_value(r['value'])} {r['unit']}  {r['source'] or '-'}", highlight=False, markup=False)
+        console.print(printable(f"  {rid}  {r['system']}  {r['filesystem'] or '-'}  {r['op']}  "
+                                f"{_fmt_value(r['value'])} {r['unit']}  {r['source'] or '-'}"), highlight=False,
+                      markup=False)
     if len(rows) > 50:
         console.print(f"  ... and {len(rows) - 50} more", highlight=False, markup=False)
     if done is None:
@@ -373,8 +372,8 @@ def delete(
                 done = {"deleted": store.delete_quarantined()} if yes else None
                 if not json_out:
                     for r in rows[:50]:
-                        console.print(f"  {r['id']}  {r['system']}  {r['op']}  {r['reason']}", highlight=False,
-                                      markup=False)
+                        console.print(printable(f"  {r['id']}  {r['system']}  {r['op']}  {r['reason']}"),
+                                      highlight=False, markup=False)
                 _repair_report(rows, "delete", done, json_out, listed=True)
                 return
             rows = store.select(ids or (), _filter(system, filesystem, op, api, layout, kind, None, source))

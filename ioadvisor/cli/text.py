@@ -99,8 +99,11 @@ def _encodable(text: str) -> bool:
 def table(columns: Sequence[str], rows: Iterable[Sequence[str]], *, right: Iterable[str] = (),
           shrink: str | None = None, width: int | None = None) -> list[str]:
     """Lines of a table: every column as wide as its widest cell, except `shrink`, which gives way (cut with an
-    ellipsis, never below its name) so that the table fits `width` cells (default: terminal_width())."""
-    rows = [list(r) for r in rows]
+    ellipsis, never below its name) so that the table fits `width` cells (default: terminal_width()). Every cell
+    is made printable (`util.printable`): a KB written by an older version may hold control or bidirectional
+    characters in a name, which would reorder or break the lines shown."""
+    from ..util import printable
+    rows = [[printable(str(c)) for c in r] for r in rows]
     widths = [max([cell_width(c), *(cell_width(r[i]) for r in rows)]) for i, c in enumerate(columns)]
     gap = 2
     if shrink in columns:

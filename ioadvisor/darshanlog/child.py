@@ -4,7 +4,7 @@ The Darshan C library is only called in a child: a corrupt log can make it crash
 data, and none of that may take the caller down. This module holds the fork and the pipe and nothing else, so it
 costs almost nothing to import: `ioadvise diagnose LOG` forks the reader before it imports the command-line layer
 (`prefetch`, called by `ioadvisor.console`), and the two then run side by side. What the child does is
-`derive.child_main`; a log is read only after `derive`'s checks of the file and its header (`start_read`, which
+`derive.child_main`; a log is read only after the checks of the file and its header (`header`) (`start_read`, which
 takes a prefetched read over only once they pass).
 """
 from __future__ import annotations
@@ -111,7 +111,7 @@ def start_read(path: str | Path, *, timeout: float = CHILD_TIMEOUT) -> LogRead:
     """Check the file and its header, then start reading the log in a child process and return at once: the
     caller can do other work (load thresholds, import the rules) while the child imports PyDarshan and reads. A
     read `prefetch` started before the command line was parsed is taken over, after the same checks.
-    Raises what `inputs.check_input` and `derive.check_header` raise."""
+    Raises what `inputs.check_input` and `header.check_header` raise."""
     from ..errors import ImportFormatError
     from ..inputs import LOG, check_input
     p = str(Path(path))
@@ -151,8 +151,7 @@ def fork_read(path: str, timeout: float) -> LogRead:
 _started: dict[str, tuple[tuple[int, ...], LogRead]] = {}
 
 
-def identity(path: str) -> tuple[int, ...]:
-    st = os.stat(path)
+def _identity_of(st: os.stat_result) -> tuple[int, ...]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
@@ -166,8 +165,8 @@ def prefetch(args: list[str], timeout: float = CHILD_TIMEOUT) -> None:
             continue
         p = str(Path(a))
         try:
-            before = identity(p)
-            if not stat.S_ISREG(os.stat(p).st_mode):
+            st = os.stat(p)
+            if not stat.S_ISREG(st.st_mode):
                 continue
             with open(p, "rb") as f:
                 head = f.read(_HEAD)
@@ -175,7 +174,7 @@ def prefetch(args: list[str], timeout: float = CHILD_TIMEOUT) -> None:
             continue
         if not sniff(head):
             continue
-        _started[p] = (before, fork_read(p, timeout))
+        _started[p] = (_identity_of(st), fork_read(p, timeout))
         return
 
 
@@ -186,7 +185,7 @@ def take(path: str) -> LogRead | None:
     if early is None:
         return None
     try:
-        same = early[0] == identity(path)
+        same = early[0] == _identity_of(os.stat(path))
     except OSError:
         same = False
     if same:

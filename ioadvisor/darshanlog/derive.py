@@ -8,24 +8,23 @@ complaint or signal into an `ImportFormatError` naming the file.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import operator
 import os
 import re
-import statistics
 import struct
 import sys
-import tempfile
 import types
 from pathlib import Path
 from typing import Any
 
 from ..errors import ImportFormatError, UsageError
-from .header import DARSHAN_MAGIC, MIN_HEADER_BYTES, check_header, sniff  # noqa: F401 (the reader's API)
 from .jobrecord import ImpossibleJob, checked_job
 from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES, ApiTotals, FileSummary, Heatmap,
                       LogSummary, LustreLayout, MetaTime, MpiioDirection, OstLoad, RankSpread, Requests)
 
-__all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "check_header", "import_backend", "read_checked", "sniff"]
+__all__ = ["LogSummary", "FileSummary", "SIZE_BINS", "import_backend", "read_checked"]
 
 # What one log may take to read: records (each about 4 KB once derived: 200,000 records of a hostile log that
 # deflates to a few bytes per record are about 1 GB and a minute or two), and address space of the reading process
@@ -50,7 +49,7 @@ def child_main(path: str, fd: int, parent: int) -> None:
     # the library aborting on a corrupt log is an answer the parent turns into one line; a fault handler
     # inherited from the parent (PYTHONFAULTHANDLER, pytest) would print a Python stack on the terminal too
     faulthandler.disable()
-    errfile = tempfile.TemporaryFile()
+    errfile = _scratch_file()
     saved = os.dup(2)
     os.dup2(errfile.fileno(), 2)
     answer: tuple[str, Any]
@@ -74,6 +73,16 @@ def child_main(path: str, fd: int, parent: int) -> None:
         os.close(saved)
 
 
+def _scratch_file() -> Any:
+    """An anonymous file in memory for the C library's complaints (`tempfile` costs the reader's start-up more than
+    the read of a small log; where memfd_create is missing, tempfile's unnamed file)."""
+    try:
+        return open(os.memfd_create("darshan-complaints"), "w+b")
+    except (AttributeError, OSError):
+        import tempfile
+        return tempfile.TemporaryFile()
+
+
 def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:
     """Parse a log in this process, with file descriptor 2 already pointing at `errfile` (a temporary file):
     whatever the C library complains about while reading makes the log corrupt. The caller must be a process
@@ -83,6 +92,8 @@ def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:
     errfile.truncate()
 
     def complaints() -> list[str]:
+        if os.fstat(errfile.fileno()).st_size == 0:      # nothing written: most calls
+            return []
         errfile.flush()
         errfile.seek(0)
         lines = errfile.read().decode("utf-8", "replace").splitlines()
@@ -233,6 +244,42 @@ def _sane(mod: str, rid: int, rank: int, names: Any, vals: list, idx: tuple[int,
     return vals
 
 
+def _layout(ffi: Any, ctype: Any) -> tuple[int, struct.Struct, int]:
+    """How to read a module's record struct (`ctype`: PyDarshan's `struct X **`) from its memory in one call: its
+    size, a Struct of (id, rank, counters..., fcounters...) at the struct's own offsets (native byte order, other
+    fields and padding skipped), and the number of counters."""
+    t = ctype.item.item
+    fields = dict(t.fields)
+    nc, nf = fields["counters"].type.length, fields["fcounters"].type.length
+    base = ffi.offsetof(t, "base_rec")
+    parts = [(base + ffi.offsetof("struct darshan_base_record", "id"), "Q"),
+             (base + ffi.offsetof("struct darshan_base_record", "rank"), "q"),
+             (ffi.offsetof(t, "counters"), f"{nc}q"), (ffi.offsetof(t, "fcounters"), f"{nf}d")]
+    fmt, at = "=", 0
+    for off, code in parts:
+        fmt += f"{off - at}x{code}"
+        at = off + struct.calcsize("=" + code)
+    return ffi.sizeof(t), struct.Struct(fmt), nc
+
+
+@functools.lru_cache(maxsize=None)
+def _reader(backend: Any, mod: str) -> tuple:
+    """What `_records` needs to read a module's records, worked out once per process: the struct's type, the
+    counter and timer names, the record's layout (`_layout`; none for Lustre's), and the picks of the counters
+    that are checked in the same pass as the read (C-level picks of the timers and counts: a closer look only
+    where one of them is out of range)."""
+    ffi = backend.ffi
+    ctype = ffi.typeof(backend._structdefs[mod])
+    lustre = mod == "LUSTRE"
+    cnames = tuple(backend.counter_names("LUSTRE_COMP" if lustre else mod))
+    fnames = () if lustre else tuple(backend.fcounter_names(mod))
+    # a record's id, rank and counters in one unpack of its memory (reading each through cffi costs more than
+    # all the rest of the read)
+    size, layout, nc = (0, None, 0) if lustre else _layout(ffi, ctype)
+    return (ctype, cnames, fnames, size, layout, nc, _picker(cnames, _COUNT_NAME.search),
+            _picker(fnames, lambda n: n.endswith("_TIME") or "VARIANCE" in n))
+
+
 def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
              limit: int = MAX_RECORDS) -> list[dict]:
     """All records of a module, read through PyDarshan's cffi definitions of the module's C struct: counters as
@@ -242,14 +289,8 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
     records: _TooLarge."""
     ffi, lib = backend.ffi, backend.libdutil
     idx = backend.log_get_modules(log)[mod]["idx"]
-    ctype = ffi.typeof(backend._structdefs[mod])          # parsed once, not per record
+    ctype, cnames, fnames, size, layout, nc, (cget, cidx), (fget, fidx) = _reader(backend, mod)
     lustre = mod == "LUSTRE"
-    cnames = backend.counter_names("LUSTRE_COMP" if lustre else mod)
-    fnames = () if lustre else backend.fcounter_names(mod)
-    # checked in the same pass as the read: C-level picks of the timers and counts, a closer look only where
-    # one of them is out of range
-    cget, cidx = _picker(cnames, _COUNT_NAME.search)
-    fget, fidx = _picker(fnames, lambda n: n.endswith("_TIME") or "VARIANCE" in n)
     dropped = [] if dropped is None else dropped
     buf = ffi.new("void **")         # NULL: the library allocates each record (it would write into a non-NULL one)
     out = []
@@ -257,18 +298,17 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
         if len(out) >= limit:
             raise _TooLarge(f"the log holds more than {MAX_RECORDS:,} records (of {mod} and the modules before "
                             f"it): more than one log may take to read (about 4 KB of memory each); refused")
-        rec = ffi.cast(ctype, buf)[0]
         if lustre:
+            rec = ffi.cast(ctype, buf)[0]
             out.append({"id": rec.base_rec.id, "rank": rec.base_rec.rank, "components": _components(ffi, rec, cnames)})
         else:
-            cv = ffi.unpack(rec.counters, len(rec.counters))
-            fv = ffi.unpack(rec.fcounters, len(rec.fcounters))
+            v = layout.unpack_from(ffi.buffer(buf[0], size))
+            rid, rank, cv, fv = v[0], v[1], v[2:2 + nc], v[2 + nc:]
             if cget is not None and min(cget(cv)) < 0:
-                cv = _sane(mod, rec.base_rec.id, rec.base_rec.rank, cnames, cv, cidx, False, dropped)
+                cv = _sane(mod, rid, rank, cnames, cv, cidx, False, dropped)
             if fget is not None and (min(t := fget(fv)) < 0 or not math.isfinite(sum(t))):
-                fv = _sane(mod, rec.base_rec.id, rec.base_rec.rank, fnames, fv, fidx, True, dropped)
-            out.append({"id": rec.base_rec.id, "rank": rec.base_rec.rank,
-                        "counters": dict(zip(cnames, cv)), "fcounters": dict(zip(fnames, fv))})
+                fv = _sane(mod, rid, rank, fnames, fv, fidx, True, dropped)
+            out.append({"id": rid, "rank": rank, "counters": dict(zip(cnames, cv)), "fcounters": dict(zip(fnames, fv))})
         lib.darshan_free(buf[0])
         buf[0] = ffi.NULL
     return out
@@ -287,16 +327,30 @@ def dropped_note(dropped: list[Dropped], names: dict) -> str:
             f"count) left out of every total and finding: {shown}{more}")
 
 
-def _components(ffi: Any, rec: Any, cnames: list[str]) -> list[dict]:
+@functools.lru_cache(maxsize=None)
+def _component_layout(ffi: Any) -> tuple[int, struct.Struct]:
+    """The size of a Lustre component struct and a Struct of its counters and pool name (at its own offsets)."""
+    t = "struct darshan_lustre_component"
+    fields = dict(ffi.typeof(t).fields)
+    nc, name_len = fields["counters"].type.length, fields["pool_name"].type.length
+    at, pool = ffi.offsetof(t, "counters"), ffi.offsetof(t, "pool_name")
+    return ffi.sizeof(t), struct.Struct(f"={at}x{nc}q{pool - at - 8 * nc}x{name_len}s")
+
+
+def _components(ffi: Any, rec: Any, cnames: tuple[str, ...]) -> list[dict]:
     """A Lustre record's components: counters, pool name and the OST ids of each (the record's OST list holds
-    every component's ids in turn, as many as its stripe count)."""
+    every component's ids in turn, as many as its stripe count). Each component's counters and pool name are read
+    in one unpack of its memory; the pool name ends at its first NUL, as C reads it."""
     ost_ids = ffi.cast("int64_t *", rec.ost_ids)
+    size, layout = _component_layout(ffi)
+    n_comps = rec.num_comps
+    raw = ffi.buffer(rec.comps, size * n_comps) if n_comps > 0 else b""
     comps, at = [], 0
-    for i in range(rec.num_comps):
-        comp = rec.comps[i]
-        c = dict(zip(cnames, ffi.unpack(comp.counters, len(comp.counters))))
+    for i in range(n_comps):
+        *counters, pool = layout.unpack_from(raw, i * size)
+        c = dict(zip(cnames, counters))
         n = int(c["LUSTRE_COMP_STRIPE_COUNT"])
-        comps.append({"counters": c, "pool_name": ffi.string(comp.pool_name).decode("utf-8"),
+        comps.append({"counters": c, "pool_name": pool.split(b"\0", 1)[0].decode("utf-8"),
                       "ost_ids": ffi.unpack(ost_ids + at, n)})
         at += n
     return comps
@@ -415,12 +469,13 @@ MAX_DXT_SEGMENTS = 2_000_000    # segments summed at most; the rest of the trace
 
 def _dxt(backend: Any, log: Any, idx: int, api: str, run_time: float) -> Heatmap | None:
     """A DXT trace's segments as a time line of DXT_BINS bins over the run: bytes read and written by the bin each
-    segment started in, and the ranks that read and wrote in each bin. Segments are unpacked from the record's
-    memory in one call per record (offset, length, start, end: int64, int64, double, double)."""
+    segment started in, and the ranks that read and wrote in each bin. Segments (offset, length, start, end: int64,
+    int64, double, double; a record's writes first, then its reads) are unpacked from the record's memory in one
+    call per record, length and start only."""
     ffi, lib = backend.ffi, backend.libdutil
     ctype = ffi.typeof(backend._structdefs["DXT_POSIX"])
     head = ffi.sizeof("struct dxt_file_record")
-    seg = struct.Struct("=qqdd")
+    seg = struct.Struct("=8xqd8x")
     width = max(run_time, 1.0) / DXT_BINS
     rb, wb = [0] * DXT_BINS, [0] * DXT_BINS
     readers: list[set] = [set() for _ in range(DXT_BINS)]
@@ -434,15 +489,9 @@ def _dxt(backend: Any, log: Any, idx: int, api: str, run_time: float) -> Heatmap
         if 0 < nw + nr <= budget:
             budget -= nw + nr
             ranks.add(rank)
-            raw = ffi.buffer(ffi.cast("char *", buf[0]) + head, seg.size * (nw + nr))
-            for i, (_, length, start, _) in enumerate(seg.iter_unpack(raw)):
-                b = min(DXT_BINS - 1, max(0, int(start / width))) if start == start else 0
-                if i < nw:
-                    wb[b] += max(0, length)
-                    writers[b].add(rank)
-                else:
-                    rb[b] += max(0, length)
-                    readers[b].add(rank)
+            raw = memoryview(ffi.buffer(ffi.cast("char *", buf[0]) + head, seg.size * (nw + nr)))
+            _dxt_bins(seg.iter_unpack(raw[:seg.size * nw]), width, rank, wb, writers)
+            _dxt_bins(seg.iter_unpack(raw[seg.size * nw:]), width, rank, rb, readers)
         lib.darshan_free(buf[0])
         buf[0] = ffi.NULL
     if got < 0:
@@ -452,6 +501,19 @@ def _dxt(backend: Any, log: Any, idx: int, api: str, run_time: float) -> Heatmap
     return Heatmap(api=api, bin_width=width, read_bytes=tuple(rb), write_bytes=tuple(wb),
                    ranks_reading=tuple(map(len, readers)), ranks_writing=tuple(map(len, writers)),
                    ranks=len(ranks), source="DXT")
+
+
+def _dxt_bins(segments: Any, width: float, rank: int, moved: list[int], active: list[set]) -> None:
+    """Add one rank's segments (length, start) of one direction to the time line: the bytes to the bin each started
+    in (bins of `width` seconds; a start before 0 or NaN in the first, past the run in the last), the rank to its
+    active ranks."""
+    last = DXT_BINS - 1
+    for length, start in segments:
+        b = int(start / width) if start == start else 0
+        b = 0 if b < 0 else last if b > last else b
+        if length > 0:
+            moved[b] += length
+        active[b].add(rank)
 
 
 def _heatmap(api: str, rows: list[tuple[float, list, list]]) -> Heatmap:
@@ -543,22 +605,32 @@ def _files(recs: dict[str, list[dict]], names: dict, mounts: list[tuple[str, str
     return files
 
 
+_SEQ = ("CONSEC_READS", "CONSEC_WRITES", "SEQ_READS", "SEQ_WRITES")
+_POSIX_COUNTS = operator.itemgetter(*(f"POSIX_SIZE_{d}_{b}" for d in ("READ", "WRITE") for b in SIZE_BINS),
+                                    *(f"POSIX_{k}" for k in _SEQ))
+
+
 def _posix_counts(recs: dict[str, list[dict]], special_ids: set[int]
                   ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
-    """The POSIX access-size histograms (read, write) and sequential-access counts, special files left out."""
-    read_sizes = {b: 0 for b in SIZE_BINS}
-    write_sizes = {b: 0 for b in SIZE_BINS}
-    seq = {"CONSEC_READS": 0, "CONSEC_WRITES": 0, "SEQ_READS": 0, "SEQ_WRITES": 0}
-    for rec in recs.get("POSIX", []):
-        if rec["id"] in special_ids:
-            continue
-        c = rec["counters"]
-        for b in SIZE_BINS:
-            read_sizes[b] += c[f"POSIX_SIZE_READ_{b}"]
-            write_sizes[b] += c[f"POSIX_SIZE_WRITE_{b}"]
-        for k in seq:
-            seq[k] += c[f"POSIX_{k}"]
-    return read_sizes, write_sizes, seq
+    """The POSIX access-size histograms (read, write) and sequential-access counts, special files left out
+    (summed column by column: the counters are integers, whose sums do not depend on the order)."""
+    rows = [_POSIX_COUNTS(rec["counters"]) for rec in recs.get("POSIX", []) if rec["id"] not in special_ids]
+    sums = [sum(col) for col in zip(*rows)] if rows else [0] * (2 * len(SIZE_BINS) + len(_SEQ))
+    n = len(SIZE_BINS)
+    return (dict(zip(SIZE_BINS, sums[:n])), dict(zip(SIZE_BINS, sums[n:2 * n])),
+            dict(zip(_SEQ, sums[2 * n:])))
+
+
+def _total(reqs: Any) -> Requests:
+    """Requests summed as `sum(reqs, Requests())` sums them (counts as ints, the time added in turn from 0.0),
+    without a `Requests` made at each step."""
+    ops = small = zero = one = below = out = 0
+    t = 0.0
+    for q in reqs:
+        ops, small, zero, one = ops + q.ops, small + q.small, zero + q.zero, one + q.exactly_1mib
+        below, out, t = below + q.in_bins_below_1mib, out + q.refined_out, t + q.time
+    return Requests(ops=ops, small=small, zero=zero, exactly_1mib=one, time=t, in_bins_below_1mib=below,
+                    refined_out=out)
 
 
 def _mpiio_ops(recs: dict[str, list[dict]]) -> dict[str, int]:
@@ -590,8 +662,8 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
     special_ids = {f.id for f in files if f.special}
     read_sizes, write_sizes, seq = _posix_counts(recs, special_ids)
     regular = [f for f in files if not f.special]
-    reads = sum((f.read_req for f in regular), Requests())
-    writes = sum((f.write_req for f in regular), Requests())
+    reads = _total(f.read_req for f in regular)
+    writes = _total(f.write_req for f in regular)
     stdio = _stdio_streams(recs.get("STDIO", []), names, nprocs)
     apis = _api_totals(modules, recs)
     osts = _ost_loads(files)
@@ -647,7 +719,7 @@ def _layouts(records: list[dict]) -> dict[int, LustreLayout]:
         chosen = None
         for comp in comps:
             c = comp["counters"]
-            ids = [int(o) for o in comp.get("ost_ids", []) if int(o) >= 0]
+            ids = [o for o in map(int, comp.get("ost_ids", [])) if o >= 0]
             osts.extend(ids)
             flags = int(c.get("LUSTRE_COMP_FLAGS", -1))
             instantiated = bool(ids) or (flags > 0 and flags & LCME_FL_INIT)
@@ -677,17 +749,28 @@ def _largest(hist: list[int], n: int, total: int) -> int:
     return min(out, total)
 
 
-def _mpiio_direction(c: dict, t: float, op: str) -> MpiioDirection:
+def _mpiio_names(op: str) -> tuple[str, str, str, str, str, Any]:
+    """The counters of one direction of an MPI-IO record: collective, split, independent and nonblocking calls,
+    bytes, and a getter of the aggregate size histogram."""
     D, B, H = ("READS", "MPIIO_BYTES_READ", "READ") if op == "read" else ("WRITES", "MPIIO_BYTES_WRITTEN", "WRITE")
-    coll = int(c[f"MPIIO_COLL_{D}"] + c[f"MPIIO_SPLIT_{D}"])
-    ind = int(c[f"MPIIO_INDEP_{D}"] + c[f"MPIIO_NB_{D}"])
-    total = int(c[B])
+    return (f"MPIIO_COLL_{D}", f"MPIIO_SPLIT_{D}", f"MPIIO_INDEP_{D}", f"MPIIO_NB_{D}", B,
+            operator.itemgetter(*(f"MPIIO_SIZE_{H}_AGG_{b}" for b in SIZE_BINS)))
+
+
+_MPIIO_NAMES = {op: _mpiio_names(op) for op in ("read", "write")}
+
+
+def _mpiio_direction(c: dict, t: float, op: str) -> MpiioDirection:
+    coll_k, split_k, indep_k, nb_k, bytes_k, hist_of = _MPIIO_NAMES[op]
+    coll = int(c[coll_k] + c[split_k])
+    ind = int(c[indep_k] + c[nb_k])
+    total = int(c[bytes_k])
     if ind == 0:
         lo = hi = total
     elif coll == 0:
         lo = hi = 0
     else:
-        hist = [int(c[f"MPIIO_SIZE_{H}_AGG_{b}"]) for b in SIZE_BINS]
+        hist = list(map(int, hist_of(c)))
         hi = _largest(hist, coll, total)
         lo = max(0, total - _largest(hist, ind, total))
     return MpiioDirection(bytes=total, collective_ops=coll, independent_ops=ind, collective_bytes_min=lo,
@@ -739,66 +822,109 @@ def _spread(prefix: str, group: list[dict], nprocs: int, total_bytes: int) -> Ra
     # among the ranks that opened the file: ranks without a record did not share it
     values = [v[1] for v in per.values()]
     mean = sum(values) / len(values)
+    import statistics                  # here, not at the top: the reader's start-up is on every diagnosis's path
     return RankSpread(layer=layer, slowest_rank=slow, slowest_time=per[slow][0], slowest_bytes=int(per[slow][1]),
                       fastest_rank=fast, fastest_time=per[fast][0], fastest_bytes=int(per[fast][1]),
                       mean_bytes=mean, bytes_stddev=statistics.pstdev(values) if len(values) > 1 else 0.0)
 
 
-def _requests(c: dict, op: str, t: float) -> Requests:
-    """One POSIX record's requests in one direction (see `Requests`)."""
-    d, o = ("READ", "WRITE") if op == "read" else ("WRITE", "READ")
-    ops = int(c[f"POSIX_{d}S"])
-    moved = int(c[f"POSIX_BYTES_{'READ' if op == 'read' else 'WRITTEN'}"])
-    bins = [int(c[f"POSIX_SIZE_{d}_{b}"]) for b in SIZE_BINS]
-    other = [int(c[f"POSIX_SIZE_{o}_{b}"]) for b in SIZE_BINS]
-    common = [(int(c[f"POSIX_ACCESS{i}_ACCESS"]), int(c[f"POSIX_ACCESS{i}_COUNT"])) for i in range(1, 5)]
-    n0 = sum(n for s, n in common if s == 0 and n > 0)
-    n1 = sum(n for s, n in common if s == MIB and n > 0)
+#: the counters a record's requests are reckoned from: ops, bytes and the histogram's bins 0_100 .. 100K_1M of
+#: reads, then of writes, then the four common access sizes (reads and writes together) and their counts
+_REQUEST_COUNTERS = operator.itemgetter(
+    *(k for d, moved in (("READ", "READ"), ("WRITE", "WRITTEN"))
+      for k in (f"POSIX_{d}S", f"POSIX_BYTES_{moved}", *(f"POSIX_SIZE_{d}_{b}" for b in SIZE_BINS[:5]))),
+    *(f"POSIX_ACCESS{i}_{w}" for i in range(1, 5) for w in ("ACCESS", "COUNT")))
+_Counts = tuple[int, int, int, int, int, int]
+
+
+def _request_counts(c: dict) -> tuple[_Counts, _Counts]:
+    """One POSIX record's requests (see `Requests`), reads and writes: (ops, small, zero, exactly_1mib,
+    in_bins_below_1mib, refined_out) each."""
+    v = list(map(int, _REQUEST_COUNTERS(c)))
+    zeros = ones = 0            # the common sizes' counts of 0 bytes and of exactly 1 MiB, both directions
+    for s, n in zip(v[14::2], v[15::2]):
+        if n > 0 and s == 0:
+            zeros += n
+        elif n > 0 and s == MIB:
+            ones += n
+    return _direction(v[0:7], v[7:14], zeros, ones), _direction(v[7:14], v[0:7], zeros, ones)
+
+
+def _direction(this: list[int], other: list[int], zeros: int, ones: int) -> _Counts:
+    """One direction's requests from its (ops, bytes, bins 0_100 .. 100K_1M), the other direction's, and the
+    common sizes' counts of 0 bytes and of exactly 1 MiB."""
+    ops, moved, b0, b1, b2, b3, b4 = this
     # every request that moved data moved at least one byte, so at most `moved` of them did: the other
     # ops - moved returned 0 bytes (all of them when nothing moved), whatever the common sizes list
-    empty = max(0, min(bins[0], ops - moved))
-    zero_max = max(min(n0, bins[0]), empty)
-    zero_min = max(0, min(bins[0], n0 - other[0]), empty)
-    one_max, one_min = min(n1, bins[4]), max(0, min(bins[4], n1 - other[4]))
-    below = sum(bins[:5])
+    empty = max(0, min(b0, ops - moved))
+    zero_max = max(min(zeros, b0), empty)
+    zero_min = max(0, min(b0, zeros - other[2]), empty)
+    one_max, one_min = min(ones, b4), max(0, min(b4, ones - other[6]))
+    below = b0 + b1 + b2 + b3 + b4
     small = min(max(0, below - zero_max - one_max), moved)
-    return Requests(ops=ops, small=small, zero=zero_min, exactly_1mib=one_min, time=t, in_bins_below_1mib=below,
-                    refined_out=below - small)
+    return ops, small, zero_min, one_min, below, below - small
+
+
+def _requests(c: dict, op: str, t: float) -> Requests:
+    """One POSIX record's requests in one direction (see `Requests`)."""
+    return _as_requests(_request_counts(c)[op == "write"], t)
+
+
+def _as_requests(counts: _Counts, t: float) -> Requests:
+    ops, small, zero, one, below, out = counts
+    return Requests(ops=ops, small=small, zero=zero, exactly_1mib=one, time=t, in_bins_below_1mib=below,
+                    refined_out=out)
+
+
+def _requests_of(group: list[dict]) -> tuple[Requests, Requests]:
+    """A file's POSIX records' requests, reads and writes, summed (counts as ints, the time record by record from
+    0.0: what adding up each record's `Requests` gives)."""
+    read, write = [0] * 6, [0] * 6
+    rt = wt = 0.0
+    for r in group:
+        rc, wc = _request_counts(r["counters"])
+        read, write = list(map(operator.add, read, rc)), list(map(operator.add, write, wc))
+        fc = r["fcounters"]
+        rt, wt = rt + fc["POSIX_F_READ_TIME"], wt + fc["POSIX_F_WRITE_TIME"]
+    return _as_requests(read, rt), _as_requests(write, wt)
+
+
+_FILE_COUNTS = operator.itemgetter("POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_READS", "POSIX_WRITES",
+                                   "POSIX_FILE_NOT_ALIGNED", "POSIX_FILE_ALIGNMENT")
+_FILE_TIMES = operator.itemgetter("POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME", "POSIX_F_META_TIME")
 
 
 def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None, fstype: str | None,
           mpiio: tuple | None, lustre: LustreLayout | None) -> FileSummary:
-    ranks = {r["rank"] for r in group} | (mpiio[3] if mpiio else set())
+    posix_ranks = {r["rank"] for r in group}
+    ranks = posix_ranks | (mpiio[3] if mpiio else set())
     reduced = -1 in ranks
     shared = nprocs > 1 and (reduced or len(ranks) > 1)
-    cs = [r["counters"] for r in group]
-    fcs = [r["fcounters"] for r in group]
-    br = sum(int(c["POSIX_BYTES_READ"]) for c in cs)
-    bw = sum(int(c["POSIX_BYTES_WRITTEN"]) for c in cs)
-    write_time = sum(f["POSIX_F_WRITE_TIME"] for f in fcs)
+    # each record's counters picked once, then summed column by column (in record order)
+    counts = [_FILE_COUNTS(r["counters"]) for r in group]
+    times = [_FILE_TIMES(r["fcounters"]) for r in group]
+    br, bw, reads, writes, not_aligned, alignment = zip(*counts) if group else ((),) * 6
+    read_time, write_time, meta_time = zip(*times) if group else ((),) * 3
+    br, bw = sum(map(int, br)), sum(map(int, bw))
+    read_req, write_req = _requests_of(group)
     own = {}
-    for r in group:
-        c, fc = r["counters"], r["fcounters"]
-        if r["rank"] >= 0 and c["POSIX_READS"] + c["POSIX_WRITES"] > 0:
-            own[r["rank"]] = (own.get(r["rank"], 0.0) + fc["POSIX_F_READ_TIME"] + fc["POSIX_F_WRITE_TIME"]
-                              + fc["POSIX_F_META_TIME"])
+    for r, cv, (rt, wt, mt) in zip(group, counts, times):
+        if r["rank"] >= 0 and cv[2] + cv[3] > 0:
+            own[r["rank"]] = own.get(r["rank"], 0.0) + rt + wt + mt
     return FileSummary(
         id=fid, path=fname, shared=shared, ranks=nprocs if reduced else len(ranks), fs_type=fstype, mount=mnt,
         special=special_kind(fname, fstype), bytes_read=br, bytes_written=bw,
-        reads=sum(int(c["POSIX_READS"]) for c in cs), writes=sum(int(c["POSIX_WRITES"]) for c in cs),
-        read_time=sum(f["POSIX_F_READ_TIME"] for f in fcs), write_time=write_time,
-        slowest_write_time=_slowest_write_time(group), meta_time=sum(f["POSIX_F_META_TIME"] for f in fcs),
-        read_req=sum((_requests(r["counters"], "read", r["fcounters"]["POSIX_F_READ_TIME"]) for r in group),
-                     Requests()),
-        write_req=sum((_requests(r["counters"], "write", r["fcounters"]["POSIX_F_WRITE_TIME"]) for r in group),
-                      Requests()),
+        reads=sum(map(int, reads)), writes=sum(map(int, writes)),
+        read_time=sum(read_time), write_time=sum(write_time),
+        slowest_write_time=_slowest_write_time(group), meta_time=sum(meta_time),
+        read_req=read_req, write_req=write_req,
         spread=_spread("POSIX", group, nprocs, br + bw) if shared else None,
         mpiio_read=mpiio[0] if mpiio else None, mpiio_write=mpiio[1] if mpiio else None,
         mpiio_spread=mpiio[2] if mpiio and shared else None, lustre=lustre,
         rank=next(iter(ranks)) if len(ranks) == 1 and not reduced else None,
-        posix_ranks=None if not group or any(r["rank"] == -1 for r in group) else len(own), posix_rank_max_time=max(own.values(), default=0.0),
-        not_aligned=sum(int(c["POSIX_FILE_NOT_ALIGNED"]) for c in cs),
-        alignment=max((int(c["POSIX_FILE_ALIGNMENT"]) for c in cs), default=0),
+        posix_ranks=None if not group or -1 in posix_ranks else len(own),
+        posix_rank_max_time=max(own.values(), default=0.0),
+        not_aligned=sum(map(int, not_aligned)), alignment=max(map(int, alignment), default=0),
         mpiio_meta_time=mpiio[4] if mpiio else 0.0)
 
 
@@ -883,18 +1009,18 @@ def _api_totals(modules: tuple[str, ...], recs: dict[str, list[dict]]) -> dict[s
         br = bw = r = w = 0
         rt = wt = mt = 0.0
         ids = set()
+        moved = operator.itemgetter(f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN")
+        times = operator.itemgetter(f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME")
+        kinds = [(f"{p}{k}_READS", f"{p}{k}_WRITES") for k in ("", "_INDEP", "_COLL", "_SPLIT", "_NB")]
         for rec in recs.get(mod, []):
-            c, fc = rec["counters"], rec["fcounters"]
-            br += int(c[f"{p}_BYTES_READ"])
-            bw += int(c[f"{p}_BYTES_WRITTEN"])
-            reads = [k for k in (f"{p}_READS", f"{p}_INDEP_READS", f"{p}_COLL_READS", f"{p}_SPLIT_READS",
-                                 f"{p}_NB_READS") if k in c]
-            writes = [k.replace("READS", "WRITES") for k in reads]
-            r += sum(int(c[k]) for k in reads)
-            w += sum(int(c[k]) for k in writes)
-            rt += fc[f"{p}_F_READ_TIME"]
-            wt += fc[f"{p}_F_WRITE_TIME"]
-            mt += fc[f"{p}_F_META_TIME"]
+            c = rec["counters"]
+            b_r, b_w = moved(c)
+            br, bw = br + int(b_r), bw + int(b_w)
+            for k_r, k_w in kinds:
+                if k_r in c:
+                    r, w = r + int(c[k_r]), w + int(c[k_w])
+            t_r, t_w, t_m = times(rec["fcounters"])
+            rt, wt, mt = rt + t_r, wt + t_w, mt + t_m
             ids.add(rec["id"])
         apis[name] = ApiTotals(bytes_read=br, bytes_written=bw, reads=r, writes=w, files=len(ids), read_time=rt,
                                write_time=wt, meta_time=mt)
@@ -914,6 +1040,3 @@ def _ost_loads(files: list[FileSummary]) -> tuple[OstLoad, ...]:
                 a[3] += f.slowest_write_time * share
     return tuple(OstLoad(ost=o, files=int(a[0]), write_time=a[1], bytes_written=int(a[2]), slowest_write_time=a[3])
                  for o, a in sorted(ost_acc.items()))
-
-# ----------------------------------------------------------------------------------------------------
-# from the summary to a Workload

@@ -112,9 +112,7 @@ def diagnose(log: str | Path, *, kb: str | Path | None = None, center: str | Non
 
     With `center`, striping findings also carry an `Advice` for the derived workload.
     """
-    from ..darshanlog.summary import to_workload
-
-    from ..darshanlog.summary import job_nodes
+    from ..darshanlog.summary import job_nodes, to_workload
 
     d = analyze(log, center=center, thresholds=thresholds, kb=kb, use_kb=use_kb)
     findings = list(d.findings)

@@ -451,7 +451,7 @@ class LUS002(Rule):
         evidence = {"slow_osts": [o.ost for o in slow], "ost": worst.ost, "files_on_ost": worst.files,
                     "mean_write_time_s": round(worst.mean_slowest_write_time, 2),
                     "median_ost_write_time_s": round(med, 2),
-                    "osts_used": len(used), "expected_saving_s": round(excess, 1)}
+                    "osts_used": len(used)}
         saving = gain(0.0, excess, f"OST {worst.ost}'s files at the median OST's time per file, at best; nothing "
                                    f"while the new files still land on it")
         msg += " " + _gain_line(saving)
@@ -966,7 +966,7 @@ class IMB001(Rule):
                                      "fastest_rank": sp.fastest_rank, "slowest_s": round(sp.slowest_time, 3),
                                      "fastest_s": round(sp.fastest_time, 3), "slowest_bytes": sp.slowest_bytes,
                                      "fastest_bytes": sp.fastest_bytes, "mean_bytes": round(sp.mean_bytes),
-                                     "expected_saving_s": round(gap, 1), "files_affected": len(hits)},
+                                     "files_affected": len(hits)},
                             at_stake=gap, saving=saving,
                             counters={"slowest_rank": sp.slowest_rank, "fastest_rank": sp.fastest_rank},
                             arithmetic=_spread_arith(sp, t["bytes_tolerance"])

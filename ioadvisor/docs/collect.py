@@ -5,25 +5,20 @@ from __future__ import annotations
 import hashlib
 import operator
 import re
-import signal
-import sqlite3
 import statistics
-import threading
 from collections import namedtuple
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 from ..kb import KB
+from ..kb import guide as kb_guide
 from ..model.run import META_OPS
 from ..model.types import Center, FileSystem
 
 # Up to this many runs per file system the tables list every run; above it they list groups of runs with the
-# same settings (median, range, count), so a system with 100,000 runs still gives a readable page.
+# same settings (median, range, count), so a system with 100,000 runs still gives a readable page. A run shown as
+# a measurement of a file system is not a production job's (kb.guide.MEASUREMENT_SQL).
 ROW_LIMIT = 300
-# a run the guide shows as a measurement of a file system: not a production job's bytes / run time (a lower bound,
-# whatever road it came by: archive scan, `kb import` or `diagnose --record` of a log, a job record)
-MEASUREMENT_SQL = "kind IS NOT 'production'"
 # Most groups shown per file system and most runs listed on a provenance page (runs linked from a table are
 # always listed).
 GROUP_LIMIT = 200
@@ -222,20 +217,10 @@ def _lite(t: tuple) -> Lite:
 
 def lite_runs(kb: KB, names: list[str]) -> dict[str, list[Lite]]:
     """The runs of the named systems (keyed by lower-case name), read in one pass over the KB."""
-    cols = ", ".join(LITE_COLUMNS)
-    cur = kb.conn.cursor()
-    cur.row_factory = None                        # plain tuples: much faster than sqlite3.Row for many runs
-    wanted = {n.lower(): [] for n in names}
-    marks = ",".join("?" * len(names)) or "NULL"
-    cur.execute(f"SELECT lower(system), {cols} FROM all_runs WHERE lower(system) IN ({marks}) "
-                "ORDER BY origin DESC, source_hash, seq", [n.lower() for n in names])
-    for t in cur.fetchall():
+    wanted: dict[str, list[Lite]] = {n.lower(): [] for n in names}
+    for t in kb_guide.system_runs(kb, names, LITE_COLUMNS):
         wanted[t[0]].append(_lite(t[1:]))
     return wanted
-
-
-_FS_LABEL = "coalesce(nullif(filesystem, ''), '-')"
-_ORDER = "ORDER BY origin DESC, source_hash, seq"
 
 
 def _table_row(med: Lite, values: list[float], flags: Iterable[str]) -> Row:
@@ -290,42 +275,19 @@ def _curve_points(pts: dict[tuple, list]) -> list[Lite]:
 
 
 class _SystemRuns:
-    """One system's runs as the guide needs them, copied into a temporary table once; large file systems are
-    then summarised by sqlite (groups, medians, plot points), never held as objects."""
-
-    # a system with more than this share of the KB's runs is copied by one sequential pass over the runs table:
-    # following the system index to each of its runs costs several times more per run than reading every run
-    SCAN_SHARE = 1 / 8
+    """One system's runs as the guide needs them, copied into a temporary table once (kb.guide.SystemTable);
+    large file systems are then summarised by sqlite (groups, medians, plot points), never held as objects."""
 
     def __init__(self, kb: KB, name: str):
-        self.conn = kb.conn
-        cols = ", ".join(LITE_COLUMNS)
-        sizes = [r[0] for r in self.conn.execute(
-            "SELECT sum(n_runs) FROM main.system_fs UNION ALL SELECT sum(n_runs) FROM main.system_fs "
-            "WHERE system = ? COLLATE NOCASE", (name,))]
-        scan = bool(sizes[0]) and (sizes[1] or 0) > sizes[0] * self.SCAN_SHARE
-        self.conn.execute("DROP TABLE IF EXISTS temp.doc_runs")
-        # `+system` keeps sqlite off the system index (the same rows either way); production runs (jobs' bytes /
-        # run time, whether from an archive scan, `kb import`, `diagnose --record` or job records) are no
-        # measurements of the file systems: left out of every table and plot
-        self.conn.execute(f"CREATE TEMP TABLE doc_runs AS SELECT {_FS_LABEL} AS fs, {cols} FROM all_runs "
-                          f"WHERE {'+' if scan else ''}system = ? COLLATE NOCASE AND {MEASUREMENT_SQL}", (name,))
-        self.counts = dict(self.conn.execute("SELECT fs, count(*) FROM temp.doc_runs GROUP BY fs"))
+        self.table = kb_guide.SystemTable(kb, name, LITE_COLUMNS)
+        self.counts = self.table.counts
         self.total = sum(self.counts.values())
 
-    def _query(self, sql: str, args: tuple = ()) -> Iterator[tuple]:
-        cur = self.conn.cursor()
-        cur.row_factory = None
-        return cur.execute(sql, args)
-
     def runs(self, fs: str, limit: int | None = None) -> list[Lite]:
-        sql = f"SELECT {', '.join(LITE_COLUMNS)} FROM temp.doc_runs WHERE fs = ? {_ORDER}"
-        return [_lite(t) for t in self._query(sql + (f" LIMIT {int(limit)}" if limit is not None else ""), (fs,))]
+        return [_lite(t) for t in self.table.runs(fs, limit)]
 
     def ci_runs(self) -> list[Lite]:
-        return [_lite(t) for t in self._query(
-            f"SELECT {', '.join(LITE_COLUMNS)} FROM temp.doc_runs WHERE ci95_low IS NOT NULL "
-            f"AND ci95_high IS NOT NULL {_ORDER}")]
+        return [_lite(t) for t in self.table.ci_runs()]
 
     def summarise(self, fs: str) -> tuple[list[Row], dict[str, list[Lite]]]:
         """The grouped table and the plot points of one file system. sqlite groups the runs by their settings
@@ -373,65 +335,22 @@ class _SystemRuns:
                 groups[med] = ([r[0] for r in g], next((r[:3] for r in reversed(g) if r[3]), None))
                 return med
 
-        cols = ", ".join(_GROUP_COLS)
-        self.conn.create_aggregate("doc_group_values", 4, Values)
-        try:
-            with signals_held(self.conn):
-                medians = [(t[0], _lite(_TO_LITE(t[1:] + (None,)))) for t in self._query(
-                    f"SELECT g.med, {', '.join('d.' + c for c in _ROW_COLS)} FROM (SELECT doc_group_values(value, "
-                    f"id, rowid, flags) AS med FROM temp.doc_runs WHERE fs = ? GROUP BY {cols}) AS g "
-                    "JOIN temp.doc_runs AS d ON d.rowid = g.med", (fs,))]
-        finally:
-            self.conn.create_aggregate("doc_group_values", 4, None)
+        medians = self.table.group_medians(fs, _GROUP_COLS, _ROW_COLS, Values,
+                                           lambda t: (t[0], _lite(_TO_LITE(t[1:] + (None,)))))
         return medians, groups
 
     def _group_flags(self, fs: str) -> dict[tuple, set[str]]:
         """The evidence flags of every run of a group, by the group's settings (few runs have any)."""
         flagged: dict[tuple, set[str]] = {}
-        cols = ", ".join(_GROUP_COLS)
-        for t in self._query(f"SELECT {cols}, flags FROM temp.doc_runs WHERE fs = ? AND flags IS NOT NULL", (fs,)):
+        for t in self.table.flagged(fs, _GROUP_COLS):
             flagged.setdefault(t[:-1], set()).update(t[-1].split(","))
         return flagged
 
     def _run(self, rowid: int) -> Lite:
-        t = next(iter(self._query(f"SELECT {', '.join(_ROW_COLS)} FROM temp.doc_runs WHERE rowid = ?", (rowid,))))
-        return _lite(_TO_LITE(t + (None,)))
+        return _lite(_TO_LITE(self.table.run(rowid, _ROW_COLS) + (None,)))
 
     def close(self) -> None:
-        self.conn.execute("DROP TABLE IF EXISTS temp.doc_runs")
-
-
-HELD_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
-
-
-@contextmanager
-def signals_held(conn: sqlite3.Connection) -> Iterator[None]:
-    """Run a query whose Python callbacks (an aggregate) must not be where a signal's exception is raised: sqlite
-    turns any exception of a callback into "user-defined aggregate's ... raised error", so a Ctrl-C became that
-    message and exit 1. While the query runs, SIGINT, SIGTERM and SIGHUP (those with a Python handler) are only
-    noted, and sqlite's progress handler stops the query at once when one is; then the signal is handed to the
-    handler it was meant for, which raises as it would have (KeyboardInterrupt: exit 128+n). In a thread other
-    than the main one no handler runs anyway, and nothing is changed."""
-    held: list[int] = []
-    saved: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for signum in HELD_SIGNALS:
-            handler = signal.getsignal(signum)
-            if callable(handler):
-                saved[signum] = signal.signal(signum, lambda n, _frame: held.append(n))
-    conn.set_progress_handler(lambda: 1 if held else 0, 10_000)
-    try:
-        yield
-    except sqlite3.OperationalError:
-        if not held:
-            raise                               # not the query stopped for a signal: a real error
-    finally:
-        conn.set_progress_handler(None, 0)
-        for signum, handler in saved.items():
-            signal.signal(signum, handler)
-        if held:
-            saved[held[0]](held[0], None)       # raises (KeyboardInterrupt, or the CLI's own exception)
-            raise KeyboardInterrupt(signal.Signals(held[0]).name)
+        self.table.close()
 
 
 _GROUP_COLS = ("op", "api", "layout", "collective", "access", "nodes", "ranks", "stripe_count", "stripe_size",
@@ -442,15 +361,7 @@ _TO_LITE = operator.itemgetter(*(_ROW_COLS.index(c) if c in _ROW_COLS else len(_
 
 
 def _prov_runs(kb: KB, ids: list[str]) -> dict[str, _Prov]:
-    out: dict[str, _Prov] = {}
-    cur = kb.conn.cursor()
-    cur.row_factory = None
-    for i in range(0, len(ids), 500):
-        chunk = ids[i:i + 500]
-        q = f"SELECT {', '.join(_PROV_COLUMNS)} FROM all_runs WHERE id IN ({','.join('?' * len(chunk))})"
-        for t in cur.execute(q, chunk):
-            out[t[0]] = _Prov._make(t)
-    return out
+    return {t[0]: _Prov._make(t) for t in kb_guide.runs_by_id(kb, ids, _PROV_COLUMNS)}
 
 
 def collect_system(kb: KB, name: str, center: Center | None) -> SystemData:
@@ -500,12 +411,9 @@ def smallest_first(kb: KB, names: list[str]) -> list[str]:
     """`names` by their number of runs (from the per-system summary, not the runs), then by name."""
     size: dict[str, int] = {}
     for db in ("main", "ref") if kb.reference else ("main",):
-        try:
-            for system, n in kb.conn.execute(f"SELECT lower(system), sum(n_runs) FROM {db}.system_fs "
-                                             "GROUP BY lower(system)"):
-                size[system] = size.get(system, 0) + (n or 0)
-        except sqlite3.Error:
-            pass                  # no summary: the order only matters for speed
+        # none where there is no summary: the order only matters for speed
+        for system, n in kb_guide.runs_per_system(kb, db):
+            size[system] = size.get(system, 0) + (n or 0)
     return sorted(names, key=lambda n: (size.get(n.lower(), 0), n.lower(), n))
 
 
@@ -514,9 +422,8 @@ def system_names(kb: KB, centers: list[Center], only: bool) -> list[str]:
     center description."""
     names = {c.name for c in centers}
     if not only:
-        names |= {n for n in kb.systems() if kb.conn.execute(
-            f"SELECT 1 FROM all_runs WHERE system = ? COLLATE NOCASE AND {MEASUREMENT_SQL} LIMIT 1",
-            (n,)).fetchone()}          # a system whose only runs are production jobs' has no measurement
+        # a system whose only runs are production jobs' has no measurement
+        names |= {n for n in kb.systems() if kb_guide.has_measurements(kb, n)}
         names |= {c["system"] for c in kb.comparisons()}
     # the KB matches system names without regard to case: "HA8000" and "ha8000" are one system, one page
     one: dict[str, str] = {}

@@ -18,7 +18,8 @@ from dataclasses import replace
 from typing import Any
 
 from ..darshanlog.child import summarize
-from ..darshanlog.derive import SIZE_BINS, LogSummary, check_header, sniff
+from ..darshanlog.derive import SIZE_BINS, LogSummary
+from ..darshanlog.header import check_header, sniff
 from ..errors import ImportFormatError
 from ..model.run import Provenance, Run
 from ..model.validate import make_run

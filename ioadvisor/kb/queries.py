@@ -7,7 +7,8 @@ import json
 from typing import Any, Iterator
 
 #: the production runs an archive scan made of a center's Darshan archive (their source is a log of
-#: `main.archive_logs`), as an SQL condition on a row of all_runs (the same as archive.store's)
+#: `main.archive_logs`; never a measurement: the guide's tables and plots and the targets of `bench plan` leave
+#: them out), as an SQL condition on a row of all_runs
 ARCHIVE_RUN_SQL = "(kind = 'production' AND source_hash IN (SELECT hash FROM main.archive_logs))"
 
 
@@ -29,4 +30,13 @@ def archived_sources(kb: Any, system: str) -> set[str]:
                                           f"COLLATE NOCASE AND {ARCHIVE_RUN_SQL}", (system,))}
 
 
-__all__ = ["ARCHIVE_RUN_SQL", "archived_sources", "system_summaries"]
+def system_sizes(kb: Any, db: str, system: str | None = None) -> list[tuple[str, int]]:
+    """(system as stored, runs) of every system of `db` with runs, or of `system` only (any case), from the
+    per-system summary the KB keeps current as runs change (not a count over every run)."""
+    sql, args = f"SELECT system, sum(n_runs) FROM {db}.system_fs", []
+    if system is not None:
+        sql, args = sql + " WHERE system = ? COLLATE NOCASE", [system]
+    return [(name, n) for name, n in kb.conn.execute(sql + " GROUP BY system HAVING sum(n_runs) > 0", args)]
+
+
+__all__ = ["ARCHIVE_RUN_SQL", "archived_sources", "system_sizes", "system_summaries"]

@@ -834,7 +834,7 @@ class KB:
                                       [(",".join(c["flags"]) or None, c["id"]) for c in changes])
                 self.conn.execute("COMMIT")
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                rollback(self.conn)
                 raise
         return changes
 
