@@ -37,6 +37,7 @@ class Candidate:
     point: Point | None = None       # the model's input for this candidate
     floor: float = 0.0               # the bounds the measured runs and the center put on its value
     standing: tuple | None = None    # (group, ratio or None): how the runs near the job rank its stripe count
+    near: tuple = ()                 # what the runs near the job measured (predict.evidence.Near per node count)
     ceiling: float = INF
     bounded_by: str | None = None    # what moved the model's value into them: runs, measured peak, rated peak
     model_value: float | None = None   # the model's own value before the bounds

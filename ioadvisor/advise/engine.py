@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from ..model.run import norm_api
 from ..model.types import Advice, Center, Config, Workload
 from ..predict import Fit
-from ..predict.evidence import bounds
+from ..predict.evidence import bounds, standing_in
 from .candidates import (Candidate, baseline_config, candidate_point, check_workload, checked_pins,
                          default_filesystem, default_stripes_on, pinned_candidates, visible_settings)
 from .policy import Decision, Weighed, cmp_applies, decide
@@ -69,9 +69,9 @@ def _bound(c: Candidate, w: Workload, ev: Any) -> None:
     c.value = b.clamp(c.value)
     if ev is not None:
         key = (f.filesystem, f.op, p.klass or "", c.config.layout, f.unit)
-        c.standing = (key, ev.standing(*key, nodes=float(w.nodes), rpn=float(w.ranks_per_node),
-                                       volume=float(w.bytes_per_rank) or None,
-                                       stripes=p.stripes if p.striped and p.stripes else 0.0))
+        c.near = ev.near(*key, nodes=float(w.nodes), rpn=float(w.ranks_per_node),
+                         volume=float(w.bytes_per_rank) or None)
+        c.standing = (key, standing_in(c.near, p.stripes if p.striped and p.stripes else 0.0))
 
 
 def _mark_unmeasured(cands: list[Candidate], ev: Any) -> None:
@@ -112,9 +112,11 @@ def _assess(cands: list[Candidate], w: Workload, fits: Any, system: str, ev: Any
 
 def weighed(c: Candidate) -> Weighed:
     """A candidate as the decision sees it (policy)."""
+    p = c.point
     return Weighed(config=c.config, place=c.place, tier=c.tier, value=c.value,
                    stripes_measured=tuple(c.fit.stripes_measured) if c.fit else (),
-                   bandwidth=c.fit is None or c.fit.kind == "bandwidth", standing=c.standing)
+                   bandwidth=c.fit is None or c.fit.kind == "bandwidth", standing=c.standing, near=c.near,
+                   stripes=(p.stripes if p.striped and p.stripes else 0.0) if p is not None else None)
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,20 @@ The rule, in order:
    varied striping (its number would be the model's prior alone), unless the user pinned the stripe count.
 2. Where options are predicted: the best predicted (cheapest on ties) is the first choice. An option is kept out
    only when the best beats it by at least `MIN_GAIN` with probability `CONFIDENCE` or more (paired posterior
-   draws); such options are `close`. A published comparison's better option replaces a close best. Evidence
-   first: the runs near the job rank the stripe counts of the best's group (`standing`: same file system, op,
-   mode family and layout; neighbouring node counts, the nearest volume per rank, the same ranks per node
-   family). One they measured more than `MIN_GAIN` below the best they measured is dropped, whatever the model
-   predicts; one they never measured there stays only where the model predicts it measurably faster than the
-   best measured one. The default is kept when it is close; else the cheapest option within `TOLERANCE` of the
-   best (one its fit measured before one only the model's curve reaches). A change predicted slower than the
-   default is not advised unless the runs near the job rank it above the default.
-3. Where nothing is predicted: published comparisons, then the stripe-count rule (`rule_stripes`), then the cost.
+   draws); such options are `close`. A published comparison's better option replaces a close best.
+3. Evidence first: where the runs near the job (`Weighed.near`: same file system, op, API class, layout and
+   ranks-per-node family; the neighbouring node counts, the nearest volume per rank) measured two or more of the
+   best's group's stripe counts, they choose among the counts they measured: the one they rank best (`standing`;
+   the cheapest within `RUNS_TOLERANCE` of it), whatever the model predicts. A count they never measured stays
+   only where it lies outside the measured counts and the model predicts it measurably faster than the runs'
+   choice (between two measured counts the model can only interpolate).
+4. The runs near the job also rank options of other groups (another layout or mode) measured at the same node
+   counts: one measured more than `ACROSS_GAIN` faster replaces the choice; those measured more than
+   `ACROSS_GAIN` slower are dropped.
+5. The default is kept when it is close and the runs did not rank the choice above it; else the cheapest option
+   within `TOLERANCE` of the best (one its fit measured before one only the model's curve reaches). A change
+   predicted slower than the default is not advised unless the runs near the job chose it.
+6. Where nothing is predicted: published comparisons, then the stripe-count rule (`rule_stripes`), then the cost.
 """
 from __future__ import annotations
 
@@ -34,6 +39,10 @@ TOLERANCE = 0.05           # options within 5% of the best are treated as equall
 MIN_GAIN = 0.10            # a gain smaller than 10% is not worth a change
 CONFIDENCE = 0.8           # ... and a larger one counts only when the posterior gives it this probability
 STRIPE_COST = 0.02         # the cost of one stripe: OSTs taken from other jobs, more lock traffic
+RUNS_TOLERANCE = 0.05      # stripe counts the runs near the job rank within 5% of their best are as good: the
+                           # cheapest of them is advised
+ACROSS_GAIN = 0.05         # options of other groups the runs measured at the same node counts: one measured more
+                           # than 5% faster replaces the choice, and those measured more than 5% slower are dropped
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,8 @@ class Weighed:
     stripes_measured: tuple[float, ...] = ()    # the stripe counts its fit's runs measured
     bandwidth: bool = True                      # a bandwidth (not an operation rate) fit
     standing: tuple | None = None               # (group, ratio or None): the runs near the job rank its stripes
+    near: tuple = ()                            # what the runs near the job measured (evidence.Near per node count)
+    stripes: float | None = None                # its stripe count as the runs count it (0.0: not striped)
 
 
 @dataclass(frozen=True)
@@ -147,9 +158,11 @@ def _choose_among(options: Sequence[Weighed], sub: list[int], costs: list[float]
                         stripes=[options[i].config.stripe_count for i in sub],
                         default=loc.get(dflt) if dflt is not None else None,
                         measured=[_measured_stripes(options[i]) for i in sub],
-                        standing=[options[i].standing for i in sub])
+                        standing=[options[i].standing for i in sub],
+                        at=[measured_at(options[i]) for i in sub],
+                        inside=[between_measured(options[i]) for i in sub])
     pick, close = sub[k], [sub[j] for j in close_k]
-    if dflt is not None and options[dflt].value > options[pick].value and \
+    if dflt is not None and options[dflt].value > options[pick].value and not _runs_chose(options[pick]) and \
             not ranked_by_runs(options[pick].standing, options[dflt].standing):
         # a change predicted slower than the default is never advised, whatever else ranked it first
         return dflt, sorted(set(close) | {dflt}), (Ground("not-slower", dflt, other=pick),)
@@ -185,6 +198,11 @@ def ranked_by_runs(a: tuple | None, b: tuple | None) -> bool:
             and (b[1] is None or b[1] * (1 + MIN_GAIN) < a[1]))
 
 
+def _runs_chose(o: Weighed) -> bool:
+    """Whether the runs near the job measured the option's stripe count among others (and so ranked it)."""
+    return o.standing is not None and o.standing[1] is not None
+
+
 def _measured_stripes(o: Weighed) -> bool:
     """Whether an option's stripe count is one its fit's runs measured (or it sets none)."""
     if o.config.stripe_count is None or not o.stripes_measured:
@@ -204,7 +222,9 @@ def _no_stripe_evidence(o: Weighed, default: int | None) -> bool:
 def choose(values: list[float], draws: Any, costs: list[float], scores: list[int] | None = None, *,
            stripes: list[int | None] | None = None, default: int | None = None,
            measured: list[bool] | None = None,
-           standing: list[tuple | None] | None = None) -> tuple[int, list[int]]:
+           standing: list[tuple | None] | None = None,
+           at: list[Mapping[float, float]] | None = None,
+           inside: list[bool] | None = None) -> tuple[int, list[int]]:
     """The option to advise among predicted ones (step 2 of the module docstring), and the indices found close
     to the best. `draws` gives each option's values under the posterior's parameter draws (a list, or a function
     of the index: only the options compared are evaluated)."""
@@ -234,11 +254,21 @@ def choose(values: list[float], draws: Any, costs: list[float], scores: list[int
             break
     tier = [i for i in range(n) if scores[i] == scores[best]]
     if standing and standing[best] is not None:
-        tier, ranked_best = _runs_rank_alike(tier, best, standing, is_close, values, costs)
+        tier, ranked_best = _runs_rank_alike(tier, best, standing, is_close, values, costs,
+                                             inside or [False] * n)
         if ranked_best != best:
             best = ranked_best
             close.add(best)
-    if default is not None and default in tier and (default == best or is_close(best, default)):
+    if at and at[best]:
+        tier, across = _runs_across(tier, best, at)
+        if across != best:
+            best = across
+            close.add(best)
+    runs_over_default = default is not None and default != best and at is not None and (
+        ranked_by_runs(standing[best] if standing else None, standing[default] if standing else None)
+        or (_across_ratio(at, best, default) or 0.0) > 1 + ACROSS_GAIN)
+    if default is not None and default in tier and not runs_over_default and \
+            (default == best or is_close(best, default)):
         close.add(default)
         return default, sorted(close)
     plateau = [i for i in tier if values[i] >= values[best] * (1 - TOLERANCE)]
@@ -251,23 +281,67 @@ def choose(values: list[float], draws: Any, costs: list[float], scores: list[int
 
 
 def _runs_rank_alike(tier: list[int], best: int, standing: list[Any], is_close: Any, values: list[float],
-                     costs: list[float]) -> tuple[list[int], int]:
+                     costs: list[float], inside: list[bool]) -> tuple[list[int], int]:
     """`choose`'s options once the runs near the job have ranked those of `best`'s group (same file system, op,
-    mode and layout), and the best of them. Evidence first: an option the runs measured more than MIN_GAIN below
-    the best they measured is dropped whatever the model predicts for it; one they never measured near the job
-    stays only where the model predicts it measurably faster than the best measured one (the model fills gaps,
-    it does not overrule the runs)."""
+    mode and layout), and the best of them. Evidence first: where the runs near the job measured two or more of
+    the group's stripe counts, they choose among those (the count they rank best; within `RUNS_TOLERANCE` of it,
+    the cheapest), whatever the model predicts; a count they never measured near the job stays only where the
+    model predicts it measurably faster than the runs' choice (the model fills gaps, it does not overrule the
+    runs)."""
     group = standing[best][0]
     same = [i for i in tier if standing[i] is not None and standing[i][0] == group]
     measured = [i for i in same if standing[i][1] is not None]
     if not measured:
         return tier, best
     top = max(standing[i][1] for i in measured)
-    kept = [i for i in measured if standing[i][1] * (1 + MIN_GAIN) >= top]
-    ref = max(kept, key=lambda i: (values[i], -costs[i]))
-    kept += [i for i in same if standing[i][1] is None and not is_close(i, ref)]
+    ref = min((i for i in measured if standing[i][1] * (1 + RUNS_TOLERANCE) >= top),
+              key=lambda i: (costs[i], -standing[i][1]))
+    kept = [ref] + [i for i in same if standing[i][1] is None and not inside[i]
+                    and not is_close(i, ref)]
     tier = [i for i in tier if i not in same or i in kept]
     return tier, max(kept, key=lambda i: (values[i], -costs[i]))
+
+
+def between_measured(o: Weighed) -> bool:
+    """Whether the option's stripe count lies between two stripe counts the runs near the job measured (where
+    the model can only interpolate between them, never beat the better one)."""
+    if o.stripes is None:
+        return False
+    counts = [m[0] for side in o.near for m in side.measured if len(side.measured) > 1]
+    return bool(counts) and min(counts) < o.stripes < max(counts)
+
+
+def measured_at(o: Weighed) -> dict[float, float]:
+    """What the runs near the job measured of the option's own stripe count: {neighbouring node count: median}."""
+    out = {}
+    for side in o.near:
+        med = {m[0]: m[1] for m in side.measured}
+        s = (o.stripes or 0.0) if min(med) > 0 else 0.0
+        if s in med:
+            out[side.nodes] = med[s]
+    return out
+
+
+def _runs_across(tier: list[int], best: int, at: list[Mapping[float, float]]) -> tuple[list[int], int]:
+    """(the options left, the best) once the runs near the job have ranked `best` against the options of other
+    groups (another layout, mode or place) measured at the same neighbouring node counts: one they measured more
+    than ACROSS_GAIN faster than `best` there (geometric mean over the common node counts) replaces it, and the
+    options they measured more than ACROSS_GAIN slower than the new best are dropped."""
+    pick = best
+    for i in tier:
+        r = _across_ratio(at, i, pick) if i != pick and at[i] else None
+        if r is not None and r > 1 + ACROSS_GAIN:
+            pick = i
+    return [i for i in tier if (_across_ratio(at, pick, i) or 1.0) <= 1 + ACROSS_GAIN], pick
+
+
+def _across_ratio(at: Sequence[Mapping[float, float]], i: int, j: int) -> float | None:
+    """How much faster the runs near the job measured option i than option j at the node counts where both were
+    measured (geometric mean); None where none."""
+    common = [n for n in at[i] if n in at[j]]
+    if not common:
+        return None
+    return math.exp(sum(math.log(at[i][n] / at[j][n]) for n in common) / len(common))
 
 
 def cmp_applies(cmp: Mapping[str, Any], w: Workload, cfg: Config, place: FileSystem | None = None) -> int:

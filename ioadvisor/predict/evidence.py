@@ -83,6 +83,27 @@ class Band:
 
 
 @dataclass(frozen=True)
+class Near:
+    """What the runs near a job measured at one neighbouring node count `nodes` (at the volume per rank nearest
+    the job's, about `volume`): per stripe count, (stripes, median, lowest, highest, runs)."""
+
+    nodes: float
+    volume: float | None
+    measured: tuple[tuple[float, float, float, float, int], ...]
+
+
+def standing_in(near: Iterable[Near], stripes: float) -> float | None:
+    """`Evidence.standing` of a stripe count from the table `near` (`Evidence.near`)."""
+    ratios = []
+    for side in near:
+        med = {m[0]: m[1] for m in side.measured}
+        s = stripes if min(med) > 0 else 0.0
+        if s in med and len(med) > 1:
+            ratios.append(med[s] / max(med.values()))
+    return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+
+
+@dataclass(frozen=True)
 class _Obs:
     nodes: float
     rpn: float
@@ -186,22 +207,29 @@ class Evidence:
             return []
         return _near(self._pool(key, rpn)[1], nodes, volume)
 
+    def near(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *,
+             nodes: float, rpn: float, volume: float | None) -> tuple[Near, ...]:
+        """The runs near the job (see the module docstring) as a table: per neighbouring node count, what each
+        stripe count measured there. () where no run is near."""
+        out = []
+        for n, at in self._sides((filesystem, op, klass, layout, unit), nodes, rpn, volume):
+            by: dict[float, list[float]] = {}
+            for o in at:
+                by.setdefault(o.stripes, []).append(o.value)
+            vols = [o.volume for o in at if o.volume]
+            out.append(Near(nodes=n, volume=statistics.median(vols) if vols else None,
+                            measured=tuple((s, statistics.median(v), min(v), max(v), len(v))
+                                           for s, v in sorted(by.items()))))
+        return tuple(out)
+
     def standing(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *,
                  nodes: float, rpn: float, volume: float | None, stripes: float) -> float | None:
         """How the runs near the job rank a stripe count against the others they measured: at each neighbouring
         node count that measured it, the median of its runs over the best count's median there; the geometric
         mean over those node counts (1.0: the best wherever measured). None where no run near the job measured
         this stripe count."""
-        ratios = []
-        for _, at in self._sides((filesystem, op, klass, layout, unit), nodes, rpn, volume):
-            by: dict[float, list[float]] = {}
-            for o in at:
-                by.setdefault(o.stripes, []).append(o.value)
-            s = stripes if min(by) > 0 else 0.0
-            if s in by and len(by) > 1:
-                med = {k: statistics.median(v) for k, v in by.items()}
-                ratios.append(med[s] / max(med.values()))
-        return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+        return standing_in(self.near(filesystem, op, klass, layout, unit, nodes=nodes, rpn=rpn, volume=volume),
+                           stripes)
 
     def band(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *, nodes: float,
              rpn: float, volume: float | None, stripes: float) -> Band | None:
