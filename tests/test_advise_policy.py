@@ -206,3 +206,68 @@ def test_every_recommendation_says_how_long_the_io_takes(reference_kb):
                resolve_center("TSUBAME3.0", None, reference_kb))
     assert b.recommendation.prediction.value is None
     assert any(r.startswith("No time estimate") for r in b.recommendation.reasons)
+
+
+def test_the_stripe_sentence_names_each_count_once():
+    """Two options at 32 stripes (one with a collective-buffering hint) tie with 120 stripes within 5% (1,000 and
+    990 against 1,000 MiB/s): the sentence must name 32 once ("32 stripe(s) are predicted ..."), NOT "32, 32"."""
+    from ioadvisor.advise.explain import stripe_sentence
+    from ioadvisor.model.types import Config, Option, Prediction
+
+    def opt(sc: int, v: float, hints: dict | None = None) -> Option:
+        cfg = Config(tier=None, filesystem="scratch", layout="shared", api="MPIIO", collective=True, stripe_count=sc,
+                     stripe_size=1 << 20, hints=hints or {})
+        return Option(config=cfg, prediction=Prediction(value=v, unit="MiB/s", low=v / 2, high=v * 2))
+    rec = opt(120, 1000.0)
+    said = stripe_sentence(rec, [rec, opt(32, 1000.0), opt(32, 990.0, {"romio_cb_write": "enable"})], None)
+    assert said is not None and said.startswith("32 stripe(s) are predicted within 5%"), said
+    assert "32, 32" not in said
+
+
+def _weighed(layout: str, sc: int, value: float, near: tuple, key: tuple):
+    from ioadvisor.advise.policy import Weighed
+    from ioadvisor.model.types import Config, FileSystem
+    from ioadvisor.predict.evidence import standing_in
+    fs = FileSystem(name="lustre", type="lustre", ost_count=48, default_stripe_count=1)
+    cfg = Config(filesystem="lustre", layout=layout, api="POSIX", stripe_count=sc, stripe_size=1 << 20)
+    return Weighed(config=cfg, place=fs, value=value, stripes_measured=(1.0, 4.0, 16.0, 48.0),
+                   standing=(key, standing_in(near, float(sc))), near=near, stripes=float(sc))
+
+
+def test_a_count_between_two_measured_counts_is_not_filled_by_the_model():
+    """A 48-node shared read: the runs at 48 nodes measured 4 stripes at 6,414 MiB/s and 16 at 2,344. The model
+    predicts 6 stripes 5,972 against 5,131 for 4 (1.16x, with certainty), but 6 lies between the two measured
+    counts, where the model can only interpolate: 6 must NOT be advised; the runs' best, 4, is."""
+    from ioadvisor.advise.policy import decide
+    from ioadvisor.model.types import Config, Workload
+    from ioadvisor.predict.evidence import Near
+    key = ("lustre", "read", "POSIX/-", "shared", "MiB/s")
+    near = (Near(nodes=48.0, volume=float(1 << 28), measured=((4.0, 6414.0, 6414.0, 6414.0, 1),
+                                                              (16.0, 2344.0, 2344.0, 2344.0, 1))),)
+    values = {1: 1167.0, 4: 5131.0, 6: 5972.0, 8: 4847.0, 16: 2930.0}
+    opts = [_weighed("shared", sc, v, near, key) for sc, v in values.items()]
+    w = Workload(nodes=48, ranks_per_node=1, bytes_per_rank=1 << 27, api="POSIX", layout="shared", op="read")
+    base = Config(filesystem="lustre", layout="shared", api="POSIX", stripe_count=1, stripe_size=1 << 20)
+    dec = decide(w, opts, base, (), lambda i: _draws(opts[i].value), defaults={"lustre": 1})
+    assert opts[dec.choice].config.stripe_count == 4, [opts[i].config.stripe_count for i in dec.order]
+
+
+def test_the_runs_rank_layouts_they_measured_at_the_same_node_counts():
+    """A 2-node job that may write either layout at 48 stripes; the model predicts both alike (1,149 MiB/s). At
+    1 and 4 nodes the runs measured a shared file at 620 and 2,176 MiB/s and file per process at 605 and 2,713:
+    file per process (605/620 x 2,713/2,176)^(1/2) = 1.10x faster, more than 5%. The cheaper shared file must NOT
+    be advised over what the runs measured faster."""
+    from ioadvisor.advise.policy import decide
+    from ioadvisor.model.types import Config, Workload
+    from ioadvisor.predict.evidence import Near
+    k = ("lustre", "write", "POSIX/-")
+
+    def near(one: float, four: float) -> tuple:
+        return (Near(nodes=1.0, volume=float(1 << 33), measured=((48.0, one, one, one, 2),)),
+                Near(nodes=4.0, volume=float(1 << 33), measured=((48.0, four, four, four, 3),)))
+    opts = [_weighed("shared", 48, 1149.0, near(620.0, 2176.0), k + ("shared", "MiB/s")),
+            _weighed("fpp", 48, 1149.0, near(605.0, 2713.0), k + ("fpp", "MiB/s"))]
+    w = Workload(nodes=2, ranks_per_node=1, bytes_per_rank=1 << 33, api="POSIX", layout="any", op="write")
+    base = Config(filesystem="lustre", layout="shared", api="POSIX", stripe_count=1, stripe_size=1 << 20)
+    dec = decide(w, opts, base, (), lambda i: _draws(opts[i].value), pinned_stripes=True, defaults={"lustre": 1})
+    assert opts[dec.choice].config.layout == "fpp"

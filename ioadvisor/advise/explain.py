@@ -224,8 +224,8 @@ def decision_words(dec: Any, cands: Any, w: Workload) -> str | None:
                     for c in ([max(peers, key=lambda c: c.standing[1])] if peers else [])]
             if g.ratio is None:
                 bits.append(f"{_describe(other.config)} not measured there")
-            said.append(f"{RUNS_DECIDED} this first among options the model's curve cannot tell apart "
-                        f"({_describe(other.config)} predicted {other.value / chosen.value:.2f}x): " + "; ".join(bits))
+            said.append(f"{RUNS_DECIDED} this first, whatever the model predicts ({_describe(other.config)} "
+                        f"predicted {other.value / chosen.value:.2f}x): " + "; ".join(bits))
         elif g.kind in ("default", "cheaper"):
             kept = "the default is kept" if g.kind == "default" else "the cheaper option is kept"
             said.append(f"no measurable difference in the measured runs between this and {_describe(other.config)} "

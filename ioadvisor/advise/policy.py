@@ -162,7 +162,8 @@ def _choose_among(options: Sequence[Weighed], sub: list[int], costs: list[float]
                         at=[measured_at(options[i]) for i in sub],
                         inside=[between_measured(options[i]) for i in sub])
     pick, close = sub[k], [sub[j] for j in close_k]
-    if dflt is not None and options[dflt].value > options[pick].value and not _runs_chose(options[pick]) and \
+    if dflt is not None and options[dflt].value > options[pick].value and \
+            not _runs_chose(options[pick], options[dflt]) and \
             not ranked_by_runs(options[pick].standing, options[dflt].standing):
         # a change predicted slower than the default is never advised, whatever else ranked it first
         return dflt, sorted(set(close) | {dflt}), (Ground("not-slower", dflt, other=pick),)
@@ -198,9 +199,13 @@ def ranked_by_runs(a: tuple | None, b: tuple | None) -> bool:
             and (b[1] is None or b[1] * (1 + MIN_GAIN) < a[1]))
 
 
-def _runs_chose(o: Weighed) -> bool:
-    """Whether the runs near the job measured the option's stripe count among others (and so ranked it)."""
-    return o.standing is not None and o.standing[1] is not None
+def _runs_chose(o: Weighed, dflt: Weighed) -> bool:
+    """Whether the runs near the job measured the option's stripe count among others and ranked it above the
+    default's (or did not measure the default's there)."""
+    if o.standing is None or o.standing[1] is None:
+        return False
+    d = dflt.standing
+    return d is None or d[0] != o.standing[0] or d[1] is None or o.standing[1] > d[1]
 
 
 def _measured_stripes(o: Weighed) -> bool:
