@@ -52,7 +52,7 @@ def test_sweep_mode_scores_the_model_next_to_the_baselines(kb_path):
         kb.add_runs(_model_shaped_runs(), source="toy", source_hash="toy", fmt="csv", importer="test/1")
         rep = sweep_validate(kb, "Toy")
     r = rep["factors"]["stripe_count"]["regret"]
-    assert set(r) == {"model", "always_1", "always_all", "size_table"}
+    assert set(r) == {"model", "always_1", "always_all", "size_table", "nearest_measured"}
     # the model never regrets more than 5% (its plateau tolerance); always 1 stripe loses 3x or more at every
     # node count here (1 node: 800 MiB/s on 16 stripes vs 238 on 1)
     assert r["model"]["p90"] <= 1.06

@@ -7,16 +7,16 @@ comparisons decide, then the cheapest wins (fewest OSTs, no staging, fewest chan
 measured numbers the ranking rests on its published comparisons and on the center configuration alone, and the
 prediction is left empty.
 
-The modules: `candidates` (the settings weighed for a workload, each as the model's input), `ranking` (which of
-them to advise), `engine` (`advise`: the candidates predicted, bounded, ranked and explained), `explain` (reasons,
-warnings and commands), `fits` (the system's fits and evidence from the KB), `validate` (the advice checked
-against held-out runs).
+The modules: `candidates` (the settings weighed for a workload, each as the model's input), `policy` (the one
+decision: which of them to advise, and on what grounds), `engine` (`advise`: the candidates predicted, bounded,
+decided and explained), `explain` (the decision in words, warnings and commands), `fits` (the system's fits
+and evidence from the KB), `validate` (the advice checked against held-out runs).
 """
 from __future__ import annotations
 
 from .candidates import STRIPE_STEPS, baseline_config, candidate_point, check_workload, default_filesystem, quota_bytes
 from .engine import advise
-from .ranking import CONFIDENCE, MIN_GAIN, TOLERANCE, choose, gain_probability
+from .policy import CONFIDENCE, MIN_GAIN, TOLERANCE, Decision, choose, decide, gain_probability
 
-__all__ = ["advise", "baseline_config", "candidate_point", "check_workload", "choose", "CONFIDENCE",
+__all__ = ["advise", "baseline_config", "candidate_point", "check_workload", "choose", "CONFIDENCE", "decide", "Decision",
            "default_filesystem", "gain_probability", "MIN_GAIN", "quota_bytes", "STRIPE_STEPS", "TOLERANCE"]

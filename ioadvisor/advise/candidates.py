@@ -20,8 +20,8 @@ STRIPE_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 256, 512
 
 @dataclass(eq=False)
 class Candidate:
-    """One setting weighed for a workload on a place (file system, tier), with what the engine learns of it:
-    the prediction and its bounds, the published comparisons that apply, the cost of the change."""
+    """One setting weighed for a workload on a place (file system, tier), with what the engine predicts of it:
+    the model's value and the bounds the runs near the job put on it. What is advised is decided by `policy`."""
 
     config: Config
     place: FileSystem
@@ -30,17 +30,14 @@ class Candidate:
     low: float | None = None
     high: float | None = None
     fit: Fit | None = None
-    score: int = 0
-    cost: float = 0.0
-    applied: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     extrapolated: bool = False       # predicted for a client count outside the measured ones
     draws: list[float] = field(default_factory=list)   # predicted values under the posterior's parameter draws
     binding: str | None = None       # the limit that binds: clients, aggregators, osts, extent locks, peak, api, request size
-    decision: str | None = None      # how the choice between close options was made, for the reasons
     point: Point | None = None       # the model's input for this candidate
     floor: float = 0.0               # the bounds the measured runs and the center put on its value
     standing: tuple | None = None    # (group, ratio or None): how the runs near the job rank its stripe count
+    near: tuple = ()                 # what the runs near the job measured (predict.evidence.Near per node count)
     ceiling: float = INF
     bounded_by: str | None = None    # what moved the model's value into them: runs, measured peak, rated peak
     model_value: float | None = None   # the model's own value before the bounds

@@ -2,16 +2,16 @@
 and the center's ceilings, ranked, and the best few explained with the runs they rest on (`advise`)."""
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from ..model.run import norm_api
 from ..model.types import Advice, Center, Config, Workload
 from ..predict import Fit
-from ..predict.evidence import bounds
+from ..predict.evidence import bounds, standing_in
 from .candidates import (Candidate, baseline_config, candidate_point, check_workload, checked_pins,
                          default_filesystem, default_stripes_on, pinned_candidates, visible_settings)
-from .ranking import cmp_applies, cost_of, order_by_rules, order_predicted
+from .policy import Decision, Weighed, cmp_applies, decide
 
 METADATA_OPS = ("file_create", "open_create")
 
@@ -69,15 +69,16 @@ def _bound(c: Candidate, w: Workload, ev: Any) -> None:
     c.value = b.clamp(c.value)
     if ev is not None:
         key = (f.filesystem, f.op, p.klass or "", c.config.layout, f.unit)
-        c.standing = (key, ev.standing(*key, nodes=float(w.nodes), rpn=float(w.ranks_per_node),
-                                       volume=float(w.bytes_per_rank) or None,
-                                       stripes=p.stripes if p.striped and p.stripes else 0.0))
+        c.near = ev.near(*key, nodes=float(w.nodes), rpn=float(w.ranks_per_node),
+                         volume=float(w.bytes_per_rank) or None)
+        c.standing = (key, standing_in(c.near, p.stripes if p.striped and p.stripes else 0.0))
 
 
 def _mark_unmeasured(cands: list[Candidate], ev: Any) -> None:
     """Measure first: where runs measured some mode (API class and layout) of the job's op on a file system, a
-    candidate of a mode none of them measured is not predicted (its number would be the model's guess only) and
-    not recommended over a measured one; the answer names the runs that would settle it instead."""
+    candidate of a mode none of them measured in the job's family (ranks per node within a factor of 2) is not
+    predicted (its number would be the model's guess only) and not recommended over a measured one; the answer
+    names the runs that would settle it instead."""
     if ev is None:
         return
     for c in cands:
@@ -86,7 +87,8 @@ def _mark_unmeasured(cands: list[Candidate], ev: Any) -> None:
         f = c.fit
         if not ev.modes(f.filesystem, f.op, f.unit):
             continue
-        if not ev.measured(f.filesystem, f.op, c.point.klass, c.config.layout, f.unit):
+        rpn = c.point.ranks / c.point.clients
+        if not ev.measured(f.filesystem, f.op, c.point.klass, c.config.layout, f.unit, rpn=rpn):
             c.unmeasured = _mode_words(c.config)
             c.value = None
 
@@ -96,60 +98,77 @@ def _mode_words(cfg: Config) -> str:
     return f"{mode}{cfg.api} {cfg.layout}-file I/O on {cfg.filesystem}"
 
 
-def _no_stripe_evidence(c: Candidate, default: int | None) -> bool:
-    """A stripe count other than the default on a file system whose runs never varied striping: the model's
-    number for it would come from its prior alone, so it is not offered as a measured gain."""
-    if c.fit is None or c.config.stripe_count is None or c.fit.kind != "bandwidth":
-        return False
-    return len(c.fit.stripes_measured) < 2 and c.config.stripe_count != (default or 1)
-
-
-def _assess(cands: list[Candidate], w: Workload, fits: Any, system: str, comparisons: list[dict[str, Any]],
-            base_cfg: Config, ev: Any) -> None:
-    """Predict, bound, score and cost each candidate; mark the unmeasured ones when any is measured."""
+def _assess(cands: list[Candidate], w: Workload, fits: Any, system: str, ev: Any) -> None:
+    """Predict and bound each candidate; mark the unmeasured ones when any is measured."""
     for c in cands:
         _predict(c, w, fits, system)
         _bound(c, w, ev)
-        for cmp in comparisons:
-            s = cmp_applies(cmp, w, c)
-            if s:
-                c.score += s
-                c.applied.append({**cmp, "_sign": s})
-        c.cost = cost_of(c, w, base_cfg)
     if any(c.value is not None and c.fit is not None and c.point is not None and
-           ev.measured(c.fit.filesystem, c.fit.op, c.point.klass, c.config.layout, c.fit.unit)
+           ev.measured(c.fit.filesystem, c.fit.op, c.point.klass, c.config.layout, c.fit.unit,
+                       rpn=c.point.ranks / c.point.clients)
            for c in cands if ev is not None):
         _mark_unmeasured(cands, ev)
 
 
-def _without_unevidenced_stripes(cands: list[Candidate], center: Center, pins: Mapping[str, Any]
-                                 ) -> tuple[list[Candidate], list[Candidate]]:
-    """(candidates, predicted ones) without the predicted stripe counts no evidence supports, unless that
-    leaves none or the stripe count is pinned."""
-    predicted = [c for c in cands if c.value is not None]
-    if predicted and not pins.get("stripe_count"):
-        dflt = {fs.name: default_stripes_on(fs) for fs in center.filesystems}
-        kept = [c for c in predicted if not _no_stripe_evidence(c, dflt.get(c.config.filesystem))]
-        if kept:
-            dropped = {id(c) for c in predicted} - {id(c) for c in kept}
-            cands = [c for c in cands if id(c) not in dropped]
-            predicted = kept
-    return cands, predicted
+def weighed(c: Candidate) -> Weighed:
+    """A candidate as the decision sees it (policy)."""
+    p = c.point
+    return Weighed(config=c.config, place=c.place, tier=c.tier, value=c.value,
+                   stripes_measured=tuple(c.fit.stripes_measured) if c.fit else (),
+                   bandwidth=c.fit is None or c.fit.kind == "bandwidth", standing=c.standing, near=c.near,
+                   stripes=(p.stripes if p.striped and p.stripes else 0.0) if p is not None else None)
 
 
-def _baseline(base_cfg: Config, center: Center, w: Workload, fits: Any, system: str, ev: Any,
-              comparisons: list[dict[str, Any]], cands: list[Candidate]) -> Candidate:
-    """The baseline, predicted the same way as the candidates."""
+@dataclass(frozen=True)
+class Assessed:
+    """The options weighed for a job, predicted, and the decision among them."""
+
+    workload: Workload
+    center: Center
+    system: str
+    candidates: tuple[Candidate, ...]
+    decision: Decision
+    base_config: Config
+    pins: Mapping[str, Any]
+
+    @property
+    def chosen(self) -> Candidate:
+        return self.candidates[self.decision.choice]
+
+
+def assess(workload: Workload, center: Center, system: str, fits: Mapping, ev: Any,
+           comparisons: list[dict[str, Any]], pins: Mapping[str, Any] | None = None) -> Assessed:
+    """The decision for `workload` on `center` from a system's fits, the evidence index of its runs and its
+    published comparisons: the one function behind `advise` and the sweep validation (`kb validate --sweeps`)."""
+    check_workload(workload)
+    w = replace(workload, api=norm_api(workload.api) or "POSIX")
+    pins = checked_pins(pins, w, center)
+    base_cfg = baseline_config(w, center)
+    cands = pinned_candidates(w, center, pins, base_cfg)
+    _assess(cands, w, fits, system, ev if fits else None)
+
+    def draws(i: int) -> list[float]:
+        c = cands[i]
+        if not c.draws and c.fit is not None and c.point is not None:
+            c.draws = c.bounded(c.fit.draws(c.point))
+        return c.draws
+
+    dec = decide(w, [weighed(c) for c in cands], base_cfg, comparisons, draws,
+                 pinned_stripes=bool(pins.get("stripe_count")),
+                 defaults={fs.name: default_stripes_on(fs) for fs in center.filesystems})
+    return Assessed(w, center, system, tuple(cands), dec, base_cfg, pins)
+
+
+def _baseline(a: Assessed, fits: Any, ev: Any, comparisons: list[dict[str, Any]]) -> tuple[Candidate, tuple]:
+    """The baseline, predicted the same way as the candidates, and the published comparisons that apply to it."""
+    w, center, base_cfg = a.workload, a.center, a.base_config
     base = Candidate(base_cfg, center.filesystem(base_cfg.filesystem) or default_filesystem(center), None)
-    _predict(base, w, fits, system)
-    _bound(base, w, ev)
-    if any(c.unmeasured for c in cands):
+    _predict(base, w, fits, a.system)
+    _bound(base, w, ev if fits else None)
+    if any(c.unmeasured for c in a.candidates):
         _mark_unmeasured([base], ev)
-    for cmp in comparisons:
-        s = cmp_applies(cmp, w, base)
-        if s:
-            base.applied.append({**cmp, "_sign": s})
-    return base
+    applied = tuple({**cmp, "_sign": s} for cmp in comparisons if (s := cmp_applies(cmp, w, base_cfg, base.place)))
+    return base, applied
 
 
 def _set_intervals(shown: list[Candidate]) -> None:
@@ -168,40 +187,41 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
     from ..center import resolve_center
     from .fits import system_evidence, system_fits
     check_workload(workload)
-    w = replace(workload, api=norm_api(workload.api) or "POSIX")
     if center is None:
         center = resolve_center(system, None, kb)
     # the system as the KB spells it: a center file naming it in another case advises as --system does
     system = next((s for s in kb.systems() if s.lower() == center.name.lower()), center.name)
-    pins = checked_pins(pins, w, center)
     fits = system_fits(kb, system, center)
     comparisons = kb.comparisons(system)
-    base_cfg = baseline_config(w, center)
-    cands = pinned_candidates(w, center, pins, base_cfg)
     ev = system_evidence(kb, system, center) if fits else None
-    _assess(cands, w, fits, system, comparisons, base_cfg, ev)
-    cands, predicted = _without_unevidenced_stripes(cands, center, pins)
-    order = order_predicted(cands, predicted, base_cfg, w) if predicted else order_by_rules(cands, w)
+    a = assess(workload, center, system, fits, ev, comparisons, pins)
+    w, dec, cands = a.workload, a.decision, a.candidates
+    order = [cands[i] for i in dec.order]
     rec = order[0]
-    base = _baseline(base_cfg, center, w, fits, system, ev, comparisons, cands)
+    base, base_applied = _baseline(a, fits, ev, comparisons)
     alts = _alternatives(order[1:], rec)
     _set_intervals([rec, base] + alts)
-    from .explain import build_option, warnings_for
+    from .explain import build_option, decision_words, warnings_for
+    applied = {id(cands[i]): dec.applied[i] for i in range(len(cands))}
+    applied[id(base)] = base_applied
     evidence_runs = _evidence_runs(kb, [rec, base] + alts)
-    options = [build_option(c, w, center, base, rec, evidence_runs, has_numbers=bool(fits))
+    words = decision_words(dec, cands, w)
+    options = [build_option(c, w, center, base, rec, evidence_runs, has_numbers=bool(fits),
+                            applied=applied.get(id(c), ()), decision=words if c is rec else None)
                for c in [rec, base] + alts]
+    predicted = [c for i, c in enumerate(cands) if c.value is not None and i not in dec.dropped]
     advice = Advice(system=system, workload=w, recommendation=options[0], baseline=options[1],
-                    alternatives=tuple(options[2:]), warnings=tuple(warnings_for(w, center, fits, predicted, rec, cands)))
-    # reasons about the table come from the table's own numbers (explain.finalize); pinned advice is set
-    # beside the unpinned best
+                    alternatives=tuple(options[2:]),
+                    warnings=tuple(warnings_for(w, center, fits, predicted, rec, list(cands))))
+    # pinned advice is set beside the unpinned best
     from .explain import finalize
     unpinned = None
-    if pins:
+    if a.pins:
         try:
             unpinned = advise(workload, kb, center)
         except Exception:      # the unpinned question may have no answer; the pinned one still stands
             unpinned = None
-    return finalize(advice, center, pins, unpinned)
+    return finalize(advice, center, a.pins, unpinned)
 
 
 def _alternatives(order: list[Candidate], rec: Candidate, n: int = 4) -> list[Candidate]:

@@ -81,7 +81,8 @@ def commands_for(cfg: Config, center: Center, w: Workload) -> dict[str, Any]:
     return out
 
 
-def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbers: bool) -> list[str]:
+def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbers: bool,
+             applied: tuple = (), decision: str | None = None) -> list[str]:
     cfg = c.config
     out: list[str] = []
     if c.value is not None and c.fit is not None:
@@ -105,8 +106,8 @@ def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbe
                    f"rests on the published comparisons and the center configuration.")
     # the decision's own reason (a gain with its probability, or none measurable) comes from the engine, whatever
     # it decided (stripes, collective mode, layout, place)
-    if c is rec and has_numbers and c.value is not None and not w.metadata_heavy and c.decision:
-        out.append(f"Decision: {c.decision}.")
+    if c is rec and has_numbers and c.value is not None and not w.metadata_heavy and decision:
+        out.append(f"Decision: {decision}.")
     if cfg.stripe_count is not None:
         fs = center.filesystem(cfg.filesystem)
         # the sentence comparing stripe counts is written by `finalize`, from the table's own numbers
@@ -120,12 +121,12 @@ def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbe
         t = center.tier(cfg.tier)
         stage = " Data must be copied out before the job ends." if w.lifetime == "after-job" else ""
         out.append(f"Uses the per-job tier {cfg.tier} ({t.kind if t else ''}).{stage}")
-    for a in c.applied:
+    for a in applied:
         what = _FACTOR_WORDS.get(a.get("factor"), a.get("factor"))
         verb = "follows" if a["_sign"] > 0 else "goes against"
         out.append(f"This {verb} a published comparison on {a['system']}: {what} {a['better']} beat {a['worse']} "
                    f"({a.get('citation')}){_scale_note(a, w)}.")
-    if c is rec and w.layout == "shared" and any(a.get("factor") == "layout" and a["_sign"] < 0 for a in c.applied):
+    if c is rec and w.layout == "shared" and any(a.get("factor") == "layout" and a["_sign"] < 0 for a in applied):
         out.append("If the application can write a file per process, ask again with --layout any.")
     if cfg.api == "HDF5" and cfg.hdf5_alignment:
         out.append(f"HDF5 objects aligned to the {format_size(cfg.hdf5_alignment)} stripe size.")
@@ -167,15 +168,16 @@ def measured_clients(fit: Any) -> str:
 
 
 def build_option(c: Any, w: Workload, center: Center, base: Any, rec: Any, runs: Mapping[str, Any], *,
-                 has_numbers: bool) -> Option:
+                 has_numbers: bool, applied: tuple = (), decision: str | None = None) -> Option:
     unit = c.fit.unit if c.fit else ("ops/s" if w.metadata_heavy else "MiB/s")
     ev: list[Evidence] = []
     if c.fit:
         ev += [_run_evidence(runs[i]) for i in c.fit.run_ids[:12] if i in runs]
-    ev += [_comparison_evidence(a) for a in c.applied]
+    ev += [_comparison_evidence(a) for a in applied]
     note = None
     if c.unmeasured:
-        note = f"unmeasured: no run of {c.unmeasured} on {center.name}: not predicted (ioadvise bench plan)"
+        note = (f"unmeasured: no run of {c.unmeasured} on {center.name} at about {w.ranks_per_node} rank(s) per "
+                f"node: not predicted (ioadvise bench plan)")
     elif c.value is None:
         note = "no measured runs: not predicted"
     elif c.extrapolated:
@@ -186,7 +188,7 @@ def build_option(c: Any, w: Workload, center: Center, base: Any, rec: Any, runs:
                       evidence=tuple(e.run_id for e in ev if e.run_id), n_runs=c.fit.n_runs if c.fit else 0,
                       note=note)
     return Option(config=c.config, prediction=pred, commands=commands_for(c.config, center, w), evidence=tuple(ev),
-                  reasons=tuple(_reasons(c, w, center, base, rec, has_numbers)))
+                  reasons=tuple(_reasons(c, w, center, base, rec, has_numbers, applied, decision)))
 
 
 def _outside(c: Any, w: Workload) -> str:
@@ -205,6 +207,72 @@ def _bound_words(c: Any) -> str:
             "rated peak": "the file system's rated peak (center file)"}[c.bounded_by]
     side = "lifted to" if c.model_value < c.value else "held to"
     return f"the model's {c.model_value:,.0f} {c.fit.unit} {side} {what}"
+
+
+def decision_words(dec: Any, cands: Any, w: Workload) -> str | None:
+    """The decision's grounds (policy.Ground) in words, in their order; None where they say nothing more than
+    that the choice is the best predicted."""
+    from .policy import CONFIDENCE, MIN_GAIN
+    said = []
+    for g in dec.grounds:
+        chosen = cands[g.chosen]
+        other = cands[g.other] if g.other is not None else None
+        if g.kind == "runs":
+            peers = [c for c in cands if c is not chosen and c.standing and c.standing[1] is not None
+                     and c.standing[0] == chosen.standing[0]]
+            bits = [f"{_describe(c.config)} measured {chosen.standing[1] / c.standing[1]:.2f}x slower"
+                    for c in ([max(peers, key=lambda c: c.standing[1])] if peers else [])]
+            if g.ratio is None:
+                bits.append(f"{_describe(other.config)} not measured there")
+            said.append(f"{RUNS_DECIDED} this first, whatever the model predicts ({_describe(other.config)} "
+                        f"predicted {other.value / chosen.value:.2f}x): " + "; ".join(bits))
+        elif g.kind in ("default", "cheaper"):
+            kept = "the default is kept" if g.kind == "default" else "the cheaper option is kept"
+            said.append(f"no measurable difference in the measured runs between this and {_describe(other.config)} "
+                        f"(predicted {g.ratio:.2f}x, but a gain of {int(MIN_GAIN * 100)}% or more has a probability "
+                        f"below {int(CONFIDENCE * 100)}%), so {kept}; {_settle(other, chosen, w)}")
+        elif g.kind == "gain":
+            said.append(f"predicted {g.ratio:.2f}x the default, a gain of {int(MIN_GAIN * 100)}% or more with "
+                        f"probability {g.probability:.2f}")
+        elif g.kind == "not-slower":
+            said.append(f"{_describe(other.config)} ranked first but is predicted slower than the default "
+                        f"({other.value / chosen.value:.2f}x), so the default is kept")
+        elif g.kind == "comparison":
+            said.append(f"a published comparison puts this before {_describe(other.config)}, which the measured "
+                        f"runs cannot tell apart from it (predicted {g.ratio:.2f}x)")
+    return "; ".join(said) or None
+
+
+def _describe(cfg: Config) -> str:
+    parts = [cfg.tier or cfg.filesystem, cfg.layout]
+    if cfg.stripe_count is not None:
+        parts.append(f"{cfg.stripe_count} stripe(s)")
+    if cfg.collective is not None:
+        parts.append("collective" if cfg.collective else "independent")
+    return ", ".join(parts)
+
+
+def _settle(a: Any, b: Any, w: Workload) -> str:
+    """The measurement that would tell two close options apart."""
+    return (f"a benchmark of {w.nodes} node(s) x {w.ranks_per_node} rank(s) {w.op} with {_describe(a.config)} "
+            f"and with {_describe(b.config)} would settle it (ioadvise bench run)")
+
+
+def _unmodelled(w: Workload, center: Center, rec: Any) -> list[str]:
+    """What the job said that the prediction does not reflect: random access where no random-access run was
+    fitted, an access size the fitted model gives no effect."""
+    from dataclasses import replace
+    if rec is None or rec.fit is None or rec.point is None or rec.value is None or w.metadata_heavy:
+        return []
+    out = []
+    if w.access == "random" and not rec.fit.op.startswith("rand"):
+        out.append(f"Random access is not modelled on {center.name} (no random-access run of {w.op} was measured): "
+                   f"the prediction is for sequential access and random requests are likely slower; measure them "
+                   f"(ioadvise bench plan --system {center.name}).")
+    if w.access_size and rec.fit.predict(rec.point) == rec.fit.predict(replace(rec.point, transfer=None)):
+        out.append(f"The access size ({format_size(w.access_size)}) is not modelled here: the model fitted to "
+                   f"{center.name}'s runs gives it no effect, so the prediction is the same for any request size.")
+    return out
 
 
 def warnings_for(w: Workload, center: Center, fits: Mapping, predicted: list, rec: Any = None,
@@ -228,9 +296,11 @@ def warnings_for(w: Workload, center: Center, fits: Mapping, predicted: list, re
         out.append(f"The model's value for this job ({rec.model_value:,.0f} {rec.fit.unit}) lies beyond "
                    f"{_bound_words(rec).split(' held to ')[-1]}: the prediction is held to "
                    f"{rec.value:,.0f} {rec.fit.unit}; measure at this scale to know more.")
+    out += _unmodelled(w, center, rec)
     missing = sorted({c.unmeasured for c in cands or () if c.unmeasured})
     if missing:
-        out.append(f"Not measured on {center.name}, so not recommended: {'; '.join(missing)}. "
+        out.append(f"Not measured on {center.name} at about {w.ranks_per_node} rank(s) per node, so not "
+                   f"recommended: {'; '.join(missing)}. "
                    f"Runs that would settle it: ioadvise bench plan --system {center.name}.")
     return out
 
@@ -288,11 +358,15 @@ def stripe_sentence(rec: Option, table: list[Option], center: Center | None) -> 
     tied = [o for o in fewer if o.prediction.value >= (1 - WITHIN) * best]
     n = rec.config.stripe_count
     if tied:
-        names = ", ".join(str(o.config.stripe_count) for o in tied)
+        names = ", ".join(str(n) for n in dict.fromkeys(o.config.stripe_count for o in tied))
         return (f"{names} stripe(s) are predicted within 5% of the best ({_fmt(best, unit)}) as well: the data "
                 f"cannot tell them apart from {n}, and fewer stripes take fewer OSTs from other jobs.")
     if fewer and v >= (1 - WITHIN) * best:
-        short = "; ".join(f"{o.config.stripe_count}: {_fmt(o.prediction.value, unit)}" for o in fewer)
+        once: dict = {}             # each count once, at its best value
+        for o in fewer:
+            if o.config.stripe_count not in once or o.prediction.value > once[o.config.stripe_count].prediction.value:
+                once[o.config.stripe_count] = o
+        short = "; ".join(f"{n}: {_fmt(o.prediction.value, unit)}" for n, o in sorted(once.items()))
         return (f"{n} stripe(s) is the fewest in this table predicted within 5% of the best "
                 f"({_fmt(best, unit)}); fewer fall short ({short}).")
     return None
@@ -311,17 +385,23 @@ def _deduplicated(o: Option) -> Option:
     return replace(o, evidence=tuple(ev), reasons=tuple(reasons))
 
 
-def _time_sentence(advice: Any, p: Any) -> str | None:
-    """How long the job's bytes take at the predicted bandwidth `p` (None when it is no MiB/s figure)."""
-    if not (p.value and p.unit == "MiB/s"):
-        return None
+def _time_sentence(advice: Any, p: Any) -> str:
+    """How long the job's I/O takes at the prediction `p`: its bytes at a bandwidth, its file creates at an
+    operation rate; where nothing is predicted, that no time can be given and what would give one."""
     w = advice.workload
-    total = w.bytes_per_rank * w.ranks
-    t = total / (p.value * (1 << 20))
-    lo_t, hi_t = ((_seconds(total / (p.high * (1 << 20))), _seconds(total / (p.low * (1 << 20))))
+    if p.value and p.unit == "MiB/s":
+        total, scale, what = w.bytes_per_rank * w.ranks, float(1 << 20), format_size(w.bytes_per_rank * w.ranks)
+    elif p.value and p.unit == "ops/s":
+        total = w.files_created if w.files_created is not None else w.files_per_rank * w.ranks
+        scale, what = 1.0, f"{total:,} file creates"
+    else:
+        return (f"No time estimate for the job's I/O: nothing measured predicts this place for it (measure it: "
+                f"ioadvise bench plan --system {advice.system}).")
+    t = total / (p.value * scale)
+    lo_t, hi_t = ((_seconds(total / (p.high * scale)), _seconds(total / (p.low * scale)))
                   if p.low and p.high else ("", ""))
     span = f" ({lo_t} to {hi_t} over the interval)" if lo_t != hi_t else ""
-    return f"At {_fmt(p.value, p.unit)} the job's {format_size(total)} take about {_seconds(t)}{span}."
+    return f"At {_fmt(p.value, p.unit)} the job's {what} take about {_seconds(t)}{span}."
 
 
 def _pinned_sentence(rec: Option, pins: Mapping[str, Any], unpinned: Any) -> str:
@@ -369,9 +449,7 @@ def finalize(advice: Any, center: Center | None = None, pins: Mapping[str, Any] 
     sentence = None if pins and "stripe_count" in pins else stripe_sentence(rec, table, center)
     if sentence:
         reasons.insert(1 if reasons else 0, sentence)
-    timing = _time_sentence(advice, rec.prediction)
-    if timing:
-        reasons.append(timing)
+    reasons.append(_time_sentence(advice, rec.prediction))
     if pins:
         reasons.insert(0, _pinned_sentence(rec, pins, unpinned))
     rec = replace(rec, reasons=tuple(reasons))

@@ -7,9 +7,11 @@ before on the same runs is read from the user's cache, `fits.fit_all_cached`):
   runs, so the cost grows with the runs, not their square): median and p90 of |predicted/measured - 1|, split by
   whether the held-out run lies inside the client counts the model was fitted on, and the 90% interval's coverage;
 - `sweep_validate`: every group of runs that differ only in stripe count (or only in layout, or only in collective
-  mode) is hidden whole, the system refitted without it, and the advice scored: regret = best measured / measured
-  at the advised setting (stripe counts between measured ones log-interpolated), next to the baselines "always 1
-  stripe", "always all OSTs" and the size table diagnose uses, in the same run.
+  mode) is hidden whole, the system refitted without it, and the advice for the sweep's job asked of the function
+  `ioadvise advise` calls (`engine.assess`, which decides through `policy.decide`): regret = best measured /
+  measured at the advised setting (stripe counts between measured ones log-interpolated), next to the baselines
+  "always 1 stripe", "always all OSTs", the size table diagnose uses and the nearest-measured rule (no model: the
+  count best at the nearest measured node count, `nearest_measured`), in the same run.
 """
 from __future__ import annotations
 
@@ -38,7 +40,6 @@ SAMPLE_ABOVE = 2000
 HOLDOUT_PER_GROUP = 50
 FIT_PER_GROUP = 200
 SAMPLED_SWEEPS = 2
-STRIPE_COST = 0.02          # the advice engine's cost per stripe (OSTs taken from other jobs)
 SWEEP_FACTORS = ("stripe_count", "layout", "collective")
 # a hidden stripe sweep the fit predicts more than this much faster at its runs' volume than cold (one run's noise,
 # `MARGIN`) measured mostly the servers' cache; its regret is reported apart as well (`cold_sweeps`)
@@ -52,12 +53,15 @@ DENSE_FAMILY_RUNS = REPEAT_RUNS
 DENSE_SPAN = REPEAT_SPAN
 
 
-def _center_info(system: str) -> tuple[dict, dict]:
-    from ..center import find_center
-    c = find_center(system)
-    if c is None:
-        return {}, {}
-    return ({f.name: f.ost_count for f in c.filesystems}, {f.name: f.default_stripe_count for f in c.filesystems})
+def _center_info(kb: Any, system: str) -> tuple[Any, dict, dict]:
+    """(the center `ioadvise advise --system` resolves for `system`, or None; its OST counts; its default stripe
+    counts), as the advice fits them."""
+    from ..center import resolve_center
+    try:
+        c = resolve_center(system, None, kb)
+    except UsageError:
+        return None, {}, {}
+    return (c, {f.name: f.ost_count for f in c.filesystems}, {f.name: f.default_stripe_count for f in c.filesystems})
 
 
 def _measurable(runs: Iterable[Any]) -> list:
@@ -221,16 +225,6 @@ def _bounds_of(ev: Evidence, r: Any, fit: Fit, p: Any) -> Bounds:
                   volume=moved / ranks if moved else None, stripes=p.stripes if p.striped and p.stripes else 0.0)
 
 
-def _standing_of(ev: Evidence, r: Any, fit: Fit, p: Any) -> float | None:
-    """How the runs near run `r`'s settings rank point `p`'s stripe count (predict.evidence)."""
-    if not r.nodes or not math.isfinite(p.ranks):
-        return None
-    moved = bytes_moved(r)
-    return ev.standing(r.filesystem, r.op, p.klass or "", r.layout, r.unit, nodes=float(r.nodes),
-                       rpn=p.ranks / r.nodes, volume=moved / p.ranks if moved else None,
-                       stripes=p.stripes if p.striped and p.stripes else 0.0)
-
-
 def _score_held(sysname: str, fits: dict, held: Iterable, osts: dict, dflt: dict,
                 errs: list[tuple], ev: Evidence, near: _Neighbours) -> int:
     """Append the held-out runs' (|error|, extrapolated, covered, op, runs at the same settings, runs of the
@@ -282,10 +276,10 @@ def validate(kb: Any, system: str | None = None) -> dict[str, Any]:
     all_errs: list = []
     all_regrets: list[float] = []
     for sysname, srs, held, note in _each_system(kb, system):
-        osts, dflt = _center_info(sysname)
+        _, osts, dflt = _center_info(kb, sysname)
         memo: dict = {}
         errs, unp = _predict_errors(sysname, srs, osts, dflt, memo, held)
-        sweeps = _sweeps_of_system(sysname, srs, osts, dflt, factors=("stripe_count",), memo=memo,
+        sweeps = _sweeps_of_system(kb, sysname, srs, factors=("stripe_count",), memo=memo,
                                    limit=None if held is None else SAMPLED_SWEEPS)
         regrets = [c["regret"]["model"] for c in sweeps["cases"]]
         out["systems"][sysname] = {**_err_stats(errs), "not_predictable": unp, "regret_cases": len(regrets),
@@ -339,6 +333,8 @@ def sweep_groups(runs: Iterable[Any], factor: str) -> list[list[Any]]:
 
 def _interp(measured: dict[float, float], x: float) -> float:
     """Value at stripe count `x`, log-log interpolated between measured counts (clamped outside them)."""
+    if x in measured:
+        return measured[x]          # exactly, not through exp(log(v)): a regret at the measured best is 1.0
     xs = sorted(measured)
     if x <= xs[0]:
         return measured[xs[0]]
@@ -363,12 +359,6 @@ def _size_table_count(r: Any, osts: int | None) -> int:
     return max(1, min(n, osts or n, ranks))
 
 
-def _stripe_candidates(osts: int | None, measured: Sequence[float]) -> list[int]:
-    from .candidates import STRIPE_STEPS
-    top = int(osts or max(measured))
-    return sorted({s for s in STRIPE_STEPS if s <= top} | {top} | {int(m) for m in measured if m <= top})
-
-
 def _medians(group: list, factor: str, osts: int | None) -> dict[Any, float]:
     """Median value per setting of `factor` in a sweep (a stripe count of -1: every OST)."""
     by_val: dict[Any, list[float]] = {}
@@ -380,11 +370,40 @@ def _medians(group: list, factor: str, osts: int | None) -> dict[Any, float]:
     return {k: statistics.median(v) for k, v in by_val.items()}
 
 
-def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int | None,
-                ev: Evidence | None = None) -> dict[str, Any] | None:
-    from .ranking import choose
+def sweep_job(group: list, factor: str, osts: int | None) -> tuple[Any, dict[str, Any]] | None:
+    """(the workload, the pinned settings) a hidden sweep asks `ioadvise advise` about: its nodes, ranks per node,
+    volume per rank, access size, API, op and file system, its mode (collective or not) and, for a layout or mode
+    sweep, its stripe count; the swept setting itself left to the advice. None where the advice takes no such
+    question (an op other than write or read, an API it does not weigh, no node or rank count)."""
+    from ..model.types import Workload
     rep = group[0]
-    ev = ev if ev is not None else Evidence(())
+    api = (rep.api or "POSIX").upper()
+    if rep.op not in ("write", "read") or api not in ("POSIX", "MPIIO", "HDF5") or not rep.nodes:
+        return None
+    ranks = rep.ranks or rep.nodes
+    moved = bytes_moved(rep)
+    w = Workload(nodes=rep.nodes, ranks_per_node=-(-ranks // rep.nodes), bytes_per_rank=int(moved / ranks) if moved else 0,
+                 api=api, layout="any" if factor == "layout" else rep.layout or "any", op=rep.op,
+                 access_size=rep.transfer_size or None, lifetime="job")
+    pins: dict[str, Any] = {"tier": rep.filesystem} if rep.filesystem else {}
+    if factor != "collective" and api != "POSIX" and rep.collective is not None:
+        pins["collective"] = bool(rep.collective)
+    if factor != "stripe_count" and rep.stripe_count:
+        pins["stripe_count"] = every_ost(rep.stripe_count, osts)
+    return w, pins
+
+
+def _regret_at(group: list, osts: int | None, count: float) -> float:
+    """A stripe sweep's regret at `count`: best measured / measured there (log-interpolated)."""
+    m = {float(k): v for k, v in _medians(group, "stripe_count", osts).items()}
+    return max(m.values()) / _interp(m, count)
+
+
+def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int | None, ev: Evidence,
+                advised: Any) -> dict[str, Any] | None:
+    """A hidden sweep scored: each of its runs predicted as the advice predicts, and the regret of the setting
+    `advised` (what `engine.assess` chose for the sweep's job) next to the baselines."""
+    rep = group[0]
     measured = _medians(group, factor, osts)
     best = max(measured.values())
     hidden = []
@@ -397,49 +416,89 @@ def _score_case(factor: str, group: list, fit: Fit, osts: int | None, dflt: int 
     case: dict[str, Any] = {"factor": factor, "filesystem": rep.filesystem, "op": rep.op, "layout": rep.layout,
                             "api": rep.api, "nodes": rep.nodes, "ranks": rep.ranks,
                             "measured": {str(k): round(v, 3) for k, v in sorted(measured.items(), key=lambda kv: str(kv[0]))},
-                            "errors": [e for e, _ in hidden], "covered": [c for _, c in hidden]}
-
-    def cold(**setting: Any) -> Any:
-        # the advice engine predicts for data the servers do not hold in cache (a job's input is seldom what it
-        # has just written): the candidates are compared as it compares them, without the runs' volume
-        return dc_replace(run_point(dc_replace(rep, **setting), osts, dflt), bytes=None)
-
+                            "errors": [e for e, _ in hidden], "covered": [c for _, c in hidden], "advised": advised,
+                            "sweep": dict(_settings_key(rep, factor)), "advise_args": job_args(group, factor, osts)}
     if factor == "stripe_count":
-        if any(not isinstance(k, (int, float)) or k <= 0 for k in measured):
+        if any(not isinstance(k, (int, float)) or k <= 0 for k in measured) or not advised or advised <= 0:
             return None
         m = {float(k): v for k, v in measured.items()}
-        cands = _stripe_candidates(osts, list(m))
-        default = dflt if dflt and dflt > 0 else 1
-        if default not in cands:
-            cands.append(default)
-        pts = [cold(stripe_count=s) for s in cands]
-        bs = [_bounds_of(ev, rep, fit, p) for p in pts]
-        vals = [b.clamp(fit.predict(p)) for b, p in zip(bs, pts)]
-        draws = [[b.clamp(x) for x in fit.draws(p)] for b, p in zip(bs, pts)]
-        default_i = cands.index(default)
-        pick, _ = choose(vals, draws, [STRIPE_COST * s for s in cands], stripes=list(cands),
-                         default=default_i, measured=[float(s) in fit.stripes_measured for s in cands],
-                         standing=[("sweep", _standing_of(ev, rep, fit, p)) for p in pts])
-        if vals[default_i] > vals[pick]:
-            pick = default_i          # as the advice: never a change predicted slower than the default
-        advised = cands[pick]
         allo = int(osts or max(m))
-        case["advised"] = advised
         case["regret"] = {"model": best / _interp(m, advised), "always_1": best / _interp(m, 1),
                           "always_all": best / _interp(m, allo),
                           "size_table": best / _interp(m, _size_table_count(rep, osts))}
     else:
-        opts = list(measured)
-        pts = [cold(**{factor: o}) for o in opts]
-        bs = [_bounds_of(ev, dc_replace(rep, **{factor: o}), fit, p) for o, p in zip(opts, pts)]
-        vals = [b.clamp(fit.predict(p)) for b, p in zip(bs, pts)]
-        draws = [[b.clamp(x) for x in fit.draws(p)] for b, p in zip(bs, pts)]
-        pick, _ = choose(vals, draws, [0.0] * len(opts))
-        case["advised"] = opts[pick]
+        if advised not in measured:
+            return None
         base = {"layout": "shared", "collective": True}[factor]
-        case["regret"] = {"model": best / measured[opts[pick]],
+        case["regret"] = {"model": best / measured[advised],
                           f"always_{base}": best / measured.get(base, min(measured.values()))}
     return case
+
+
+def _advised(factor: str, group: list, center: Any, sysname: str, fits: dict, ev: Evidence,
+             comparisons: list, osts: int | None) -> Any:
+    """The setting of `factor` the advice chooses for a hidden sweep's job (`engine.assess`, the function behind
+    `ioadvise advise`), or None where it takes no such question."""
+    from .engine import assess
+    job = sweep_job(group, factor, osts)
+    if job is None:
+        return None
+    try:
+        a = assess(job[0], center, sysname, fits, ev, comparisons, job[1])
+    except UsageError:
+        return None
+    cfg = a.chosen.config
+    if factor == "stripe_count":
+        return every_ost(cfg.stripe_count, osts)
+    return getattr(cfg, factor)
+
+
+def job_args(group: list, factor: str, osts: int | None) -> list[str] | None:
+    """The `ioadvise advise` options that ask the question a hidden sweep is scored on (`sweep_job`)."""
+    job = sweep_job(group, factor, osts)
+    if job is None:
+        return None
+    w, pins = job
+    args = ["-N", str(w.nodes), "--ranks-per-node", str(w.ranks_per_node), "--bytes-per-rank", str(w.bytes_per_rank),
+            "--api", w.api.lower(), "--layout", w.layout, "--op", w.op, "--lifetime", w.lifetime]
+    if w.access_size:
+        args += ["--access-size", str(w.access_size)]
+    if "tier" in pins:
+        args += ["--tier", pins["tier"]]
+    if "collective" in pins:
+        args += ["--collective" if pins["collective"] else "--independent"]
+    if "stripe_count" in pins:
+        args += ["--stripe-count", str(pins["stripe_count"])]
+    return args
+
+
+def nearest_measured(group: list, train: Iterable[Any], osts: int | None) -> float | None:
+    """The nearest-measured rule, a baseline with no model: the stripe count that measured best (median of its
+    runs) at the node count nearest a hidden sweep's, among the other runs of the same file system, op, API,
+    layout and mode that measured at least two stripe counts there, preferring the volume per rank nearest the
+    sweep's (and then the ranks per node nearest). None where no such runs exist."""
+    rep = group[0]
+    key = (rep.filesystem, rep.op, rep.api, rep.layout, rep.collective, rep.unit)
+
+    def volume(r: Any) -> float:
+        moved = bytes_moved(r)
+        return moved / (r.ranks or r.nodes or 1) if moved else 0.0
+
+    at: dict[tuple, dict[float, list[float]]] = {}
+    for r in train:
+        if (r.filesystem, r.op, r.api, r.layout, r.collective, r.unit) != key or not r.nodes or not r.stripe_count:
+            continue
+        sc = float(every_ost(r.stripe_count, osts or r.ost_count))
+        if sc > 0:
+            at.setdefault((r.nodes, volume(r), (r.ranks or r.nodes) / r.nodes), {}).setdefault(sc, []).append(r.value)
+    at = {k: v for k, v in at.items() if len(v) >= 2}
+    if not at:
+        return None
+    v0, q0 = volume(rep), (rep.ranks or rep.nodes) / rep.nodes
+    far = lambda a, b: abs(math.log(a / b)) if a > 0 and b > 0 else (0.0 if a == b else 50.0)   # noqa: E731
+    k = min(at, key=lambda k: (far(k[0], rep.nodes), far(k[1], v0), far(k[2], q0)))
+    by = at[k]
+    return max(by, key=lambda s: (statistics.median(by[s]), -s))
 
 
 def _other_volumes(group: list, groups: list[list], osts: int | None) -> float | None:
@@ -471,11 +530,14 @@ def _cache_speedup(fit: Fit, group: list, osts: int | None, dflt: int | None) ->
     return statistics.median(ratios) if ratios else 1.0
 
 
-def _sweeps_of_system(sysname: str, runs: list, osts_by_fs: dict, dflt_by_fs: dict,
-                      factors: Sequence[str] = SWEEP_FACTORS, memo: dict | None = None,
-                      limit: int | None = None) -> dict[str, Any]:
-    """Sweep-out cases of one system; with `limit`, at most that many groups per factor, evenly spread."""
+def _sweeps_of_system(kb: Any, sysname: str, runs: list, factors: Sequence[str] = SWEEP_FACTORS,
+                      memo: dict | None = None, limit: int | None = None) -> dict[str, Any]:
+    """Sweep-out cases of one system; with `limit`, at most that many groups per factor, evenly spread. Each
+    sweep is hidden, the system refitted without it, and the advice for the sweep's job asked of the same
+    function `ioadvise advise` calls, with the system's center and published comparisons."""
     memo = {} if memo is None else memo
+    center, osts_by_fs, dflt_by_fs = _center_info(kb, sysname)
+    comparisons = kb.comparisons(sysname)
     cases: list[dict] = []
     unscored = 0
     for factor in factors:
@@ -483,22 +545,29 @@ def _sweeps_of_system(sysname: str, runs: list, osts_by_fs: dict, dflt_by_fs: di
         if limit is not None and len(groups) > limit:
             groups = [groups[int((i + 0.5) * len(groups) / limit)] for i in range(limit)]
         for group in groups:
-            ids = {id(r) for r in group}
             rep = group[0]
+            osts = rep.ost_count or osts_by_fs.get(rep.filesystem)
+            if center is None or sweep_job(group, factor, osts) is None:
+                unscored += 1         # a question the advice does not take: nothing to fit for it
+                continue
+            ids = {id(r) for r in group}
             train = [r for r in runs if id(r) not in ids]
             fits = fit_all_cached(train, osts_by_fs, dflt_by_fs, memo=memo)
             fit = fits.get((sysname, rep.filesystem, rep.op))
-            if fit is None or fit.unit != rep.unit:
-                unscored += 1
-                continue
-            osts = rep.ost_count or osts_by_fs.get(rep.filesystem)
-            case = _score_case(factor, group, fit, osts, dflt_by_fs.get(rep.filesystem),
-                               Evidence(train, osts_by_fs, dflt_by_fs))
+            ev = Evidence(train, osts_by_fs, dflt_by_fs)
+            advised = None
+            if fit is not None and fit.unit == rep.unit:
+                advised = _advised(factor, group, center, sysname, fits, ev, comparisons, osts)
+            case = None if advised is None else _score_case(factor, group, fit, osts,
+                                                            dflt_by_fs.get(rep.filesystem), ev, advised)
             if case is None:
                 unscored += 1
                 continue
             case["system"] = sysname
             if factor == "stripe_count":
+                near = nearest_measured(group, train, osts)
+                if near is not None:
+                    case["regret"]["nearest_measured"] = _regret_at(group, osts, near)
                 case["cache_speedup"] = _cache_speedup(fit, group, osts, dflt_by_fs.get(rep.filesystem))
                 other = _other_volumes(group, groups, osts)
                 if other is not None:
@@ -541,10 +610,9 @@ def sweep_validate(kb: Any, system: str | None = None, factors: Sequence[str] = 
     errs: list = []
     per_sys: dict[str, Any] = {}
     for sysname, srs, held, note in _each_system(kb, system):
-        osts, dflt = _center_info(sysname)
+        _, osts, dflt = _center_info(kb, sysname)
         memo: dict = {}
-        res = _sweeps_of_system(sysname, srs, osts, dflt, factors, memo,
-                                limit=None if held is None else SAMPLED_SWEEPS)
+        res = _sweeps_of_system(kb, sysname, srs, factors, memo, limit=None if held is None else SAMPLED_SWEEPS)
         cases += res["cases"]
         unscored += res["unscored"]
         entry: dict[str, Any] = {"sweep_groups": len(res["cases"]), **note}

@@ -83,6 +83,27 @@ class Band:
 
 
 @dataclass(frozen=True)
+class Near:
+    """What the runs near a job measured at one neighbouring node count `nodes` (at the volume per rank nearest
+    the job's, about `volume`): per stripe count, (stripes, median, lowest, highest, runs)."""
+
+    nodes: float
+    volume: float | None
+    measured: tuple[tuple[float, float, float, float, int], ...]
+
+
+def standing_in(near: Iterable[Near], stripes: float) -> float | None:
+    """`Evidence.standing` of a stripe count from the table `near` (`Evidence.near`)."""
+    ratios = []
+    for side in near:
+        med = {m[0]: m[1] for m in side.measured}
+        s = stripes if min(med) > 0 else 0.0
+        if s in med and len(med) > 1:
+            ratios.append(med[s] / max(med.values()))
+    return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+
+
+@dataclass(frozen=True)
 class _Obs:
     nodes: float
     rpn: float
@@ -130,8 +151,11 @@ class Evidence:
             moved = bytes_moved(r)
             obs = _Obs(nodes=float(nodes), rpn=ranks / nodes, volume=moved / ranks if moved else None,
                        stripes=_stripes(r, osts.get(r.filesystem), dflt.get(r.filesystem)), value=r.value)
-            key = (r.filesystem, r.op, io_class(r.api, r.collective), r.layout, r.unit)
-            self._by.setdefault(key, []).append(obs)
+            # one process writing one file is shared and file per process alike: a single-rank run that states
+            # no layout is evidence for both
+            for layout in (r.layout,) if r.layout or ranks != 1 else ("shared", "fpp"):
+                key = (r.filesystem, r.op, io_class(r.api, r.collective), layout, r.unit)
+                self._by.setdefault(key, []).append(obs)
 
     def to_json(self) -> dict:
         return {"by": [[list(k), [[o.nodes, o.rpn, o.volume, o.stripes, o.value] for o in v]]
@@ -149,8 +173,15 @@ class Evidence:
         """The (API class, layout) pairs runs measured on a file system for an op."""
         return {(k[2], k[3]) for k, v in self._by.items() if (k[0], k[1], k[4]) == (filesystem, op, unit) and v}
 
-    def measured(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str) -> bool:
-        return bool(self._by.get((filesystem, op, klass, layout, unit)))
+    def measured(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str,
+                 rpn: float | None = None) -> bool:
+        """Whether runs measured this mode (API class and layout); given the job's ranks per node `rpn`, runs of
+        its family (ranks per node within `FAMILY_SPAN`): a mode measured only in another family is not
+        measured for this job."""
+        key = (filesystem, op, klass, layout, unit)
+        if rpn is not None:
+            return self._family(key, rpn) is not None
+        return bool(self._by.get(key))
 
     def _family(self, key: tuple, rpn: float) -> float | None:
         """The ranks per node of the job's family: the measured one nearest `rpn`, None beyond `FAMILY_SPAN`."""
@@ -176,22 +207,29 @@ class Evidence:
             return []
         return _near(self._pool(key, rpn)[1], nodes, volume)
 
+    def near(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *,
+             nodes: float, rpn: float, volume: float | None) -> tuple[Near, ...]:
+        """The runs near the job (see the module docstring) as a table: per neighbouring node count, what each
+        stripe count measured there. () where no run is near."""
+        out = []
+        for n, at in self._sides((filesystem, op, klass, layout, unit), nodes, rpn, volume):
+            by: dict[float, list[float]] = {}
+            for o in at:
+                by.setdefault(o.stripes, []).append(o.value)
+            vols = [o.volume for o in at if o.volume]
+            out.append(Near(nodes=n, volume=statistics.median(vols) if vols else None,
+                            measured=tuple((s, statistics.median(v), min(v), max(v), len(v))
+                                           for s, v in sorted(by.items()))))
+        return tuple(out)
+
     def standing(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *,
                  nodes: float, rpn: float, volume: float | None, stripes: float) -> float | None:
         """How the runs near the job rank a stripe count against the others they measured: at each neighbouring
         node count that measured it, the median of its runs over the best count's median there; the geometric
         mean over those node counts (1.0: the best wherever measured). None where no run near the job measured
         this stripe count."""
-        ratios = []
-        for _, at in self._sides((filesystem, op, klass, layout, unit), nodes, rpn, volume):
-            by: dict[float, list[float]] = {}
-            for o in at:
-                by.setdefault(o.stripes, []).append(o.value)
-            s = stripes if min(by) > 0 else 0.0
-            if s in by and len(by) > 1:
-                med = {k: statistics.median(v) for k, v in by.items()}
-                ratios.append(med[s] / max(med.values()))
-        return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+        return standing_in(self.near(filesystem, op, klass, layout, unit, nodes=nodes, rpn=rpn, volume=volume),
+                           stripes)
 
     def band(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *, nodes: float,
              rpn: float, volume: float | None, stripes: float) -> Band | None:
