@@ -16,7 +16,7 @@ if [ "${_ioadv_parent:-}" != "$PPID" ]; then
   _ioadv_rec_dir="$_ioadv_out"
   case "$_ioadv_rec_dir" in /*) ;; *) _ioadv_rec_dir="$PWD/$_ioadv_rec_dir";; esac
   _ioadv_rec="$_ioadv_rec_dir/ioadvise-$_ioadv_job.json"
-  _ioadv_settings='{"allow_striping":true,"directives":["--nodes=8"],"hints":{"striping_factor":"1","striping_unit":"1048576"},"lifetime":"after-job","mpi":"intel","mpi_version":"5.0.1","op":"write","outdir":"results","stage_in":["input.h5"],"stripe_base":null,"stripe_count":1,"stripe_size":1048576,"tier":null}'
+  _ioadv_settings='{"allow_striping":true,"directives":["--nodes=8"],"hints":{"striping_factor":"24","striping_unit":"1048576"},"lifetime":"after-job","mpi":"intel","mpi_version":"5.0.1","op":"write","outdir":"results","stage_in":["input.h5"],"stripe_base":null,"stripe_count":24,"stripe_size":1048576,"tier":null}'
   _ioadv_cluster=$(printf %s "${SLURM_CLUSTER_NAME:-}" | tr -cd 'A-Za-z0-9._-')
   _ioadv_user=$(id -un 2>/dev/null | tr -cd 'A-Za-z0-9._@-')
   _ioadv_record() {
@@ -43,20 +43,20 @@ if [ "${_ioadv_parent:-}" != "$PPID" ]; then
   mkdir -p -- "$IOADVISE_DIR"
   _ioadv_fs=$(stat -f -c %T "$IOADVISE_DIR" 2>/dev/null)
   if [ "$_ioadv_fs" = lustre ] || { command -v lfs >/dev/null 2>&1 && lfs getstripe -d "$IOADVISE_DIR" >/dev/null 2>&1; }; then
-    if lfs setstripe -c 1 -S 1M "$IOADVISE_DIR"; then
-      echo "ioadvise: striping: -c 1 -S 1M set on $IOADVISE_DIR (write large files there)" >&2
+    if lfs setstripe -c 24 -S 1M "$IOADVISE_DIR"; then
+      echo "ioadvise: striping: -c 24 -S 1M set on $IOADVISE_DIR (write large files there)" >&2
     else
       echo "ioadvise: striping: lfs setstripe failed on $IOADVISE_DIR" >&2
     fi
   else
     echo "ioadvise: striping: not set, $IOADVISE_DIR is not on Lustre" >&2
   fi
-  printf '%s\n' 'striping_factor 1' 'striping_unit 1048576' > "$IOADVISE_DIR/romio-hints"
+  printf '%s\n' 'striping_factor 24' 'striping_unit 1048576' > "$IOADVISE_DIR/romio-hints"
   export ROMIO_HINTS="$IOADVISE_DIR/romio-hints"
   export I_MPI_EXTRA_FILESYSTEM=on
   export I_MPI_EXTRA_FILESYSTEM_LIST=lustre
-  export IOADVISE_HINTS=striping_factor=1,striping_unit=1048576
-  echo "ioadvise: hints: striping_factor=1,striping_unit=1048576 for Intel MPI 5.x-2018: ROMIO_HINTS=$ROMIO_HINTS I_MPI_EXTRA_FILESYSTEM=$I_MPI_EXTRA_FILESYSTEM I_MPI_EXTRA_FILESYSTEM_LIST=$I_MPI_EXTRA_FILESYSTEM_LIST" >&2
+  export IOADVISE_HINTS=striping_factor=24,striping_unit=1048576
+  echo "ioadvise: hints: striping_factor=24,striping_unit=1048576 for Intel MPI 5.x-2018: ROMIO_HINTS=$ROMIO_HINTS I_MPI_EXTRA_FILESYSTEM=$I_MPI_EXTRA_FILESYSTEM I_MPI_EXTRA_FILESYSTEM_LIST=$I_MPI_EXTRA_FILESYSTEM_LIST" >&2
   export IOADVISE_OUTDIR="$_ioadv_out"
   echo 'ioadvise: staging: none (no scratch tier)' >&2
   if grep -qF '# >>> ioadvise wrap' "$_ioadv_self" 2>/dev/null; then
