@@ -102,6 +102,7 @@ def test_a_worker_out_of_memory_while_sending_is_named_and_replaced(capfd):
     names, no traceback of the worker's own exit is printed, one restart, and every other item is served."""
     with WorkerPool(_unsendable_setup, (), workers=1, timeout=300) as pool:
         out = {o.item: o for o in pool.imap_unordered(range(5))}
-    assert out[2].result is None and out[2].error == "the worker died (out of memory)"
+    assert out[2].result is None and out[2].died == "out of memory"
+    assert out[2].error == "the worker died (out of memory)"
     assert [out[x].result[0] for x in (0, 1, 3, 4)] == [0, 1, 9, 16] and pool.restarts == 1
     assert "Traceback" not in capfd.readouterr().err

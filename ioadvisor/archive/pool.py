@@ -35,11 +35,13 @@ def default_workers() -> int:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What became of one item: the handler's return value, or why there is none (`error`)."""
+    """What became of one item: the handler's return value, or why there is none (`error`); `died`, when its
+    worker died, says how (a signal's name, an exit code, or "out of memory")."""
 
     item: Any
     result: Any = None
     error: str | None = None
+    died: str | None = None
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,7 @@ class WorkerPool:
                     busy.remove(w)
                     item, why = w.item, _death(w.proc.exitcode)
                     idle.append(self._replace(w, kill=False))
-                    yield Outcome(item, None, f"the worker died ({why})")
+                    yield Outcome(item, None, f"the worker died ({why})", died=why)
                 elif now - w.started >= self.timeout:
                     busy.remove(w)
                     item = w.item

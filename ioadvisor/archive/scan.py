@@ -155,11 +155,10 @@ def diagnose_logs(items: Iterable[tuple[str, str, int]], settings: Settings, wor
             path, digest = o.item
             if o.result is not None:
                 rec = dict(o.result)
-            elif o.error == "the worker died (out of memory)":     # outside the handler: its result's send
+            elif o.died == "out of memory":       # outside the handler: its result's send
                 rec = {"hash": digest, "path": path, "status": "failed", "error": memory_refusal(settings.memory)}
-            elif o.error and o.error.startswith("the worker died"):
-                why = o.error[o.error.find("(") + 1:o.error.rfind(")")]
-                rec = {"hash": digest, "path": path, "status": "failed", "error": CRASH_TEXT.format(why=why)}
+            elif o.died:
+                rec = {"hash": digest, "path": path, "status": "failed", "error": CRASH_TEXT.format(why=o.died)}
             else:
                 rec = {"hash": digest, "path": path, "status": "failed", "error": o.error}
             rec["size"] = sizes.pop(digest)
