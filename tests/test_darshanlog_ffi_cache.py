@@ -92,7 +92,8 @@ def test_a_cache_directory_that_cannot_be_written_only_costs_the_parse(tmp_path)
 
 
 def test_a_relative_cache_home_does_not_put_the_cache_where_the_command_runs(tmp_path, monkeypatch):
-    from ioadvisor.darshanlog.ffi_cache import cache_dir
+    from ioadvisor.util import cache_dir          # the one the reader's declarations cache is kept in
+    (tmp_path / "home").mkdir()
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CACHE_HOME", "cache")
     assert cache_dir() == tmp_path / "home" / ".cache" / "ioadvisor"

@@ -9,8 +9,8 @@ looked up by their hash in a cache file of those tables, which is written the fi
 parse). The backend's own functions then read the log as always, through the same library and declarations.
 
 The cache file holds only literals (bytes, ints and tuples, read with `ast.literal_eval`, never executed), named by
-the hash of the declarations, cffi's version and this format's; it lives in $XDG_CACHE_HOME/ioadvisor (or
-~/.cache/ioadvisor) and is written atomically. Whatever fails here (no cache directory, a file that does not
+the hash of the declarations, cffi's version and this format's; it lives in the package's cache directory
+(`util.cache_dir`: $XDG_CACHE_HOME/ioadvisor, or ~/.cache/ioadvisor) and is written atomically. Whatever fails here (no cache directory, a file that does not
 parse) falls back to the ordinary parse. Only the one-log reading child uses this: it is a process of its own,
 where nothing else shares PyDarshan's FFI object.
 """
@@ -24,15 +24,6 @@ from typing import Any
 
 FORMAT = "1"               # of the cache file; part of its name
 MODULE = "_ioadvisor_darshan_ffi"
-
-
-def cache_dir() -> Path:
-    """$XDG_CACHE_HOME/ioadvisor, or ~/.cache/ioadvisor where that is unset or not an absolute path (the XDG
-    rule: a relative one would put the cache wherever a diagnosis happens to run)."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    if not os.path.isabs(base):
-        base = os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "ioadvisor"
 
 
 def _key(csource: str) -> str:
@@ -64,7 +55,6 @@ def _store(path: Path, parsed: Any) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         make_py_source(parsed, MODULE, out)
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp.write_text(out.getvalue(), encoding="utf-8")
         os.replace(tmp, path)
     except Exception:          # the cache is an optimisation: never a reason to fail the read
@@ -103,13 +93,18 @@ def import_cffi_backend() -> Any:
     name = "darshan.backend.cffi_backend"
     if name in sys.modules:
         return sys.modules[name]
+    from ..util import cache_dir
+    directory = cache_dir()
+    if directory is None:              # no usable cache directory: the ordinary parse
+        from darshan.backend import cffi_backend
+        return cffi_backend
     import cffi
     real, made = cffi.FFI, []
 
     def declarations(*args: Any, **kwargs: Any) -> Any:
         if args or kwargs:
             return real(*args, **kwargs)
-        made.append(_Declarations(real, cache_dir()))
+        made.append(_Declarations(real, directory))
         return made[-1]
 
     cffi.FFI = declarations
