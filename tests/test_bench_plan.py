@@ -441,3 +441,51 @@ def test_no_point_is_proposed_twice_and_targets_run_the_centers_ranks_per_node(t
                    provenance=Provenance(kind="production"))
     (t,) = bp.production_targets([rec], rpn=32)
     assert (t.workload.nodes, t.workload.ranks_per_node) == (2, 32)
+
+
+# ---- the plan shows and settles the choices `ioadvise advise` makes ------------------------------------------------
+
+def _advise_json_choice(system: str, w) -> dict:
+    """`ioadvise advise --json` for a target's workload (the reference KB): the recommended settings."""
+    args = ["advise", "--json", "--system", system, "--nodes", str(w.nodes), "--ranks-per-node",
+            str(w.ranks_per_node), "--bytes-per-rank", str(w.bytes_per_rank), "--api", w.api.lower(),
+            "--layout", w.layout, "--op", w.op, "--access-size", str(w.access_size)]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)["recommendation"]
+
+
+def test_the_plan_settles_and_shows_the_choice_advise_makes():
+    """Dell-EE-Lustre-2.1 on the reference KB (no production records: the default targets). For each target,
+    the option whose ratio to the default the "decision" plan narrows must be the one `ioadvise advise --json`
+    recommends (where that is not the default), and the advice the plan shows must be its settings: stripe count,
+    layout, API and collective mode equal, target by target. A plan that takes the option its fit alone predicts
+    best would settle a choice the advice does not make (MPI-IO to one shared file at 16 nodes: the fit alone
+    ranks independent I/O first, the advice chooses collective I/O)."""
+    from ioadvisor.advise.candidates import baseline_config, candidate_point
+    with KB.open(None, create=False) as kb:
+        center = load_center("Dell-EE-Lustre-2.1")
+        plan = bp.plan_for(kb, "Dell-EE-Lustre-2.1", center, budget=2, objective="decision")
+    fs = center.filesystem(plan.filesystem)
+    pairs = iter(plan.decisions["write"])
+    compared = 0
+    for k, t in enumerate(plan.targets):
+        rec = _advise_json_choice("Dell-EE-Lustre-2.1", t.workload)
+        best, default, _ = next(pairs)
+        w = t.workload
+        base = baseline_config(w, center)
+        assert default == candidate_point(base, fs, w)
+        chosen = (rec["layout"], rec["api"], rec["collective"], rec["stripe_count"])
+        if chosen != (base.layout, base.api, base.collective, base.stripe_count) and rec["tier"] is None:
+            compared += 1
+            assert (best.layout, best.klass, best.stripes) == (
+                rec["layout"], candidate_point(_config(rec), fs, w).klass, float(rec["stripe_count"])), (k, rec)
+        shown = plan.to_json()["targets"][k]["advice"]
+        assert (shown["layout"], shown["api"], shown["collective"], shown["stripe_count"]) == chosen, (k, shown)
+    assert compared >= 4
+
+
+def _config(rec: dict):
+    from ioadvisor.model.types import Config
+    return Config(filesystem=rec["filesystem"], layout=rec["layout"], api=rec["api"], collective=rec["collective"],
+                  stripe_count=rec["stripe_count"], stripe_size=rec["stripe_size_bytes"])

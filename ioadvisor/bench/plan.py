@@ -97,6 +97,8 @@ class BenchPlan:
     # (each "mean" is the weighted geometric mean of the options' high/low, each at most WIDE)
     posterior_random: float | None
     candidates: int                          # grid size
+    # per target, what `ioadvise advise` advises for it now (`advice_of`)
+    advice: tuple[dict[str, Any], ...] = field(default=(), compare=False)
     notes: tuple[str, ...] = ()
     # weighted share of the targets' options whose interval of the mean is wider than WIDE: now, after the
     # proposed points, after as many random ones
@@ -120,8 +122,9 @@ class BenchPlan:
             "target_source": self.target_source,
             "targets": [{"nodes": t.workload.nodes, "ranks_per_node": t.workload.ranks_per_node,
                          "api": t.workload.api, "layout": t.workload.layout, "op": t.workload.op,
-                         "access_size": t.workload.access_size, "weight": round(t.weight, 4), "jobs": t.jobs}
-                        for t in self.targets],
+                         "access_size": t.workload.access_size, "weight": round(t.weight, 4), "jobs": t.jobs,
+                         "advice": a}
+                        for t, a in zip(self.targets, self.advice or [None] * len(self.targets))],
             "candidates": self.candidates,
             "width_now": self.width_now, "width_after": self.proposals[-1].width_after if self.proposals else None,
             "width_random": self.width_random, "posterior_now": self.posterior_now,
@@ -220,20 +223,39 @@ def target_options(t: Target, center: Center, fs: FileSystem) -> list[Point]:
     return [candidate_point(c.config, c.place, w) for c in cands]
 
 
-def decision_pair(t: Target, center: Center, fs: FileSystem, fit: Fit, opts: Sequence[Point]) -> tuple[Point, Point] | None:
-    """(the option the fit predicts best, the default) for a target, or (the best other option, the default)
-    where the default is best: the comparison the advice's choice turns on. None when the default is not on
-    `fs` or the target has no other option."""
-    from ..advise.candidates import baseline_config, candidate_point
-    w = replace(t.workload, api=norm_api(t.workload.api) or "POSIX")
-    base = baseline_config(w, center)
+def decision_pair(t: Target, center: Center, fs: FileSystem, assessed: Any) -> tuple[Point, Point] | None:
+    """(the option the advice chooses, the default) for a target, or (the option it ranks next, the default)
+    where it keeps the default: the comparison the advice's choice turns on. `assessed` is the advice's own
+    decision for the target (`advise.engine.assess`, which `ioadvise advise` calls). Only options on `fs` (no
+    tier) count; None when the default is not on `fs` or the target has no other option there."""
+    from ..advise.candidates import candidate_point
+    w, base = assessed.workload, assessed.base_config
     if base.filesystem != fs.name:
         return None
     default = candidate_point(base, fs, w)
-    others = [p for p in opts if p != default]
-    if not others:
-        return None
-    return max(others, key=fit.predict), default
+    for i in assessed.decision.order:
+        c = assessed.candidates[i]
+        if c.tier is None and c.place.name == fs.name:
+            p = candidate_point(c.config, c.place, w)
+            if p != default:
+                return p, default
+    return None
+
+
+def advice_of(assessed: Any) -> dict[str, Any]:
+    """The advice's choice for a target as the plan shows it: the settings `ioadvise advise --json` recommends."""
+    c = assessed.chosen
+    cfg = c.config
+    return {"filesystem": cfg.filesystem, "tier": cfg.tier, "layout": cfg.layout, "api": cfg.api,
+            "collective": cfg.collective, "stripe_count": cfg.stripe_count, "stripe_size": cfg.stripe_size,
+            "predicted": c.value, "unit": c.fit.unit if c.fit is not None and c.value is not None else None}
+
+
+def assess_targets(system: str, center: Center, fits: dict, targets: Sequence[Target], evidence: Any,
+                   comparisons: Sequence[Any]) -> list[Any]:
+    """The advice's decision for each target: the function `ioadvise advise` calls (`advise.engine.assess`)."""
+    from ..advise.engine import assess
+    return [assess(t.workload, center, system, fits, evidence, list(comparisons)) for t in targets]
 
 
 # ---- the plan ---------------------------------------------------------------------------------------------------
@@ -267,18 +289,22 @@ def _log_width(var: Any) -> Any:
 def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Sequence[Any],
               targets: Sequence[Target], budget: int, *, target_source: str = "default",
               max_nodes: int | None = None, rpn_max: int | None = None, transfer: int = DEFAULT_ACCESS,
-              seed: int = 0, objective: str = "options") -> BenchPlan:
+              seed: int = 0, objective: str = "options", evidence: Any = None,
+              comparisons: Sequence[Any] = ()) -> BenchPlan:
     """Pick `budget` benchmark points for `targets` from the fits of `fs` and the runs they rest on. Pure.
 
     objective "options": the predictive variance of every option the advice weighs for each target (as `advise`
     states its intervals); "decision": the posterior variance of log(best option / default) for each target, the
-    quantity the advice's choice turns on (the best option other than the default where the default is best)."""
+    quantity the advice's choice turns on (the option it advises, or the one it ranks next where it keeps the
+    default). `evidence` and `comparisons` are the system's (`advise.fits.system_evidence`, `kb.comparisons`): with
+    `fits`, what the advice decides from, so each target's choice is the one `ioadvise advise` makes."""
     if budget < 1:
         raise UsageError(f"--budget must be at least 1, got {budget}")
     if objective not in OBJECTIVES:
         raise UsageError(f"--objective: {objective!r} is not one of {', '.join(OBJECTIVES)}")
     groups_fit, notes = _bandwidth_fits(system, fs, fits, targets)
     targets = [t for t in targets if t.workload.op in groups_fit]
+    assessed = assess_targets(system, center, fits, targets, evidence, comparisons)
     measured_nodes = max((f.clients_max for f in groups_fit.values() if math.isfinite(f.clients_max)), default=1)
     if max_nodes is None:
         max_nodes = int(max([2 * measured_nodes] + [t.workload.nodes for t in targets]))
@@ -290,7 +316,7 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
     if any(b.stripe_count is not None for b in grid):
         notes.append("stripe counts are set by `lfs setstripe` on each benchmark's directory: run the sweep where "
                      "lfs is on PATH")
-    d = _design(groups_fit, targets, center, fs, runs, grid, transfer, objective)
+    d = _design(groups_fit, targets, assessed, center, fs, runs, grid, transfer, objective)
     if not d.groups:
         raise UsageError(f"{system}: none of the targets has an option on {fs.name}")
     wsum = sum(float(g.weight.sum()) for g in d.groups)
@@ -306,6 +332,7 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
         notes.append(f"{len(proposals)} point(s), not {budget}: no other point of the grid narrows an interval")
     return BenchPlan(system=system, filesystem=fs.name, ops=tuple(groups_fit), targets=tuple(targets),
                      target_source=target_source, proposals=tuple(proposals), width_now=now,
+                     advice=tuple(advice_of(a) for a in assessed),
                      width_random=sum(trials) / len(trials), posterior_now=post_now,
                      posterior_random=sum(post_trials) / len(post_trials), candidates=len(grid),
                      notes=tuple(notes), evaluation=d.evaluation, grid=tuple(grid), objective=objective,
@@ -358,8 +385,8 @@ class _Design:
     decisions: dict[str, list[tuple[Point, Point, float]]] = field(default_factory=dict)
 
 
-def _design(groups_fit: dict[str, Fit], targets: Sequence[Target], center: Center, fs: FileSystem,
-            runs: Sequence[Any], grid: Sequence[BenchPoint], transfer: int, objective: str) -> _Design:
+def _design(groups_fit: dict[str, Fit], targets: Sequence[Target], assessed: Sequence[Any], center: Center,
+            fs: FileSystem, runs: Sequence[Any], grid: Sequence[BenchPoint], transfer: int, objective: str) -> _Design:
     """Per op: the targets' options weighted by the targets' weights, the candidate grid as the model's inputs,
     and the covariance of the fit's parameters, as the greedy design takes them."""
     from ..predict import design
@@ -368,12 +395,12 @@ def _design(groups_fit: dict[str, Fit], targets: Sequence[Target], center: Cente
     for op, fit in groups_fit.items():
         ev: list[tuple[Point, float]] = []
         pairs: list[tuple[Point, Point, float]] = []
-        for t in targets:
+        for t, a in zip(targets, assessed):
             if t.workload.op != op:
                 continue
             opts = target_options(t, center, fs)
             ev += [(p, t.weight / len(opts)) for p in opts]
-            pair = decision_pair(t, center, fs, fit, opts)
+            pair = decision_pair(t, center, fs, a)
             if pair is not None:
                 pairs.append((*pair, t.weight))
         if not ev:
@@ -472,7 +499,7 @@ def plan_for(kb: Any, system: str | None, center: Center | None, budget: int, *,
     """The plan for a system of the KB: its production workloads (else the default targets) on `filesystem`
     (default: the file system jobs use unless told otherwise)."""
     from ..advise.candidates import default_filesystem
-    from ..advise.fits import load_system_runs, system_fits
+    from ..advise.fits import load_system_runs, system_evidence, system_fits
     from ..center import resolve_center
     from ..kb import RunFilter
     if budget < 1:
@@ -514,8 +541,9 @@ def plan_for(kb: Any, system: str | None, center: Center | None, budget: int, *,
         if max_nodes is not None:
             targets = [t for t in targets if t.workload.nodes <= max_nodes] or targets
     runs = load_system_runs(kb, system)
+    ev = system_evidence(kb, system, center) if fits else None
     return make_plan(system, center, fs, fits, runs, targets, budget, target_source=source, max_nodes=max_nodes,
-                     rpn_max=rpn_max, objective=objective)
+                     rpn_max=rpn_max, objective=objective, evidence=ev, comparisons=kb.comparisons(system))
 
 
 # ---- the sweep file ---------------------------------------------------------------------------------------------

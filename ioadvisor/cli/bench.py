@@ -392,6 +392,21 @@ def _write_sweep_file(path: Path, result: Any, center: Any, directory: str | Non
     atomic_write(path, text)
 
 
+def _render_advice(result: Any) -> None:
+    """What `ioadvise advise` advises for each target now: the choice the plan's points would confirm or overturn."""
+    from ..model.units import format_size
+    for t, a in zip(result.targets, result.advice):
+        w = t.workload
+        mode = "" if a["collective"] is None else (" coll" if a["collective"] else " indep")
+        where = a["tier"] or a["filesystem"]
+        stripes = f", {a['stripe_count']} stripe(s)" if a["stripe_count"] else ""
+        size = f" x {format_size(a['stripe_size'])}" if stripes and a["stripe_size"] else ""
+        pred = f" (predicted {a['predicted']:,.0f} {a['unit']})" if a["predicted"] is not None else ""
+        console.print(printable(f"advised now for {w.nodes}x{w.ranks_per_node} {w.api} {w.layout} {w.op}: "
+                                f"{where}, {a['layout']}, {a['api']}{mode}{stripes}{size}{pred}"),
+                      highlight=False, soft_wrap=True)
+
+
 def _render_plan(result: Any, path: Path) -> None:
     src = ("the KB's production records" if result.target_source == "production"
            else "the default workloads (no production records in the KB; archived jobs are never targets)")
@@ -429,6 +444,7 @@ def _render_plan(result: Any, path: Path) -> None:
                   f"the model cannot predict there: {pct(result.wide_now)} of the options now, "
                   f"{pct(result.wide_after)} after these points, {pct(result.wide_random)} after random points",
                   highlight=False, soft_wrap=True)
+    _render_advice(result)
     for n in result.notes:
         console.print(f"Note: {n}", highlight=False)
     console.print(printable(f"sweep file: {path} (run it with: ioadvise bench sweep {path} --mode array)"), highlight=False)
