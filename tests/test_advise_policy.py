@@ -271,3 +271,29 @@ def test_the_runs_rank_layouts_they_measured_at_the_same_node_counts():
     base = Config(filesystem="lustre", layout="shared", api="POSIX", stripe_count=1, stripe_size=1 << 20)
     dec = decide(w, opts, base, (), lambda i: _draws(opts[i].value), pinned_stripes=True, defaults={"lustre": 1})
     assert opts[dec.choice].config.layout == "fpp"
+
+
+def test_the_guides_decision_table_shows_what_advise_json_advises(reference_kb):
+    """The guide's decision table (`ioadvise docs build`) for Dell-EE-Lustre-2.1: each row's place, layout, API,
+    collective mode and stripe count must equal `ioadvise advise --json`'s recommendation for that row's workload
+    (the guide calls the same function; a table of its own choosing would differ where the runs decide)."""
+    from typer.testing import CliRunner
+    from ioadvisor.center import load_center
+    from ioadvisor.cli import app
+    from ioadvisor.docs.decisions import decision_guide
+    rows = decision_guide(reference_kb, load_center("Dell-EE-Lustre-2.1"))
+    assert len(rows) >= 4
+    for row in rows:
+        w = row["workload"]
+        args = ["advise", "--json", "--system", "Dell-EE-Lustre-2.1", "--nodes", str(w.nodes), "--ranks-per-node",
+                str(w.ranks_per_node), "--bytes-per-rank", str(w.bytes_per_rank), "--api", w.api.lower(),
+                "--layout", w.layout, "--op", w.op, "--files", str(w.files_per_rank), "--lifetime", w.lifetime]
+        if w.access_size:
+            args += ["--access-size", str(w.access_size)]
+        r = CliRunner().invoke(app, args)
+        assert r.exit_code == 0, r.output
+        rec = json.loads(r.stdout)["recommendation"]
+        coll = {True: "yes", False: "no"}.get(rec["collective"], "-")
+        assert (row["tier"], row["filesystem"], row["layout"], row["api"], row["collective"], row["stripe_count"]) \
+            == (rec["tier"] or "-", rec["filesystem"], rec["layout"], rec["api"], coll, rec["stripe_count"] or "-"), \
+            (row["key"], rec)

@@ -415,3 +415,44 @@ def test_a_bad_thresholds_file_names_the_line_to_fix(text, line, word, tmp_path)
     with pytest.raises(ConfigError) as e:
         load_thresholds(p)
     assert str(e.value).startswith(f"{p}:{line}: ") and word in str(e.value)
+
+
+def test_lus001_advises_the_stripe_count_advise_json_decides(summaries):
+    """example.darshan's 2 TiB shared file put on one stripe, judged for Dell-EE-Lustre-2.3 (24 OSTs) with the
+    reference KB at 16 ranks per node (2,048 ranks: 128 nodes). The size table says 72 stripes, capped at the 24
+    OSTs; the advice, from the system's measured shared-file runs, decides 8. LUS001 must advise what
+    `ioadvise advise --json` recommends for the command it quotes (8), not a count of its own (24), and its
+    command must set that count."""
+    from ioadvisor.center import load_center
+    from ioadvisor.diagnose import judge
+    s = _one_stripe_example(summaries)
+    d = judge(s, load_thresholds(), load_center("Dell-EE-Lustre-2.3"), ranks_per_node=16)
+    (lus,) = [x for x in d.findings if x.id == "LUS001"]
+    ev = lus.evidence
+    m = re.search(r"`(ioadvise advise [^`]*)`", ev["stripe_count_reasoning"])
+    assert m and ev["stripe_count_from"] == "advise"
+    r = runner.invoke(app, shlex.split(m.group(1))[1:] + ["--json"])
+    assert r.exit_code == 0, r.output
+    rec = json.loads(r.stdout)["recommendation"]
+    assert rec["layout"] == "shared" and rec["filesystem"] == "lustre"
+    assert ev["recommended_stripe_count"] == rec["stripe_count"] == 8
+    assert " -c 8 " in ev["command"] and "over 8 OSTs" in lus.message
+    assert lus.advice is not None and lus.advice.recommendation.config.stripe_count == 8
+
+
+def test_lus001_without_a_center_says_what_the_advices_count_needs(summaries, monkeypatch):
+    """Without a center (or with one but no KB read, as an archive scan judges) the size table gives the count,
+    and the reasoning says what the advice's count would need; the KB and the model are never touched (asking
+    the advice would raise here)."""
+    from ioadvisor.center import load_center
+    from ioadvisor.diagnose import judge
+    import ioadvisor.advise
+    monkeypatch.setattr(ioadvisor.advise, "advise", lambda *a, **k: pytest.fail("advise asked without a KB"))
+    s = _one_stripe_example(summaries)
+    (lus,) = [x for x in judge(s, load_thresholds()).findings if x.id == "LUS001"]
+    assert lus.evidence["stripe_count_from"] == "size table" and lus.evidence["recommended_stripe_count"] == 72
+    assert "needs --center" in lus.evidence["stripe_count_reasoning"]
+    (lus,) = [x for x in judge(s, load_thresholds(), load_center("Dell-EE-Lustre-2.3"), use_kb=False).findings
+              if x.id == "LUS001"]
+    assert lus.evidence["recommended_stripe_count"] == 24          # 72 capped at the 24 OSTs
+    assert "KB's runs of Dell-EE-Lustre-2.3" in lus.evidence["stripe_count_reasoning"]

@@ -9,6 +9,7 @@ Library entry points:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,11 +51,13 @@ class Diagnosis:
 
 
 def analyze(log: str | Path, *, center: str | None = None, thresholds: str | Path | None = None,
-            kb: str | Path | None = None, use_kb: bool = True) -> Diagnosis:
+            kb: str | Path | None = None, use_kb: bool = True, ranks_per_node: int | None = None) -> Diagnosis:
     """Read one Darshan log and run every rule on it.
 
     `center` (a TOML file or a shipped center name) gives the file system's OST count. With `use_kb`, striping
-    findings quote measured gains from the KB at `kb` (else the default KB). Raises ImportFormatError, UsageError or
+    findings quote measured gains from the KB at `kb` (else the default KB), and with `center` too, a one-stripe
+    shared file is advised the stripe count `ioadvise advise` decides for it (`ranks_per_node`: where the log
+    states no node count; else the center file's). Raises ImportFormatError, UsageError or
     ConfigError (exit 2 in the CLI) for bad input.
     """
     from ..errors import IOAdvisorError
@@ -79,11 +82,11 @@ def analyze(log: str | Path, *, center: str | None = None, thresholds: str | Pat
     if refused is not None:
         raise refused
     assert reading is not None
-    return judge(reading.result(), t, c_obj, kb=kb, use_kb=use_kb)
+    return judge(reading.result(), t, c_obj, kb=kb, use_kb=use_kb, ranks_per_node=ranks_per_node)
 
 
 def judge(s: LogSummary, thresholds: dict[str, Any], center: Any = None, *, kb: str | Path | None = None,
-          use_kb: bool = True) -> Diagnosis:
+          use_kb: bool = True, ranks_per_node: int | None = None) -> Diagnosis:
     """The findings for a log already summarized, with loaded thresholds and a loaded center (or None): what
     `analyze` does after reading the log, for callers that read many logs with the same settings."""
     from .rules import Context, run_rules
@@ -100,8 +103,12 @@ def judge(s: LogSummary, thresholds: dict[str, Any], center: Any = None, *, kb: 
     if use_kb:             # imported here: an archive worker, which reads no KB, does not load the KB's modules
         from .facts import KBFile
         facts = KBFile(kb)
+    stripes = None
+    if use_kb and c_obj is not None:     # asked only when a one-stripe shared file needs a count
+        from .advised import advised_stripes
+        stripes = functools.partial(advised_stripes, s, c_obj, kb, ranks_per_node)
     ctx = Context(kb=facts, center_ost_count=osts,
-                  center_name=c_obj.name if c_obj else None)
+                  center_name=c_obj.name if c_obj else None, stripes=stripes)
     return Diagnosis(summary=s, findings=tuple(run_rules(s, t, ctx)))
 
 
@@ -114,7 +121,7 @@ def diagnose(log: str | Path, *, kb: str | Path | None = None, center: str | Non
     """
     from ..darshanlog.summary import job_nodes, to_workload
 
-    d = analyze(log, center=center, thresholds=thresholds, kb=kb, use_kb=use_kb)
+    d = analyze(log, center=center, thresholds=thresholds, kb=kb, use_kb=use_kb, ranks_per_node=ranks_per_node)
     findings = list(d.findings)
     c_obj = _center(center)
     s = d.summary
@@ -122,7 +129,9 @@ def diagnose(log: str | Path, *, kb: str | Path | None = None, center: str | Non
     nodes, source = job_nodes(s.nodes, s.nprocs, ranks_per_node, c_obj.ranks_per_node if c_obj else None)
     workload = to_workload(s, math.ceil(max(1, s.nprocs) / nodes) if nodes else None)
     if c_obj is not None:
-        findings = [_with_advice(f, workload, kb, c_obj) if f.id in ("LUS001", "LUS003") else f for f in findings]
+        # LUS001's advice is the one its stripe count came from (for the file's own workload)
+        findings = [_with_advice(f, workload, kb, c_obj) if f.id in ("LUS001", "LUS003") and f.advice is None
+                    else f for f in findings]
     return document(s, findings, workload, nodes, source)
 
 

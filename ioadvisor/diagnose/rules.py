@@ -16,7 +16,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Callable, Mapping, Protocol
 
 from ..errors import ConfigError
 from ..lustre import Setstripe, shell_word, stripe_size_problem
@@ -106,15 +106,28 @@ class KBFacts(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class AdvisedStripes:
+    """The stripe count `ioadvise advise` decides for a shared file's workload (LUS001 advises it, not the size
+    table): `command` is the advise command line that gives it, `advice` its Advice."""
+
+    count: int
+    command: str
+    advice: Any = None
+    measured: bool = True      # decided from measured runs (else from the center file and published comparisons)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Context:
     """Optional knowledge beyond the log: the KB's facts (measured striping gains, published comparisons; None:
-    no KB) and the center's OST count."""
+    no KB), the center's OST count, and `stripes`: the advice's decision for a shared file of the job (the caller
+    asks `ioadvise advise` for it; a str says why there is none; None: no center and KB to ask)."""
 
     kb: KBFacts | None = None
     center_ost_count: int | None = None
     center_name: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    stripes: Callable[[FileSummary], AdvisedStripes | str] | None = None
 
 
 def rate(at_stake: float, run_time: float, sev: Mapping[str, Any]) -> str | None:
@@ -307,8 +320,15 @@ def _file_rank_time(f: FileSummary) -> tuple[float, str]:
     return mean, f"({f.read_time:.3f} + {f.write_time:.3f}) s read + write time / {f.ranks} ranks = {mean:.3f} s"
 
 
-def _stripe_count_advice(f: FileSummary, s: LogSummary, t: Mapping[str, Any], ctx: Context) -> tuple[int, list[str]]:
-    """The stripe count to advise for shared file `f` and how it was reached, step by step."""
+def _stripe_count_advice(f: FileSummary, s: LogSummary, t: Mapping[str, Any],
+                         ctx: Context) -> tuple[int, list[str], AdvisedStripes | None]:
+    """The stripe count to advise for shared file `f`, how it was reached, step by step, and the advice's decision
+    where there is one: the count `ioadvise advise` decides for the file's workload from the center's measured
+    runs; else the size table's, saying what the advice would need."""
+    advised = ctx.stripes(f) if ctx.stripes is not None else None
+    if isinstance(advised, AdvisedStripes):
+        basis = "the measured runs" if advised.measured else "the center file (no measured run predicts it)"
+        return advised.count, [f"{advised.count} as `{advised.command}` decides from {basis}"], advised
     want = stripe_count_for(f.layer_bytes, t)
     how = [f"{want} by the size table for a {format_size(f.layer_bytes)} shared file"]
     if ctx.center_ost_count and want > ctx.center_ost_count:
@@ -320,7 +340,14 @@ def _stripe_count_advice(f: FileSummary, s: LogSummary, t: Mapping[str, Any], ct
     want = max(want, 2)
     if not ctx.center_ost_count and s.fs_ost_count_at_least:
         how.append(f"the log shows at least {s.fs_ost_count_at_least} OSTs (a lower bound, not a limit)")
-    return want, how
+    if isinstance(advised, str):
+        how.append(f"not the advice's count: {advised}")
+    elif not ctx.center_name:
+        how.append("not the advice's count: that needs --center naming the system the job ran on (and the "
+                   "system's runs in the KB) to ask `ioadvise advise`")
+    else:
+        how.append(f"not the advice's count: that needs the KB's runs of {ctx.center_name}, which were not read")
+    return want, how, None
 
 
 def _gain_text(gain: Mapping[str, Any] | None, ctx: Context, ranks: int | None) -> str:
@@ -370,7 +397,9 @@ class LUS001(Rule):
             return None
         f = max(hits, key=lambda x: x.layer_bytes)
         size = f.layer_bytes
-        want, how = _stripe_count_advice(f, s, t, ctx)
+        want, how, advised = _stripe_count_advice(f, s, t, ctx)
+        if advised is not None and want <= f.lustre.stripe_count:
+            return None        # the advice keeps the file's stripe count: nothing to change
         ssize = f.lustre.stripe_size if f.lustre.stripe_size and not stripe_size_problem(f.lustre.stripe_size) \
             else (1 << 20)
         f_time, how_t = _file_rank_time(f)
@@ -384,9 +413,9 @@ class LUS001(Rule):
         evidence: dict[str, Any] = {
             "file": f.path, "bytes": size, "layer": f.layer, "ranks": f.ranks, "stripe_count": f.lustre.stripe_count,
             "stripe_size": f.lustre.stripe_size, "osts": list(f.lustre.osts), "files_affected": len(hits),
-            "recommended_stripe_count": want, "fs_ost_count": ctx.center_ost_count,
-            "fs_ost_count_at_least": s.fs_ost_count_at_least, "stripe_count_reasoning": "; ".join(how),
-            "command": cmd}
+            "recommended_stripe_count": want, "stripe_count_from": "advise" if advised else "size table",
+            "fs_ost_count": ctx.center_ost_count, "fs_ost_count_at_least": s.fs_ost_count_at_least,
+            "stripe_count_reasoning": "; ".join(how), "command": cmd}
         gain = measured_stripe_gain(ctx.kb, want, ctx.center_name, f.ranks)
         evidence["expected_gain"] = gain["gain"] if gain and gain["at_job_scale"] else None
         evidence["gain_basis"] = gain or None
@@ -408,6 +437,7 @@ class LUS001(Rule):
         mr = f.mpiio_read.bytes if f.mpiio_read else 0
         mean = min(sum(g.app_time()[1] for g in hits), at_stake)
         return self.finding(s, t, msg, evidence, at_stake=at_stake, saving=saving, mean=mean,
+                            advice=advised.advice if advised else None,
                             who="the slowest rank of each file", counters={
             "LUSTRE_COMP_STRIPE_COUNT": f.lustre.stripe_count, "LUSTRE_COMP_STRIPE_SIZE": f.lustre.stripe_size,
             "POSIX_BYTES_READ": f.bytes_read, "POSIX_BYTES_WRITTEN": f.bytes_written,
