@@ -297,3 +297,49 @@ def test_the_guides_decision_table_shows_what_advise_json_advises(reference_kb):
         assert (row["tier"], row["filesystem"], row["layout"], row["api"], row["collective"], row["stripe_count"]) \
             == (rec["tier"] or "-", rec["filesystem"], rec["layout"], rec["api"], coll, rec["stripe_count"] or "-"), \
             (row["key"], rec)
+
+
+def _dell_two_terabytes_json() -> dict:
+    from typer.testing import CliRunner
+    from ioadvisor.cli import app
+    r = CliRunner().invoke(app, ["advise", "--json", "--system", "Dell-EE-Lustre-2.1", "-N", "16", "--ranks-per-node",
+                                 "32", "--total-bytes", "2TB", "--api", "hdf5", "--layout", "shared"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def _seen(o: dict) -> tuple:
+    """What a user sees of a row: place, layout, API, mode, stripes and the collective-buffering switch."""
+    return (o["tier"], o["filesystem"], o["layout"], o["api"], o["collective"], o["stripe_count"],
+            o["stripe_size_bytes"], tuple(sorted((k, v) for k, v in o["hints"].items() if k.startswith("romio_cb_"))))
+
+
+def test_no_alternative_repeats_the_default_row():
+    """The Dell 2 TB HDF5 job: the default row is lustre, shared, HDF5 collective, 1 x 1MiB. An alternative with
+    the same visible settings (there was one, differing only in the striping hints that create the same layout)
+    must NOT be listed: no two rows of the table show the same settings."""
+    d = _dell_two_terabytes_json()
+    rows = [_seen(d["recommendation"]), _seen(d["baseline"])] + [_seen(a) for a in d["alternatives"]]
+    assert len(d["alternatives"]) >= 1
+    assert len(rows) == len(set(rows)), rows
+
+
+def test_a_capped_prediction_says_it_is_capped(reference_kb):
+    """HA8000, 4 nodes x 16 ranks writing 1 GiB each to one shared file: the model gives 24 stripes more than the
+    runs ever measured scaled to 4 nodes, so the value is held at the top of its interval (2,980 = 2,980 MiB/s).
+    The words must say so (the table's cell, the reason, --json), NOT give a value equal to its interval's top as
+    if it were the middle of what may come; an option whose value lies inside its interval is not called capped."""
+    from typer.testing import CliRunner
+    from ioadvisor.cli import app
+    args = ["advise", "--system", "HA8000", "-N", "4", "--ranks-per-node", "16", "--bytes-per-rank", "1GiB",
+            "--api", "posix", "--layout", "shared"]
+    d = json.loads(CliRunner().invoke(app, args + ["--json"]).stdout)
+    p = d["recommendation"]["predicted"]
+    assert p["value"] == p["high"] and p["low"] < p["value"] and p["capped"] is True
+    assert "capped, the value is the top of its interval" in d["recommendation"]["reasons"][0]
+    inside = [a["predicted"] for a in d["alternatives"] + [d["baseline"]]
+              if a["predicted"]["value"] is not None and a["predicted"]["value"] < a["predicted"]["high"]]
+    assert inside and not any(x["capped"] for x in inside)
+    text = CliRunner().invoke(app, args).stdout
+    row = next(line for line in text.splitlines() if line.startswith("recommended"))
+    assert row.rstrip().endswith("capped"), row

@@ -199,7 +199,7 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
     order = [cands[i] for i in dec.order]
     rec = order[0]
     base, base_applied = _baseline(a, fits, ev, comparisons)
-    alts = _alternatives(order[1:], rec)
+    alts = _alternatives(order[1:], rec, a.base_config)
     _set_intervals([rec, base] + alts)
     from .explain import build_option, decision_words, warnings_for
     applied = {id(cands[i]): dec.applied[i] for i in range(len(cands))}
@@ -224,11 +224,12 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
     return finalize(advice, center, a.pins, unpinned)
 
 
-def _alternatives(order: list[Candidate], rec: Candidate, n: int = 4) -> list[Candidate]:
+def _alternatives(order: list[Candidate], rec: Candidate, base: Config | None = None, n: int = 4) -> list[Candidate]:
     """The next best few: first one per different kind of choice (place, layout, collective mode), then other
-    stripe settings, so the runners-up show what else was weighed. Predicted options come first."""
+    stripe settings, so the runners-up show what else was weighed. Predicted options come first; none repeats
+    what the user sees of the recommendation or of the default `base` (its own row)."""
     out: list[Candidate] = []
-    seen = {visible_settings(rec.config)}
+    seen = {visible_settings(rec.config)} | ({visible_settings(base)} if base is not None else set())
     pools = [order]
     if rec.value is not None:
         pools = [[c for c in order if c.value is not None], order]

@@ -89,8 +89,8 @@ def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbe
         f = c.fit
         limiter = _limiter(c, w)
         group = f"{f.filesystem} {f.op}" if f.filesystem else f.op
-        out.append(f"Predicted {_fmt(c.value, f.unit)} (interval {format_range(c.low, c.high, f.unit)}) "
-                   f"from a model fitted to {center.name}'s {group} runs; it rests on {f.n_runs} "
+        out.append(f"Predicted {_fmt(c.value, f.unit)} (interval {format_range(c.low, c.high, f.unit)}"
+                   f"{_capped_words(c)}) from a model fitted to {center.name}'s {group} runs; it rests on {f.n_runs} "
                    f"run(s){'; few runs, so the interval is wide' if f.n_runs < 4 else ''}. {limiter}")
         if c is rec and base.value:
             gain = c.value / base.value
@@ -131,6 +131,15 @@ def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbe
     if cfg.api == "HDF5" and cfg.hdf5_alignment:
         out.append(f"HDF5 objects aligned to the {format_size(cfg.hdf5_alignment)} stripe size.")
     return out
+
+
+def _capped_words(c: Any) -> str:
+    """`; capped: ...` where the value is the top of its interval (a bound held it there: the job may get less,
+    never more, by what the runs say), else nothing."""
+    if c.value is None or c.high is None or c.value < c.high:
+        return ""
+    why = f": {_bound_words(c)}" if c.bounded_by and c.model_value is not None else ""
+    return f"; capped, the value is the top of its interval{why}"
 
 
 def _scale_note(cmp: Mapping[str, Any], w: Workload) -> str:

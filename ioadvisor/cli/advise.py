@@ -38,7 +38,7 @@ def _row(opt: Any, label: str) -> list[str]:
     cb = [f"{k[6:]} {word.get(v, v)}" for k, v in c.hints.items() if k.startswith("romio_cb_")]
     if cb:
         mode += " " + ",".join(cb)
-    pred = "-" if p.value is None else format_estimate(p.value, p.low, p.high, p.unit)
+    pred = "-" if p.value is None else format_estimate(p.value, p.low, p.high, p.unit) + (" capped" if p.capped else "")
     return [label, where, c.layout, mode, stripes, pred]
 
 
@@ -101,7 +101,7 @@ def option_json(opt: Any) -> dict[str, Any]:
         "stripe_count": c.stripe_count, "stripe_size_bytes": c.stripe_size, "hints": dict(c.hints),
         "hdf5_alignment": c.hdf5_alignment,
         "predicted": {"value": p.value, "unit": p.unit, "low": p.low, "high": p.high, "n_runs": p.n_runs,
-                      "note": p.note},
+                      "note": p.note, "capped": p.capped},
         "evidence": [{"run_id": e.run_id, "citation": e.citation, "source": e.source, "value": e.value,
                       "unit": e.unit, "summary": e.summary} for e in opt.evidence],
         "commands": dict(opt.commands), "reasons": list(opt.reasons),

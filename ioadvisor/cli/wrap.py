@@ -168,8 +168,8 @@ def summary(w) -> dict:
         if p.value is not None:
             gain = f", {p.value / base.prediction.value:.1f}x the default" if base.prediction.value else ""
             from ..model.units import format_range, format_rate
-            out["prediction"] = (f"{format_rate(p.value, p.unit)} (interval {format_range(p.low, p.high, p.unit)})"
-                                 f"{gain}")
+            out["prediction"] = (f"{format_rate(p.value, p.unit)} (interval {format_range(p.low, p.high, p.unit)}"
+                                 f"{', capped' if p.capped else ''}){gain}")
         else:
             out["prediction"] = "not predicted (no measured runs for this configuration)"
         out["why"] = list(rec.reasons[:4])

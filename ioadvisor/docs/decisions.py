@@ -45,7 +45,8 @@ def decision_guide(kb: KB, center: Center | None) -> list[dict[str, Any]]:
                      "collective": {True: "yes", False: "no"}.get(cfg.collective, "-"),
                      "stripe_count": cfg.stripe_count or "-",
                      "stripe_size": cfg.stripe_size,
-                     "predicted": f"{fmt_num(pred.value)} {pred.unit}" if pred.value is not None else "-",
+                     "predicted": (f"{fmt_num(pred.value)} {pred.unit}" + (" (capped)" if pred.capped else ""))
+                     if pred.value is not None else "-",
                      # a prediction for client counts outside the measured ones is marked on the page
                      "extrapolated": note.startswith("extrapolated"),
                      "n_runs": pred.n_runs or 0,

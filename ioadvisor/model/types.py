@@ -124,6 +124,11 @@ class Prediction:
     n_runs: int = 0                  # how many runs the fitted model rests on
     note: str | None = None          # e.g. "extrapolated: few runs"
 
+    @property
+    def capped(self) -> bool:
+        """Whether the value is the top of its interval: held there by a bound, not the middle of what may come."""
+        return self.value is not None and self.high is not None and self.value >= self.high
+
 
 @dataclass(frozen=True, kw_only=True)
 class Evidence:
