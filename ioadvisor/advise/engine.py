@@ -206,8 +206,10 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
     applied[id(base)] = base_applied
     evidence_runs = _evidence_runs(kb, [rec, base] + alts)
     words = decision_words(dec, cands, w)
+    deciding = _deciding(kb, system, rec, w)
     options = [build_option(c, w, center, base, rec, evidence_runs, has_numbers=bool(fits),
-                            applied=applied.get(id(c), ()), decision=words if c is rec else None)
+                            applied=applied.get(id(c), ()), decision=words if c is rec else None,
+                            deciding=deciding if c is rec else None)
                for c in [rec, base] + alts]
     predicted = [c for i, c in enumerate(cands) if c.value is not None and i not in dec.dropped]
     advice = Advice(system=system, workload=w, recommendation=options[0], baseline=options[1],
@@ -250,10 +252,21 @@ def _alternatives(order: list[Candidate], rec: Candidate, base: Config | None = 
     return out
 
 
-def _evidence_runs(kb: Any, cands: list[Candidate]) -> dict[str, Any]:
+def _evidence_runs(kb: Any, cands: list[Candidate], per_option: int = 100) -> dict[str, Any]:
+    """The runs of the options' fits (at most `per_option` each), for the evidence nearest the job."""
     from ..kb.fits import runs_by_ids
-    ids: list[str] = []
+    ids: dict[str, None] = {}
     for c in cands:
         if c.fit:
-            ids.extend(i for i in c.fit.run_ids[:12] if i not in ids)
-    return runs_by_ids(kb, ids)
+            ids.update(dict.fromkeys(c.fit.run_ids[:per_option]))
+    return runs_by_ids(kb, list(ids))
+
+
+def _deciding(kb: Any, system: str, c: Candidate, w: Workload) -> Any:
+    """The runs near the job that the option's decision read (explain.deciding_runs), from the KB."""
+    from ..kb.fits import runs_near
+    from .explain import Deciding, deciding_runs
+    if not c.near or c.fit is None:
+        return Deciding()
+    runs = runs_near(kb, system, c.fit.filesystem, c.fit.op, c.config.layout, [side.nodes for side in c.near])
+    return deciding_runs(c, w, runs, c.place.ost_count, c.place.default_stripe_count)

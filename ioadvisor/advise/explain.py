@@ -1,11 +1,14 @@
 """Reasons in plain language, evidence with citations, and the commands that apply a configuration."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 
+from ..model.run import bytes_moved
 from ..model.types import Center, Config, Evidence, Option, Prediction, Workload
 from ..model.units import format_range, format_rate, format_size
-from ..lustre import ALL_OSTS, every_ost
+from ..lustre import ALL_OSTS, every_ost, striped, stripes_of
 from ..predict import INF
 from .. import mpiio
 from ..mpiio.render import CWD
@@ -32,12 +35,116 @@ def _comparison_evidence(cmp: Mapping[str, Any]) -> Evidence:
                             f"({cmp.get('condition') or 'as stated'})")
 
 
-def _run_evidence(run: Any) -> Evidence:
+def _run_evidence(run: Any, note: str = "") -> Evidence:
     p = run.provenance
     parts = [run.op, run.api or "", run.layout or "", f"{run.nodes} node(s)" if run.nodes else "",
-             f"{run.ranks} rank(s)" if run.ranks else "", f"{run.stripe_count} stripe(s)" if run.stripe_count else ""]
+             f"{run.ranks} rank(s)" if run.ranks else "", f"{run.stripe_count} stripe(s)" if run.stripe_count else "",
+             note]
     return Evidence(run_id=run.id, citation=p.citation or p.command or "", source=p.source or "", value=run.value,
                     unit=run.unit, summary=", ".join(x for x in parts if x))
+
+
+def _nearest_first(runs: list[Any], c: Any, w: Workload) -> list[Any]:
+    """The fit's runs, those most like the job first: its layout, its API class, then the nearest node count and
+    ranks per node."""
+    from ..predict import io_class
+    klass = c.point.klass if c.point is not None else None
+
+    def key(r: Any) -> tuple:
+        rpn = r.ranks / r.nodes if r.ranks and r.nodes else None
+        return (r.layout not in (c.config.layout, None), io_class(r.api, r.collective) != klass,
+                _log_gap(r.nodes, w.nodes) if r.nodes else math.inf, _log_gap(rpn, w.ranks_per_node))
+    return sorted(runs, key=key)
+
+
+def _option_evidence(c: Any, w: Workload, runs: Mapping[str, Any], deciding: "Deciding | None") -> list[Evidence]:
+    """The runs an option rests on, nearest first: where the runs near the job decided, those runs (each that
+    disagrees with the option marked); else the runs of its fit most like the job."""
+    if deciding is not None and deciding.runs:
+        return [_run_evidence(r, f"faster than this setting's runs there ({deciding.against[r.id][0]:.2f}x their "
+                                 f"median)" if r.id in deciding.against else "near this job")
+                for r in deciding.runs[:12]]
+    if not c.fit:
+        return []
+    return [_run_evidence(r) for r in _nearest_first([runs[i] for i in c.fit.run_ids if i in runs], c, w)[:12]]
+
+
+def _run_stripes(r: Any, osts: int | None, dflt: int | None) -> float:
+    """A run's stripe count as the evidence counts it (0.0: a file system that spreads data itself)."""
+    if not striped((r.fs_type or "lustre").lower()):
+        return 0.0
+    return float(stripes_of(r.stripe_count, r.ost_count or osts, dflt))
+
+
+def _log_gap(a: float | None, b: float | None) -> float:
+    return abs(math.log(a / b)) if a and b else 0.0
+
+
+@dataclass(frozen=True)
+class Deciding:
+    """The runs near the job that an option's decision read, nearest first; those that disagree with it ({run id:
+    (its value over the option's median at its node count, that median)}); and whether the option's own stripe
+    count is among them."""
+
+    runs: tuple[Any, ...] = ()
+    against: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    own_measured: bool = False
+
+
+def deciding_runs(c: Any, w: Workload, runs: Sequence[Any], osts: int | None = None,
+                  dflt: int | None = None) -> Deciding:
+    """The runs near the job that the option's decision read (`c.near`: per neighbouring node count, each stripe
+    count's range, of the job's file system, op, API class, layout and family), found among `runs` by node count,
+    family, volume, stripe count and a value inside that range; nearest first (node count, then volume per rank,
+    the option's own stripe count first). A run of another stripe count disagrees where it measured more than
+    `policy.RUNS_TOLERANCE` faster than the option's own runs' median at its node count."""
+    from .policy import RUNS_TOLERANCE
+    from ..predict import io_class
+    from ..predict.evidence import FAMILY_SPAN, VOLUME_SPAN
+    if not c.near or c.fit is None or c.point is None:
+        return Deciding()
+    sides = {side.nodes: side for side in c.near}
+    picked = []
+    for r in runs:
+        side = sides.get(float(r.nodes or 0))
+        if side is None or r.unit != c.fit.unit or not r.value or io_class(r.api, r.collective) != c.point.klass:
+            continue
+        ranks = r.ranks or r.nodes * (r.ranks_per_node or 1)
+        moved = bytes_moved(r)
+        vol = moved / ranks if moved else None
+        if _log_gap(ranks / r.nodes, w.ranks_per_node) > math.log(FAMILY_SPAN) + 1e-9 or \
+                _log_gap(vol, side.volume) > math.log(VOLUME_SPAN) + 1e-9:
+            continue
+        s = _run_stripes(r, osts, dflt)
+        m = next((m for m in side.measured if m[0] == s), None)
+        if m is not None and m[2] * (1 - 1e-9) <= r.value <= m[3] * (1 + 1e-9):
+            picked.append((r, s, side, vol))
+    own = c.point.stripes if c.point.striped and c.point.stripes else 0.0
+    picked.sort(key=lambda x: (_log_gap(x[2].nodes, w.nodes), _log_gap(x[3], w.bytes_per_rank), x[1] != own,
+                               -x[0].value))
+    against = {}
+    for r, s, side, _ in picked:
+        med = {m[0]: m[1] for m in side.measured}
+        mine = med.get(own if min(med) > 0 else 0.0)
+        if mine and s != own and r.value > mine * (1 + RUNS_TOLERANCE):
+            against[r.id] = (r.value / mine, mine)
+    return Deciding(tuple(x[0] for x in picked), against, any(x[1] == own for x in picked))
+
+
+def disagreement_words(c: Any, d: Deciding, osts: int | None = None, dflt: int | None = None) -> str | None:
+    """The measured runs near the job that disagree with the option, named (at most three), or that none does;
+    None where no run near the job measured the option's own stripe count."""
+    unit = c.fit.unit if c.fit else "MiB/s"
+    named = [r for r in d.runs if r.id in d.against][:3]
+    if not named:
+        return ("No run measured near this job is more than 5% faster than this setting's own runs at its node "
+                "count." if d.own_measured else None)
+    bits = [f"run {r.id} ({_run_stripes(r, osts, dflt):g} stripe(s), {r.nodes} node(s)) measured "
+            f"{_fmt(r.value, unit)}, {d.against[r.id][0]:.2f}x this setting's median there "
+            f"({_fmt(d.against[r.id][1], unit)})" for r in named]
+    more = len(d.against) - len(named)
+    return ("Measured near this job and faster than this setting at the same node count: " + "; ".join(bits)
+            + (f"; {more} more" if more > 0 else "") + ".")
 
 
 def plan_for(cfg: Config, center: Center, w: Workload, mpi: str | None = None,
@@ -177,12 +284,12 @@ def measured_clients(fit: Any) -> str:
 
 
 def build_option(c: Any, w: Workload, center: Center, base: Any, rec: Any, runs: Mapping[str, Any], *,
-                 has_numbers: bool, applied: tuple = (), decision: str | None = None) -> Option:
+                 has_numbers: bool, applied: tuple = (), decision: str | None = None,
+                 deciding: Deciding | None = None) -> Option:
+    """An option of the answer: its prediction, evidence (`deciding`: the runs near the job its decision read),
+    commands and reasons."""
     unit = c.fit.unit if c.fit else ("ops/s" if w.metadata_heavy else "MiB/s")
-    ev: list[Evidence] = []
-    if c.fit:
-        ev += [_run_evidence(runs[i]) for i in c.fit.run_ids[:12] if i in runs]
-    ev += [_comparison_evidence(a) for a in applied]
+    ev = _option_evidence(c, w, runs, deciding) + [_comparison_evidence(a) for a in applied]
     note = None
     if c.unmeasured:
         note = (f"unmeasured: no run of {c.unmeasured} on {center.name} at about {w.ranks_per_node} rank(s) per "
@@ -196,8 +303,14 @@ def build_option(c: Any, w: Workload, center: Center, base: Any, rec: Any, runs:
     pred = Prediction(value=c.value, unit=unit, low=c.low, high=c.high,  # type: ignore[arg-type]
                       evidence=tuple(e.run_id for e in ev if e.run_id), n_runs=c.fit.n_runs if c.fit else 0,
                       note=note)
+    reasons = _reasons(c, w, center, base, rec, has_numbers, applied, decision)
+    fs = center.filesystem(c.config.filesystem)
+    said = disagreement_words(c, deciding, fs.ost_count if fs else None, fs.default_stripe_count if fs else None) \
+        if deciding is not None else None
+    if said:
+        reasons.insert(min(len(reasons), 2), said)
     return Option(config=c.config, prediction=pred, commands=commands_for(c.config, center, w), evidence=tuple(ev),
-                  reasons=tuple(_reasons(c, w, center, base, rec, has_numbers, applied, decision)))
+                  reasons=tuple(reasons))
 
 
 def _outside(c: Any, w: Workload) -> str:
@@ -367,9 +480,13 @@ def stripe_sentence(rec: Option, table: list[Option], center: Center | None) -> 
     tied = [o for o in fewer if o.prediction.value >= (1 - WITHIN) * best]
     n = rec.config.stripe_count
     if tied:
+        # fewer stripes the model cannot tell apart, yet `n` was kept: the decision's grounds say why, and nothing
+        # here may argue for the fewer (that would contradict the table)
         names = ", ".join(str(n) for n in dict.fromkeys(o.config.stripe_count for o in tied))
-        return (f"{names} stripe(s) are predicted within 5% of the best ({_fmt(best, unit)}) as well: the data "
-                f"cannot tell them apart from {n}, and fewer stripes take fewer OSTs from other jobs.")
+        why = (" on the grounds of the decision below" if any(r.startswith("Decision: ") for r in rec.reasons)
+               else "")
+        return (f"{names} stripe(s) are predicted within 5% of the best ({_fmt(best, unit)}) as well: the model "
+                f"cannot tell them apart from {n}, which is kept{why}.")
     if fewer and v >= (1 - WITHIN) * best:
         once: dict = {}             # each count once, at its best value
         for o in fewer:

@@ -1,0 +1,84 @@
+"""The advice's words come from its decision: the Evidence section lists the runs near the job that decided,
+nearest first, and names the measured runs that disagree with the choice."""
+from __future__ import annotations
+
+import pytest
+
+from ioadvisor.advise import advise
+from ioadvisor.center import load_center
+from ioadvisor.kb import KB, RunFilter
+from ioadvisor.model.types import Workload
+from ioadvisor.model.validate import make_run
+
+SITE = ('name = "Wide"\nmpi = "mpich"\n[[filesystems]]\nname = "scratch"\ntype = "lustre"\n'
+        'ost_count = 120\ndefault_stripe_count = 1\ndefault_stripe_size = "1M"\n')
+# POSIX shared-file writes, 16 ranks per node, 1 GiB per rank, two repetitions each (x0.98, x1.02):
+# at 8 nodes 8 stripes measured best (1,100 against 1,000 for 4), at 64 nodes 4 stripes (3,000 against 2,500)
+SWEEP = {8: {1: 300.0, 4: 1000.0, 8: 1100.0, 120: 50.0}, 64: {1: 400.0, 4: 3000.0, 8: 2500.0, 120: 2000.0}}
+
+
+def _run(nodes: int, stripes: int, value: float, rep: int, api: str = "POSIX", layout: str = "shared"):
+    return make_run(system="Wide", filesystem="scratch", fs_type="lustre", ost_count=120, op="write", api=api,
+                    layout=layout, collective=None if api == "POSIX" else False, nodes=nodes, ranks=16 * nodes,
+                    ranks_per_node=16, transfer_size=1 << 20, block_size=1 << 30, stripe_count=stripes,
+                    value=value, unit="MiB/s", notes=f"rep {rep}")
+
+
+@pytest.fixture
+def wide(tmp_path):
+    p = tmp_path / "wide.toml"
+    p.write_text(SITE)
+    runs = [_run(n, s, v * f, i) for n, by in SWEEP.items() for s, v in by.items()
+            for i, f in enumerate((0.98, 1.02))]
+    # HDF5 file per process at 64 nodes, much faster: another API and layout, never evidence for a POSIX shared job
+    runs += [_run(64, s, 9000.0 * f, i, api="HDF5", layout="fpp") for s in (1, 120) for i, f in enumerate((0.98, 1.02))]
+    with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
+        kb.add_runs(runs, source="s", source_hash="s", fmt="csv", importer="test/1")
+        yield kb, load_center(p), kb.runs(RunFilter(system="Wide"))
+
+
+def test_evidence_lists_the_runs_that_decided_nearest_first_and_names_those_that_disagree(wide):
+    """A 16-node POSIX shared write. The runs near it are the sweeps at 8 and 64 nodes (the nearest node counts
+    on either side). They rank 4 stripes first: (1,000/1,100 x 3,000/3,000)^(1/2) = 0.953 against 8 stripes'
+    (1,100/1,100 x 2,500/3,000)^(1/2) = 0.913, so 4 is advised. The Evidence section must list only those
+    sweeps' runs (12 of their 16), the 8-node ones (2x away) before the 64-node ones (4x away), and NOT the HDF5
+    file-per-process runs; and it must name the runs that disagree: the two 8-stripe runs at 8 nodes, 1,078 and
+    1,122 MiB/s, 1.08x and 1.12x the 4-stripe median there (1,000 MiB/s), more than 5% faster."""
+    kb, center, runs = wide
+    w = Workload(nodes=16, ranks_per_node=16, bytes_per_rank=1 << 30, api="posix", layout="shared")
+    a = advise(w, kb, center)
+    rec = a.recommendation
+    assert rec.config.stripe_count == 4
+    listed = [e for e in rec.evidence if e.run_id]
+    by_id = {r.id: r for r in runs}
+    want = {r.id for r in runs if r.api == "POSIX" and r.nodes in (8, 64)}
+    # at most 12 listed: the eight 8-node runs, then four of the 64-node runs (the advised 4 stripes first)
+    assert {e.run_id for e in listed} <= want and len(listed) == 12
+    assert [by_id[e.run_id].nodes for e in listed] == [8] * 8 + [64] * 4
+    assert [by_id[e.run_id].stripe_count for e in listed[8:10]] == [4, 4]
+    against = sorted((e for e in listed if "faster than this setting" in e.summary), key=lambda e: e.value)
+    assert [(by_id[e.run_id].nodes, by_id[e.run_id].stripe_count) for e in against] == [(8, 8), (8, 8)]
+    assert [round(e.value) for e in against] == [1078, 1122]
+    said = next(r for r in rec.reasons if r.startswith("Measured near this job and faster"))
+    assert "1.08x" in said and "1.12x" in said and "1,000 MiB/s" in said
+    for e in against:
+        assert e.run_id in said
+
+
+def test_the_stripe_sentence_does_not_argue_for_the_count_it_did_not_keep():
+    """120 stripes kept (1,000 MiB/s), 32 predicted within 5% (990): the sentence names 32 once and says 120 is
+    kept; it must NOT say that fewer stripes are better ("fewer stripes take fewer OSTs") while the table keeps
+    the more."""
+    from ioadvisor.advise.explain import stripe_sentence
+    from ioadvisor.model.types import Config, Option, Prediction
+
+    def opt(sc: int, v: float, reasons: tuple = ()) -> Option:
+        cfg = Config(tier=None, filesystem="scratch", layout="shared", api="POSIX", stripe_count=sc,
+                     stripe_size=1 << 20)
+        return Option(config=cfg, prediction=Prediction(value=v, unit="MiB/s", low=v / 2, high=v * 2),
+                      reasons=reasons)
+    rec = opt(120, 1000.0, ("Decision: a published comparison puts this before scratch, shared, 32 stripe(s)",))
+    said = stripe_sentence(rec, [rec, opt(32, 990.0), opt(32, 985.0)], None)
+    assert said.startswith("32 stripe(s) are predicted within 5%") and "32, 32" not in said
+    assert "120, which is kept on the grounds of the decision below" in said
+    assert "fewer stripes take fewer OSTs" not in said
