@@ -82,3 +82,68 @@ def test_the_stripe_sentence_does_not_argue_for_the_count_it_did_not_keep():
     assert said.startswith("32 stripe(s) are predicted within 5%") and "32, 32" not in said
     assert "120, which is kept on the grounds of the decision below" in said
     assert "fewer stripes take fewer OSTs" not in said
+
+
+@pytest.fixture(scope="module")
+def reference_kb():
+    with KB.open(None, create=False) as kb:
+        yield kb
+
+
+def _ha8000_small_files(kb, tier: str):
+    from ioadvisor.center import resolve_center
+    w = Workload(nodes=2, ranks_per_node=8, bytes_per_rank=64 << 20, files_per_rank=2000, lifetime="job")
+    return advise(w, kb, resolve_center("HA8000", None, kb), pins={"tier": tier})
+
+
+def test_a_small_file_job_on_nfs_says_where_to_write_and_how_long(reference_kb):
+    """2 nodes x 8 ranks x 2,000 files (32,000 creates, 1 GiB of data) pinned to HA8000's NFS, which has no
+    setting to apply: the commands make no directory, so the answer must name the place to write as a path (the
+    center file's mount, /nfs/all/$USER) and give the time: 32,000 creates / the predicted rate; the data's time
+    is not predicted there (no NFS bandwidth run), which it must say rather than leave out."""
+    a = _ha8000_small_files(reference_kb, "nfs")
+    rec = a.recommendation
+    assert rec.config.filesystem == "nfs" and rec.commands["where"] == "/nfs/all/$USER"
+    assert "Where to write: under /nfs/all/$USER (nfs); no setting to apply there." in rec.reasons
+    p = rec.prediction
+    assert p.unit == "ops/s" and p.value
+    t = 32_000 / p.value
+    said = next(r for r in rec.reasons if "32,000 file creates take about" in r)
+    assert f"take about {t:.1f} s" in said and "Its 1GiB of data come on top" in said
+
+
+def test_a_small_file_job_on_lustre_counts_its_data_too(reference_kb):
+    """The same job on HA8000's Lustre: its creates at the predicted metadata rate and its 1 GiB of data at no
+    less than 1 GiB / the place's predicted bandwidth with one file per rank; the total is their sum."""
+    import re
+    a = _ha8000_small_files(reference_kb, "lustre")
+    rec = a.recommendation
+    said = next(r for r in rec.reasons if "file creates take about" in r)
+    m = re.search(r"data take at least ([\d.]+) s more at ([\d,]+) MiB/s.*at least ([\d.]+) s in all", said)
+    assert m, said
+    data_s, rate, total = float(m.group(1)), float(m.group(2).replace(",", "")), float(m.group(3))
+    assert data_s == pytest.approx(1024 / rate, abs=0.06)
+    assert total == pytest.approx(32_000 / rec.prediction.value + 1024 / rate, abs=0.1)
+
+
+def test_a_node_local_tier_names_its_directory(reference_kb):
+    """HA8000's node-local tmp tier: where to write is the tier's scratch directory ($IOADVISE_SCRATCH, /tmp),
+    and with nothing measured there the answer says that no time can be given and what would give one."""
+    rec = _ha8000_small_files(reference_kb, "tmp").recommendation
+    assert rec.commands["where"] == "$IOADVISE_SCRATCH (/tmp)"
+    assert any(r.startswith("No time estimate") and "ioadvise bench plan" in r for r in rec.reasons)
+
+
+def test_random_requests_are_timed_as_requests(reference_kb):
+    """Dell-EE-Lustre-2.1, 4 nodes x 8 ranks writing 1 GiB each at random in 4 KiB requests: the prediction is
+    the measured random-write rate in requests per second, so the time is 32 GiB / 4 KiB = 8,388,608 requests at
+    that rate (NOT "32 file creates", which is what a rate was taken to count)."""
+    from ioadvisor.center import resolve_center
+    w = Workload(nodes=4, ranks_per_node=8, bytes_per_rank=1 << 30, api="posix", layout="fpp", access="random",
+                 access_size=4096)
+    rec = advise(w, reference_kb, resolve_center("Dell-EE-Lustre-2.1", None, reference_kb)).recommendation
+    assert rec.prediction.unit == "ops/s"
+    said = rec.reasons[-1]
+    assert "8,388,608 requests of 4KiB (32GiB)" in said and "file creates" not in said
+    minutes = 8_388_608 / rec.prediction.value / 60
+    assert f"take about {minutes:.0f} min" in said

@@ -223,7 +223,19 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
             unpinned = advise(workload, kb, center)
         except Exception:      # the unpinned question may have no answer; the pinned one still stands
             unpinned = None
-    return finalize(advice, center, a.pins, unpinned)
+    return finalize(advice, center, a.pins, unpinned, _data_rate(rec, w, fits, system, ev))
+
+
+def _data_rate(rec: Candidate, w: Workload, fits: Any, system: str, ev: Any) -> tuple[float, str] | None:
+    """For a small-file job (its creates predicted as a metadata rate): the bandwidth the recommendation's place is
+    predicted to give its data with one file per rank, (MiB/s value, unit); None where nothing predicts it."""
+    if not w.metadata_heavy or not fits:
+        return None
+    c = Candidate(rec.config, rec.place, rec.tier)
+    data = replace(w, files_per_rank=1, files_created=None)
+    _predict(c, data, fits, system)
+    _bound(c, data, ev)
+    return (c.value, c.fit.unit) if c.value and c.fit is not None and c.fit.unit == "MiB/s" else None
 
 
 def _alternatives(order: list[Candidate], rec: Candidate, base: Config | None = None, n: int = 4) -> list[Candidate]:

@@ -176,6 +176,7 @@ def commands_for(cfg: Config, center: Center, w: Workload) -> dict[str, Any]:
     by = mpiio.render_flavours(plan, tuple(dict.fromkeys((center.mpi, *mpiio.FLAVOURS))))
     main = by[center.mpi]
     out: dict[str, Any] = {
+        "where": where_to_write(cfg, center, main),
         "text": main.text(), "lines": main.lines(), "lfs": main.lfs, "romio_hints_file": main.hints_file,
         "hints_applied": dict(main.hints),
         "request": main.request, "stage_in": list(main.stage_in), "stage_out": list(main.stage_out),
@@ -186,6 +187,31 @@ def commands_for(cfg: Config, center: Center, w: Workload) -> dict[str, Any]:
     for f, c in by.items():
         out[f] = list(c.env)
     return out
+
+
+def where_to_write(cfg: Config, center: Center, main: Any) -> str:
+    """Where the job writes, as a path: the directory the commands make (`$IOADVISE_DIR`), the tier's scratch
+    directory (`$IOADVISE_SCRATCH`), else the file system's mount from the center file (or a word that it states
+    none)."""
+    from ..mpiio.render import SCRATCH_VAR
+    if main.directory:
+        return main.directory[0].split("=", 1)[1].strip('"')
+    if main.scratch:
+        return f"${SCRATCH_VAR} ({main.scratch[0].split('=', 1)[1].strip(chr(34))})"
+    fs = center.filesystem(cfg.filesystem)
+    if fs is not None and fs.mount:
+        return fs.mount
+    return f"a directory on {cfg.tier or cfg.filesystem} (the center file states no mount for it)"
+
+
+def _where_words(c: Any, commands: Mapping[str, Any]) -> str | None:
+    """Where to write, in words, for an option whose commands make no directory of their own (NFS, GPFS, a file
+    system without settings to apply): there the commands alone would not say it."""
+    if any(line.startswith("export IOADVISE_") for line in commands.get("lines", ())):
+        return None
+    where = commands.get("where")
+    return f"Where to write: under {where} ({c.config.tier or c.config.filesystem}); no setting to apply there." \
+        if where else None
 
 
 def _reasons(c: Any, w: Workload, center: Center, base: Any, rec: Any, has_numbers: bool,
@@ -304,13 +330,16 @@ def build_option(c: Any, w: Workload, center: Center, base: Any, rec: Any, runs:
                       evidence=tuple(e.run_id for e in ev if e.run_id), n_runs=c.fit.n_runs if c.fit else 0,
                       note=note)
     reasons = _reasons(c, w, center, base, rec, has_numbers, applied, decision)
+    commands = commands_for(c.config, center, w)
+    where = _where_words(c, commands)
+    if where:
+        reasons.append(where)
     fs = center.filesystem(c.config.filesystem)
     said = disagreement_words(c, deciding, fs.ost_count if fs else None, fs.default_stripe_count if fs else None) \
         if deciding is not None else None
     if said:
         reasons.insert(min(len(reasons), 2), said)
-    return Option(config=c.config, prediction=pred, commands=commands_for(c.config, center, w), evidence=tuple(ev),
-                  reasons=tuple(reasons))
+    return Option(config=c.config, prediction=pred, commands=commands, evidence=tuple(ev), reasons=tuple(reasons))
 
 
 def _outside(c: Any, w: Workload) -> str:
@@ -511,15 +540,24 @@ def _deduplicated(o: Option) -> Option:
     return replace(o, evidence=tuple(ev), reasons=tuple(reasons))
 
 
-def _time_sentence(advice: Any, p: Any) -> str:
-    """How long the job's I/O takes at the prediction `p`: its bytes at a bandwidth, its file creates at an
-    operation rate; where nothing is predicted, that no time can be given and what would give one."""
+def _time_sentence(advice: Any, p: Any, data: tuple[float, str] | None = None) -> str:
+    """How long the job's I/O takes at the prediction `p`: its bytes at a bandwidth; its requests at a random-access
+    operation rate; its file creates at a metadata rate, and then its data at `data` (the place's bandwidth for one
+    file per rank, a floor on the time: small files are slower); where nothing is predicted, that no time can be
+    given and what would give one."""
     w = advice.workload
+    nbytes = w.bytes_per_rank * w.ranks
     if p.value and p.unit == "MiB/s":
-        total, scale, what = w.bytes_per_rank * w.ranks, float(1 << 20), format_size(w.bytes_per_rank * w.ranks)
-    elif p.value and p.unit == "ops/s":
+        total, scale, what = nbytes, float(1 << 20), format_size(nbytes)
+    elif p.value and p.unit == "ops/s" and w.metadata_heavy:
         total = w.files_created if w.files_created is not None else w.files_per_rank * w.ranks
         scale, what = 1.0, f"{total:,} file creates"
+    elif p.value and p.unit == "ops/s" and w.access_size:
+        total = -(-nbytes // w.access_size)
+        scale, what = 1.0, f"{total:,} requests of {format_size(w.access_size)} ({format_size(nbytes)})"
+    elif p.value and p.unit == "ops/s":
+        return (f"No time estimate for the job's I/O: {_fmt(p.value, p.unit)} counts requests, and the job states "
+                f"no request size (--access-size) to count its {format_size(nbytes)} in them.")
     else:
         return (f"No time estimate for the job's I/O: nothing measured predicts this place for it (measure it: "
                 f"ioadvise bench plan --system {advice.system}).")
@@ -527,7 +565,17 @@ def _time_sentence(advice: Any, p: Any) -> str:
     lo_t, hi_t = ((_seconds(total / (p.high * scale)), _seconds(total / (p.low * scale)))
                   if p.low and p.high else ("", ""))
     span = f" ({lo_t} to {hi_t} over the interval)" if lo_t != hi_t else ""
-    return f"At {_fmt(p.value, p.unit)} the job's {what} take about {_seconds(t)}{span}."
+    said = f"At {_fmt(p.value, p.unit)} the job's {what} take about {_seconds(t)}{span}."
+    if w.metadata_heavy and nbytes:
+        if data is not None:
+            d = nbytes / (data[0] * (1 << 20))
+            said += (f" Its {format_size(nbytes)} of data take at least {_seconds(d)} more at {_fmt(*data)}, this "
+                     f"place's predicted bandwidth with one file per rank (small files are slower): at least "
+                     f"{_seconds(t + d)} in all.")
+        else:
+            said += (f" Its {format_size(nbytes)} of data come on top: no measured bandwidth of this place predicts "
+                     f"them.")
+    return said
 
 
 def _pinned_sentence(rec: Option, pins: Mapping[str, Any], unpinned: Any) -> str:
@@ -556,11 +604,11 @@ def _pinned_sentence(rec: Option, pins: Mapping[str, Any], unpinned: Any) -> str
 
 
 def finalize(advice: Any, center: Center | None = None, pins: Mapping[str, Any] | None = None,
-             unpinned: Any = None) -> Any:
+             unpinned: Any = None, data: tuple[float, str] | None = None) -> Any:
     """The Advice with its table cleaned and its reasons checked against the table: no alternative repeating
     the default or another row, no evidence twice, the stripe-count sentence only when the table's numbers
     make it true, pinned settings named with the unpinned best beside them, and the expected time for the
-    job's bytes at the predicted bandwidth."""
+    job's I/O at the prediction (`data`: the recommendation's bandwidth for a small-file job's data)."""
     from dataclasses import replace
     rec, base = advice.recommendation, advice.baseline
     seen = {_key(rec), _key(base)}
@@ -575,7 +623,7 @@ def finalize(advice: Any, center: Center | None = None, pins: Mapping[str, Any] 
     sentence = None if pins and "stripe_count" in pins else stripe_sentence(rec, table, center)
     if sentence:
         reasons.insert(1 if reasons else 0, sentence)
-    reasons.append(_time_sentence(advice, rec.prediction))
+    reasons.append(_time_sentence(advice, rec.prediction, data))
     if pins:
         reasons.insert(0, _pinned_sentence(rec, pins, unpinned))
     rec = replace(rec, reasons=tuple(reasons))
