@@ -294,7 +294,7 @@ def make_plan(system: str, center: Center, fs: FileSystem, fits: dict, runs: Seq
     """Pick `budget` benchmark points for `targets` from the fits of `fs` and the runs they rest on. Pure.
 
     objective "options": the predictive variance of every option the advice weighs for each target (as `advise`
-    states its intervals); "decision": the posterior variance of log(best option / default) for each target, the
+    states its intervals); "decision": the posterior variance of log(advised option / default) for each target, the
     quantity the advice's choice turns on (the option it advises, or the one it ranks next where it keeps the
     default). `evidence` and `comparisons` are the system's (`advise.fits.system_evidence`, `kb.comparisons`): with
     `fits`, what the advice decides from, so each target's choice is the one `ioadvise advise` makes."""

@@ -325,7 +325,8 @@ def plan(
     reps: Annotated[int, typer.Option("--reps", "-i", help="Repetitions of each benchmark.")] = 3,
     objective: Annotated[str, typer.Option(help="options: narrow the interval of every option the advice weighs "
                                                 "for each target; decision: narrow the interval of the ratio the "
-                                                "advice's choice turns on (best option / default).")] = "options",
+                                                "advice's choice turns on (the option it advises / "
+                                                "default).")] = "options",
     partition: Annotated[Optional[str], typer.Option(help="[slurm] partition of the sweep file.")] = None,
     time_limit: Annotated[Optional[str], typer.Option("--time", help="[slurm] time limit of each array task.")]
     = None,
@@ -415,10 +416,10 @@ def _render_plan(result: Any, path: Path) -> None:
     decision = result.objective == "decision"
     from ..bench.plan import WIDE
     table = printable_table(title="proposed benchmarks and the typical 90% interval (high/low) expected "
-                                  + ("of the ratio best option / default at each target" if decision else
+                                  + ("of the ratio advised option / default at each target" if decision else
                                      "at the targets' options") + " once each is measured")
     cols = ["#", "nodes", "ranks/node", "API", "layout", "stripes"] + \
-        (["best/default"] if decision else ["mean bw", "one run"]) + ["narrower by"]
+        (["advised/default"] if decision else ["mean bw", "one run"]) + ["narrower by"]
     for col in cols:
         table.add_column(col, justify="right" if col not in ("API", "layout") else "left")
     prev = result.posterior_now
@@ -433,7 +434,7 @@ def _render_plan(result: Any, path: Path) -> None:
         prev = p.posterior_after
     console.print(table)
     last = result.proposals[-1]
-    what = "of best option / default" if decision else "of the mean bandwidth"
+    what = "of advised option / default" if decision else "of the mean bandwidth"
     pct = lambda v: f"{100 * v:.0f}%"  # noqa: E731
     console.print(f"typical 90% interval {what} (high/low): now {result.posterior_now:.2f}x, after these points "
                   f"{last.posterior_after:.2f}x, after as many random points of the grid {result.posterior_random:.2f}x"
