@@ -206,7 +206,7 @@ def advise(workload: Workload, kb: Any, center: Center | None = None, *, pins: M
     applied[id(base)] = base_applied
     evidence_runs = _evidence_runs(kb, [rec, base] + alts)
     words = decision_words(dec, cands, w)
-    deciding = _deciding(kb, system, rec, w)
+    deciding = _deciding(kb, rec, w)
     options = [build_option(c, w, center, base, rec, evidence_runs, has_numbers=bool(fits),
                             applied=applied.get(id(c), ()), decision=words if c is rec else None,
                             deciding=deciding if c is rec else None)
@@ -274,11 +274,12 @@ def _evidence_runs(kb: Any, cands: list[Candidate], per_option: int = 100) -> di
     return runs_by_ids(kb, list(ids))
 
 
-def _deciding(kb: Any, system: str, c: Candidate, w: Workload) -> Any:
-    """The runs near the job that the option's decision read (explain.deciding_runs), from the KB."""
-    from ..kb.fits import runs_near
+def _deciding(kb: Any, c: Candidate, w: Workload) -> Any:
+    """The runs near the job that the option's decision read (explain.deciding_runs), among its fit's runs: the
+    same at most 400 runs of its (file system, op) group that the evidence index was built from."""
+    from ..kb.fits import runs_by_ids
     from .explain import Deciding, deciding_runs
     if not c.near or c.fit is None:
         return Deciding()
-    runs = runs_near(kb, system, c.fit.filesystem, c.fit.op, c.config.layout, [side.nodes for side in c.near])
-    return deciding_runs(c, w, runs, c.place.ost_count, c.place.default_stripe_count)
+    runs = runs_by_ids(kb, list(c.fit.run_ids)).values()
+    return deciding_runs(c, w, list(runs), c.place.ost_count, c.place.default_stripe_count)

@@ -66,20 +66,6 @@ def runs_by_ids(kb: Any, ids: list[str]) -> dict[str, Run]:
     return {r["id"]: row_to_run(r) for r in kb.conn.execute(f"SELECT * FROM all_runs WHERE id IN ({q})", ids)}
 
 
-def runs_near(kb: Any, system: str, filesystem: str | None, op: str, layout: str | None, nodes: Sequence[float],
-              limit: int = 2000) -> list[Run]:
-    """The runs a fit may rest on (as `fit_rowids` chooses them) of `system` (any case), `filesystem`, `op` and
-    `layout` (or none stated) at these node counts: the candidates for the runs near a job (advice's evidence)."""
-    counts = sorted({int(n) for n in nodes if n and n == int(n)})
-    if not counts:
-        return []
-    q = ",".join("?" * len(counts))
-    sql = (f"SELECT * FROM all_runs WHERE system = ? COLLATE NOCASE AND op = ? AND filesystem IS ? "
-           f"AND (layout = ? OR layout IS NULL) AND nodes IN ({q}) AND kind IS NOT 'production' AND flags IS NULL "
-           f"LIMIT ?")
-    return [row_to_run(r) for r in kb.conn.execute(sql, (system, op, filesystem, layout, *counts, limit))]
-
-
 def load_derived(kb: Any, kind: str, system: str, db: str = "main") -> tuple[str, str] | None:
     """(signature, value) as stored for `system` (`kind` one of DERIVED, both JSON text), None where none is or
     the table cannot be read (a KB of a schema that read-only use leaves as it is has none)."""
