@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from pathlib import Path
-from typing import Any
 
 from ..darshanlog.summary import FileSummary, LogSummary, job_nodes, to_workload
 from ..model.types import Center, Workload
