@@ -271,3 +271,36 @@ def test_the_runs_rank_layouts_they_measured_at_the_same_node_counts():
     base = Config(filesystem="lustre", layout="shared", api="POSIX", stripe_count=1, stripe_size=1 << 20)
     dec = decide(w, opts, base, (), lambda i: _draws(opts[i].value), pinned_stripes=True, defaults={"lustre": 1})
     assert opts[dec.choice].config.layout == "fpp"
+
+
+def test_a_job_beyond_the_measured_node_counts_is_ranked_on_more_than_one():
+    """A 1-node shared-file write at 8 GiB per rank; 2 nodes measured 1 stripe at 603 MiB/s and 56 at 326 (one
+    node count's quirk), 4 nodes 691 and 2,424. Read from 2 nodes alone, 56 stripes stand at 326/603 = 0.54 and
+    1 stripe is advised; from the two nearest node counts on the job's one side, 1 stripe stands at
+    (1 x 691/2,424)^(1/2) = 0.53 and 56 at (326/603 x 1)^(1/2) = 0.74: 1 stripe must NOT be advised. A job
+    between measured node counts still reads one on each side, and its bands are not changed."""
+    from ioadvisor.advise import choose
+    from ioadvisor.model.validate import make_run
+    from ioadvisor.predict.evidence import Evidence
+    runs = [make_run(system="S", filesystem="fs", fs_type="lustre", ost_count=56, op="write", api="POSIX",
+                     layout="shared", nodes=n, ranks=n, ranks_per_node=1, block_size=8 << 30, stripe_count=sc,
+                     value=v, unit="MiB/s")
+            for n, one, many in ((2, 603.0, 326.0), (4, 691.0, 2424.0), (16, 700.0, 9000.0))
+            for sc, v in ((1, one), (56, many))]
+    ev = Evidence(runs)
+    key = ("fs", "write", "POSIX/-", "shared", "MiB/s")
+    job = {"nodes": 1.0, "rpn": 1.0, "volume": float(8 << 30)}
+    assert [side.nodes for side in ev.near(*key, **job)] == [2.0, 4.0]
+    st = [ev.standing(*key, **job, stripes=float(s)) for s in (1, 56)]
+    assert st[0] == pytest.approx((691 / 2424) ** 0.5) and st[1] == pytest.approx((326 / 603) ** 0.5)
+    values = [400.0, 400.0]                               # the model cannot tell them apart
+    pick, _ = choose(values, [_draws(v) for v in values], [0.02, 1.12], stripes=[1, 56], default=0,
+                     standing=[(key, st[0]), (key, st[1])])
+    assert pick == 1
+    # 3 nodes lies between 2 and 4: one node count on each side, as before (not 2, 4 and 16)
+    assert [side.nodes for side in ev.near(*key, **{**job, "nodes": 3.0})] == [2.0, 4.0]
+    # 4 nodes was measured: its own runs alone
+    assert [side.nodes for side in ev.near(*key, **{**job, "nodes": 4.0})] == [4.0]
+    # the band a 1-node prediction may not leave still rests on 2 nodes alone: 56 stripes under 326 x 1.25 (one
+    # run's noise), not under 4 nodes' 2,424
+    assert ev.band(*key, **job, stripes=56.0).high == pytest.approx(326.0 * 1.25)
