@@ -304,3 +304,33 @@ def test_a_job_beyond_the_measured_node_counts_is_ranked_on_more_than_one():
     # the band a 1-node prediction may not leave still rests on 2 nodes alone: 56 stripes under 326 x 1.25 (one
     # run's noise), not under 4 nodes' 2,424
     assert ev.band(*key, **job, stripes=56.0).high == pytest.approx(326.0 * 1.25)
+
+
+def test_runs_at_other_stripe_counts_break_a_tie_between_layouts():
+    """A 128-node write at 48 stripes, layout free; the model predicts both layouts alike (10,837 and 10,828
+    MiB/s). The runs at 128 nodes measured file per process at 1 and 4 stripes (9,561 and 17,697) against a
+    shared file's 683 and 8,360: (9,561/683 x 17,697/8,360)^(1/2) = 5.4x, above ACROSS_GAIN, so the shared file,
+    cheaper only because it is the default layout, must NOT be advised. Where the runs measured both layouts at
+    48 stripes, or where the model tells them apart by more than TOLERANCE, the tie is not theirs to break."""
+    from ioadvisor.advise.policy import choose
+    shared = ("fs", "write", "MPIIO/indep", "shared", "MiB/s")
+    fpp = shared[:3] + ("fpp", "MiB/s")
+
+    def near(*points):
+        return {(128.0, s): v for s, v in points}
+
+    table = [near((1.0, 683.0), (4.0, 8360.0)), near((1.0, 9561.0), (4.0, 17697.0))]
+    ratio = (9561 / 683 * 17697 / 8360) ** 0.5
+    assert ratio == pytest.approx(5.44, abs=0.01)
+    args = {"stripes": [48, 48], "default": None, "standing": [(shared, None), (fpp, None)], "at": [{}, {}]}
+    values = [10837.0, 10828.0]
+    pick, _ = choose(values, [_draws(v) for v in values], [0.96, 1.16], **args, table=table)
+    assert pick == 1
+    # before the rule (no table): the cheaper shared file
+    assert choose(values, [_draws(v) for v in values], [0.96, 1.16], **args)[0] == 0
+    # both layouts measured at 48 stripes at 128 nodes: `_runs_across` ranks them there, not the other counts
+    at = [{128.0: 10384.0}, {128.0: 10500.0}]
+    assert choose(values, [_draws(v) for v in values], [0.96, 1.16], **{**args, "at": at}, table=table)[0] == 0
+    # the model predicts file per process 10% slower: no tie, the runs at other counts do not overrule it
+    slower = [10837.0, 9750.0]
+    assert choose(slower, [_draws(v) for v in slower], [0.96, 1.16], **args, table=table)[0] == 0
