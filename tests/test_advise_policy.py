@@ -343,3 +343,66 @@ def test_a_capped_prediction_says_it_is_capped(reference_kb):
     text = CliRunner().invoke(app, args).stdout
     row = next(line for line in text.splitlines() if line.startswith("recommended"))
     assert row.rstrip().endswith("capped"), row
+
+
+def test_a_job_beyond_the_measured_node_counts_is_ranked_on_more_than_one():
+    """A 1-node shared-file write at 8 GiB per rank; 2 nodes measured 1 stripe at 603 MiB/s and 56 at 326 (one
+    node count's quirk), 4 nodes 691 and 2,424. Read from 2 nodes alone, 56 stripes stand at 326/603 = 0.54 and
+    1 stripe is advised; from the two nearest node counts on the job's one side, 1 stripe stands at
+    (1 x 691/2,424)^(1/2) = 0.53 and 56 at (326/603 x 1)^(1/2) = 0.74: 1 stripe must NOT be advised. A job
+    between measured node counts still reads one on each side, and its bands are not changed."""
+    from ioadvisor.advise import choose
+    from ioadvisor.model.validate import make_run
+    from ioadvisor.predict.evidence import Evidence
+    runs = [make_run(system="S", filesystem="fs", fs_type="lustre", ost_count=56, op="write", api="POSIX",
+                     layout="shared", nodes=n, ranks=n, ranks_per_node=1, block_size=8 << 30, stripe_count=sc,
+                     value=v, unit="MiB/s")
+            for n, one, many in ((2, 603.0, 326.0), (4, 691.0, 2424.0), (16, 700.0, 9000.0))
+            for sc, v in ((1, one), (56, many))]
+    ev = Evidence(runs)
+    key = ("fs", "write", "POSIX/-", "shared", "MiB/s")
+    job = {"nodes": 1.0, "rpn": 1.0, "volume": float(8 << 30)}
+    assert [side.nodes for side in ev.near(*key, **job)] == [2.0, 4.0]
+    st = [ev.standing(*key, **job, stripes=float(s)) for s in (1, 56)]
+    assert st[0] == pytest.approx((691 / 2424) ** 0.5) and st[1] == pytest.approx((326 / 603) ** 0.5)
+    values = [400.0, 400.0]                               # the model cannot tell them apart
+    pick, _ = choose(values, [_draws(v) for v in values], [0.02, 1.12], stripes=[1, 56], default=0,
+                     standing=[(key, st[0]), (key, st[1])])
+    assert pick == 1
+    # 3 nodes lies between 2 and 4: one node count on each side, as before (not 2, 4 and 16)
+    assert [side.nodes for side in ev.near(*key, **{**job, "nodes": 3.0})] == [2.0, 4.0]
+    # 4 nodes was measured: its own runs alone
+    assert [side.nodes for side in ev.near(*key, **{**job, "nodes": 4.0})] == [4.0]
+    # the band a 1-node prediction may not leave still rests on 2 nodes alone: 56 stripes under 326 x 1.25 (one
+    # run's noise), not under 4 nodes' 2,424
+    assert ev.band(*key, **job, stripes=56.0).high == pytest.approx(326.0 * 1.25)
+
+
+def test_runs_at_other_stripe_counts_break_a_tie_between_layouts():
+    """A 128-node write at 48 stripes, layout free; the model predicts both layouts alike (10,837 and 10,828
+    MiB/s). The runs at 128 nodes measured file per process at 1 and 4 stripes (9,561 and 17,697) against a
+    shared file's 683 and 8,360: (9,561/683 x 17,697/8,360)^(1/2) = 5.4x, above ACROSS_GAIN, so the shared file,
+    cheaper only because it is the default layout, must NOT be advised. Where the runs measured both layouts at
+    48 stripes, or where the model tells them apart by more than TOLERANCE, the tie is not theirs to break."""
+    from ioadvisor.advise.policy import choose
+    shared = ("fs", "write", "MPIIO/indep", "shared", "MiB/s")
+    fpp = shared[:3] + ("fpp", "MiB/s")
+
+    def near(*points):
+        return {(128.0, s): v for s, v in points}
+
+    table = [near((1.0, 683.0), (4.0, 8360.0)), near((1.0, 9561.0), (4.0, 17697.0))]
+    ratio = (9561 / 683 * 17697 / 8360) ** 0.5
+    assert ratio == pytest.approx(5.44, abs=0.01)
+    args = {"stripes": [48, 48], "default": None, "standing": [(shared, None), (fpp, None)], "at": [{}, {}]}
+    values = [10837.0, 10828.0]
+    pick, _ = choose(values, [_draws(v) for v in values], [0.96, 1.16], **args, table=table)
+    assert pick == 1
+    # before the rule (no table): the cheaper shared file
+    assert choose(values, [_draws(v) for v in values], [0.96, 1.16], **args)[0] == 0
+    # both layouts measured at 48 stripes at 128 nodes: `_runs_across` ranks them there, not the other counts
+    at = [{128.0: 10384.0}, {128.0: 10500.0}]
+    assert choose(values, [_draws(v) for v in values], [0.96, 1.16], **{**args, "at": at}, table=table)[0] == 0
+    # the model predicts file per process 10% slower: no tie, the runs at other counts do not overrule it
+    slower = [10837.0, 9750.0]
+    assert choose(slower, [_draws(v) for v in slower], [0.96, 1.16], **args, table=table)[0] == 0

@@ -161,3 +161,25 @@ def test_advise_without_a_usable_cache_fits_afresh_and_answers_the_same(site, co
     d.rmdir()
     d.write_text("")
     assert site(_site_runs()) == fresh and counted == [12] * 4
+
+
+def test_the_digest_hashes_the_code_a_fit_runs_and_not_the_evidence_bands():
+    # what must NOT happen: a fit read back after the code that made it changed, or every fit of a KB made again
+    # for a change to the evidence bands, which bound predictions after the fit and are never read by it. Fitted
+    # in a fresh process, the modules of ioadvisor.predict that the fit loaded are all hashed; evidence is not
+    # loaded, and not hashed
+    import json
+    import sys
+    code = ("import json, sys\n"
+            "from ioadvisor.model.validate import make_run\n"
+            "from ioadvisor.predict import fit_all\n"
+            "runs = [make_run(system='Toy', filesystem='fs', fs_type='lustre', ost_count=16, op='write',\n"
+            "                 layout='shared', nodes=n, ranks=n, stripe_count=sc, value=300.0 * n * sc ** 0.5,\n"
+            "                 unit='MiB/s') for n, sc in ((1, 1), (2, 4), (4, 1), (8, 4))]\n"
+            "assert fit_all(runs, {'fs': 16}, {'fs': 1})\n"
+            "print(json.dumps([m.__file__ for n, m in sys.modules.items() if n.startswith('ioadvisor.predict')]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = {str(f) for f in json.loads(out)}
+    hashed = {str(f) for f in F.model_files()}
+    assert loaded and loaded <= hashed
+    assert not any(f.endswith("evidence.py") for f in loaded | hashed)

@@ -133,23 +133,36 @@ def _published_signature(sig: tuple) -> tuple:
 # staff KB's unchanged ones), and advise a system whose runs are unchanged where the KB's stored fits are not
 # (a new KB on the reference data, a run of another system added: the KB's signature changed, the runs did
 # not). A fit is a function of its runs (every field, in their order), the OST and default stripe counts and the
-# model's code, so those are the key. A fit of 20 runs is about 25 kB compressed; at most FIT_CACHE_FILES are
-# kept, the oldest removed.
-FIT_CACHE_FILES = 1000
+# model's code, so those are the key. A fit of 20 runs is about 25 kB compressed (a median of 5 kB in a corpus
+# validation); at most FIT_CACHE_FILES are kept, the oldest removed: enough for a few validations of a large KB (one
+# of the public sweep corpus makes well over 1,000 fits; at 1,000 the cache dropped the first of them before the
+# run ended, so the next run refitted them all).
+FIT_CACHE_FILES = 5000
 _MODEL_DIGEST: list[str] = []
 
 
+# what bounds a fit's predictions afterwards and is never read by `fit_all`: a change to it need not refit
+NOT_FITTED = ("evidence.py",)
+
+
+def model_files() -> list:
+    """The code a fit is made by: ioadvisor.predict (but the evidence bands, `NOT_FITTED`), the runs' model and
+    the Lustre rules it reads."""
+    from pathlib import Path
+    from .. import predict
+    pkg = Path(predict.__file__).parent.parent
+    return [*sorted(f for f in (pkg / "predict").glob("*.py") if f.name not in NOT_FITTED),
+            *sorted((pkg / "model").glob("*.py")), pkg / "lustre.py"]
+
+
 def _model_digest() -> str | None:
-    """A digest of the model: its version, its code (ioadvisor.predict, the runs' model and the Lustre rules
-    it reads) and the numpy and scipy it fits with; None where the code is not there to read (then nothing is
-    cached)."""
+    """A digest of the model: its version, its code (`model_files`) and the numpy and scipy it fits with; None
+    where the code is not there to read (then nothing is cached)."""
     if not _MODEL_DIGEST:
         import hashlib
         from importlib.metadata import version
-        from pathlib import Path
-        from .. import predict
-        pkg = Path(predict.__file__).parent.parent
-        files = [*sorted((pkg / "predict").glob("*.py")), *sorted((pkg / "model").glob("*.py")), pkg / "lustre.py"]
+        files = model_files()
+        pkg = files[-1].parent
         h = hashlib.sha256(f"{MODEL_VERSION} numpy {version('numpy')} scipy {version('scipy')}".encode())
         try:
             for f in files:

@@ -22,8 +22,11 @@ The rule, in order:
    counts: one measured more than `ACROSS_GAIN` faster replaces the choice; those measured more than
    `ACROSS_GAIN` slower are dropped.
 5. The default is kept when it is close and the runs did not rank the choice above it; else the cheapest option
-   within `TOLERANCE` of the best (one its fit measured before one only the model's curve reaches). A change
-   predicted slower than the default is not advised unless the runs near the job chose it.
+   within `TOLERANCE` of the best (one its fit measured before one only the model's curve reaches). Where those
+   options are of two groups the runs never measured at their own stripe count at a common node count, the runs
+   near the job measured at other stripe counts break the tie: the group they measured more than `ACROSS_GAIN`
+   faster at the same node and stripe counts is kept. A change predicted slower than the default is not advised
+   unless the runs near the job chose it.
 6. Where nothing is predicted: published comparisons, then the stripe-count rule (`rule_stripes`), then the cost.
 """
 from __future__ import annotations
@@ -160,7 +163,8 @@ def _choose_among(options: Sequence[Weighed], sub: list[int], costs: list[float]
                         measured=[_measured_stripes(options[i]) for i in sub],
                         standing=[options[i].standing for i in sub],
                         at=[measured_at(options[i]) for i in sub],
-                        inside=[between_measured(options[i]) for i in sub])
+                        inside=[between_measured(options[i]) for i in sub],
+                        table=[measured_table(options[i]) for i in sub])
     pick, close = sub[k], [sub[j] for j in close_k]
     if dflt is not None and options[dflt].value > options[pick].value and \
             not _runs_chose(options[pick], options[dflt]) and \
@@ -226,10 +230,9 @@ def _no_stripe_evidence(o: Weighed, default: int | None) -> bool:
 
 def choose(values: list[float], draws: Any, costs: list[float], scores: list[int] | None = None, *,
            stripes: list[int | None] | None = None, default: int | None = None,
-           measured: list[bool] | None = None,
-           standing: list[tuple | None] | None = None,
-           at: list[Mapping[float, float]] | None = None,
-           inside: list[bool] | None = None) -> tuple[int, list[int]]:
+           measured: list[bool] | None = None, standing: list[tuple | None] | None = None,
+           at: list[Mapping[float, float]] | None = None, inside: list[bool] | None = None,
+           table: list[Mapping[tuple, float]] | None = None) -> tuple[int, list[int]]:
     """The option to advise among predicted ones (step 2 of the module docstring), and the indices found close
     to the best. `draws` gives each option's values under the posterior's parameter draws (a list, or a function
     of the index: only the options compared are evaluated)."""
@@ -279,6 +282,8 @@ def choose(values: list[float], draws: Any, costs: list[float], scores: list[int
     plateau = [i for i in tier if values[i] >= values[best] * (1 - TOLERANCE)]
     if measured:
         plateau = [i for i in plateau if measured[i]] or plateau
+    if table and standing:
+        plateau = _runs_break_tie(plateau, standing, table, at)
     pick = min(plateau, key=lambda i: (costs[i], stripes[i] or 0, -values[i]))
     if pick != best and is_close(best, pick):
         close.add(pick)
@@ -424,3 +429,36 @@ def _rule_distance(o: Weighed, w: Workload) -> float:
         return 0.0
     target = rule_stripes(w, o.place, o.config.layout)
     return abs(math.log2(max(o.config.stripe_count, 1)) - math.log2(target))
+
+
+def measured_table(o: Weighed) -> dict[tuple, float]:
+    """Everything the runs near the job measured of the option's group: {(node count, stripe count): median}."""
+    return {(side.nodes, m[0]): m[1] for side in o.near for m in side.measured}
+
+
+def _runs_break_tie(plateau: list[int], standing: Sequence[tuple | None], table: Sequence[Mapping],
+                    at: Sequence[Mapping] | None) -> list[int]:
+    """The options `plateau` the model cannot tell apart, once the runs near the job have broken a tie between
+    two groups (layouts, modes) they never measured at the same node count at the options' own stripe count (there
+    `_runs_across` ranks them): where they measured both groups at the same node and stripe counts, the group they
+    measured more than ACROSS_GAIN faster there (geometric mean over those settings) is kept."""
+    if any(standing[i] is None for i in plateau):
+        return plateau
+    by: dict[Any, list[int]] = {}
+    for i in plateau:
+        by.setdefault(standing[i][0], []).append(i)
+    if len(by) != 2:
+        return plateau
+    a, b = sorted(by, key=str)
+    if at and any(set(at[i]) & set(at[j]) for i in by[a] for j in by[b]):
+        return plateau
+    ta, tb = table[by[a][0]], table[by[b][0]]          # one table per group: the runs of its layout and mode
+    common = [k for k in ta if k in tb and ta[k] > 0 and tb[k] > 0]
+    if not common:
+        return plateau
+    r = math.exp(sum(math.log(ta[k] / tb[k]) for k in common) / len(common))
+    if r > 1 + ACROSS_GAIN:
+        return by[a]
+    if r < 1 / (1 + ACROSS_GAIN):
+        return by[b]
+    return plateau

@@ -57,6 +57,10 @@ PRIOR_DOF = 4
 # where the band is not so pinned, its 90% interval is how far runs of the family near the job fell outside the bands
 # the family's other settings allowed them (`Evidence._spread`), from at most SPREAD_RUNS of them
 SPREAD_RUNS = 200
+# where the job lies beyond the node counts measured near it (on one side only), its stripe counts are ranked on the
+# runs of the RANK_BEYOND nearest node counts on that side, not one: ARCHER's 2-node shared-file writes measured 56
+# stripes 1.8x slower than 1, where 1 and 4 nodes measured 56 faster, and had decided every 1-node job alone
+RANK_BEYOND = 2
 VOLUME_FAR = 4.0       # a node count whose runs all moved 4x more or less per rank than the job is not near:
                        # ARCHER's 128-node file-per-process sweeps favoured 48 stripes at 1 GiB per rank and 1 at 8
 
@@ -200,19 +204,22 @@ class Evidence:
             self._pools[(key, fam)] = [o for o in self._by[key] if o.rpn == fam]
         return fam, self._pools[(key, fam)]
 
-    def _sides(self, key: tuple, nodes: float, rpn: float, volume: float | None) -> list[tuple[float, list[_Obs]]]:
+    def _sides(self, key: tuple, nodes: float, rpn: float, volume: float | None,
+               beyond: int = 1) -> list[tuple[float, list[_Obs]]]:
         """The runs near a job (see the module docstring): per neighbouring node count, those of the job's family
-        at the volume per rank nearest the job's; [] where none is near."""
+        at the volume per rank nearest the job's; [] where none is near. `beyond`: `_near`'s."""
         if not nodes or not math.isfinite(nodes):
             return []
-        return _near(self._pool(key, rpn)[1], nodes, volume)
+        return _near(self._pool(key, rpn)[1], nodes, volume, beyond)
 
     def near(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *,
              nodes: float, rpn: float, volume: float | None) -> tuple[Near, ...]:
         """The runs near the job (see the module docstring) as a table: per neighbouring node count, what each
-        stripe count measured there. () where no run is near."""
+        stripe count measured there. () where no run is near. Where the job lies beyond the node counts measured
+        at its volume (on one side only, its own not among them), the `RANK_BEYOND` nearest on that side: the
+        ranking then rests on more than one node count's runs, as it does between two."""
         out = []
-        for n, at in self._sides((filesystem, op, klass, layout, unit), nodes, rpn, volume):
+        for n, at in self._sides((filesystem, op, klass, layout, unit), nodes, rpn, volume, RANK_BEYOND):
             by: dict[float, list[float]] = {}
             for o in at:
                 by.setdefault(o.stripes, []).append(o.value)
@@ -421,17 +428,20 @@ def bounds(ev: "Evidence | None", filesystem: str | None, op: str, klass: str, l
                   run_noise=band.run_noise if band is not None else None)
 
 
-def _near(pool: list[_Obs], nodes: float, volume: float | None) -> list[tuple[float, list[_Obs]]]:
+def _near(pool: list[_Obs], nodes: float, volume: float | None, beyond: int = 1) -> list[tuple[float, list[_Obs]]]:
     """Per neighbouring node count of `nodes` (the nearest on either side within `NODE_SPAN`), the runs of `pool`
     (one family) there at the volume per rank nearest `volume`; node counts whose runs all lie `VOLUME_FAR` from
-    it are not near."""
+    it are not near. Where the runs lie on one side only and none at `nodes`, the `beyond` nearest on that side."""
     if volume:
         pool = [o for o in pool if o.volume is None or abs(math.log(o.volume / volume)) <= math.log(VOLUME_FAR)]
     counts = sorted({o.nodes for o in pool})
     below = [n for n in counts if n <= nodes and nodes / n <= NODE_SPAN + 1e-9]
     above = [n for n in counts if n >= nodes and n / nodes <= NODE_SPAN + 1e-9]
+    picked = {x for x in (below[-1] if below else None, above[0] if above else None) if x is not None}
+    if bool(below) != bool(above) and nodes not in picked:
+        picked = set(below[-beyond:] if below else above[:beyond])
     out = []
-    for n in sorted({x for x in (below[-1] if below else None, above[0] if above else None) if x is not None}):
+    for n in sorted(picked):
         at = [o for o in pool if o.nodes == n]
         vols = [o.volume for o in at if o.volume]
         if volume and vols:
