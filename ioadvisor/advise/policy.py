@@ -3,8 +3,9 @@
 Input: the options (each a setting on a place, with its predicted value bounded by the runs near the job, or
 None), the runs near the job's ranking of its stripe count (`standing`), the published comparisons and the
 posterior's draws. Output: an immutable `Decision`: the choice, the options it cannot tell apart from it, every
-option best first, and the grounds that decided, in order. `advise`, `kb validate --sweeps` and the guide call
-this function alone; `explain` turns a Decision into words and decides nothing.
+option best first, and the grounds that decided, in order. `advise`, `kb validate --sweeps`, `bench plan`, the
+guide's decision table and diagnose's stripe advice reach this function alone (through `engine.assess`);
+`explain` turns a Decision into words and decides nothing.
 
 The rule, in order:
 1. Options without evidence are not offered: a stripe count other than the default where the fit's runs never
