@@ -185,6 +185,25 @@ def test_records_read_through_the_c_structs_equal_pydarshans_own(log):
         raw.log_close(h2)
 
 
+@pytest.mark.parametrize("log", SHARED_LOGS + WHEEL_LOGS, ids=lambda p: p.name)
+def test_lustre_layouts_read_straight_from_memory_equal_those_of_the_records(log):
+    """The reader takes the Lustre layouts straight from each record's memory (`_lustre_layouts`); every layout,
+    and the count of records, is what the LUSTRE records `_records` reads (checked above against PyDarshan's own)
+    make of them: not one file's stripe size, stripe count, OST list, component count or pool differs."""
+    from ioadvisor.darshanlog.derive import _layouts, _lustre_layouts, _records
+    h1, h2 = raw.log_open(str(log)), raw.log_open(str(log))
+    try:
+        if "LUSTRE" not in raw.log_get_modules(h1):
+            pytest.skip("no LUSTRE records in this log")
+        recs = _records(raw, h1, "LUSTRE")
+        layouts, n = _lustre_layouts(raw, h2)
+        assert n == len(recs) > 0
+        assert layouts == _layouts(recs) and list(layouts) == list(_layouts(recs))
+    finally:
+        raw.log_close(h1)
+        raw.log_close(h2)
+
+
 def test_the_log_reader_imports_pydarshan_without_numpy_or_pandas():
     """The one-log child imports PyDarshan's C backend with numpy and pandas left out (they are most of its
     start-up time, and the reader never uses them); afterwards both are still importable for real."""

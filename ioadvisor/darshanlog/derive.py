@@ -475,12 +475,15 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     modules = tuple(modinfo.keys())
     recs: dict[str, list[dict]] = {}
     dropped: list[Dropped] = []
+    layouts, n_lustre = None, 0
     for mod in READ_MODULES:
-        if mod in modinfo:
+        if mod == "LUSTRE" and mod in modinfo:       # the layouts are all the analysis takes of its records
+            layouts, n_lustre = step(_lustre_layouts, backend, log, MAX_RECORDS - sum(map(len, recs.values())))
+        elif mod in modinfo:
             recs[mod] = step(_records, backend, log, mod, dropped,
-                              MAX_RECORDS - sum(map(len, recs.values())))
+                              MAX_RECORDS - n_lustre - sum(map(len, recs.values())))
     heat, timed = _timelines(step, backend, log, modinfo, names, float(job.get("run_time") or 0.0))
-    done = set(recs) | timed
+    done = set(recs) | timed | ({"LUSTRE"} if layouts is not None else set())
     # the regions lie in the file in module order, so a log cut short loses the end of its last region: read
     # that one too where the analysis does not (DXT traces, ...), or a cut log would pass as whole
     last = max(modinfo, key=lambda m: modinfo[m]["idx"], default=None)
@@ -488,7 +491,7 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
         step(_drain, backend, log, modinfo[last]["idx"])
     partial_mods = tuple(k for k, m in modinfo.items() if m.get("partial_flag"))
     backend.log_close(log)
-    s = _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods, dropped)
+    s = _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods, dropped, layouts)
     if job_notes:
         s = dataclasses.replace(s, notes=(*job_notes, *s.notes))
     return dataclasses.replace(s, heatmaps=heat) if heat else s
@@ -708,15 +711,15 @@ def _mpiio_ops(recs: dict[str, list[dict]]) -> dict[str, int]:
 
 def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names: dict, modules: tuple[str, ...],
             recs: dict[str, list[dict]], partial: bool, partial_modules: tuple[str, ...] = (),
-            dropped: list[Dropped] | tuple = ()) -> LogSummary:
+            dropped: list[Dropped] | tuple = (), layouts: dict[int, LustreLayout] | None = None) -> LogSummary:
     """The LogSummary of one log's records (plain dicts, as `_records` returns them; `dropped`: the counter values
-    `_records` left out)."""
+    `_records` left out; `layouts`: the Lustre layouts when read already, else made of the LUSTRE records)."""
     nprocs = max(1, int(job["nprocs"]))
     exe = exe.strip()
     notes = _log_notes(exe, nprocs, modules, partial, partial_modules)
     if dropped:
         notes.append(dropped_note(list(dropped), names))
-    layouts = _layouts(recs.get("LUSTRE", []))
+    layouts = _layouts(recs.get("LUSTRE", [])) if layouts is None else layouts
     files = _files(recs, names, mounts, nprocs, layouts)
     special_ids = {f.id for f in files if f.special}
     read_sizes, write_sizes, seq = _posix_counts(recs, special_ids)
@@ -770,34 +773,73 @@ def _layouts(records: list[dict]) -> dict[int, LustreLayout]:
     """Lustre layouts by record id (the same for every rank's record of one file)."""
     layouts: dict[int, LustreLayout] = {}
     for rec in records:
-        comps = rec.get("components") or []
-        if len(comps) == 1:          # a plain file's layout (most of them): what the loop below makes of it
-            comp = comps[0]
-            c = comp["counters"]
-            layouts[rec["id"]] = _new_layout(
-                int(c.get("LUSTRE_COMP_STRIPE_SIZE", 0)), int(c.get("LUSTRE_COMP_STRIPE_COUNT", 0)),
-                tuple(dict.fromkeys(o for o in map(int, comp.get("ost_ids", [])) if o >= 0)), 1,
-                comp.get("pool_name") or "")
-            continue
-        osts: list[int] = []
-        pool = ""
-        # v1 records arrive as one component; v2 (PFL) as several, of which only instantiated ones have
-        # objects. The layout that carries the file's data is the last instantiated component.
-        chosen = None
-        for comp in comps:
-            c = comp["counters"]
-            ids = [o for o in map(int, comp.get("ost_ids", [])) if o >= 0]
-            osts.extend(ids)
-            flags = int(c.get("LUSTRE_COMP_FLAGS", -1))
-            instantiated = bool(ids) or (flags > 0 and flags & LCME_FL_INIT)
-            if instantiated or chosen is None:
-                chosen = c
-                pool = comp.get("pool_name") or pool
-        if chosen is not None:
-            layouts[rec["id"]] = _new_layout(int(chosen.get("LUSTRE_COMP_STRIPE_SIZE", 0)),
-                                             int(chosen.get("LUSTRE_COMP_STRIPE_COUNT", 0)),
-                                             tuple(dict.fromkeys(osts)), len(comps), pool)
+        lay = _layout_of(rec.get("components") or [])
+        if lay is not None:
+            layouts[rec["id"]] = lay
     return layouts
+
+
+def _layout_of(comps: list[dict]) -> LustreLayout | None:
+    """The layout of one Lustre record's components (None: a record without components)."""
+    if len(comps) == 1:          # a plain file's layout (most of them): what the loop below makes of it
+        comp = comps[0]
+        c = comp["counters"]
+        return _new_layout(int(c.get("LUSTRE_COMP_STRIPE_SIZE", 0)), int(c.get("LUSTRE_COMP_STRIPE_COUNT", 0)),
+                           tuple(dict.fromkeys(o for o in map(int, comp.get("ost_ids", [])) if o >= 0)), 1,
+                           comp.get("pool_name") or "")
+    osts: list[int] = []
+    pool = ""
+    # v1 records arrive as one component; v2 (PFL) as several, of which only instantiated ones have
+    # objects. The layout that carries the file's data is the last instantiated component.
+    chosen = None
+    for comp in comps:
+        c = comp["counters"]
+        ids = [o for o in map(int, comp.get("ost_ids", [])) if o >= 0]
+        osts.extend(ids)
+        flags = int(c.get("LUSTRE_COMP_FLAGS", -1))
+        instantiated = bool(ids) or (flags > 0 and flags & LCME_FL_INIT)
+        if instantiated or chosen is None:
+            chosen = c
+            pool = comp.get("pool_name") or pool
+    if chosen is None:
+        return None
+    return _new_layout(int(chosen.get("LUSTRE_COMP_STRIPE_SIZE", 0)), int(chosen.get("LUSTRE_COMP_STRIPE_COUNT", 0)),
+                       tuple(dict.fromkeys(osts)), len(comps), pool)
+
+
+def _lustre_layouts(backend: Any, log: Any, limit: int = MAX_RECORDS) -> tuple[dict[int, LustreLayout], int]:
+    """`_layouts(_records(backend, log, "LUSTRE"))` and the number of records read, made straight from each
+    record's memory: a record of one component (a plain file: most of them) becomes its layout without the
+    component's counters being made into a dict first; a record of several goes through `_components`. More
+    than `limit` records: _TooLarge."""
+    ffi, lib = backend.ffi, backend.libdutil
+    idx = backend.log_get_modules(log)["LUSTRE"]["idx"]
+    _, cnames, _, size, head, *_ = _reader(backend, "LUSTRE")
+    csize, comp, char_p, int64_p = _component_layout(ffi)
+    ssize_at, count_at = cnames.index("LUSTRE_COMP_STRIPE_SIZE"), cnames.index("LUSTRE_COMP_STRIPE_COUNT")
+    layouts: dict[int, LustreLayout] = {}
+    n = 0
+    buf = ffi.new("void **")
+    handle, get_record, free, buffer, unpack = (log["handle"], lib.darshan_log_get_record, lib.darshan_free,
+                                                ffi.buffer, head.unpack_from)
+    while get_record(handle, idx, buf) >= 1:
+        if n >= limit:
+            raise _TooLarge(f"the log holds more than {MAX_RECORDS:,} records (of LUSTRE and the modules before "
+                            f"it): more than one log may take to read (about 4 KB of memory each); refused")
+        n += 1
+        rid, rank, n_comps, comps_at, osts_at = unpack(buffer(buf[0], size))
+        if n_comps == 1:
+            *counters, pool = comp.unpack_from(buffer(ffi.cast(char_p, comps_at), csize))
+            ids = ffi.unpack(ffi.cast(int64_p, osts_at), int(counters[count_at]))
+            layouts[rid] = _new_layout(counters[ssize_at], counters[count_at],
+                                       tuple(dict.fromkeys(o for o in ids if o >= 0)), 1, _pool_name(pool))
+        else:
+            lay = _layout_of(_components(ffi, n_comps, comps_at, osts_at, cnames))
+            if lay is not None:
+                layouts[rid] = lay
+        free(buf[0])
+        buf[0] = ffi.NULL
+    return layouts, n
 
 
 def _largest(hist: list[int], n: int, total: int) -> int:
