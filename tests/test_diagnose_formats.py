@@ -204,6 +204,26 @@ def test_lustre_layouts_read_straight_from_memory_equal_those_of_the_records(log
         raw.log_close(h2)
 
 
+def test_records_with_equal_counters_share_one_dict_and_derive_as_copies_would():
+    """sample-badost's 2,048 POSIX records (one file per rank) hold one set of counters: they are read into one
+    dict, not 2,048 equal ones; and the summary derived from them is the summary of the same records each with a
+    copy of its own (nothing the derivation does to one record's counters shows in another's)."""
+    from ioadvisor.darshanlog.derive import _derive, _records
+    log = next(p for p in WHEEL_LOGS if p.name == "sample-badost.darshan")
+    h = raw.log_open(str(log))
+    try:
+        job, names = raw.log_get_job(h), raw.log_get_name_records(h)
+        mods = tuple(raw.log_get_modules(h))
+        recs = {"POSIX": _records(raw, h, "POSIX")}
+    finally:
+        raw.log_close(h)
+    assert len(recs["POSIX"]) == 2048 and len({id(r["counters"]) for r in recs["POSIX"]}) == 1
+    copies = {"POSIX": [{**r, "counters": dict(r["counters"])} for r in recs["POSIX"]]}
+    shared = _derive(str(log), job, "", [], names, mods, recs, False)
+    assert shared == _derive(str(log), job, "", [], names, mods, copies, False)
+    assert len({id(r["counters"]) for r in recs["POSIX"]}) == 1
+
+
 def test_the_log_reader_imports_pydarshan_without_numpy_or_pandas():
     """The one-log child imports PyDarshan's C backend with numpy and pandas left out (they are most of its
     start-up time, and the reader never uses them); afterwards both are still importable for real."""

@@ -309,8 +309,9 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
     """All records of a module, read through PyDarshan's cffi definitions of the module's C struct: counters as
     dicts of plain Python numbers (much faster to sum than numpy's, and no numpy needed). A Lustre record holds
     components (stripe counters, pool, OST list) instead of counters. A timer that is negative, infinite or NaN,
-    or a count of operations or bytes that is negative, is read as 0 and listed in `dropped`. More than `limit`
-    records: _TooLarge."""
+    or a count of operations or bytes that is negative, is read as 0 and listed in `dropped`. Records whose
+    counters are equal share their dict: the records are read, never changed. More than `limit` records:
+    _TooLarge."""
     ffi, lib = backend.ffi, backend.libdutil
     idx = backend.log_get_modules(log)[mod]["idx"]
     ctype, cnames, fnames, size, layout, nc, (cget, cidx), (fget, fidx), cdict, fdict = _reader(backend, mod)
@@ -318,6 +319,11 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
     dropped = [] if dropped is None else dropped
     buf = ffi.new("void **")         # NULL: the library allocates each record (it would write into a non-NULL one)
     out: list[dict] = []
+    # records with the same counters share one dict of them (nothing changes a record once read): the ranks of a
+    # job mostly make the same calls, and a file-per-process job's thousands of records often hold one set of
+    # counters (their timers, with the times of day, differ)
+    counters: dict[tuple, dict] = {}
+    same = counters.get
     # the loop's lookups made once: it runs once per record, of which a log may hold 200,000
     handle, get_record, free, buffer, unpack, append = (log["handle"], lib.darshan_log_get_record, lib.darshan_free,
                                                         ffi.buffer, layout.unpack_from, out.append)
@@ -332,13 +338,16 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
             v = unpack(buffer(buf[0], size))
             rid, rank, cv, fv = v[0], v[1], v[2:2 + nc], v[2 + nc:]
             if cget is not None and min(cget(cv)) < 0:
-                cv = _sane(mod, rid, rank, cnames, cv, cidx, False, dropped)
+                cv = tuple(_sane(mod, rid, rank, cnames, cv, cidx, False, dropped))
             # every timer is among the record's floats: when none of those is negative and their sum is finite
             # (no NaN, no infinity), no timer needs a closer look
             if fget is not None and (min(fv) < 0 or not math.isfinite(sum(fv))):
                 fv = _sane(mod, rid, rank, fnames, fv, fidx, True, dropped)
-            c, f = cdict.copy(), fdict.copy()
-            c.update(zip(cnames, cv))
+            c = same(cv)
+            if c is None:
+                c = counters[cv] = cdict.copy()
+                c.update(zip(cnames, cv))
+            f = fdict.copy()
             f.update(zip(fnames, fv))
             append({"id": rid, "rank": rank, "counters": c, "fcounters": f})
         free(buf[0])
