@@ -310,8 +310,8 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
     dicts of plain Python numbers (much faster to sum than numpy's, and no numpy needed). A Lustre record holds
     components (stripe counters, pool, OST list) instead of counters. A timer that is negative, infinite or NaN,
     or a count of operations or bytes that is negative, is read as 0 and listed in `dropped`. Records whose
-    counters are equal share their dict: the records are read, never changed. More than `limit` records:
-    _TooLarge."""
+    counters are equal (and in range) share their dict: the records are read, never changed. More than `limit`
+    records: _TooLarge."""
     ffi, lib = backend.ffi, backend.libdutil
     idx = backend.log_get_modules(log)[mod]["idx"]
     ctype, cnames, fnames, size, layout, nc, (cget, cidx), (fget, fidx), cdict, fdict = _reader(backend, mod)
@@ -337,16 +337,18 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
         else:
             v = unpack(buffer(buf[0], size))
             rid, rank, cv, fv = v[0], v[1], v[2:2 + nc], v[2 + nc:]
-            if cget is not None and min(cget(cv)) < 0:
-                cv = tuple(_sane(mod, rid, rank, cnames, cv, cidx, False, dropped))
+            c = same(cv)              # counters seen before were checked then
+            if c is None:
+                if cget is not None and min(cget(cv)) < 0:
+                    cv = _sane(mod, rid, rank, cnames, cv, cidx, False, dropped)
+                    c = dict(zip(cnames, cv))         # its own: each such record's values are listed in `dropped`
+                else:
+                    c = counters[cv] = cdict.copy()
+                    c.update(zip(cnames, cv))
             # every timer is among the record's floats: when none of those is negative and their sum is finite
             # (no NaN, no infinity), no timer needs a closer look
             if fget is not None and (min(fv) < 0 or not math.isfinite(sum(fv))):
                 fv = _sane(mod, rid, rank, fnames, fv, fidx, True, dropped)
-            c = same(cv)
-            if c is None:
-                c = counters[cv] = cdict.copy()
-                c.update(zip(cnames, cv))
             f = fdict.copy()
             f.update(zip(fnames, fv))
             append({"id": rid, "rank": rank, "counters": c, "fcounters": f})
@@ -661,6 +663,7 @@ def _files(recs: dict[str, list[dict]], names: dict, mounts: list[tuple[str, str
         by_file.setdefault(rec["id"], []).append(rec)
     files: list[FileSummary] = []
     mount_cache: dict[str, tuple[str | None, str | None]] = {}
+    counted: dict[int, tuple] = {}      # what `_posix_one` makes of each counters dict (records share them)
     # a file MPI-IO moved data to is a file even where its POSIX records are missing (a partial log drops them)
     for fid in mpiio:
         by_file.setdefault(fid, [])
@@ -671,7 +674,7 @@ def _files(recs: dict[str, list[dict]], names: dict, mounts: list[tuple[str, str
         where = mount_cache.get(d := fname[:fname.rfind("/") + 1])
         if where is None:
             where = mount_cache[d] = _mount_of(os.path.dirname(fname) + "/x", mounts)
-        files.append(_file(fid, fname, group, nprocs, *where, mpiio.get(fid), layouts.get(fid)))
+        files.append(_file(fid, fname, group, nprocs, *where, mpiio.get(fid), layouts.get(fid), counted))
     files.sort(key=lambda f: -f.bytes)
     return files
 
@@ -681,12 +684,28 @@ _POSIX_COUNTS = operator.itemgetter(*(f"POSIX_SIZE_{d}_{b}" for d in ("READ", "W
                                     *(f"POSIX_{k}" for k in _SEQ))
 
 
+def _by_counters(records: list[dict], skip: set[int] | frozenset = frozenset()) -> list[list]:
+    """[counters dict, records holding it] of the records (those of a file id in `skip` left out), in the order
+    each dict is first met: records with equal counters share one dict (`_records`), whose integer counters
+    are then picked once and multiplied, not picked and added once per record."""
+    shared: dict[int, list] = {}
+    for rec in records:
+        if rec["id"] not in skip:
+            c = rec["counters"]
+            if (seen := shared.get(id(c))) is None:
+                shared[id(c)] = [c, 1]
+            else:
+                seen[1] += 1
+    return list(shared.values())
+
+
 def _posix_counts(recs: dict[str, list[dict]], special_ids: set[int]
                   ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
     """The POSIX access-size histograms (read, write) and sequential-access counts, special files left out
     (summed column by column: the counters are integers, whose sums do not depend on the order)."""
-    rows = [_POSIX_COUNTS(rec["counters"]) for rec in recs.get("POSIX", []) if rec["id"] not in special_ids]
-    sums = [sum(col) for col in zip(*rows)] if rows else [0] * (2 * len(SIZE_BINS) + len(_SEQ))
+    sums = [0] * (2 * len(SIZE_BINS) + len(_SEQ))
+    for c, held in _by_counters(recs.get("POSIX", []), special_ids):
+        sums = [a + b * held for a, b in zip(sums, _POSIX_COUNTS(c))]
     n = len(SIZE_BINS)
     return (dict(zip(SIZE_BINS, sums[:n])), dict(zip(SIZE_BINS, sums[n:2 * n])),
             dict(zip(_SEQ, sums[2 * n:])))
@@ -1023,13 +1042,13 @@ _FILE_TIMES = operator.itemgetter("POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME", "PO
 
 
 def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None, fstype: str | None,
-          mpiio: tuple | None, lustre: LustreLayout | None) -> FileSummary:
+          mpiio: tuple | None, lustre: LustreLayout | None, counted: dict[int, tuple]) -> FileSummary:
     posix_ranks = {r["rank"] for r in group}
     ranks = posix_ranks | mpiio[3] if mpiio else posix_ranks
     reduced = -1 in ranks
     shared = nprocs > 1 and (reduced or len(ranks) > 1)
     (br, bw, reads, writes, not_aligned, alignment, read_time, write_time, meta_time, read_req, write_req, own,
-     slowest) = (_posix_one if len(group) == 1 else _posix_sums)(group)
+     slowest) = _posix_one(group, counted) if len(group) == 1 else _posix_sums(group)
     # FileSummary's fields in order
     return _new_file(
         fid, fname, shared, nprocs if reduced else len(ranks), fstype, mnt, special_kind(fname, fstype), br, bw,
@@ -1060,14 +1079,18 @@ def _posix_sums(group: list[dict]) -> tuple:
             sum(meta_time), read_req, write_req, own, _slowest_write_time(group))
 
 
-def _posix_one(group: list[dict]) -> tuple:
+def _posix_one(group: list[dict], counted: dict[int, tuple]) -> tuple:
     """`_posix_sums` of a file with one record (a file one rank opened, or one record shared by all ranks), with
-    the same arithmetic: each sum starts from 0 (so a timer of -0.0 becomes 0.0, as a sum makes it)."""
+    the same arithmetic: each sum starts from 0 (so a timer of -0.0 becomes 0.0, as a sum makes it). What the
+    record's counters give is taken from `counted` (by the id of the counters dict, which records with equal
+    counters share, and which the records keep alive meanwhile) where made before, else made and put there."""
     r = group[0]
     c, fc, rank = r["counters"], r["fcounters"], r["rank"]
-    br, bw, reads, writes, not_aligned, alignment = map(int, _FILE_COUNTS(c))
+    got = counted.get(id(c))
+    if got is None:
+        got = counted[id(c)] = (*map(int, _FILE_COUNTS(c)), *_request_counts(c))
+    br, bw, reads, writes, not_aligned, alignment, rc, wc = got
     rt, wt, mt = _FILE_TIMES(fc)
-    rc, wc = _request_counts(c)
     own = {rank: 0.0 + rt + wt + mt} if rank >= 0 and reads + writes > 0 else {}
     w = min(wt, fc["POSIX_F_SLOWEST_RANK_TIME"]) if rank == -1 else wt
     return (br, bw, reads, writes, not_aligned, alignment, 0 + rt, 0 + wt, 0 + mt,
@@ -1160,7 +1183,9 @@ def _api_totals(modules: tuple[str, ...], recs: dict[str, list[dict]]) -> dict[s
         kinds = [k for k in kinds if rs and k[0] in rs[0]["counters"]]
         counts = operator.itemgetter(f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN", *(k for kw in kinds for k in kw))
         times = operator.itemgetter(f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME")
-        cols = [sum(map(int, col)) for col in zip(*(counts(r["counters"]) for r in rs))] or [0, 0]
+        cols = [0] * (2 + 2 * len(kinds)) if rs else [0, 0]
+        for c, held in _by_counters(rs):
+            cols = [a + int(b) * held for a, b in zip(cols, counts(c))]
         rt, wt, mt = (sum(col, 0.0) for col in zip(*(times(r["fcounters"]) for r in rs))) if rs else (0.0,) * 3
         apis[name] = ApiTotals(bytes_read=cols[0], bytes_written=cols[1], reads=sum(cols[2::2]),
                                writes=sum(cols[3::2]), files=len({r["id"] for r in rs}), read_time=rt,
