@@ -838,14 +838,16 @@ def _layout_of(comps: list[dict]) -> LustreLayout | None:
 def _lustre_layouts(backend: Any, log: Any, limit: int = MAX_RECORDS) -> tuple[dict[int, LustreLayout], int]:
     """`_layouts(_records(backend, log, "LUSTRE"))` and the number of records read, made straight from each
     record's memory: a record of one component (a plain file: most of them) becomes its layout without the
-    component's counters being made into a dict first; a record of several goes through `_components`. More
-    than `limit` records: _TooLarge."""
+    component's counters being made into a dict first (files whose component and OST list are the same share
+    one layout); a record of several goes through `_components`. More than `limit` records: _TooLarge."""
     ffi, lib = backend.ffi, backend.libdutil
     idx = backend.log_get_modules(log)["LUSTRE"]["idx"]
     _, cnames, _, size, head, *_ = _reader(backend, "LUSTRE")
     csize, comp, char_p, int64_p = _component_layout(ffi)
     ssize_at, count_at = cnames.index("LUSTRE_COMP_STRIPE_SIZE"), cnames.index("LUSTRE_COMP_STRIPE_COUNT")
     layouts: dict[int, LustreLayout] = {}
+    alike: dict[tuple, LustreLayout] = {}
+    made = alike.get
     n = 0
     buf = ffi.new("void **")
     handle, get_record, free, buffer, unpack = (log["handle"], lib.darshan_log_get_record, lib.darshan_free,
@@ -857,10 +859,14 @@ def _lustre_layouts(backend: Any, log: Any, limit: int = MAX_RECORDS) -> tuple[d
         n += 1
         rid, rank, n_comps, comps_at, osts_at = unpack(buffer(buf[0], size))
         if n_comps == 1:
-            *counters, pool = comp.unpack_from(buffer(ffi.cast(char_p, comps_at), csize))
-            ids = ffi.unpack(ffi.cast(int64_p, osts_at), int(counters[count_at]))
-            layouts[rid] = _new_layout(counters[ssize_at], counters[count_at],
-                                       tuple(dict.fromkeys(o for o in ids if o >= 0)), 1, _pool_name(pool))
+            values = comp.unpack_from(buffer(ffi.cast(char_p, comps_at), csize))
+            ids = tuple(ffi.unpack(ffi.cast(int64_p, osts_at), int(values[count_at])))
+            lay = made(key := (values, ids))
+            if lay is None:          # files striped alike share their (frozen) layout
+                lay = alike[key] = _new_layout(values[ssize_at], values[count_at],
+                                               tuple(dict.fromkeys(o for o in ids if o >= 0)), 1,
+                                               _pool_name(values[-1]))
+            layouts[rid] = lay
         else:
             lay = _layout_of(_components(ffi, n_comps, comps_at, osts_at, cnames))
             if lay is not None:
