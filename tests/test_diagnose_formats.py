@@ -186,6 +186,21 @@ def test_records_read_through_the_c_structs_equal_pydarshans_own(log):
 
 
 @pytest.mark.parametrize("log", SHARED_LOGS + WHEEL_LOGS, ids=lambda p: p.name)
+def test_names_and_mounts_read_from_the_library_arrays_equal_pydarshans_own(log):
+    """The reader unpacks the library's arrays of name records and mounts itself (`_name_records`, `_mounts`):
+    every record name by id, and every mount in order, is what PyDarshan's own functions give for the log."""
+    from ioadvisor.darshanlog.derive import _mounts, _name_records
+    h1, h2 = raw.log_open(str(log)), raw.log_open(str(log))
+    try:
+        ours, theirs = _name_records(raw, h1), raw.log_get_name_records(h2)
+        assert ours == theirs and list(ours) == list(theirs)
+        assert _mounts(raw, h1) == raw.log_get_mounts(h2)
+    finally:
+        raw.log_close(h1)
+        raw.log_close(h2)
+
+
+@pytest.mark.parametrize("log", SHARED_LOGS + WHEEL_LOGS, ids=lambda p: p.name)
 def test_lustre_layouts_read_straight_from_memory_equal_those_of_the_records(log):
     """The reader takes the Lustre layouts straight from each record's memory (`_lustre_layouts`); every layout,
     and the count of records, is what the LUSTRE records `_records` reads (checked above against PyDarshan's own)

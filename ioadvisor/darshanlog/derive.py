@@ -452,6 +452,36 @@ def open_log(backend: Any, path: str) -> Any:
     return backend.log_open(path)
 
 
+def _name_records(backend: Any, log: Any) -> dict[int, str]:
+    """The log's record names by record id, as PyDarshan's `log_get_name_records` makes them (each name decoded
+    as UTF-8, and freed), from the library's array of name records unpacked in one call instead of indexed
+    twice per name: a log of thousands of files names each of them."""
+    ffi, lib = backend.ffi, backend.libdutil
+    recs, cnt = ffi.new("struct darshan_name_record **"), ffi.new("int *")
+    lib.darshan_log_get_name_records(log["handle"], recs, cnt)
+    string, free = ffi.string, lib.darshan_free
+    names: dict[int, str] = {}
+    for rec in ffi.unpack(recs[0], cnt[0]) if cnt[0] > 0 else ():
+        name = rec.name
+        names[rec.id] = string(name).decode("utf-8")
+        free(name)
+    free(recs[0])
+    return names
+
+
+def _mounts(backend: Any, log: Any) -> list[tuple[str, str]]:
+    """The log's mounts as (mount point, file-system type), as PyDarshan's `log_get_mounts` makes them, from the
+    library's array unpacked in one call."""
+    ffi, lib = backend.ffi, backend.libdutil
+    mnts, cnt = ffi.new("struct darshan_mnt_info **"), ffi.new("int *")
+    lib.darshan_log_get_mounts(log["handle"], mnts, cnt)
+    string = ffi.string
+    out = [(string(m.mnt_path).decode("utf-8"), string(m.mnt_type).decode("utf-8"))
+           for m in (ffi.unpack(mnts[0], cnt[0]) if cnt[0] > 0 else ())]
+    lib.darshan_free(mnts[0])
+    return out
+
+
 def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     """Read the log region by region, stopping at the first complaint of the C library (`complaints()` returns
     what it has written to fd 2 so far). The handle is closed only after a clean read: once the library has
@@ -480,8 +510,8 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
         backend.log_close(log)
         raise _LogError(str(e)) from None
     exe = step(backend.log_get_exe, log) or ""
-    mounts = [(m, t) for m, t in step(backend.log_get_mounts, log)]
-    names = step(backend.log_get_name_records, log)
+    mounts = step(_mounts, backend, log)
+    names = step(_name_records, backend, log)
     modinfo = step(backend.log_get_modules, log)
     modules = tuple(modinfo.keys())
     recs: dict[str, list[dict]] = {}
