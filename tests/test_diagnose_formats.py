@@ -185,6 +185,60 @@ def test_records_read_through_the_c_structs_equal_pydarshans_own(log):
         raw.log_close(h2)
 
 
+@pytest.mark.parametrize("log", SHARED_LOGS + WHEEL_LOGS, ids=lambda p: p.name)
+def test_names_and_mounts_read_from_the_library_arrays_equal_pydarshans_own(log):
+    """The reader unpacks the library's arrays of name records and mounts itself (`_name_records`, `_mounts`):
+    every record name by id, and every mount in order, is what PyDarshan's own functions give for the log."""
+    from ioadvisor.darshanlog.derive import _mounts, _name_records
+    h1, h2 = raw.log_open(str(log)), raw.log_open(str(log))
+    try:
+        ours, theirs = _name_records(raw, h1), raw.log_get_name_records(h2)
+        assert ours == theirs and list(ours) == list(theirs)
+        assert _mounts(raw, h1) == raw.log_get_mounts(h2)
+    finally:
+        raw.log_close(h1)
+        raw.log_close(h2)
+
+
+@pytest.mark.parametrize("log", SHARED_LOGS + WHEEL_LOGS, ids=lambda p: p.name)
+def test_lustre_layouts_read_straight_from_memory_equal_those_of_the_records(log):
+    """The reader takes the Lustre layouts straight from each record's memory (`_lustre_layouts`); every layout,
+    and the count of records, is what the LUSTRE records `_records` reads (checked above against PyDarshan's own)
+    make of them: not one file's stripe size, stripe count, OST list, component count or pool differs."""
+    from ioadvisor.darshanlog.derive import _layouts, _lustre_layouts, _records
+    h1, h2 = raw.log_open(str(log)), raw.log_open(str(log))
+    try:
+        if "LUSTRE" not in raw.log_get_modules(h1):
+            pytest.skip("no LUSTRE records in this log")
+        recs = _records(raw, h1, "LUSTRE")
+        layouts, n = _lustre_layouts(raw, h2)
+        assert n == len(recs) > 0
+        assert layouts == _layouts(recs) and list(layouts) == list(_layouts(recs))
+    finally:
+        raw.log_close(h1)
+        raw.log_close(h2)
+
+
+def test_records_with_equal_counters_share_one_dict_and_derive_as_copies_would():
+    """sample-badost's 2,048 POSIX records (one file per rank) hold one set of counters: they are read into one
+    dict, not 2,048 equal ones; and the summary derived from them is the summary of the same records each with a
+    copy of its own (nothing the derivation does to one record's counters shows in another's)."""
+    from ioadvisor.darshanlog.derive import _derive, _records
+    log = next(p for p in WHEEL_LOGS if p.name == "sample-badost.darshan")
+    h = raw.log_open(str(log))
+    try:
+        job, names = raw.log_get_job(h), raw.log_get_name_records(h)
+        mods = tuple(raw.log_get_modules(h))
+        recs = {"POSIX": _records(raw, h, "POSIX")}
+    finally:
+        raw.log_close(h)
+    assert len(recs["POSIX"]) == 2048 and len({id(r["counters"]) for r in recs["POSIX"]}) == 1
+    copies = {"POSIX": [{**r, "counters": dict(r["counters"])} for r in recs["POSIX"]]}
+    shared = _derive(str(log), job, "", [], names, mods, recs, False)
+    assert shared == _derive(str(log), job, "", [], names, mods, copies, False)
+    assert len({id(r["counters"]) for r in recs["POSIX"]}) == 1
+
+
 def test_the_log_reader_imports_pydarshan_without_numpy_or_pandas():
     """The one-log child imports PyDarshan's C backend with numpy and pandas left out (they are most of its
     start-up time, and the reader never uses them); afterwards both are still importable for real."""

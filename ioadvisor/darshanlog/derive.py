@@ -309,7 +309,8 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
     """All records of a module, read through PyDarshan's cffi definitions of the module's C struct: counters as
     dicts of plain Python numbers (much faster to sum than numpy's, and no numpy needed). A Lustre record holds
     components (stripe counters, pool, OST list) instead of counters. A timer that is negative, infinite or NaN,
-    or a count of operations or bytes that is negative, is read as 0 and listed in `dropped`. More than `limit`
+    or a count of operations or bytes that is negative, is read as 0 and listed in `dropped`. Records whose
+    counters are equal (and in range) share their dict: the records are read, never changed. More than `limit`
     records: _TooLarge."""
     ffi, lib = backend.ffi, backend.libdutil
     idx = backend.log_get_modules(log)[mod]["idx"]
@@ -318,6 +319,11 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
     dropped = [] if dropped is None else dropped
     buf = ffi.new("void **")         # NULL: the library allocates each record (it would write into a non-NULL one)
     out: list[dict] = []
+    # records with the same counters share one dict of them (nothing changes a record once read): the ranks of a
+    # job mostly make the same calls, and a file-per-process job's thousands of records often hold one set of
+    # counters (their timers, with the times of day, differ)
+    counters: dict[tuple, dict] = {}
+    same = counters.get
     # the loop's lookups made once: it runs once per record, of which a log may hold 200,000
     handle, get_record, free, buffer, unpack, append = (log["handle"], lib.darshan_log_get_record, lib.darshan_free,
                                                         ffi.buffer, layout.unpack_from, out.append)
@@ -331,14 +337,19 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
         else:
             v = unpack(buffer(buf[0], size))
             rid, rank, cv, fv = v[0], v[1], v[2:2 + nc], v[2 + nc:]
-            if cget is not None and min(cget(cv)) < 0:
-                cv = _sane(mod, rid, rank, cnames, cv, cidx, False, dropped)
+            c = same(cv)              # counters seen before were checked then
+            if c is None:
+                if cget is not None and min(cget(cv)) < 0:
+                    cv = _sane(mod, rid, rank, cnames, cv, cidx, False, dropped)
+                    c = dict(zip(cnames, cv))         # its own: each such record's values are listed in `dropped`
+                else:
+                    c = counters[cv] = cdict.copy()
+                    c.update(zip(cnames, cv))
             # every timer is among the record's floats: when none of those is negative and their sum is finite
             # (no NaN, no infinity), no timer needs a closer look
             if fget is not None and (min(fv) < 0 or not math.isfinite(sum(fv))):
                 fv = _sane(mod, rid, rank, fnames, fv, fidx, True, dropped)
-            c, f = cdict.copy(), fdict.copy()
-            c.update(zip(cnames, cv))
+            f = fdict.copy()
             f.update(zip(fnames, fv))
             append({"id": rid, "rank": rank, "counters": c, "fcounters": f})
         free(buf[0])
@@ -441,6 +452,36 @@ def open_log(backend: Any, path: str) -> Any:
     return backend.log_open(path)
 
 
+def _name_records(backend: Any, log: Any) -> dict[int, str]:
+    """The log's record names by record id, as PyDarshan's `log_get_name_records` makes them (each name decoded
+    as UTF-8, and freed), from the library's array of name records unpacked in one call instead of indexed
+    twice per name: a log of thousands of files names each of them."""
+    ffi, lib = backend.ffi, backend.libdutil
+    recs, cnt = ffi.new("struct darshan_name_record **"), ffi.new("int *")
+    lib.darshan_log_get_name_records(log["handle"], recs, cnt)
+    string, free = ffi.string, lib.darshan_free
+    names: dict[int, str] = {}
+    for rec in ffi.unpack(recs[0], cnt[0]) if cnt[0] > 0 else ():
+        name = rec.name
+        names[rec.id] = string(name).decode("utf-8")
+        free(name)
+    free(recs[0])
+    return names
+
+
+def _mounts(backend: Any, log: Any) -> list[tuple[str, str]]:
+    """The log's mounts as (mount point, file-system type), as PyDarshan's `log_get_mounts` makes them, from the
+    library's array unpacked in one call."""
+    ffi, lib = backend.ffi, backend.libdutil
+    mnts, cnt = ffi.new("struct darshan_mnt_info **"), ffi.new("int *")
+    lib.darshan_log_get_mounts(log["handle"], mnts, cnt)
+    string = ffi.string
+    out = [(string(m.mnt_path).decode("utf-8"), string(m.mnt_type).decode("utf-8"))
+           for m in (ffi.unpack(mnts[0], cnt[0]) if cnt[0] > 0 else ())]
+    lib.darshan_free(mnts[0])
+    return out
+
+
 def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     """Read the log region by region, stopping at the first complaint of the C library (`complaints()` returns
     what it has written to fd 2 so far). The handle is closed only after a clean read: once the library has
@@ -469,18 +510,21 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
         backend.log_close(log)
         raise _LogError(str(e)) from None
     exe = step(backend.log_get_exe, log) or ""
-    mounts = [(m, t) for m, t in step(backend.log_get_mounts, log)]
-    names = step(backend.log_get_name_records, log)
+    mounts = step(_mounts, backend, log)
+    names = step(_name_records, backend, log)
     modinfo = step(backend.log_get_modules, log)
     modules = tuple(modinfo.keys())
     recs: dict[str, list[dict]] = {}
     dropped: list[Dropped] = []
+    layouts, n_lustre = None, 0
     for mod in READ_MODULES:
-        if mod in modinfo:
+        if mod == "LUSTRE" and mod in modinfo:       # the layouts are all the analysis takes of its records
+            layouts, n_lustre = step(_lustre_layouts, backend, log, MAX_RECORDS - sum(map(len, recs.values())))
+        elif mod in modinfo:
             recs[mod] = step(_records, backend, log, mod, dropped,
-                              MAX_RECORDS - sum(map(len, recs.values())))
+                              MAX_RECORDS - n_lustre - sum(map(len, recs.values())))
     heat, timed = _timelines(step, backend, log, modinfo, names, float(job.get("run_time") or 0.0))
-    done = set(recs) | timed
+    done = set(recs) | timed | ({"LUSTRE"} if layouts is not None else set())
     # the regions lie in the file in module order, so a log cut short loses the end of its last region: read
     # that one too where the analysis does not (DXT traces, ...), or a cut log would pass as whole
     last = max(modinfo, key=lambda m: modinfo[m]["idx"], default=None)
@@ -488,7 +532,7 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
         step(_drain, backend, log, modinfo[last]["idx"])
     partial_mods = tuple(k for k, m in modinfo.items() if m.get("partial_flag"))
     backend.log_close(log)
-    s = _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods, dropped)
+    s = _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods, dropped, layouts)
     if job_notes:
         s = dataclasses.replace(s, notes=(*job_notes, *s.notes))
     return dataclasses.replace(s, heatmaps=heat) if heat else s
@@ -649,6 +693,7 @@ def _files(recs: dict[str, list[dict]], names: dict, mounts: list[tuple[str, str
         by_file.setdefault(rec["id"], []).append(rec)
     files: list[FileSummary] = []
     mount_cache: dict[str, tuple[str | None, str | None]] = {}
+    counted: dict[int, tuple] = {}      # what `_posix_one` makes of each counters dict (records share them)
     # a file MPI-IO moved data to is a file even where its POSIX records are missing (a partial log drops them)
     for fid in mpiio:
         by_file.setdefault(fid, [])
@@ -659,7 +704,7 @@ def _files(recs: dict[str, list[dict]], names: dict, mounts: list[tuple[str, str
         where = mount_cache.get(d := fname[:fname.rfind("/") + 1])
         if where is None:
             where = mount_cache[d] = _mount_of(os.path.dirname(fname) + "/x", mounts)
-        files.append(_file(fid, fname, group, nprocs, *where, mpiio.get(fid), layouts.get(fid)))
+        files.append(_file(fid, fname, group, nprocs, *where, mpiio.get(fid), layouts.get(fid), counted))
     files.sort(key=lambda f: -f.bytes)
     return files
 
@@ -669,12 +714,28 @@ _POSIX_COUNTS = operator.itemgetter(*(f"POSIX_SIZE_{d}_{b}" for d in ("READ", "W
                                     *(f"POSIX_{k}" for k in _SEQ))
 
 
+def _by_counters(records: list[dict], skip: set[int] | frozenset = frozenset()) -> list[list]:
+    """[counters dict, records holding it] of the records (those of a file id in `skip` left out), in the order
+    each dict is first met: records with equal counters share one dict (`_records`), whose integer counters
+    are then picked once and multiplied, not picked and added once per record."""
+    shared: dict[int, list] = {}
+    for rec in records:
+        if rec["id"] not in skip:
+            c = rec["counters"]
+            if (seen := shared.get(id(c))) is None:
+                shared[id(c)] = [c, 1]
+            else:
+                seen[1] += 1
+    return list(shared.values())
+
+
 def _posix_counts(recs: dict[str, list[dict]], special_ids: set[int]
                   ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
     """The POSIX access-size histograms (read, write) and sequential-access counts, special files left out
     (summed column by column: the counters are integers, whose sums do not depend on the order)."""
-    rows = [_POSIX_COUNTS(rec["counters"]) for rec in recs.get("POSIX", []) if rec["id"] not in special_ids]
-    sums = [sum(col) for col in zip(*rows)] if rows else [0] * (2 * len(SIZE_BINS) + len(_SEQ))
+    sums = [0] * (2 * len(SIZE_BINS) + len(_SEQ))
+    for c, held in _by_counters(recs.get("POSIX", []), special_ids):
+        sums = [a + b * held for a, b in zip(sums, _POSIX_COUNTS(c))]
     n = len(SIZE_BINS)
     return (dict(zip(SIZE_BINS, sums[:n])), dict(zip(SIZE_BINS, sums[n:2 * n])),
             dict(zip(_SEQ, sums[2 * n:])))
@@ -708,15 +769,15 @@ def _mpiio_ops(recs: dict[str, list[dict]]) -> dict[str, int]:
 
 def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names: dict, modules: tuple[str, ...],
             recs: dict[str, list[dict]], partial: bool, partial_modules: tuple[str, ...] = (),
-            dropped: list[Dropped] | tuple = ()) -> LogSummary:
+            dropped: list[Dropped] | tuple = (), layouts: dict[int, LustreLayout] | None = None) -> LogSummary:
     """The LogSummary of one log's records (plain dicts, as `_records` returns them; `dropped`: the counter values
-    `_records` left out)."""
+    `_records` left out; `layouts`: the Lustre layouts when read already, else made of the LUSTRE records)."""
     nprocs = max(1, int(job["nprocs"]))
     exe = exe.strip()
     notes = _log_notes(exe, nprocs, modules, partial, partial_modules)
     if dropped:
         notes.append(dropped_note(list(dropped), names))
-    layouts = _layouts(recs.get("LUSTRE", []))
+    layouts = _layouts(recs.get("LUSTRE", [])) if layouts is None else layouts
     files = _files(recs, names, mounts, nprocs, layouts)
     special_ids = {f.id for f in files if f.special}
     read_sizes, write_sizes, seq = _posix_counts(recs, special_ids)
@@ -770,34 +831,79 @@ def _layouts(records: list[dict]) -> dict[int, LustreLayout]:
     """Lustre layouts by record id (the same for every rank's record of one file)."""
     layouts: dict[int, LustreLayout] = {}
     for rec in records:
-        comps = rec.get("components") or []
-        if len(comps) == 1:          # a plain file's layout (most of them): what the loop below makes of it
-            comp = comps[0]
-            c = comp["counters"]
-            layouts[rec["id"]] = _new_layout(
-                int(c.get("LUSTRE_COMP_STRIPE_SIZE", 0)), int(c.get("LUSTRE_COMP_STRIPE_COUNT", 0)),
-                tuple(dict.fromkeys(o for o in map(int, comp.get("ost_ids", [])) if o >= 0)), 1,
-                comp.get("pool_name") or "")
-            continue
-        osts: list[int] = []
-        pool = ""
-        # v1 records arrive as one component; v2 (PFL) as several, of which only instantiated ones have
-        # objects. The layout that carries the file's data is the last instantiated component.
-        chosen = None
-        for comp in comps:
-            c = comp["counters"]
-            ids = [o for o in map(int, comp.get("ost_ids", [])) if o >= 0]
-            osts.extend(ids)
-            flags = int(c.get("LUSTRE_COMP_FLAGS", -1))
-            instantiated = bool(ids) or (flags > 0 and flags & LCME_FL_INIT)
-            if instantiated or chosen is None:
-                chosen = c
-                pool = comp.get("pool_name") or pool
-        if chosen is not None:
-            layouts[rec["id"]] = _new_layout(int(chosen.get("LUSTRE_COMP_STRIPE_SIZE", 0)),
-                                             int(chosen.get("LUSTRE_COMP_STRIPE_COUNT", 0)),
-                                             tuple(dict.fromkeys(osts)), len(comps), pool)
+        lay = _layout_of(rec.get("components") or [])
+        if lay is not None:
+            layouts[rec["id"]] = lay
     return layouts
+
+
+def _layout_of(comps: list[dict]) -> LustreLayout | None:
+    """The layout of one Lustre record's components (None: a record without components)."""
+    if len(comps) == 1:          # a plain file's layout (most of them): what the loop below makes of it
+        comp = comps[0]
+        c = comp["counters"]
+        return _new_layout(int(c.get("LUSTRE_COMP_STRIPE_SIZE", 0)), int(c.get("LUSTRE_COMP_STRIPE_COUNT", 0)),
+                           tuple(dict.fromkeys(o for o in map(int, comp.get("ost_ids", [])) if o >= 0)), 1,
+                           comp.get("pool_name") or "")
+    osts: list[int] = []
+    pool = ""
+    # v1 records arrive as one component; v2 (PFL) as several, of which only instantiated ones have
+    # objects. The layout that carries the file's data is the last instantiated component.
+    chosen = None
+    for comp in comps:
+        c = comp["counters"]
+        ids = [o for o in map(int, comp.get("ost_ids", [])) if o >= 0]
+        osts.extend(ids)
+        flags = int(c.get("LUSTRE_COMP_FLAGS", -1))
+        instantiated = bool(ids) or (flags > 0 and flags & LCME_FL_INIT)
+        if instantiated or chosen is None:
+            chosen = c
+            pool = comp.get("pool_name") or pool
+    if chosen is None:
+        return None
+    return _new_layout(int(chosen.get("LUSTRE_COMP_STRIPE_SIZE", 0)), int(chosen.get("LUSTRE_COMP_STRIPE_COUNT", 0)),
+                       tuple(dict.fromkeys(osts)), len(comps), pool)
+
+
+def _lustre_layouts(backend: Any, log: Any, limit: int = MAX_RECORDS) -> tuple[dict[int, LustreLayout], int]:
+    """`_layouts(_records(backend, log, "LUSTRE"))` and the number of records read, made straight from each
+    record's memory: a record of one component (a plain file: most of them) becomes its layout without the
+    component's counters being made into a dict first (files whose component and OST list are the same share
+    one layout); a record of several goes through `_components`. More than `limit` records: _TooLarge."""
+    ffi, lib = backend.ffi, backend.libdutil
+    idx = backend.log_get_modules(log)["LUSTRE"]["idx"]
+    _, cnames, _, size, head, *_ = _reader(backend, "LUSTRE")
+    csize, comp, char_p, int64_p = _component_layout(ffi)
+    ssize_at, count_at = cnames.index("LUSTRE_COMP_STRIPE_SIZE"), cnames.index("LUSTRE_COMP_STRIPE_COUNT")
+    layouts: dict[int, LustreLayout] = {}
+    alike: dict[tuple, LustreLayout] = {}
+    made = alike.get
+    n = 0
+    buf = ffi.new("void **")
+    handle, get_record, free, buffer, unpack = (log["handle"], lib.darshan_log_get_record, lib.darshan_free,
+                                                ffi.buffer, head.unpack_from)
+    while get_record(handle, idx, buf) >= 1:
+        if n >= limit:
+            raise _TooLarge(f"the log holds more than {MAX_RECORDS:,} records (of LUSTRE and the modules before "
+                            f"it): more than one log may take to read (about 4 KB of memory each); refused")
+        n += 1
+        rid, rank, n_comps, comps_at, osts_at = unpack(buffer(buf[0], size))
+        if n_comps == 1:
+            values = comp.unpack_from(buffer(ffi.cast(char_p, comps_at), csize))
+            ids = tuple(ffi.unpack(ffi.cast(int64_p, osts_at), int(values[count_at])))
+            lay = made(key := (values, ids))
+            if lay is None:          # files striped alike share their (frozen) layout
+                lay = alike[key] = _new_layout(values[ssize_at], values[count_at],
+                                               tuple(dict.fromkeys(o for o in ids if o >= 0)), 1,
+                                               _pool_name(values[-1]))
+            layouts[rid] = lay
+        else:
+            lay = _layout_of(_components(ffi, n_comps, comps_at, osts_at, cnames))
+            if lay is not None:
+                layouts[rid] = lay
+        free(buf[0])
+        buf[0] = ffi.NULL
+    return layouts, n
 
 
 def _largest(hist: list[int], n: int, total: int) -> int:
@@ -972,13 +1078,13 @@ _FILE_TIMES = operator.itemgetter("POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME", "PO
 
 
 def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None, fstype: str | None,
-          mpiio: tuple | None, lustre: LustreLayout | None) -> FileSummary:
+          mpiio: tuple | None, lustre: LustreLayout | None, counted: dict[int, tuple]) -> FileSummary:
     posix_ranks = {r["rank"] for r in group}
     ranks = posix_ranks | mpiio[3] if mpiio else posix_ranks
     reduced = -1 in ranks
     shared = nprocs > 1 and (reduced or len(ranks) > 1)
     (br, bw, reads, writes, not_aligned, alignment, read_time, write_time, meta_time, read_req, write_req, own,
-     slowest) = (_posix_one if len(group) == 1 else _posix_sums)(group)
+     slowest) = _posix_one(group, counted) if len(group) == 1 else _posix_sums(group)
     # FileSummary's fields in order
     return _new_file(
         fid, fname, shared, nprocs if reduced else len(ranks), fstype, mnt, special_kind(fname, fstype), br, bw,
@@ -1009,14 +1115,18 @@ def _posix_sums(group: list[dict]) -> tuple:
             sum(meta_time), read_req, write_req, own, _slowest_write_time(group))
 
 
-def _posix_one(group: list[dict]) -> tuple:
+def _posix_one(group: list[dict], counted: dict[int, tuple]) -> tuple:
     """`_posix_sums` of a file with one record (a file one rank opened, or one record shared by all ranks), with
-    the same arithmetic: each sum starts from 0 (so a timer of -0.0 becomes 0.0, as a sum makes it)."""
+    the same arithmetic: each sum starts from 0 (so a timer of -0.0 becomes 0.0, as a sum makes it). What the
+    record's counters give is taken from `counted` (by the id of the counters dict, which records with equal
+    counters share, and which the records keep alive meanwhile) where made before, else made and put there."""
     r = group[0]
     c, fc, rank = r["counters"], r["fcounters"], r["rank"]
-    br, bw, reads, writes, not_aligned, alignment = map(int, _FILE_COUNTS(c))
+    got = counted.get(id(c))
+    if got is None:
+        got = counted[id(c)] = (*map(int, _FILE_COUNTS(c)), *_request_counts(c))
+    br, bw, reads, writes, not_aligned, alignment, rc, wc = got
     rt, wt, mt = _FILE_TIMES(fc)
-    rc, wc = _request_counts(c)
     own = {rank: 0.0 + rt + wt + mt} if rank >= 0 and reads + writes > 0 else {}
     w = min(wt, fc["POSIX_F_SLOWEST_RANK_TIME"]) if rank == -1 else wt
     return (br, bw, reads, writes, not_aligned, alignment, 0 + rt, 0 + wt, 0 + mt,
@@ -1109,7 +1219,9 @@ def _api_totals(modules: tuple[str, ...], recs: dict[str, list[dict]]) -> dict[s
         kinds = [k for k in kinds if rs and k[0] in rs[0]["counters"]]
         counts = operator.itemgetter(f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN", *(k for kw in kinds for k in kw))
         times = operator.itemgetter(f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME")
-        cols = [sum(map(int, col)) for col in zip(*(counts(r["counters"]) for r in rs))] or [0, 0]
+        cols = [0] * (2 + 2 * len(kinds)) if rs else [0, 0]
+        for c, held in _by_counters(rs):
+            cols = [a + int(b) * held for a, b in zip(cols, counts(c))]
         rt, wt, mt = (sum(col, 0.0) for col in zip(*(times(r["fcounters"]) for r in rs))) if rs else (0.0,) * 3
         apis[name] = ApiTotals(bytes_read=cols[0], bytes_written=cols[1], reads=sum(cols[2::2]),
                                writes=sum(cols[3::2]), files=len({r["id"] for r in rs}), read_time=rt,

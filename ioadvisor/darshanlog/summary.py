@@ -31,17 +31,16 @@ def positional(cls: type) -> Any:
     order, and fills the instance as the dataclass's own __init__ does (the same attributes in the same order:
     equal, equally hashed and pickled alike). The generated __init__ of a frozen dataclass sets each field with a
     call of object.__setattr__, which, for a summary of thousands of files, costs more than reading them; the
-    reader builds its many FileSummary, Requests and LustreLayout objects with this instead."""
+    reader builds its many FileSummary, Requests and LustreLayout objects with this instead. Like dataclasses'
+    own __init__, it is a function written for the class's fields (one parameter per field, each stored in the
+    new instance's dict in turn), so a call with a field too few or too many is refused by Python itself."""
     names = tuple(f.name for f in fields(cls))
-    new = object.__new__
-
-    def make(*values: Any) -> Any:
-        if len(values) != len(names):
-            raise TypeError(f"{cls.__name__} takes {len(names)} values ({', '.join(names)}), not {len(values)}")
-        obj = new(cls)
-        obj.__dict__.update(zip(names, values))
-        return obj
-    return make
+    body = "".join(f"    d_[{n!r}] = {n}\n" for n in names)
+    src = (f"def {cls.__name__}({', '.join(names)}):\n    obj_ = new_(cls_)\n    d_ = obj_.__dict__\n{body}"
+           f"    return obj_\n")
+    scope: dict[str, Any] = {"new_": object.__new__, "cls_": cls}
+    exec(src, scope)            # the source is made of the class's field names only
+    return scope[cls.__name__]
 
 
 @dataclass(frozen=True, kw_only=True)
