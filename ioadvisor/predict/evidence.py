@@ -31,7 +31,7 @@ import bisect
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, NamedTuple
 
 from ..lustre import striped, stripes_of
 from ..model.run import Run, bytes_moved
@@ -103,8 +103,10 @@ def standing_in(near: Iterable[Near], stripes: float) -> float | None:
     return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
 
 
-@dataclass(frozen=True)
-class _Obs:
+class _Obs(NamedTuple):
+    """One run as the evidence reads it (a tuple: a stored index of thousands is read back at every cold
+    advice, and a tuple is made several times faster than a frozen dataclass)."""
+
     nodes: float
     rpn: float
     volume: float | None        # bytes per rank
