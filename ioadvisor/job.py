@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
@@ -274,6 +273,7 @@ def sbatch_sizes(args: Sequence[str]) -> dict[str, int]:
 
 def _toml_layer(toml: str, toml_path: str) -> tuple[dict[str, Any], dict[str, str]]:
     """The workload file's values and, per key, where it was set (file:line)."""
+    import tomllib
     try:
         data = loads_toml(toml)
     except tomllib.TOMLDecodeError as e:

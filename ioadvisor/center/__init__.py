@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -274,6 +273,7 @@ def load_center_file(path: str | Path) -> Center:
 
 
 def _load_center_file(p: Path) -> Center:
+    import tomllib
     from ..inputs import TOML, read_input
     if not p.exists() and not p.is_symlink():
         raise UsageError(f"{p}: no such center file")

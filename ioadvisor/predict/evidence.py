@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import statistics
 from dataclasses import dataclass
 from typing import Iterable, Mapping, NamedTuple
 
@@ -215,6 +214,7 @@ class Evidence:
         stripe count measured there. () where no run is near."""
         out = []
         for n, at in self._sides((filesystem, op, klass, layout, unit), nodes, rpn, volume):
+            import statistics       # here, not at import: an advice with no runs near the job needs none
             by: dict[float, list[float]] = {}
             for o in at:
                 by.setdefault(o.stripes, []).append(o.value)
@@ -246,6 +246,7 @@ class Evidence:
         noise = spread = run_noise = None
         if len(here) >= EXACT_RUNS:
             # measured at the job's own node and stripe count often enough: within one run's noise of their median
+            import statistics
             med = statistics.median(here)
             low, high = max(low, med / EXACT_MARGIN), min(high, med * EXACT_MARGIN)
             noise = self._repeat_noise(key, rpn, nodes, here)
@@ -329,6 +330,7 @@ class Evidence:
         if here is None:
             # no runs of the job's own: how far one run of the family near it fell from the median of its others
             return raw
+        import statistics
         logs = [math.log(x) for x in here]
         return q * _scale(statistics.variance(logs), len(logs) - 1, pooled) if q else 0.0
 
