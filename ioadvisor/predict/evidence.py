@@ -138,6 +138,8 @@ class Evidence:
         self._noise: dict[tuple, tuple[float, float, float] | None] = {}  # (key, family, nodes): `_near_noise`
         self._spreads: dict[tuple, float | None] = {}             # (key, family, nodes, whole, floor): `_spread`
         self._peaks: dict[tuple, float | None] = {}               # (file system, op, unit, nodes): `measured_peak`
+        self._near_runs: dict[tuple, list] = {}                  # (key, nodes, rpn, volume): `_sides`
+        self._families: dict[tuple, float | None] = {}           # (key, rpn): `_family`
         osts, dflt = osts or {}, dflt or {}
         for r in runs:
             if not r.value or r.value <= 0 or not math.isfinite(r.value):
@@ -186,11 +188,12 @@ class Evidence:
 
     def _family(self, key: tuple, rpn: float) -> float | None:
         """The ranks per node of the job's family: the measured one nearest `rpn`, None beyond `FAMILY_SPAN`."""
-        pool = self._by.get(key)
-        if not pool:
-            return None
-        fam = min({o.rpn for o in pool}, key=lambda x: abs(math.log(x / rpn)))
-        return fam if abs(math.log(fam / rpn)) <= math.log(FAMILY_SPAN) + 1e-9 else None
+        if (key, rpn) not in self._families:
+            pool = self._by.get(key)
+            fam = min({o.rpn for o in pool}, key=lambda x: abs(math.log(x / rpn))) if pool else None
+            near = fam is not None and abs(math.log(fam / rpn)) <= math.log(FAMILY_SPAN) + 1e-9
+            self._families[(key, rpn)] = fam if near else None
+        return self._families[(key, rpn)]
 
     def _pool(self, key: tuple, rpn: float) -> tuple[float | None, list[_Obs]]:
         """(the job's family's ranks per node, its runs) of a group; (None, []) where no family is near."""
@@ -206,7 +209,11 @@ class Evidence:
         at the volume per rank nearest the job's; [] where none is near."""
         if not nodes or not math.isfinite(nodes):
             return []
-        return _near(self._pool(key, rpn)[1], nodes, volume)
+        # the candidates of one advice share the job's sizes: each group's runs near them are found once
+        memo = (key, nodes, rpn, volume)
+        if memo not in self._near_runs:
+            self._near_runs[memo] = _near(self._pool(key, rpn)[1], nodes, volume)
+        return self._near_runs[memo]
 
     def near(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *,
              nodes: float, rpn: float, volume: float | None) -> tuple[Near, ...]:
