@@ -127,7 +127,8 @@ def test_advise_json_process_with_stored_fits_does_not_import_numpy_scipy_matplo
 def test_advise_from_a_published_snapshot_with_an_empty_home_imports_only_what_it_uses(small_kb, tmp_path):
     """A center's users advise from its snapshot, each in a cold process: the snapshot holds the fits, so nothing
     is fitted (numpy, scipy), no reference KB is built nor a digest computed (hashlib: OpenSSL), and no center
-    file is parsed for a system that none names (tomllib, the center files' mount rules in slurm.rewrite)."""
+    file is parsed for a system that none names (tomllib, the center files' mount rules in slurm.rewrite), and
+    the home is left as it was."""
     import os
     snap = tmp_path / "center.sqlite"
     staff = {**os.environ, "IOADVISE_KB": small_kb, "IOADVISE_CENTER_KB": ""}
@@ -147,7 +148,8 @@ def test_advise_from_a_published_snapshot_with_an_empty_home_imports_only_what_i
     modules = set(json.loads(tail))
     assert "ioadvisor.advise" in modules and "ioadvisor.kb.integrity" in modules
     assert not {m.split(".")[0] for m in modules} & (HEAVY | {"rich", "hashlib", "_hashlib", "tomllib"})
-    assert "ioadvisor.slurm.rewrite" not in modules and not os.listdir(home)
+    # nor the grammar of a job script's #IOADVISE lines: this advice reads no script
+    assert not {"ioadvisor.slurm.rewrite", "ioadvisor.ioadvise_lines"} & modules and not os.listdir(home)
 
 
 def test_the_module_probe_sees_what_a_command_imports(small_kb):
