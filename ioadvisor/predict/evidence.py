@@ -28,6 +28,7 @@ Everything here is pure.
 from __future__ import annotations
 
 import bisect
+import json
 import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping, NamedTuple
@@ -129,7 +130,7 @@ class Evidence:
     `measured_peak`. `osts` and `dflt` give each file system's OST count and default stripe count."""
 
     def __init__(self, runs: Iterable[Run], osts: Mapping | None = None, dflt: Mapping | None = None):
-        self._by: dict[tuple, list[_Obs]] = {}
+        self._by: dict[tuple, list[_Obs] | str] = {}            # a group's runs (as stored: JSON text, `_group`)
         self._peak: dict[tuple, list[tuple[float, float]]] = {}
         self._repeats: dict[tuple, list[tuple[float, float, float, int]]] = {}  # (key, family): `_repeat_residuals`
         self._pools: dict[tuple, list[_Obs]] = {}                  # (key, family): its runs
@@ -161,20 +162,31 @@ class Evidence:
                 self._by.setdefault(key, []).append(obs)
 
     def to_json(self) -> dict:
-        return {"by": [[list(k), [[o.nodes, o.rpn, o.volume, o.stripes, o.value] for o in v]]
+        """The index as stored, each group's runs as JSON text of their own: read back (`from_json`), a group is
+        decoded when first asked for, and an advice asks for the groups of its op only."""
+        return {"by": [[list(k), v if isinstance(v, str) else
+                        json.dumps([[o.nodes, o.rpn, o.volume, o.stripes, o.value] for o in v])]
                        for k, v in self._by.items()],
                 "peak": [[list(k), [list(x) for x in v]] for k, v in self._peak.items()]}
 
     @classmethod
     def from_json(cls, d: Mapping) -> "Evidence":
+        """The index `to_json` stored (or one stored before, each group's runs as a list)."""
         ev = cls(())
-        ev._by = {tuple(k): [_Obs(*o) for o in v] for k, v in d["by"]}
+        ev._by = {tuple(k): v if isinstance(v, str) else [_Obs(*o) for o in v] for k, v in d["by"]}
         ev._peak = {tuple(k): [tuple(x) for x in v] for k, v in d["peak"]}
         return ev
 
+    def _group(self, key: tuple) -> list[_Obs]:
+        """A group's runs ([] for a group with none), decoded from their stored text when first asked for."""
+        v = self._by.get(key)
+        if isinstance(v, str):
+            v = self._by[key] = [_Obs(*o) for o in json.loads(v)]
+        return v or []
+
     def modes(self, filesystem: str | None, op: str, unit: str) -> set[tuple[str, str | None]]:
         """The (API class, layout) pairs runs measured on a file system for an op."""
-        return {(k[2], k[3]) for k, v in self._by.items() if (k[0], k[1], k[4]) == (filesystem, op, unit) and v}
+        return {(k[2], k[3]) for k in self._by if (k[0], k[1], k[4]) == (filesystem, op, unit) and self._group(k)}
 
     def measured(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str,
                  rpn: float | None = None) -> bool:
@@ -184,12 +196,12 @@ class Evidence:
         key = (filesystem, op, klass, layout, unit)
         if rpn is not None:
             return self._family(key, rpn) is not None
-        return bool(self._by.get(key))
+        return bool(self._group(key))
 
     def _family(self, key: tuple, rpn: float) -> float | None:
         """The ranks per node of the job's family: the measured one nearest `rpn`, None beyond `FAMILY_SPAN`."""
         if (key, rpn) not in self._families:
-            pool = self._by.get(key)
+            pool = self._group(key)
             fam = min({o.rpn for o in pool}, key=lambda x: abs(math.log(x / rpn))) if pool else None
             near = fam is not None and abs(math.log(fam / rpn)) <= math.log(FAMILY_SPAN) + 1e-9
             self._families[(key, rpn)] = fam if near else None
@@ -201,7 +213,7 @@ class Evidence:
         if fam is None:
             return None, []
         if (key, fam) not in self._pools:
-            self._pools[(key, fam)] = [o for o in self._by[key] if o.rpn == fam]
+            self._pools[(key, fam)] = [o for o in self._group(key) if o.rpn == fam]
         return fam, self._pools[(key, fam)]
 
     def _sides(self, key: tuple, nodes: float, rpn: float, volume: float | None) -> list[tuple[float, list[_Obs]]]:
