@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
 from .errors import ImportFormatError, UsageError
-from .ioadvise_lines import ioadvise_lines, read_line
 from .lustre import stripe_count_problem, stripe_size_problem
 from .tomlschema import Field, Table, first_problem, key_line
 from .util import loads_toml
@@ -223,6 +221,7 @@ WORKLOAD = Table(tuple(Field(k.name) for k in KEYS), dashes=True)
 
 def _script_layers(script: str, path: str, strict: bool) -> tuple[dict, dict, dict, list[str]]:
     """(#SBATCH job sizes, #IOADVISE values, their sources, warnings) of a script."""
+    from .ioadvise_lines import ioadvise_lines, read_line     # here, not at import: advise without a script reads none
     from .slurm.jobscript import parse_jobscript
     js = parse_jobscript(script)
     warnings = list(js.warnings)
@@ -274,6 +273,7 @@ def sbatch_sizes(args: Sequence[str]) -> dict[str, int]:
 
 def _toml_layer(toml: str, toml_path: str) -> tuple[dict[str, Any], dict[str, str]]:
     """The workload file's values and, per key, where it was set (file:line)."""
+    import tomllib
     try:
         data = loads_toml(toml)
     except tomllib.TOMLDecodeError as e:

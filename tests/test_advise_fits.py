@@ -84,3 +84,34 @@ def test_a_changed_center_refits(kb_path):
     with KB.open(kb_path) as kb:
         c = fits.system_fits(kb, "Site", eight)
     assert a != b and c == a
+
+
+def test_a_stored_evidence_index_is_decoded_group_by_group_and_one_stored_before_still_serves(kb_path):
+    """A cold advice reads the stored evidence index of the system: each group's runs are decoded when first
+    asked for (an advice asks for its op's), and an index stored in the form before (each group's runs a list,
+    under the key without the form) serves as it did instead of being rebuilt from the runs."""
+    import json
+
+    from ioadvisor.kb import fits as kb_fits
+    from ioadvisor.predict.evidence import Evidence
+    with KB.open(kb_path) as kb:
+        kb.add_runs([_run(100.0 + i) for i in range(3)], source="a", source_hash="a", fmt="csv", importer="test/1")
+        built = fits.system_evidence(kb, "HA8000")
+        stored = kb_fits.load_derived(kb, "evidence", "HA8000")
+    assert stored is not None and json.loads(stored[0])[-1] == fits.EVIDENCE_FORM
+    groups = [tuple(k) for k, _ in json.loads(stored[1])["by"]]
+    assert len(groups) >= 2 and {k[1] for k in groups} >= {"read", "write"}
+    read = Evidence.from_json(json.loads(stored[1]))
+    write = next(k for k in groups if k[1] == "write")
+    assert read.measured(*write) and read.modes(write[0], "write", write[4]) == built.modes(write[0], "write", write[4])
+    # what must NOT happen: the other op's groups decoded for a question about writes
+    assert all(isinstance(read._by[k], str) for k in groups if k[1] != "write")
+    assert {k: read._group(k) for k in groups} == {k: built._group(k) for k in groups}
+    # the form before: the same index, each group's runs a list, keyed by the signature alone
+    old = {**json.loads(stored[1]), "by": [[list(k), [list(o) for o in built._group(k)]] for k in groups]}
+    sig = json.loads(stored[0])[:-1]
+    fits._EVIDENCE.clear()                                # another process, of the version before
+    with KB.open(kb_path) as kb:
+        kb_fits.store_derived(kb, "evidence", "HA8000", json.dumps(sig), json.dumps(old))
+        again = fits._load_evidence(kb, "HA8000", tuple(sig))     # None: not served, rebuilt from the runs
+    assert again is not None and {k: again._group(k) for k in groups} == {k: built._group(k) for k in groups}

@@ -85,3 +85,23 @@ def test_a_site_file_comes_before_a_shipped_file_of_the_same_name(tmp_path, monk
     assert find_center("ha8000").title.startswith("Our own ")
     monkeypatch.delenv("IOADVISE_CENTERS")
     assert not find_center("ha8000").title.startswith("Our own ")
+
+
+def test_a_name_no_center_file_holds_parses_none_and_an_escaped_name_is_still_found(tmp_path, monkeypatch):
+    # a system known only from its runs is looked up among the center files first: a file whose text cannot
+    # spell the name is not parsed (a parse and a check of each shipped file was most of a cold advice's lookup)
+    import ioadvisor.center as center
+    d = tmp_path / "centers"
+    d.mkdir()
+    fs = '[[filesystems]]\nname = "scratch"\ntype = "lustre"\n'
+    (d / "site.toml").write_text('name = "Sitebox"\n' + fs)
+    (d / "esc.toml").write_text('name = "Esc\\u0042ox"\n' + fs)       # a name spelled with an escape
+    monkeypatch.setenv("IOADVISE_CENTERS", str(d))
+    parsed = []
+    real = center._load_center_file
+    monkeypatch.setattr(center, "_load_center_file", lambda p: parsed.append(p.name) or real(p))
+    monkeypatch.setattr(center, "_LOADED", {})
+    assert center.find_center("synthetic-big") is None and parsed == ["esc.toml"]
+    assert center.find_center("escBOX").name == "EscBox"
+    assert center.find_center("SITEBOX").name == "Sitebox" and parsed == ["esc.toml", "site.toml"]
+    assert center.find_center("tsubame3.0").name == "TSUBAME3.0" and "tsubame3.toml" in parsed

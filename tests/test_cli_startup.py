@@ -124,6 +124,34 @@ def test_advise_json_process_with_stored_fits_does_not_import_numpy_scipy_matplo
     assert not {m.split(".")[0] for m in modules} & (HEAVY | {"rich"})
 
 
+def test_advise_from_a_published_snapshot_with_an_empty_home_imports_only_what_it_uses(small_kb, tmp_path):
+    """A center's users advise from its snapshot, each in a cold process: the snapshot holds the fits, so nothing
+    is fitted (numpy, scipy), no reference KB is built nor a digest computed (hashlib: OpenSSL), and no center
+    file is parsed for a system that none names (tomllib, the center files' mount rules in slurm.rewrite), and
+    the home is left as it was."""
+    import os
+    snap = tmp_path / "center.sqlite"
+    staff = {**os.environ, "IOADVISE_KB": small_kb, "IOADVISE_CENTER_KB": ""}
+    out = subprocess.run([sys.executable, "-m", "ioadvisor", "kb", "publish", str(snap)], env=staff,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    home = tmp_path / "home"
+    home.mkdir()
+    user = {**os.environ, "IOADVISE_CENTER_KB": str(snap), "IOADVISE_KB": "", "HOME": str(home),
+            "XDG_CACHE_HOME": str(home / "cache"), "XDG_DATA_HOME": str(home / "share")}
+    args = ["advise", "--system", "laptop", "--nodes", "1", "--ranks-per-node", "2", "--bytes-per-rank", "1GiB",
+            "--api", "mpiio", "--layout", "any", "--json"]
+    p = subprocess.run([sys.executable, "-c", PROCESS, *args], capture_output=True, text=True, env=user)
+    head, _, tail = p.stderr.rpartition("\nMODULES ")
+    assert p.returncode == 0 and tail, p.stderr
+    assert json.loads(p.stdout)["recommendation"]["predicted"]["value"] > 0
+    modules = set(json.loads(tail))
+    assert "ioadvisor.advise" in modules and "ioadvisor.kb.integrity" in modules
+    assert not {m.split(".")[0] for m in modules} & (HEAVY | {"rich", "hashlib", "_hashlib", "tomllib"})
+    # nor the grammar of a job script's #IOADVISE lines: this advice reads no script
+    assert not {"ioadvisor.slurm.rewrite", "ioadvisor.ioadvise_lines"} & modules and not os.listdir(home)
+
+
 def test_the_module_probe_sees_what_a_command_imports(small_kb):
     """The check above can fail: `kb show` draws a rich table, and the probe reports rich for it."""
     run_id = json.loads(_process("kb", "list", "--kb", small_kb, "--system", "laptop", "--json")[0].stdout)[0]["id"]

@@ -253,10 +253,20 @@ def system_evidence(kb: KB, system: str, center: Center | None = None) -> Eviden
     return _memoised(kb, system, center, _EVIDENCE, _load_evidence, Evidence, _store_evidence)
 
 
+#: the form the evidence index is stored in (`Evidence.to_json`: each group's runs as JSON text of their own), part
+#: of its key: a version that reads only the form stored before (each group a list) finds no index under this key
+#: and builds its own, where it would misread this one; this version reads both
+EVIDENCE_FORM = "groups as text"
+
+
+def _evidence_key(sig: tuple) -> str:
+    return json.dumps([*sig, EVIDENCE_FORM], default=str)
+
+
 def _load_evidence(kb: KB, system: str, sig: tuple, db: str = "main") -> Evidence | None:
     """The stored evidence index (a cold advice reads it instead of the system's runs, as it reads the fits)."""
     row = kb_fits.load_derived(kb, "evidence", system, db)
-    if not row or row[0] != json.dumps(sig, default=str):
+    if not row or row[0] not in (_evidence_key(sig), json.dumps(sig, default=str)):
         return None
     return Evidence.from_json(json.loads(row[1]))
 
@@ -265,4 +275,4 @@ def _store_evidence(kb: KB, system: str, sig: tuple, ev: Evidence, db: str = "ma
     if kb.path == ":memory:" and db == "main":
         return
     # nothing stored on a read-only KB: the in-process cache still serves
-    kb_fits.store_derived(kb, "evidence", system, json.dumps(sig, default=str), json.dumps(ev.to_json()), db)
+    kb_fits.store_derived(kb, "evidence", system, _evidence_key(sig), json.dumps(ev.to_json()), db)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -274,6 +273,7 @@ def load_center_file(path: str | Path) -> Center:
 
 
 def _load_center_file(p: Path) -> Center:
+    import tomllib
     from ..inputs import TOML, read_input
     if not p.exists() and not p.is_symlink():
         raise UsageError(f"{p}: no such center file")
@@ -314,9 +314,20 @@ def find_center_file(name: str, directory: Path | None = None) -> Path | None:
         if p.stem.lower() == key:
             return p
     for p in paths:
-        if load_center_file(p).name.lower() == key:
+        if _may_be_named(p, key) and load_center_file(p).name.lower() == key:
             return p
     return None
+
+
+def _may_be_named(path: Path, key: str) -> bool:
+    """Whether the center file at `path` may be named `key` (lower case): its text holds `key`, or a backslash
+    (a TOML string can spell a name with escapes). The others are not parsed: looking up a system that no
+    center file names (one known from its runs) costs a read of each file, not a parse and a check of each."""
+    try:
+        text = path.read_bytes().decode("utf-8", "replace").lower()
+    except OSError:
+        return True                 # loaded, to be refused with the reason
+    return key in text or "\\" in text
 
 
 def find_center(name: str, directory: Path | None = None) -> Center | None:

@@ -9,7 +9,6 @@ cost of reading the file (1.4 s for a snapshot of a million runs, 445 MB, on a l
 """
 from __future__ import annotations
 
-import hashlib
 import mmap
 import os
 from pathlib import Path
@@ -51,6 +50,7 @@ def check_snapshot(path: Path) -> None:
 
 def _digest(view: memoryview, at: int) -> str:
     """The sha256 of `view` with the 64 bytes at `at` read as zeros."""
+    import hashlib          # here, not at import: every open of a snapshot checks its size, few its digest
     h = hashlib.sha256()
     for a, b in ((0, at), (at + 64, len(view))):
         for k in range(a, b, 1 << 24):

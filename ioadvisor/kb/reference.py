@@ -4,7 +4,6 @@ publishes its own KB (`ioadvise kb publish`, kb/publish.py) names it in `IOADVIS
 which holds the reference data too, is then the layer under every user's KB instead."""
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 from pathlib import Path
@@ -50,6 +49,7 @@ def _reference_files() -> list[Path]:
 def reference_kb_path(new_kb: Callable[[str], Any]) -> Path:
     """Path of the built reference KB, building it first if the data changed, into the empty KB (without a
     reference layer) that `new_kb(path)` opens."""
+    import hashlib              # here, not at import: a published snapshot's users build no reference KB
     files = _reference_files()
     h = hashlib.sha256()
     for f in files:
@@ -91,6 +91,7 @@ def _private_build(files: list[Path], name: str, new_kb: Callable[[str], Any]) -
 
 def _build(files: list[Path], target: Path, new_kb: Callable[[str], Any]) -> None:
     import csv
+    import hashlib
     import io
     import tempfile
 

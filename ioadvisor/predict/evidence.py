@@ -28,10 +28,10 @@ Everything here is pure.
 from __future__ import annotations
 
 import bisect
+import json
 import math
-import statistics
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, NamedTuple
 
 from ..lustre import striped, stripes_of
 from ..model.run import Run, bytes_moved
@@ -107,8 +107,10 @@ def standing_in(near: Iterable[Near], stripes: float) -> float | None:
     return math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
 
 
-@dataclass(frozen=True)
-class _Obs:
+class _Obs(NamedTuple):
+    """One run as the evidence reads it (a tuple: a stored index of thousands is read back at every cold
+    advice, and a tuple is made several times faster than a frozen dataclass)."""
+
     nodes: float
     rpn: float
     volume: float | None        # bytes per rank
@@ -132,7 +134,7 @@ class Evidence:
     `measured_peak`. `osts` and `dflt` give each file system's OST count and default stripe count."""
 
     def __init__(self, runs: Iterable[Run], osts: Mapping | None = None, dflt: Mapping | None = None):
-        self._by: dict[tuple, list[_Obs]] = {}
+        self._by: dict[tuple, list[_Obs] | str] = {}            # a group's runs (as stored: JSON text, `_group`)
         self._peak: dict[tuple, list[tuple[float, float]]] = {}
         self._repeats: dict[tuple, list[tuple[float, float, float, int]]] = {}  # (key, family): `_repeat_residuals`
         self._pools: dict[tuple, list[_Obs]] = {}                  # (key, family): its runs
@@ -141,6 +143,8 @@ class Evidence:
         self._noise: dict[tuple, tuple[float, float, float] | None] = {}  # (key, family, nodes): `_near_noise`
         self._spreads: dict[tuple, float | None] = {}             # (key, family, nodes, whole, floor): `_spread`
         self._peaks: dict[tuple, float | None] = {}               # (file system, op, unit, nodes): `measured_peak`
+        self._near_runs: dict[tuple, list] = {}                  # (key, nodes, rpn, volume): `_sides`
+        self._families: dict[tuple, float | None] = {}           # (key, rpn): `_family`
         osts, dflt = osts or {}, dflt or {}
         for r in runs:
             if not r.value or r.value <= 0 or not math.isfinite(r.value):
@@ -162,20 +166,31 @@ class Evidence:
                 self._by.setdefault(key, []).append(obs)
 
     def to_json(self) -> dict:
-        return {"by": [[list(k), [[o.nodes, o.rpn, o.volume, o.stripes, o.value] for o in v]]
+        """The index as stored, each group's runs as JSON text of their own: read back (`from_json`), a group is
+        decoded when first asked for, and an advice asks for the groups of its op only."""
+        return {"by": [[list(k), v if isinstance(v, str) else
+                        json.dumps([[o.nodes, o.rpn, o.volume, o.stripes, o.value] for o in v])]
                        for k, v in self._by.items()],
                 "peak": [[list(k), [list(x) for x in v]] for k, v in self._peak.items()]}
 
     @classmethod
     def from_json(cls, d: Mapping) -> "Evidence":
+        """The index `to_json` stored (or one stored before, each group's runs as a list)."""
         ev = cls(())
-        ev._by = {tuple(k): [_Obs(*o) for o in v] for k, v in d["by"]}
+        ev._by = {tuple(k): v if isinstance(v, str) else [_Obs(*o) for o in v] for k, v in d["by"]}
         ev._peak = {tuple(k): [tuple(x) for x in v] for k, v in d["peak"]}
         return ev
 
+    def _group(self, key: tuple) -> list[_Obs]:
+        """A group's runs ([] for a group with none), decoded from their stored text when first asked for."""
+        v = self._by.get(key)
+        if isinstance(v, str):
+            v = self._by[key] = [_Obs(*o) for o in json.loads(v)]
+        return v or []
+
     def modes(self, filesystem: str | None, op: str, unit: str) -> set[tuple[str, str | None]]:
         """The (API class, layout) pairs runs measured on a file system for an op."""
-        return {(k[2], k[3]) for k, v in self._by.items() if (k[0], k[1], k[4]) == (filesystem, op, unit) and v}
+        return {(k[2], k[3]) for k in self._by if (k[0], k[1], k[4]) == (filesystem, op, unit) and self._group(k)}
 
     def measured(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str,
                  rpn: float | None = None) -> bool:
@@ -185,15 +200,16 @@ class Evidence:
         key = (filesystem, op, klass, layout, unit)
         if rpn is not None:
             return self._family(key, rpn) is not None
-        return bool(self._by.get(key))
+        return bool(self._group(key))
 
     def _family(self, key: tuple, rpn: float) -> float | None:
         """The ranks per node of the job's family: the measured one nearest `rpn`, None beyond `FAMILY_SPAN`."""
-        pool = self._by.get(key)
-        if not pool:
-            return None
-        fam = min({o.rpn for o in pool}, key=lambda x: abs(math.log(x / rpn)))
-        return fam if abs(math.log(fam / rpn)) <= math.log(FAMILY_SPAN) + 1e-9 else None
+        if (key, rpn) not in self._families:
+            pool = self._group(key)
+            fam = min({o.rpn for o in pool}, key=lambda x: abs(math.log(x / rpn))) if pool else None
+            near = fam is not None and abs(math.log(fam / rpn)) <= math.log(FAMILY_SPAN) + 1e-9
+            self._families[(key, rpn)] = fam if near else None
+        return self._families[(key, rpn)]
 
     def _pool(self, key: tuple, rpn: float) -> tuple[float | None, list[_Obs]]:
         """(the job's family's ranks per node, its runs) of a group; (None, []) where no family is near."""
@@ -201,7 +217,7 @@ class Evidence:
         if fam is None:
             return None, []
         if (key, fam) not in self._pools:
-            self._pools[(key, fam)] = [o for o in self._by[key] if o.rpn == fam]
+            self._pools[(key, fam)] = [o for o in self._group(key) if o.rpn == fam]
         return fam, self._pools[(key, fam)]
 
     def _sides(self, key: tuple, nodes: float, rpn: float, volume: float | None,
@@ -210,7 +226,11 @@ class Evidence:
         at the volume per rank nearest the job's; [] where none is near. `beyond`: `_near`'s."""
         if not nodes or not math.isfinite(nodes):
             return []
-        return _near(self._pool(key, rpn)[1], nodes, volume, beyond)
+        # the candidates of one advice share the job's sizes: each group's runs near them are found once
+        memo = (key, nodes, rpn, volume, beyond)
+        if memo not in self._near_runs:
+            self._near_runs[memo] = _near(self._pool(key, rpn)[1], nodes, volume, beyond)
+        return self._near_runs[memo]
 
     def near(self, filesystem: str | None, op: str, klass: str, layout: str | None, unit: str, *,
              nodes: float, rpn: float, volume: float | None) -> tuple[Near, ...]:
@@ -220,6 +240,7 @@ class Evidence:
         ranking then rests on more than one node count's runs, as it does between two."""
         out = []
         for n, at in self._sides((filesystem, op, klass, layout, unit), nodes, rpn, volume, RANK_BEYOND):
+            import statistics       # here, not at import: an advice with no runs near the job needs none
             by: dict[float, list[float]] = {}
             for o in at:
                 by.setdefault(o.stripes, []).append(o.value)
@@ -251,6 +272,7 @@ class Evidence:
         noise = spread = run_noise = None
         if len(here) >= EXACT_RUNS:
             # measured at the job's own node and stripe count often enough: within one run's noise of their median
+            import statistics
             med = statistics.median(here)
             low, high = max(low, med / EXACT_MARGIN), min(high, med * EXACT_MARGIN)
             noise = self._repeat_noise(key, rpn, nodes, here)
@@ -334,6 +356,7 @@ class Evidence:
         if here is None:
             # no runs of the job's own: how far one run of the family near it fell from the median of its others
             return raw
+        import statistics
         logs = [math.log(x) for x in here]
         return q * _scale(statistics.variance(logs), len(logs) - 1, pooled) if q else 0.0
 

@@ -357,12 +357,13 @@ class Posterior:
         return dict(self.theta)
 
     @cached_property
-    def _draw_dicts(self) -> list[dict[str, float]]:
+    def _distinct_draws(self) -> tuple[list[dict[str, float]], list[int]]:
+        """The distinct draws (as parameter dicts) and, for each draw, the index of its distinct one: a tight
+        fit's draws repeat (two distinct among 64 is common), and a prediction is computed once per distinct one."""
         names = [k for k, _ in self.theta]
-        return [dict(zip(names, d)) for d in self.draws]
-
-    def draw_params(self) -> list[dict[str, float]]:
-        return self._draw_dicts
+        first: dict[tuple[float, ...], int] = {}
+        index = [first.setdefault(tuple(d), len(first)) for d in self.draws]
+        return [dict(zip(names, d)) for d in first], index
 
     def predict(self, p: PPoint) -> float:
         f = predict_bw if self.kind == "bandwidth" else predict_rate
@@ -374,7 +375,9 @@ class Posterior:
             X, f = point_inputs(p, _caps(self.params())), _bw
         else:
             X, f = point_inputs(p), _rate
-        return [float(f(t, X, PY)) for t in self._draw_dicts]
+        distinct, index = self._distinct_draws
+        values = [float(f(t, X, PY)) for t in distinct]
+        return [values[i] for i in index]
 
     def log_sd(self, p: PPoint) -> float:
         """Predictive sd in log space: parameter uncertainty (draws) and one run's noise."""
