@@ -143,7 +143,7 @@ class Evidence:
         self._noise: dict[tuple, tuple[float, float, float] | None] = {}  # (key, family, nodes): `_near_noise`
         self._spreads: dict[tuple, float | None] = {}             # (key, family, nodes, whole, floor): `_spread`
         self._peaks: dict[tuple, float | None] = {}               # (file system, op, unit, nodes): `measured_peak`
-        self._near_runs: dict[tuple, list] = {}                  # (key, nodes, rpn, volume): `_sides`
+        self._near_runs: dict[tuple, list] = {}                  # (key, nodes, rpn, volume, beyond): `_sides`
         self._families: dict[tuple, float | None] = {}           # (key, rpn): `_family`
         osts, dflt = osts or {}, dflt or {}
         for r in runs:
