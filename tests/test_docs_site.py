@@ -48,7 +48,7 @@ def files_of(root: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def sites(tmp_path_factory):
-    """The reference data built twice, in both languages and formats."""
+    """The reference data built twice, in both languages and formats, plots as SVG and PNG."""
     base = tmp_path_factory.mktemp("docs")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(base / "cache"))
@@ -58,7 +58,7 @@ def sites(tmp_path_factory):
         for i in (1, 2):
             mp.setenv("XDG_CACHE_HOME", str(base / f"cache{i}"))      # no plot is reused: both are drawn
             with KB.open(base / "none.sqlite", create=False) as kb:
-                res = build_site(base / f"site{i}", kb=kb, langs=("en", "ja"), formats=("html", "md"))
+                res = build_site(base / f"site{i}", kb=kb, langs=("en", "ja"), formats=("html", "md"), png=True)
             out.append((base / f"site{i}", res))
         with KB.open(base / "none.sqlite", create=False) as kb:
             counts = {s: kb.count(RunFilter(system=s)) for s in SEED_SYSTEMS}
@@ -202,6 +202,24 @@ def test_large_system_is_grouped_and_capped(tmp_path, monkeypatch):
     row = next(tr for tr in page.split("<tr>") if "196 MiB/s" in tr)
     assert "100-316" in row and '<td class="num">10</td>' in row
     assert (tmp_path / "site" / "en" / "plots" / "big-lus-clients.svg").is_file()
+
+
+def test_plots_are_svg_only_unless_png_is_asked_for(sites, tmp_path, monkeypatch):
+    """A guide built without `png` (the default) draws no PNG and links none, and its other files are the bytes of
+    the build with PNGs (less their links): what must not happen is an SVG or a page that differs otherwise, or a
+    link to a PNG that is not there. A PNG build after an SVG-only one (the plot cache holds no PNG) draws them."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with KB.open(tmp_path / "none.sqlite", create=False) as kb:
+        res = build_site(tmp_path / "svg", kb=kb, langs=("en", "ja"), formats=("html", "md"))
+        build_site(tmp_path / "png", kb=kb, langs=("en", "ja"), formats=("html", "md"), png=True)
+    svg_only, both = files_of(tmp_path / "svg"), files_of(sites["a"])
+    pngs = [n for n in both if n.endswith(".png")]
+    assert pngs and not [n for n in svg_only if n.endswith(".png")]
+    assert sorted(svg_only) == sorted(n for n in both if not n.endswith(".png")) and len(svg_only) == res.files
+    link = re.compile(rb' \(<a href="\.\./plots/[^"]+\.png">PNG</a>\)')
+    assert all(b"PNG</a>" not in data for data in svg_only.values())
+    assert {n: link.sub(b"", both[n]) for n in svg_only} == svg_only
+    assert files_of(tmp_path / "png") == both
 
 
 def test_plot_cache_gives_the_same_bytes(tmp_path):

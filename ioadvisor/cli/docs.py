@@ -30,6 +30,9 @@ def build(
     archive: Annotated[bool, typer.Option(
         "--archive", help="Add the archive report page (jobs ranked by I/O time at stake, from `ioadvise archive "
         "scan`): it names users' ids, job ids and applications, so it is left out unless asked for.")] = False,
+    png: Annotated[bool, typer.Option(
+        "--png", help="Also draw each plot as a PNG (for slides), linked under the plot; plots are SVG otherwise "
+        "(drawing PNGs doubles the plots' time).")] = False,
     json_out: JsonOption = False,
 ) -> None:
     """Write the guide: an overview of the systems and their file systems and tiers, one page per system with
@@ -45,7 +48,7 @@ def build(
             def step(stage: str, done: int, total: int) -> None:
                 prog.update(task, description=stage, completed=done, total=total or None)
             result = build_site(out, kb=k, center=center, langs=langs, formats=formats,
-                                archive=archive, progress=step)
+                                archive=archive, png=png, progress=step)
         if json_out:
             print_json(asdict(result))
             return

@@ -127,12 +127,13 @@ def _centers(spec: str | None) -> list[Center]:
 
 def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tuple[str, ...] = ("en",),
                formats: tuple[str, ...] = ("html",), plot_cache: bool = True, archive: bool = False,
-               progress: Callable[[str, int, int], None] | None = None) -> BuildResult:
+               png: bool = False, progress: Callable[[str, int, int], None] | None = None) -> BuildResult:
     """Write the guide for `center` (a file or a name; None = every system) into `out`/<lang>/.
 
     The archive report page (users' ids, job ids, applications) is written only with `archive`, and only when
     the KB holds archived jobs. With plot_cache, plots identical to ones drawn before are reused from the user's
-    cache directory.
+    cache directory. Plots are SVG; with `png` each is also drawn as a PNG (for slides), linked under the plot:
+    that doubles the drawing, most of a cold build's time.
     `progress(stage, done, total)` is called as systems are read, plots drawn and pages written."""
     report = progress or (lambda stage, done, total: None)
     out = Path(out)
@@ -141,7 +142,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
     centers = _centers(center)
     names = collect.system_names(kb, centers, only=center is not None)
     # each system's plots go to worker processes as soon as it is read, and are drawn while the next is read
-    renderer = plots.Renderer(cache=plot_cache)
+    renderer = plots.Renderer(cache=plot_cache, png=png)
     try:
         systems, n_specs = _read_systems(kb, names, centers, langs, renderer, report)
         # everything that needs no plot's bytes (decision guides, which may fit the models; recipes; the pages)
@@ -153,7 +154,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
         recs = {s.name: recipes.recipes(s.center, guide[s.name]) for s in systems}
         arch = _archive(kb, names if center is not None else None, centers, report) if archive else None
         files = _write_pages(out, langs, formats, systems, recs, guide, arch, report,
-                             centers[0].name if center is not None else None)
+                             centers[0].name if center is not None else None, png)
 
         report("drawing plots", 0, n_specs)
         renderer.progress = lambda done: report("drawing plots", done, n_specs)
@@ -163,8 +164,10 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
     n_plots = 0
     for (lang, name), (svg, png) in sorted(drawn.items()):
         atomic_write(out / lang / "plots" / f"{name}.svg", svg)
-        atomic_write(out / lang / "plots" / f"{name}.png", png)
-        files += 2
+        files += 1
+        if png is not None:
+            atomic_write(out / lang / "plots" / f"{name}.png", png)
+            files += 1
         n_plots += lang == langs[0]
     return BuildResult(str(out), tuple(langs), tuple(formats), tuple(s.name for s in systems), files, n_plots,
                        sum(s.total_runs for s in systems))
@@ -240,9 +243,10 @@ def site_catalogue(lang: str, center: str | None) -> dict[str, str]:
 
 def _write_pages(out: Path, langs: tuple[str, ...], formats: tuple[str, ...], systems: list[Any],
                  recs: dict[str, Any], guide: dict[str, Any], archive: dict[str, Any] | None,
-                 report: Callable[[str, int, int], None], title: str | None = None) -> int:
+                 report: Callable[[str, int, int], None], title: str | None = None, png: bool = False) -> int:
     """Every page, style sheet and MkDocs configuration of the site (not the plots); the number of files. The
-    site's title names `title` (the center), where the guide is one center's."""
+    site's title names `title` (the center), where the guide is one center's; each plot links its PNG with
+    `png`."""
     envs = {fmt: environment(fmt) for fmt in formats}
     files = 0
 
@@ -262,7 +266,7 @@ def _write_pages(out: Path, langs: tuple[str, ...], formats: tuple[str, ...], sy
                    "tv": lambda prefix, v, cat=cat: cat.get(f"{prefix}{v}", v),
                    "t_or": lambda key, default, cat=cat: cat.get(key, default),
                    "explain_hint": lambda key, value, lang=lang: explain_hint(key, value, lang),
-                   "guide": guide, "langs": langs, "archive": archive, "limits": {"rows": collect.ROW_LIMIT,
+                   "guide": guide, "langs": langs, "archive": archive, "png": png, "limits": {"rows": collect.ROW_LIMIT,
                                                               "groups": collect.GROUP_LIMIT,
                                                               "provenance": collect.PROVENANCE_LIMIT}}
             if fmt == "html":

@@ -382,8 +382,8 @@ def _fit(fig: Any, ax: Any, pad: float = 4.0) -> None:
         fig.subplots_adjust(left=left, right=right)
 
 
-def render(spec: PlotSpec) -> tuple[bytes, bytes]:
-    """SVG and PNG bytes of one plot; no dates, creator strings or random ids in either.
+def render(spec: PlotSpec, png: bool = True) -> tuple[bytes, bytes | None]:
+    """SVG and (with `png`) PNG bytes of one plot; no dates, creator strings or random ids in either.
 
     Drawn with few artists (matplotlib's cost grows with them, twice: once per format): each curve is one line
     with its markers and one line of cap markers, all error bars of the plot are one collection, and the
@@ -404,10 +404,13 @@ def render(spec: PlotSpec) -> tuple[bytes, bytes]:
         _axes_text(ax, spec, handles)
         fig.subplots_adjust(left=0.1, right=LEGEND_AT, top=0.91, bottom=0.13)
         _fit(fig, ax)
-        svg, png = io.BytesIO(), io.BytesIO()
+        svg = io.BytesIO()
         fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
-        fig.savefig(png, format="png", metadata={"Software": None})
-    return svg.getvalue(), png.getvalue()
+        if not png:
+            return svg.getvalue(), None
+        raster = io.BytesIO()
+        fig.savefig(raster, format="png", metadata={"Software": None})
+    return svg.getvalue(), raster.getvalue()
 
 
 
@@ -426,10 +429,10 @@ class Renderer:
     else drawn in worker processes when there are several CPUs (the bytes depend on neither), while the caller
     goes on reading the next system. `results()` waits for them all."""
 
-    def __init__(self, cache: bool = True, progress: Callable[[int], None] | None = None):
-        self.cache, self.progress = cache, progress
+    def __init__(self, cache: bool = True, progress: Callable[[int], None] | None = None, png: bool = False):
+        self.cache, self.progress, self.png = cache, progress, png
         _matplotlib_home()
-        self.ready: dict[Any, tuple[bytes, bytes]] = {}
+        self.ready: dict[Any, tuple[bytes, bytes | None]] = {}
         self.todo: list[tuple[Any, PlotSpec, Path | None, Any]] = []
         self.workers = os.cpu_count() or 1
         self.pool: Any = None
@@ -439,8 +442,10 @@ class Renderer:
         key = spec.name if key is None else key
         where = cache_dir("plots") if self.cache else None     # None: no usable cache, every plot drawn
         base = where / _cache_key(spec) if where is not None else None
-        if base is not None and base.with_suffix(".svg").is_file() and base.with_suffix(".png").is_file():
-            self.ready[key] = (base.with_suffix(".svg").read_bytes(), base.with_suffix(".png").read_bytes())
+        if base is not None and base.with_suffix(".svg").is_file() and (not self.png
+                                                                        or base.with_suffix(".png").is_file()):
+            self.ready[key] = (base.with_suffix(".svg").read_bytes(),
+                               base.with_suffix(".png").read_bytes() if self.png else None)
             return
         future = None
         if self.workers > 1:
@@ -451,22 +456,24 @@ class Renderer:
                 import matplotlib.backends.backend_svg  # noqa: F401
                 from ..util import die_with_parent
                 self.pool = ProcessPoolExecutor(max_workers=self.workers, initializer=die_with_parent)
-            future = self.pool.submit(render, spec)
+            future = self.pool.submit(render, spec, self.png)
         self.todo.append((key, spec, base, future))
 
-    def results(self) -> dict[Any, tuple[bytes, bytes]]:
-        """Every plot handed over, by key (drawn here, one after another, without worker processes)."""
+    def results(self) -> dict[Any, tuple[bytes, bytes | None]]:
+        """Every plot handed over, by key (drawn here, one after another, without worker processes): its SVG and
+        its PNG (None unless the renderer was made with `png`)."""
         out = dict(self.ready)
         try:
             for key, spec, base, future in self.todo:
-                svg, png = future.result() if future is not None else render(spec)
+                svg, png = future.result() if future is not None else render(spec, self.png)
                 out[key] = (svg, png)
                 if self.progress is not None:
                     self.progress(len(out))
                 if base is not None:
                     try:
                         atomic_write(base.with_suffix(".svg"), svg)
-                        atomic_write(base.with_suffix(".png"), png)
+                        if png is not None:
+                            atomic_write(base.with_suffix(".png"), png)
                     except OSError:
                         pass                           # a cache that cannot be written only costs time
         finally:
