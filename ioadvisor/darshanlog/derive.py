@@ -142,11 +142,8 @@ def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any)
         return None
     log = open_log(backend, path)
     try:
-        if "BG/Q" in wanted:
-            rec = backend.log_get_record(log, "BG/Q", dtype="dict")
-            n = int(rec["counters"][backend.counter_names("BGQ").index("BGQ_NNODES")]) if rec else 0
-            if n > 0:
-                return n
+        if "BG/Q" in wanted and (n := _bgq_nodes(backend, log)) > 0:
+            return n
         hosts: dict[int, str] = {}
         budget = 2 * nprocs + 64          # records read at most: a trace of a few ranks over many files is not read
         for mod in wanted:
@@ -158,6 +155,22 @@ def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any)
         return len(set(hosts.values())) if nprocs > 0 and len(hosts) == nprocs else None
     finally:
         backend.log_close(log)
+
+
+def _bgq_nodes(backend: Any, log: Any) -> int:
+    """BGQ_NNODES of the log's first BG/Q record (0 if it has none), read from the record's C struct through
+    PyDarshan's cffi definitions, as the backend's `log_get_record` reads it (the same library call, struct and
+    free) but without the numpy array that function makes of the counters: the reading processes run without
+    numpy (`import_backend`)."""
+    ffi, lib = backend.ffi, backend.libdutil
+    buf = ffi.new("void **")
+    if lib.darshan_log_get_record(log["handle"], backend.log_get_modules(log)["BG/Q"]["idx"], buf) < 1:
+        return 0
+    try:
+        rec = ffi.cast(backend._structdefs["BG/Q"], buf)
+        return int(rec[0].counters[backend.counter_names("BGQ").index("BGQ_NNODES")])
+    finally:
+        lib.darshan_free(buf[0])
 
 
 class _NotLoaded(types.ModuleType):
