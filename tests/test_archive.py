@@ -423,3 +423,20 @@ def test_a_worker_reads_every_wheel_log_without_loading_numpy(tmp_path: Path) ->
     assert statuses == ["ok"] * len(LOGS)
     assert numpy_loaded is False
 
+
+def test_a_scan_looks_its_center_up_once_however_many_batches(tmp_path, kb_path, monkeypatch):
+    """A center lookup reads every center file; a scan stores its results in batches, and a lookup per batch cost
+    the scanning process as much as the storing. At one log per batch, the wheel's 15 logs make 15 or more
+    batches: the center of the scan's system must still be looked up once (a system with no center: None, which
+    is not a reason to look again), and every log stored."""
+    import ioadvisor.archive.scan as scan_mod
+    import ioadvisor.center as center_mod
+    calls = []
+    real = center_mod.find_center
+    monkeypatch.setattr(center_mod, "find_center", lambda *a, **k: calls.append(a) or real(*a, **k))
+    monkeypatch.setattr(scan_mod, "BATCH_LOGS", 1)
+    _archive(tmp_path / "arch")
+    with KB.open(kb_path) as kb:
+        out = scan([tmp_path / "arch"], kb, Settings(system="no-such-center"), workers=1)
+    assert out.failed == [] and out.added["jobs"] == len(LOGS) >= 15
+    assert calls == [("no-such-center",)]
