@@ -822,6 +822,9 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
 
 
 _SPECIAL_NAME = re.compile(r"(fifo|pipe|socket|sock)(?=$|[_.:\-\[0-9])", re.IGNORECASE)
+#: every character that the first letter of _SPECIAL_NAME's words (f, p, s) matches, case ignored as `re` ignores it
+#: (U+017F, the long s, matches s): a name starting with none of them is no special file, without the regex
+_SPECIAL_FIRST = "fpsFPS\u017f"
 
 
 def special_kind(path: str, fs_type: str | None = None) -> str:
@@ -829,6 +832,8 @@ def special_kind(path: str, fs_type: str | None = None) -> str:
     if fs_type in ("pipefs", "sockfs"):
         return "pipe" if fs_type == "pipefs" else "socket"
     base = path.rsplit("/", 1)[-1]
+    if base[:1] not in _SPECIAL_FIRST:       # most names: "" falls through (and matches nothing below)
+        return ""
     if base.startswith("pipe:["):
         return "pipe"
     if base.startswith("socket:["):
