@@ -175,8 +175,9 @@ def _bgq_nodes(backend: Any, log: Any) -> int:
 
 class _NotLoaded(types.ModuleType):
     """Placeholder for a module PyDarshan imports at module level but the log reader never uses: pandas (for
-    DataFrame output) and, in the one-log child, numpy (its record arrays; `_records` reads the C structs through
-    PyDarshan's own cffi definitions instead). Importing them is most of PyDarshan's start-up time."""
+    DataFrame output) and, in the one-log child and the archive workers, numpy (its record arrays; `_records`
+    reads the C structs through PyDarshan's own cffi definitions instead). Importing them is most of PyDarshan's
+    start-up time."""
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -188,14 +189,14 @@ def import_backend(*, without_numpy: bool = False) -> Any:
     """PyDarshan's C backend, None if missing. pandas (and with `without_numpy`, numpy) is kept out of the import
     where that works; the placeholders leave `sys.modules` again afterwards, so a later import of either gets the
     real module. `without_numpy` is for processes that read records only through `_records`: the backend's own
-    record functions (`log_get_record`) need numpy. Such a process (the one-log child) also takes the backend's C
-    declarations already parsed (`ffi_cache`)."""
+    record functions (`log_get_record`) need numpy. Such a process (the one-log child, an archive worker) also takes
+    the backend's C declarations already parsed (`ffi_cache`)."""
     names = ("pandas", "numpy") if without_numpy else ("pandas",)
     stubbed = [n for n in names if n not in sys.modules]
     for n in stubbed:
         sys.modules[n] = _NotLoaded(n)
     try:
-        if without_numpy:            # the one-log child: its C declarations parsed once per installation
+        if without_numpy:            # the one-log child, a worker: C declarations parsed once per installation
             from .ffi_cache import import_cffi_backend
             return import_cffi_backend()
         from darshan.backend import cffi_backend
