@@ -401,3 +401,42 @@ def test_the_current_log_format_is_scanned_and_polaris_jobs_are_measured_on_gran
     # each of the two read its training data: a read run each, filed under grand
     ops = sorted(r[0] for r in c2.execute("SELECT op FROM runs WHERE filesystem = 'grand' AND kind = 'production'"))
     assert ops.count("read") == 2
+
+
+def test_a_worker_reads_every_wheel_log_without_loading_numpy(tmp_path: Path) -> None:
+    """An archive worker reads records through cffi (numpy is PyDarshan's record arrays, which the reader never
+    makes): loading it would add about 0.2 s of CPU to every worker's start, for nothing. In a fresh process, a
+    worker's handler over every wheel log must answer ok for each, with numpy never imported (BG/Q node counts
+    included: they are read from the record's struct too)."""
+    import subprocess
+    import sys
+    code = ("import json, sys\n"
+            "from ioadvisor.archive.worker import Settings, setup\n"
+            "handle = setup(Settings(system='t'))\n"
+            "st = [handle((p, '0' * 64))['status'] for p in sys.argv[1:]]\n"
+            "print(json.dumps([st, 'numpy' in sys.modules]))\n")
+    out = subprocess.run([sys.executable, "-c", code, *map(str, LOGS)], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path, env={**__import__("os").environ,
+                                                         "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    statuses, numpy_loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert statuses == ["ok"] * len(LOGS)
+    assert numpy_loaded is False
+
+
+def test_a_scan_looks_its_center_up_once_however_many_batches(tmp_path, kb_path, monkeypatch):
+    """A center lookup reads every center file; a scan stores its results in batches, and a lookup per batch cost
+    the scanning process as much as the storing. At one log per batch, the wheel's 15 logs make 15 or more
+    batches: the center of the scan's system must still be looked up once (a system with no center: None, which
+    is not a reason to look again), and every log stored."""
+    import ioadvisor.archive.scan as scan_mod
+    import ioadvisor.center as center_mod
+    calls = []
+    real = center_mod.find_center
+    monkeypatch.setattr(center_mod, "find_center", lambda *a, **k: calls.append(a) or real(*a, **k))
+    monkeypatch.setattr(scan_mod, "BATCH_LOGS", 1)
+    _archive(tmp_path / "arch")
+    with KB.open(kb_path) as kb:
+        out = scan([tmp_path / "arch"], kb, Settings(system="no-such-center"), workers=1)
+    assert out.failed == [] and out.added["jobs"] == len(LOGS) >= 15
+    assert calls == [("no-such-center",)]

@@ -52,12 +52,13 @@ def test_the_record_cap_counts_every_record_and_no_more(tmp_path, monkeypatch):
 
 
 def test_a_worker_over_its_memory_limit_fails_that_log_alone(tmp_path):
-    """100,000 records take about 430 MB to read; under --worker-memory 300MiB the worker reading them gets
+    """190,000 records (just under the reader's cap of 200,000) take between 400 and 600 MiB of address space to
+    read in a worker (which loads no numpy); under --worker-memory 300MiB the worker reading them gets
     MemoryError, the log is listed as failed with the limit, the worker is replaced, and the small log of the same
     scan is read. (Without the limit the worker took what the log asked for.)"""
     arch = tmp_path / "arch"
     arch.mkdir()
-    (arch / "big.darshan").write_bytes(with_records(SRC, "POSIX", 100_000))
+    (arch / "big.darshan").write_bytes(with_records(SRC, "POSIX", 190_000))
     (arch / "small.darshan").write_bytes(SRC.read_bytes())
     r = subprocess.run([str(IOADVISE), "archive", "scan", str(arch), "--kb", str(tmp_path / "kb.sqlite"), "-j", "1",
                         "--worker-memory", "300MiB", "--timeout", "600", "--json"],

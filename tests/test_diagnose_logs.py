@@ -401,3 +401,18 @@ def test_few_osts_only_with_an_exact_count(tmp_path):
     assert d.summary.fs_ost_count_at_least == 24 and "LUS003" not in found
     (f,) = [x for x in run_rules(d.summary, ctx=Context(center_ost_count=68, center_name="X")) if x.id == "LUS003"]
     assert f.evidence["osts_used"] == 24 and f.evidence["fs_ost_count_exact"] and "24 of 68" in f.message
+
+
+def test_no_special_file_name_escapes_the_quick_test_of_its_first_letter():
+    """special_kind answers "" at once for a name whose first character is none of _SPECIAL_FIRST; that must
+    never hide a fifo, pipe or socket the name pattern matches. Over every Unicode code point: if the pattern
+    matches that character followed by the rest of one of its words (case ignored, as `re` ignores it: the long
+    s U+017F matches s), the character is in _SPECIAL_FIRST; and names whose first letter passes are still told
+    apart by the pattern."""
+    from ioadvisor.darshanlog.derive import _SPECIAL_FIRST, _SPECIAL_NAME, special_kind
+    for cp in range(0x110000):
+        ch = chr(cp)
+        if any(_SPECIAL_NAME.match(ch + rest) for rest in ("ifo", "ipe", "ock", "ocket")):
+            assert ch in _SPECIAL_FIRST, hex(cp)
+    assert [special_kind(f"/run/{n}") for n in ("Socket_1", "FIFO.0", "pipe:[12]", "results.h5", "")] == [
+        "socket", "fifo", "pipe", "", ""]

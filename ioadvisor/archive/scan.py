@@ -205,13 +205,19 @@ def scan(roots: Iterable[str | Path], kb: Any, settings: Settings, *, workers: i
     seen: list[PathSeen] = []
     batch: list[dict[str, Any]] = []
     last = time.monotonic()
+    # the system's center, looked up at the first batch and kept for the others: a lookup reads every center
+    # file, which per batch cost the scanning process about as much as storing the batch
+    found: list[Any] = []
 
     def flush() -> None:
         nonlocal last
         if batch or seen:
+            if not found:
+                from ..center import center_for
+                found.append(center if center is not None else center_for(None, settings.system))
             try:
-                got, later = add_results(kb, batch, seen, system=settings.system, center=center,
-                                         failed=out.failed)
+                got, later = add_results(kb, batch, seen, system=settings.system, center=found[0],
+                                         failed=out.failed, center_known=True)
             except sqlite3.OperationalError as e:
                 raise write_failed(kb, e, out.added["logs"]) from None
             for k, v in got.items():

@@ -106,20 +106,22 @@ def _add_paths(kb: Any, paths: Iterable[PathSeen], added: dict[str, int], *, sys
 
 
 def add_results(kb: Any, results: Iterable[Mapping[str, Any]], paths: Iterable[PathSeen], *,
-                system: str, center: Any = None, failed: list[tuple[str, str]] | None = None
-                ) -> tuple[dict[str, int], list[PathSeen]]:
+                system: str, center: Any = None, failed: list[tuple[str, str]] | None = None,
+                center_known: bool = False) -> tuple[dict[str, int], list[PathSeen]]:
     """Add worker results and the paths seen to the KB in one transaction; returns what was added, and the
     paths not recorded because their log is not in the KB yet (its result is still to come).
 
     A result for a log whose earlier scan failed replaces that failure (a retry); one for a log already
     scanned successfully adds nothing. Production runs go through the same checks, content ids and evidence
     flags as `kb import`; a log already imported with `kb import` keeps its runs. A result that cannot be stored
-    (a number out of its column's range) makes its log a failed log, appended to `failed` as (path, reason)."""
+    (a number out of its column's range) makes its log a failed log, appended to `failed` as (path, reason).
+    `center`: the system's center, looked up by the system's name when None, unless `center_known` (a caller
+    that stores many batches looks it up once: None is then "no center")."""
     from ..center import center_for
     from ..ingest import flagger
     # one center for the batch (every log of a scan is filed under one system): looking it up per log was most
     # of the scanning process's time
-    center = center if center is not None else center_for(None, system)
+    center = center if center is not None or center_known else center_for(None, system)
     flag = flagger(center) if center is not None else None
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     added = {"logs": 0, "failed": 0, "jobs": 0, "measured": 0, "findings": 0, "runs": 0}

@@ -132,7 +132,7 @@ def setup(settings: Settings) -> Callable[[tuple[str, str]], dict[str, Any]]:
     from .pool import Retire
     from ..diagnose.rules import load_thresholds
 
-    backend = import_backend()
+    backend = import_backend(without_numpy=True)   # records are read through cffi: numpy is start-up time only
     if backend is None:
         raise UsageError("reading Darshan logs needs PyDarshan: pip install 'ioadvisor[darshan]'")
     thresholds = load_thresholds(settings.thresholds)

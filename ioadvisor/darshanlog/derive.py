@@ -142,11 +142,8 @@ def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any)
         return None
     log = open_log(backend, path)
     try:
-        if "BG/Q" in wanted:
-            rec = backend.log_get_record(log, "BG/Q", dtype="dict")
-            n = int(rec["counters"][backend.counter_names("BGQ").index("BGQ_NNODES")]) if rec else 0
-            if n > 0:
-                return n
+        if "BG/Q" in wanted and (n := _bgq_nodes(backend, log)) > 0:
+            return n
         hosts: dict[int, str] = {}
         budget = 2 * nprocs + 64          # records read at most: a trace of a few ranks over many files is not read
         for mod in wanted:
@@ -160,10 +157,27 @@ def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any)
         backend.log_close(log)
 
 
+def _bgq_nodes(backend: Any, log: Any) -> int:
+    """BGQ_NNODES of the log's first BG/Q record (0 if it has none), read from the record's C struct through
+    PyDarshan's cffi definitions, as the backend's `log_get_record` reads it (the same library call, struct and
+    free) but without the numpy array that function makes of the counters: the reading processes run without
+    numpy (`import_backend`)."""
+    ffi, lib = backend.ffi, backend.libdutil
+    buf = ffi.new("void **")
+    if lib.darshan_log_get_record(log["handle"], backend.log_get_modules(log)["BG/Q"]["idx"], buf) < 1:
+        return 0
+    try:
+        rec = ffi.cast(backend._structdefs["BG/Q"], buf)
+        return int(rec[0].counters[backend.counter_names("BGQ").index("BGQ_NNODES")])
+    finally:
+        lib.darshan_free(buf[0])
+
+
 class _NotLoaded(types.ModuleType):
     """Placeholder for a module PyDarshan imports at module level but the log reader never uses: pandas (for
-    DataFrame output) and, in the one-log child, numpy (its record arrays; `_records` reads the C structs through
-    PyDarshan's own cffi definitions instead). Importing them is most of PyDarshan's start-up time."""
+    DataFrame output) and, in the one-log child and the archive workers, numpy (its record arrays; `_records`
+    reads the C structs through PyDarshan's own cffi definitions instead). Importing them is most of PyDarshan's
+    start-up time."""
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -175,14 +189,14 @@ def import_backend(*, without_numpy: bool = False) -> Any:
     """PyDarshan's C backend, None if missing. pandas (and with `without_numpy`, numpy) is kept out of the import
     where that works; the placeholders leave `sys.modules` again afterwards, so a later import of either gets the
     real module. `without_numpy` is for processes that read records only through `_records`: the backend's own
-    record functions (`log_get_record`) need numpy. Such a process (the one-log child) also takes the backend's C
-    declarations already parsed (`ffi_cache`)."""
+    record functions (`log_get_record`) need numpy. Such a process (the one-log child, an archive worker) also takes
+    the backend's C declarations already parsed (`ffi_cache`)."""
     names = ("pandas", "numpy") if without_numpy else ("pandas",)
     stubbed = [n for n in names if n not in sys.modules]
     for n in stubbed:
         sys.modules[n] = _NotLoaded(n)
     try:
-        if without_numpy:            # the one-log child: its C declarations parsed once per installation
+        if without_numpy:            # the one-log child, a worker: C declarations parsed once per installation
             from .ffi_cache import import_cffi_backend
             return import_cffi_backend()
         from darshan.backend import cffi_backend
@@ -809,6 +823,9 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
 
 
 _SPECIAL_NAME = re.compile(r"(fifo|pipe|socket|sock)(?=$|[_.:\-\[0-9])", re.IGNORECASE)
+#: every character that the first letter of _SPECIAL_NAME's words (f, p, s) matches, case ignored as `re` ignores it
+#: (U+017F, the long s, matches s): a name starting with none of them is no special file, without the regex
+_SPECIAL_FIRST = "fpsFPS\u017f"
 
 
 def special_kind(path: str, fs_type: str | None = None) -> str:
@@ -816,6 +833,8 @@ def special_kind(path: str, fs_type: str | None = None) -> str:
     if fs_type in ("pipefs", "sockfs"):
         return "pipe" if fs_type == "pipefs" else "socket"
     base = path.rsplit("/", 1)[-1]
+    if base[:1] not in _SPECIAL_FIRST:       # most names: "" falls through (and matches nothing below)
+        return ""
     if base.startswith("pipe:["):
         return "pipe"
     if base.startswith("socket:["):

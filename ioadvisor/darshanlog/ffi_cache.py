@@ -11,8 +11,8 @@ parse). The backend's own functions then read the log as always, through the sam
 The cache file holds only literals (bytes, ints and tuples, read with `ast.literal_eval`, never executed), named by
 the hash of the declarations, cffi's version and this format's; it lives in the package's cache directory
 (`util.cache_dir`: $XDG_CACHE_HOME/ioadvisor, or ~/.cache/ioadvisor) and is written atomically. Whatever fails here (no cache directory, a file that does not
-parse) falls back to the ordinary parse. Only the one-log reading child uses this: it is a process of its own,
-where nothing else shares PyDarshan's FFI object.
+parse) falls back to the ordinary parse. Only the one-log reading child and the archive scan's workers use this:
+processes of their own, where nothing else shares PyDarshan's FFI object.
 """
 from __future__ import annotations
 
