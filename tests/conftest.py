@@ -2,11 +2,21 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# A suite started in the background by a non-interactive shell (`.ci/run &`, a CI runner) inherits SIGINT ignored,
+# under nohup SIGHUP too, and so would every command it starts (an ignored signal stays ignored across exec, and a
+# command rightly leaves an ignored signal alone): the tests that interrupt a command need the signal delivered, as
+# a terminal delivers it. A suite whose signals are not ignored is left as it is.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if hasattr(signal, "SIGHUP") and signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 SAMPLES = ROOT / "tests" / "data" / "samples"   # unedited copies of real IOR, mdtest and fio outputs
 
 
