@@ -5,11 +5,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from ..model.run import bytes_moved
 from ..model.types import Center, Config, Evidence, Option, Prediction, Workload
 from ..model.units import format_range, format_rate, format_size
-from ..lustre import ALL_OSTS, every_ost, striped, stripes_of
+from ..lustre import ALL_OSTS, every_ost
 from ..predict import INF
+from ..predict.evidence import run_stripes
 from .. import mpiio
 from ..mpiio.render import CWD
 from ..errors import UsageError
@@ -69,13 +69,6 @@ def _option_evidence(c: Any, w: Workload, runs: Mapping[str, Any], deciding: "De
     return [_run_evidence(r) for r in _nearest_first([runs[i] for i in c.fit.run_ids if i in runs], c, w)[:12]]
 
 
-def _run_stripes(r: Any, osts: int | None, dflt: int | None) -> float:
-    """A run's stripe count as the evidence counts it (0.0: a file system that spreads data itself)."""
-    if not striped((r.fs_type or "lustre").lower()):
-        return 0.0
-    return float(stripes_of(r.stripe_count, r.ost_count or osts, dflt))
-
-
 def _log_gap(a: float | None, b: float | None) -> float:
     return abs(math.log(a / b)) if a and b else 0.0
 
@@ -100,25 +93,22 @@ def deciding_runs(c: Any, w: Workload, runs: Sequence[Any], osts: int | None = N
     `policy.RUNS_TOLERANCE` faster than the option's own runs' median at its node count."""
     from .policy import RUNS_TOLERANCE
     from ..predict import io_class
-    from ..predict.evidence import FAMILY_SPAN, VOLUME_SPAN
+    from ..predict.evidence import FAMILY_SPAN, VOLUME_SPAN, observe
     if not c.near or c.fit is None or c.point is None:
         return Deciding()
     sides = {side.nodes: side for side in c.near}
     picked = []
     for r in runs:
-        side = sides.get(float(r.nodes or 0))
-        if side is None or r.unit != c.fit.unit or not r.value or io_class(r.api, r.collective) != c.point.klass:
+        o = observe(r, osts, dflt)
+        side = sides.get(o.nodes) if o is not None else None
+        if side is None or r.unit != c.fit.unit or io_class(r.api, r.collective) != c.point.klass:
             continue
-        ranks = r.ranks or r.nodes * (r.ranks_per_node or 1)
-        moved = bytes_moved(r)
-        vol = moved / ranks if moved else None
-        if _log_gap(ranks / r.nodes, w.ranks_per_node) > math.log(FAMILY_SPAN) + 1e-9 or \
-                _log_gap(vol, side.volume) > math.log(VOLUME_SPAN) + 1e-9:
+        if _log_gap(o.rpn, w.ranks_per_node) > math.log(FAMILY_SPAN) + 1e-9 or \
+                _log_gap(o.volume, side.volume) > math.log(VOLUME_SPAN) + 1e-9:
             continue
-        s = _run_stripes(r, osts, dflt)
-        m = next((m for m in side.measured if m[0] == s), None)
+        m = next((m for m in side.measured if m[0] == o.stripes), None)
         if m is not None and m[2] * (1 - 1e-9) <= r.value <= m[3] * (1 + 1e-9):
-            picked.append((r, s, side, vol))
+            picked.append((r, o.stripes, side, o.volume))
     own = c.point.stripes if c.point.striped and c.point.stripes else 0.0
     picked.sort(key=lambda x: (_log_gap(x[2].nodes, w.nodes), _log_gap(x[3], w.bytes_per_rank), x[1] != own,
                                -x[0].value))
@@ -139,7 +129,7 @@ def disagreement_words(c: Any, d: Deciding, osts: int | None = None, dflt: int |
     if not named:
         return ("No run measured near this job is more than 5% faster than this setting's own runs at its node "
                 "count." if d.own_measured else None)
-    bits = [f"run {r.id} ({_run_stripes(r, osts, dflt):g} stripe(s), {r.nodes} node(s)) measured "
+    bits = [f"run {r.id} ({run_stripes(r, osts, dflt):g} stripe(s), {r.nodes} node(s)) measured "
             f"{_fmt(r.value, unit)}, {d.against[r.id][0]:.2f}x this setting's median there "
             f"({_fmt(d.against[r.id][1], unit)})" for r in named]
     more = len(d.against) - len(named)

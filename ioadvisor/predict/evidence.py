@@ -118,10 +118,22 @@ class _Obs(NamedTuple):
     value: float
 
 
-def _stripes(r: Run, osts: int | None, dflt: int | None) -> float:
+def run_stripes(r: Run, osts: int | None, dflt: int | None) -> float:
+    """A run's stripe count as the evidence counts it (0.0: a file system that spreads data itself)."""
     if not striped((r.fs_type or "lustre").lower()):
         return 0.0              # the file system spreads data itself: stripe counts do not apply
     return float(stripes_of(r.stripe_count, r.ost_count or osts, dflt))
+
+
+def observe(r: Run, osts: int | None, dflt: int | None) -> _Obs | None:
+    """A run as the evidence reads it (node count, ranks per node, bytes per rank, stripe count, value); None for a
+    run without a node count or a positive, finite value."""
+    if not r.value or r.value <= 0 or not math.isfinite(r.value) or not r.nodes:
+        return None
+    ranks = r.ranks or (r.nodes * r.ranks_per_node if r.ranks_per_node else r.nodes)
+    moved = bytes_moved(r)
+    return _Obs(nodes=float(r.nodes), rpn=ranks / r.nodes, volume=moved / ranks if moved else None,
+                stripes=run_stripes(r, osts, dflt), value=r.value)
 
 
 def _log_interp(x: float, a: float, b: float, va: float, vb: float) -> float:
@@ -149,19 +161,14 @@ class Evidence:
         for r in runs:
             if not r.value or r.value <= 0 or not math.isfinite(r.value):
                 continue
-            nodes = r.nodes or None
-            ranks = r.ranks or (nodes * r.ranks_per_node if nodes and r.ranks_per_node else None)
             self._peak.setdefault((r.filesystem, r.op, r.unit), []).append(
-                (float(nodes) if nodes else INF, r.value))
-            if not nodes:
+                (float(r.nodes) if r.nodes else INF, r.value))
+            obs = observe(r, osts.get(r.filesystem), dflt.get(r.filesystem))
+            if obs is None:
                 continue
-            ranks = ranks or nodes
-            moved = bytes_moved(r)
-            obs = _Obs(nodes=float(nodes), rpn=ranks / nodes, volume=moved / ranks if moved else None,
-                       stripes=_stripes(r, osts.get(r.filesystem), dflt.get(r.filesystem)), value=r.value)
             # one process writing one file is shared and file per process alike: a single-rank run that states
-            # no layout is evidence for both
-            for layout in (r.layout,) if r.layout or ranks != 1 else ("shared", "fpp"):
+            # no layout is evidence for both (ranks are whole: rounding undoes the division's last bit)
+            for layout in (r.layout,) if r.layout or round(obs.rpn * obs.nodes) != 1 else ("shared", "fpp"):
                 key = (r.filesystem, r.op, io_class(r.api, r.collective), layout, r.unit)
                 self._by.setdefault(key, []).append(obs)
 
