@@ -63,8 +63,10 @@ def test_the_cached_declarations_read_every_log_as_the_parsed_ones(tmp_path):
     (cached_file,) = (tmp_path / "ioadvisor").glob("darshan-ffi-*.py")
     parsed, kind, second = _child_read(tmp_path, logs)         # from the cache: no parser at all
     assert not parsed and kind == "_cffi_backend"
-    # every value equal to this process's read; the two children's answers the same to the byte
-    assert first == theirs and pickle.dumps(second) == pickle.dumps(first)
+    # every value equal to this process's read, and the second child's to the first's (by value: which equal
+    # objects a pickle writes once as shared is the allocator's business, not the reader's)
+    assert first == theirs
+    assert second == first
     assert list((tmp_path / "ioadvisor").iterdir()) == [cached_file]     # no temporary file left
 
 
