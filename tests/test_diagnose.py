@@ -22,6 +22,7 @@ from ioadvisor.diagnose.rules import Context, load_thresholds, run_rules  # noqa
 from ioadvisor.errors import ConfigError, ImportFormatError  # noqa: E402
 
 LOGDIR = Path(darshan.__file__).parent / "examples" / "example_logs"
+ROOT = Path(__file__).resolve().parent.parent
 LOGS = sorted(LOGDIR.glob("*.darshan"))
 runner = CliRunner()
 
@@ -456,3 +457,44 @@ def test_lus001_without_a_center_says_what_the_advices_count_needs(summaries, mo
               if x.id == "LUS001"]
     assert lus.evidence["recommended_stripe_count"] == 24          # 72 capped at the 24 OSTs
     assert "KB's runs of Dell-EE-Lustre-2.3" in lus.evidence["stripe_count_reasoning"]
+
+
+def test_lus001_quotes_an_advise_command_that_runs_for_a_center_given_as_a_file(summaries, tmp_path):
+    """A site's center file, named like the shipped Dell-EE-Lustre-2.3 but with two Lustre file systems, `home`
+    and `scratch` mounted at /scratch2/scratchdirs/$USER. The log says its 2 TiB file sits on mount /scratch2, which
+    is no file system's mount, so matching the log's mount found none of the two (no advice asked), and the
+    command quoted `--center Dell-EE-Lustre-2.3`: the shipped center, which has no `scratch` (it fails). What
+    must not happen: a quoted command that fails, or one that answers another count than the finding's. The
+    file's path is under the scratch mount, so the advice is asked for `scratch`, and the command names the file."""
+    from ioadvisor.center import load_center
+    from ioadvisor.diagnose import judge
+    text = (ROOT / "data" / "centers" / "dell-ee-lustre-2.3.toml").read_text()
+    head = text[:text.index("[[filesystems]]")]
+    site = tmp_path / "site center.toml"          # a space: the command quotes it for the shell
+    site.write_text(head + "".join(
+        f'[[filesystems]]\nname = "{n}"\ntype = "lustre"\nost_count = {c}\nmount = "{m}"\nstriping = "user"\n\n'
+        for n, c, m in (("home", 4, "/home"), ("scratch", 24, "/scratch2/scratchdirs/$USER"))))
+    s = _one_stripe_example(summaries)
+    assert s.shared_files[0].mount == "/scratch2"
+    d = judge(s, load_thresholds(), load_center(site), ranks_per_node=16, center_spec=str(site))
+    (lus,) = [x for x in d.findings if x.id == "LUS001"]
+    ev = lus.evidence
+    assert ev["stripe_count_from"] == "advise", ev["stripe_count_reasoning"]
+    m = re.search(r"`(ioadvise advise [^`]*)`", ev["stripe_count_reasoning"])
+    argv = shlex.split(m.group(1))[1:]
+    assert argv[argv.index("--center") + 1] == str(site) and argv[argv.index("--tier") + 1] == "scratch"
+    r = runner.invoke(app, argv + ["--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["recommendation"]["stripe_count"] == ev["recommended_stripe_count"]
+
+
+def test_the_quoted_advise_command_names_the_kb_the_finding_read(tmp_path):
+    """A diagnosis run with `--kb K` quotes a command without it: run as quoted, it reads the default KB, which
+    may decide another count. The command must carry the KB's absolute path, quoted for the shell."""
+    from ioadvisor.diagnose.advised import advise_command
+    from ioadvisor.model.types import Workload
+    w = Workload(nodes=2, ranks_per_node=4, bytes_per_rank=1 << 30, api="MPIIO", layout="shared")
+    argv = shlex.split(advise_command("my center.toml", "k b.sqlite", w, "scratch"))
+    assert argv[argv.index("--kb") + 1] == os.path.abspath("k b.sqlite")
+    assert argv[argv.index("--center") + 1] == "my center.toml"
+    assert "--kb" not in shlex.split(advise_command("X", None, w, "lustre"))

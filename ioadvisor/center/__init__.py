@@ -336,11 +336,16 @@ def find_center(name: str, directory: Path | None = None) -> Center | None:
     return None if p is None else load_center_file(p)
 
 
+def is_center_file(spec: str) -> bool:
+    """Whether `spec` names a center file rather than a center: a name ending in .toml, holding a /, or of
+    anything but a directory that exists (a device or a pipe is then refused as what it is)."""
+    return spec.endswith(".toml") or os.sep in spec or (os.path.lexists(spec) and not os.path.isdir(spec))
+
+
 def load_center(spec: str | Path) -> Center:
-    """A center from a file path (a name ending in .toml, holding a /, or of anything but a directory that
-    exists: a device or a pipe is then refused as what it is) or a center's name (`find_center`)."""
+    """A center from a file path (`is_center_file`) or a center's name (`find_center`)."""
     s = str(spec)
-    if s.endswith(".toml") or os.sep in s or (os.path.lexists(s) and not os.path.isdir(s)):
+    if is_center_file(s):
         return load_center_file(s)
     c = find_center(s)
     if c is None:

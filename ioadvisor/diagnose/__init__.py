@@ -82,13 +82,15 @@ def analyze(log: str | Path, *, center: str | None = None, thresholds: str | Pat
     if refused is not None:
         raise refused
     assert reading is not None
-    return judge(reading.result(), t, c_obj, kb=kb, use_kb=use_kb, ranks_per_node=ranks_per_node)
+    return judge(reading.result(), t, c_obj, kb=kb, use_kb=use_kb, ranks_per_node=ranks_per_node,
+                 center_spec=center)
 
 
 def judge(s: LogSummary, thresholds: dict[str, Any], center: Any = None, *, kb: str | Path | None = None,
-          use_kb: bool = True, ranks_per_node: int | None = None) -> Diagnosis:
+          use_kb: bool = True, ranks_per_node: int | None = None, center_spec: str | None = None) -> Diagnosis:
     """The findings for a log already summarized, with loaded thresholds and a loaded center (or None): what
-    `analyze` does after reading the log, for callers that read many logs with the same settings."""
+    `analyze` does after reading the log, for callers that read many logs with the same settings. `center_spec`:
+    how the user named the center (a file or a name), for the commands the findings quote."""
     from .rules import Context, run_rules
 
     t, c_obj = thresholds, center
@@ -106,7 +108,7 @@ def judge(s: LogSummary, thresholds: dict[str, Any], center: Any = None, *, kb: 
     stripes = None
     if use_kb and c_obj is not None:     # asked only when a one-stripe shared file needs a count
         from .advised import advised_stripes
-        stripes = functools.partial(advised_stripes, s, c_obj, kb, ranks_per_node)
+        stripes = functools.partial(advised_stripes, s, c_obj, kb, ranks_per_node, center_spec=center_spec)
     ctx = Context(kb=facts, center_ost_count=osts,
                   center_name=c_obj.name if c_obj else None, stripes=stripes)
     return Diagnosis(summary=s, findings=tuple(run_rules(s, t, ctx)))

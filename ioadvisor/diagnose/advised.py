@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import shlex
 from pathlib import Path
 
 from ..darshanlog.summary import FileSummary, LogSummary, job_nodes, to_workload
@@ -27,9 +29,14 @@ def file_workload(s: LogSummary, f: FileSummary, center: Center, ranks_per_node:
 
 
 def _place(f: FileSummary, center: Center) -> str | None:
-    """The center's Lustre file system that holds the file: the one mounted where the log says, else the only
-    one; None where that cannot be told."""
+    """The center's Lustre file system that holds the file: the one whose mount holds the file's path (the
+    center's own mounts, templates and tiers: `place_of_path`), else the one mounted where the log says, else the
+    only one; None where that cannot be told."""
+    from ..center import place_of_path
     lustre = [fs for fs in center.filesystems if fs.type == "lustre"]
+    held = place_of_path(center, f.path) if f.path.startswith("/") else None
+    if held is not None and any(fs.name == held[0] for fs in lustre):
+        return held[0]
     mount = (f.mount or "").rstrip("/")
     same = [fs for fs in lustre if fs.mount and fs.mount.rstrip("/") == mount]
     if len(same) == 1:
@@ -37,22 +44,35 @@ def _place(f: FileSummary, center: Center) -> str | None:
     return lustre[0].name if len(lustre) == 1 else None
 
 
-def advise_command(center: Center, w: Workload, place: str) -> str:
-    """The `ioadvise advise` command line that asks for `w` on `place` (what the finding quotes)."""
-    args = ["ioadvise advise", f"--center {center.name}", f"--nodes {w.nodes}", f"--ranks-per-node {w.ranks_per_node}",
+def center_argument(center: Center, spec: str | Path | None) -> str:
+    """What to pass as `--center` to name `center` as the user did: a center given as a file (`spec` a path) by
+    that file's absolute path (its name alone finds no file), else by its name."""
+    from ..center import is_center_file
+    if spec is not None and is_center_file(str(spec)):
+        return os.path.abspath(spec)
+    return center.name
+
+
+def advise_command(center: str, kb: str | Path | None, w: Workload, place: str) -> str:
+    """The `ioadvise advise` command line that asks for `w` on `place` of `center` (a `--center` argument) with
+    the KB at `kb` (None: the default one): what the finding quotes, quoted for a POSIX shell."""
+    args = ["ioadvise advise", f"--center {shlex.quote(center)}"]
+    if kb is not None:
+        args.append(f"--kb {shlex.quote(os.path.abspath(kb))}")
+    args += [f"--nodes {w.nodes}", f"--ranks-per-node {w.ranks_per_node}",
             f"--bytes-per-rank {w.bytes_per_rank}", f"--api {w.api.lower()}", "--layout shared", f"--op {w.op}"]
     if w.access_size:
         args.append(f"--access-size {w.access_size}")
     if w.access == "random":
         args.append("--random")
-    args.append(f"--tier {place}")
+    args.append(f"--tier {shlex.quote(place)}")
     return " ".join(args)
 
 
 def advised_stripes(s: LogSummary, center: Center, kb: str | Path | None, ranks_per_node: int | None,
-                    f: FileSummary) -> AdvisedStripes | str:
-    """The advice's stripe count for shared file `f` of the job on `center`, from the KB at `kb` (None: the default
-    KB); a str saying why there is none."""
+                    f: FileSummary, *, center_spec: str | Path | None = None) -> AdvisedStripes | str:
+    """The advice's stripe count for shared file `f` of the job on `center` (`center_spec`: how the user named
+    it, a file or a name), from the KB at `kb` (None: the default KB); a str saying why there is none."""
     from ..advise import advise
     from ..errors import IOAdvisorError
     from ..kb.store import KB
@@ -69,5 +89,5 @@ def advised_stripes(s: LogSummary, center: Center, kb: str | Path | None, ranks_
     count = a.recommendation.config.stripe_count
     if not count:
         return f"`ioadvise advise` sets no stripe count for the file's workload on {center.name}'s {place}"
-    return AdvisedStripes(count, advise_command(center, w, place), a,
+    return AdvisedStripes(count, advise_command(center_argument(center, center_spec), kb, w, place), a,
                           measured=a.recommendation.prediction.value is not None)
