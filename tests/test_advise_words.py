@@ -147,3 +147,16 @@ def test_random_requests_are_timed_as_requests(reference_kb):
     assert "8,388,608 requests of 4KiB (32GiB)" in said and "file creates" not in said
     minutes = 8_388_608 / rec.prediction.value / 60
     assert f"take about {minutes:.0f} min" in said
+
+
+def test_random_requests_are_not_said_to_be_bound_by_the_metadata_server(reference_kb):
+    """The same random 4 KiB writes: a data rate is set by the requests the storage targets serve, not by the
+    metadata server (no file is created, opened or stat'ed per request). Must NOT happen: "The bottleneck is the
+    metadata server." on a job that makes no metadata operation beyond its own files' opens."""
+    from ioadvisor.center import resolve_center
+    w = Workload(nodes=4, ranks_per_node=8, bytes_per_rank=1 << 30, api="posix", layout="fpp", access="random",
+                 access_size=4096)
+    rec = advise(w, reference_kb, resolve_center("Dell-EE-Lustre-2.1", None, reference_kb)).recommendation
+    said = " ".join(rec.reasons)
+    assert rec.prediction.unit == "ops/s" and "The bottleneck is" in said
+    assert "metadata server" not in said and "storage targets serve per second" in said

@@ -357,6 +357,6 @@ def test_every_limit_that_can_bind_is_named_in_words():
     from ioadvisor.advise.explain import _LIMIT_WORDS
     th = dict(LOCK_TRUTH, **{"cap:MPIIO/coll": math.log(1500.0)})
     names = set(ph.limits(th, wpt(12, 12, 4, klass="MPIIO/coll")))
-    names |= {"aggregators", "extent locks", "request size", "metadata server", "per-rank rate"}
+    names |= {"aggregators", "extent locks", "request size", "metadata server", "target iops", "per-rank rate"}
     assert ph.binding(th, wpt(12, 12, 4)) == "extent locks"
     assert names <= set(_LIMIT_WORDS), names - set(_LIMIT_WORDS)

@@ -282,6 +282,7 @@ _LIMIT_WORDS = {"clients": "the clients (streams per node x per-stream rate, or 
                                 "straddle stripes: each OST object's lock moves between clients)",
                 "peak": "the peak of the file system", "api": "the I/O library's own ceiling",
                 "request size": "the request size (small requests)", "metadata server": "the metadata server",
+                "target iops": "the random requests the storage targets serve per second (their IOPS)",
                 "per-rank rate": "the per-rank rate"}
 
 

@@ -90,8 +90,10 @@ class Fit:
         return self.posterior.predict_draws(p.physical())
 
     def binding(self, p: Point) -> str:
-        if self.kind != "bandwidth":
-            return "metadata server" if p.ranks > 1 else "per-rank rate"
+        if self.kind != "bandwidth":      # a rate: random data requests (the targets' IOPS) or metadata operations
+            if p.ranks <= 1:
+                return "per-rank rate"
+            return "target iops" if self.op in DATA_OPS else "metadata server"
         return ph.binding(self.posterior.params(), p.physical())
 
     def limits(self, p: Point) -> dict[str, float]:
