@@ -279,22 +279,26 @@ def _sane(mod: str, rid: int, rank: int, names: Any, vals: list, idx: tuple[int,
     return vals
 
 
-def _layout(ffi: Any, ctype: Any) -> tuple[int, struct.Struct, int]:
-    """How to read a module's record struct (`ctype`: PyDarshan's `struct X **`) from its memory in one call: its
-    size, a Struct of (id, rank, counters..., fcounters...) at the struct's own offsets (native byte order, other
-    fields and padding skipped), and the number of counters."""
+def _layout(ffi: Any, ctype: Any) -> tuple[int, tuple[struct.Struct, struct.Struct, int, int], int]:
+    """How to read a module's record struct (`ctype`: PyDarshan's `struct X **`) from its memory: its size; a
+    Struct of (id, rank, fcounters...) at the struct's own offsets (native byte order, the counters, other fields
+    and padding skipped), a Struct of the counters, and where the counters' bytes start and end; and the number of
+    counters."""
     t = ctype.item.item
     fields = dict(t.fields)
     nc, nf = fields["counters"].type.length, fields["fcounters"].type.length
     base = ffi.offsetof(t, "base_rec")
     parts = [(base + ffi.offsetof("struct darshan_base_record", "id"), "Q"),
              (base + ffi.offsetof("struct darshan_base_record", "rank"), "q"),
-             (ffi.offsetof(t, "counters"), f"{nc}q"), (ffi.offsetof(t, "fcounters"), f"{nf}d")]
+             (ffi.offsetof(t, "fcounters"), f"{nf}d")]
     fmt, at = "=", 0
     for off, code in parts:
+        if off < at:
+            raise ValueError(f"{t.cname}: fields out of order")
         fmt += f"{off - at}x{code}"
         at = off + struct.calcsize("=" + code)
-    return ffi.sizeof(t), struct.Struct(fmt), nc
+    start = ffi.offsetof(t, "counters")
+    return ffi.sizeof(t), (struct.Struct(fmt), struct.Struct(f"={start}x{nc}q"), start, start + 8 * nc), nc
 
 
 @functools.lru_cache(maxsize=None)
@@ -308,8 +312,8 @@ def _reader(backend: Any, mod: str) -> tuple:
     lustre = mod == "LUSTRE"
     cnames = tuple(backend.counter_names("LUSTRE_COMP" if lustre else mod))
     fnames = () if lustre else tuple(backend.fcounter_names(mod))
-    # a record's id, rank and counters in one unpack of its memory (reading each through cffi costs more than
-    # all the rest of the read)
+    # a record's id, rank and timers in one unpack of its memory, its counters in another (reading each through
+    # cffi costs more than all the rest of the read)
     size, layout, nc = _lustre_layout(ffi, ctype) if lustre else _layout(ffi, ctype)
     # each record's counters fill a copy of a dict with the names already in place (a copy of a dict is one block
     # copy; a dict built from pairs grows and rehashes several times)
@@ -326,47 +330,68 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
     or a count of operations or bytes that is negative, is read as 0 and listed in `dropped`. Records whose
     counters are equal (and in range) share their dict: the records are read, never changed. More than `limit`
     records: _TooLarge."""
-    ffi, lib = backend.ffi, backend.libdutil
+    if mod == "LUSTRE":
+        return _lustre_records(backend, log, limit)
+    ffi = backend.ffi
     idx = backend.log_get_modules(log)[mod]["idx"]
-    ctype, cnames, fnames, size, layout, nc, (cget, cidx), (fget, fidx), cdict, fdict = _reader(backend, mod)
-    lustre = mod == "LUSTRE"
+    _, cnames, fnames, size, layout, nc, (cget, cidx), (fget, fidx), cdict, fdict = _reader(backend, mod)
     dropped = [] if dropped is None else dropped
-    buf = ffi.new("void **")         # NULL: the library allocates each record (it would write into a non-NULL one)
     out: list[dict] = []
     # records with the same counters share one dict of them (nothing changes a record once read): the ranks of a
     # job mostly make the same calls, and a file-per-process job's thousands of records often hold one set of
     # counters (their timers, with the times of day, differ)
-    counters: dict[tuple, dict] = {}
+    counters: dict[bytes, dict] = {}
     same = counters.get
+    # one record's memory, which the library fills with each record in turn (the modules read here have records
+    # of one fixed size, the struct's; given NULL, the library would allocate, and the caller free, every one)
+    mem = ffi.new("char[]", size)
+    buf = ffi.new("void **", mem)
     # the loop's lookups made once: it runs once per record, of which a log may hold 200,000
-    handle, get_record, free, buffer, unpack, append = (log["handle"], lib.darshan_log_get_record, lib.darshan_free,
-                                                        ffi.buffer, layout.unpack_from, out.append)
+    handle, get_record, append = log["handle"], backend.libdutil.darshan_log_get_record, out.append
+    (head, cstruct, start, end), view, isfinite = layout, ffi.buffer(mem), math.isfinite
+    unpack, n = head.unpack_from, 0
     while get_record(handle, idx, buf) >= 1:
-        if len(out) >= limit:
+        if n >= limit:
             raise _TooLarge(f"the log holds more than {MAX_RECORDS:,} records (of {mod} and the modules before "
                             f"it): more than one log may take to read (about 4 KB of memory each); refused")
-        if lustre:
-            rid, rank, n_comps, comps_at, osts_at = unpack(buffer(buf[0], size))
-            append({"id": rid, "rank": rank, "components": _components(ffi, n_comps, comps_at, osts_at, cnames)})
-        else:
-            v = unpack(buffer(buf[0], size))
-            rid, rank, cv, fv = v[0], v[1], v[2:2 + nc], v[2 + nc:]
-            c = same(cv)              # counters seen before were checked then
-            if c is None:
-                if cget is not None and min(cget(cv)) < 0:
-                    cv = _sane(mod, rid, rank, cnames, cv, cidx, False, dropped)
-                    c = dict(zip(cnames, cv))         # its own: each such record's values are listed in `dropped`
-                else:
-                    c = counters[cv] = cdict.copy()
-                    c.update(zip(cnames, cv))
-            # every timer is among the record's floats: when none of those is negative and their sum is finite
-            # (no NaN, no infinity), no timer needs a closer look
-            if fget is not None and (min(fv) < 0 or not math.isfinite(sum(fv))):
-                fv = _sane(mod, rid, rank, fnames, fv, fidx, True, dropped)
-            f = fdict.copy()
-            f.update(zip(fnames, fv))
-            append({"id": rid, "rank": rank, "counters": c, "fcounters": f})
-        free(buf[0])
+        n += 1
+        v = unpack(view)
+        # counters seen before (their bytes equal, so their values) were checked then, and are not unpacked again
+        c = same(key := view[start:end])
+        if c is None:
+            cv = cstruct.unpack_from(view)
+            if cget is not None and min(cget(cv)) < 0:
+                cv = _sane(mod, v[0], v[1], cnames, cv, cidx, False, dropped)
+                c = dict(zip(cnames, cv))         # its own: each such record's values are listed in `dropped`
+            else:
+                c = counters[key] = cdict.copy()
+                c.update(zip(cnames, cv))
+        fv = v[2:]
+        # every timer is among the record's floats: when none of those is negative and their sum is finite
+        # (no NaN, no infinity), no timer needs a closer look
+        if fget is not None and (min(fv) < 0 or not isfinite(sum(fv))):
+            fv = _sane(mod, v[0], v[1], fnames, fv, fidx, True, dropped)
+        f = fdict.copy()
+        f.update(zip(fnames, fv))
+        append({"id": v[0], "rank": v[1], "counters": c, "fcounters": f})
+    return out
+
+
+def _lustre_records(backend: Any, log: Any, limit: int) -> list[dict]:
+    """`_records` of the LUSTRE module: each record's id, rank and components (of a size each record states,
+    so the library allocates every record)."""
+    ffi, lib = backend.ffi, backend.libdutil
+    idx = backend.log_get_modules(log)["LUSTRE"]["idx"]
+    _, cnames, _, size, layout, *_ = _reader(backend, "LUSTRE")
+    buf = ffi.new("void **")         # NULL: the library allocates each record (it would write into a non-NULL one)
+    out: list[dict] = []
+    while lib.darshan_log_get_record(log["handle"], idx, buf) >= 1:
+        if len(out) >= limit:
+            raise _TooLarge(f"the log holds more than {MAX_RECORDS:,} records (of LUSTRE and the modules before "
+                            f"it): more than one log may take to read (about 4 KB of memory each); refused")
+        rid, rank, n_comps, comps_at, osts_at = layout.unpack_from(ffi.buffer(buf[0], size))
+        out.append({"id": rid, "rank": rank, "components": _components(ffi, n_comps, comps_at, osts_at, cnames)})
+        lib.darshan_free(buf[0])
         buf[0] = ffi.NULL
     return out
 
