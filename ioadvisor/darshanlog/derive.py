@@ -737,13 +737,18 @@ def _files(recs: dict[str, list[dict]], names: dict, mounts: list[tuple[str, str
     for fid in mpiio:
         by_file.setdefault(fid, [])
     for fid, group in by_file.items():
-        fname = names.get(fid, f"<record {fid}>")
+        fname = names.get(fid)
+        if fname is None:
+            fname = f"<record {fid}>"
         # the mount of a file's directory, looked up once per directory (the name up to its last slash is all
         # os.path.dirname reads of it)
         where = mount_cache.get(d := fname[:fname.rfind("/") + 1])
         if where is None:
             where = mount_cache[d] = _mount_of(os.path.dirname(fname) + "/x", mounts)
-        files.append(_file(fid, fname, group, nprocs, *where, mpiio.get(fid), layouts.get(fid), counted))
+        if len(group) == 1 and fid not in mpiio:
+            files.append(_file_one(fid, fname, group[0], nprocs, *where, layouts.get(fid), counted))
+        else:
+            files.append(_file(fid, fname, group, nprocs, *where, mpiio.get(fid), layouts.get(fid), counted))
     files.sort(key=lambda f: -f.bytes)
     return files
 
@@ -1140,6 +1145,30 @@ def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None,
         alignment, mpiio[4] if mpiio else 0.0)
 
 
+def _file_one(fid: int, fname: str, r: dict, nprocs: int, mnt: str | None, fstype: str | None,
+              lustre: LustreLayout | None, counted: dict[int, tuple]) -> FileSummary:
+    """`_file` of a file with one POSIX record and no MPI-IO record (most files: one a rank opened, or one record
+    shared by all ranks), with the arithmetic of `_file` and `_posix_one` (each sum from 0, so a timer of -0.0
+    becomes 0.0) but none of their sets, dicts and tuples: the file's ranks are the record's rank (or all of
+    them), and its own time is the record's when that rank read or wrote."""
+    rank, c, fc = r["rank"], r["counters"], r["fcounters"]
+    got = counted.get(id(c))
+    if got is None:
+        got = counted[id(c)] = (*map(int, _FILE_COUNTS(c)), *_request_counts(c))
+    br, bw, reads, writes, not_aligned, alignment, rc, wc = got
+    rt, wt, mt = _FILE_TIMES(fc)
+    w = min(wt, fc["POSIX_F_SLOWEST_RANK_TIME"]) if rank == -1 else wt
+    own = 0.0 + rt + wt + mt if rank >= 0 and reads + writes > 0 else None
+    shared = nprocs > 1 and rank == -1
+    # FileSummary's fields in order
+    return _new_file(
+        fid, fname, shared, nprocs if rank == -1 else 1, fstype, mnt, special_kind(fname, fstype), br, bw, reads,
+        writes, 0 + rt, 0 + wt, 0 + mt, max(0.0, 0.0 + w), _as_requests(rc, 0.0 + rt), _as_requests(wc, 0.0 + wt),
+        _spread("POSIX", [r], nprocs, br + bw) if shared else None, None, None, None, lustre,
+        None if rank == -1 else rank, None if rank == -1 else int(own is not None), 0.0 if own is None else own,
+        not_aligned, alignment, 0.0)
+
+
 def _posix_sums(group: list[dict]) -> tuple:
     """A file's POSIX records summed: bytes read and written, reads, writes, requests not aligned, the largest
     alignment, read, write and metadata time, the read and write Requests, each rank's read + write + metadata
@@ -1201,10 +1230,11 @@ def _meta_time(recs: dict[str, list[dict]], names: dict, special_ids: set[int], 
     shared = total = left = 0.0
     left_ids: set[int] = set()
     for mod, key in (("POSIX", "POSIX_F_META_TIME"), ("STDIO", "STDIO_F_META_TIME")):
+        stdio = mod == "STDIO"
         for rec in recs.get(mod, []):
             t = float(rec["fcounters"][key])
-            name = names.get(rec["id"], "")
-            if rec["id"] in special_ids or (mod == "STDIO" and (_is_stream(name) or special_kind(name))):
+            if rec["id"] in special_ids or (stdio and (_is_stream(name := names.get(rec["id"], ""))
+                                                      or special_kind(name))):
                 left += t
                 if t > 0:
                     left_ids.add(rec["id"])
@@ -1276,10 +1306,12 @@ def _api_totals(modules: tuple[str, ...], recs: dict[str, list[dict]]) -> dict[s
 def _ost_loads(files: list[FileSummary]) -> tuple[OstLoad, ...]:
     ost_acc: dict[int, list[float]] = {}
     for f in files:
-        if f.lustre and f.lustre.osts:
-            share = 1.0 / len(f.lustre.osts)
-            for o in f.lustre.osts:
-                a = ost_acc.setdefault(o, [0, 0.0, 0.0, 0.0])
+        if (lay := f.lustre) and (osts := lay.osts):
+            share = 1.0 / len(osts)
+            for o in osts:
+                a = ost_acc.get(o)
+                if a is None:
+                    a = ost_acc[o] = [0, 0.0, 0.0, 0.0]
                 a[0] += 1
                 a[1] += f.write_time * share
                 a[2] += f.bytes_written * share
