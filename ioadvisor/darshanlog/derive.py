@@ -645,13 +645,15 @@ def _dxt_bins(segments: Any, width: float, rank: int, moved: list[int], active: 
     """Add one rank's segments (length, start) of one direction to the time line: the bytes to the bin each started
     in (bins of `width` seconds; a start before 0 or NaN in the first, past the run in the last), the rank to its
     active ranks."""
-    last = DXT_BINS - 1
+    last, prev = DXT_BINS - 1, -1
     for length, start in segments:
         b = int(start / width) if start == start else 0
         b = 0 if b < 0 else last if b > last else b
         if length > 0:
             moved[b] += length
-        active[b].add(rank)
+        if b != prev:           # a rank's segments mostly follow each other in time: the same bin, its rank added
+            active[b].add(rank)
+            prev = b
 
 
 def _heatmap(api: str, rows: list[tuple[float, list, list]]) -> Heatmap:
@@ -773,12 +775,15 @@ def _by_counters(records: list[dict], skip: set[int] | frozenset = frozenset()) 
     return list(shared.values())
 
 
-def _posix_counts(recs: dict[str, list[dict]], special_ids: set[int]
+def _posix_counts(recs: dict[str, list[dict]], special_ids: set[int], grouped: list[list] | None = None
                   ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
     """The POSIX access-size histograms (read, write) and sequential-access counts, special files left out
-    (summed column by column: the counters are integers, whose sums do not depend on the order)."""
+    (summed column by column: the counters are integers, whose sums do not depend on the order). `grouped`: the
+    POSIX records' `_by_counters` when made already (used only where no file is special)."""
     sums = [0] * (2 * len(SIZE_BINS) + len(_SEQ))
-    for c, held in _by_counters(recs.get("POSIX", []), special_ids):
+    if grouped is None or special_ids:
+        grouped = _by_counters(recs.get("POSIX", []), special_ids)
+    for c, held in grouped:
         sums = [a + b * held for a, b in zip(sums, _POSIX_COUNTS(c))]
     n = len(SIZE_BINS)
     return (dict(zip(SIZE_BINS, sums[:n])), dict(zip(SIZE_BINS, sums[n:2 * n])),
@@ -824,12 +829,13 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
     layouts = _layouts(recs.get("LUSTRE", [])) if layouts is None else layouts
     files = _files(recs, names, mounts, nprocs, layouts)
     special_ids = {f.id for f in files if f.special}
-    read_sizes, write_sizes, seq = _posix_counts(recs, special_ids)
+    grouped = _by_counters(recs.get("POSIX", []))
+    read_sizes, write_sizes, seq = _posix_counts(recs, special_ids, grouped)
     regular = [f for f in files if not f.special]
     reads = _total(f.read_req for f in regular)
     writes = _total(f.write_req for f in regular)
     stdio = _stdio_streams(recs.get("STDIO", []), names, nprocs)
-    apis = _api_totals(modules, recs)
+    apis = _api_totals(modules, recs, grouped)
     osts = _ost_loads(files)
     all_ids = [o for lay in layouts.values() for o in lay.osts]
     m_ops = _mpiio_ops(recs)
@@ -1278,10 +1284,12 @@ def _stdio_streams(records: list[dict], names: dict, nprocs: int) -> tuple[dict,
     return tuple(sorted(out, key=lambda a: -a["bytes"]))
 
 
-def _api_totals(modules: tuple[str, ...], recs: dict[str, list[dict]]) -> dict[str, ApiTotals]:
+def _api_totals(modules: tuple[str, ...], recs: dict[str, list[dict]],
+                posix_grouped: list[list] | None = None) -> dict[str, ApiTotals]:
     """Bytes, operations (of every kind the module counts), files and time per interface, summed column by column
     over its records: the counts as ints, the times in record order from 0.0. The records of one module hold the
-    same counters (the module's), so the kinds of operation it counts are read off its first record."""
+    same counters (the module's), so the kinds of operation it counts are read off its first record.
+    `posix_grouped`: the POSIX records' `_by_counters`, when made already."""
     spec = (("POSIX", "POSIX", "POSIX"), ("MPI-IO", "MPI-IO", "MPIIO"), ("STDIO", "STDIO", "STDIO"),
             ("HDF5", "H5D", "H5D"))
     apis: dict[str, ApiTotals] = {}
@@ -1294,7 +1302,7 @@ def _api_totals(modules: tuple[str, ...], recs: dict[str, list[dict]]) -> dict[s
         counts = operator.itemgetter(f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN", *(k for kw in kinds for k in kw))
         times = operator.itemgetter(f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME")
         cols = [0] * (2 + 2 * len(kinds)) if rs else [0, 0]
-        for c, held in _by_counters(rs):
+        for c, held in posix_grouped if mod == "POSIX" and posix_grouped is not None else _by_counters(rs):
             cols = [a + int(b) * held for a, b in zip(cols, counts(c))]
         rt, wt, mt = (sum(col, 0.0) for col in zip(*(times(r["fcounters"]) for r in rs))) if rs else (0.0,) * 3
         apis[name] = ApiTotals(bytes_read=cols[0], bytes_written=cols[1], reads=sum(cols[2::2]),
