@@ -70,7 +70,7 @@ def _too_large(kind: Kind) -> str:
 def check_input(path: str | Path, kind: Kind, error: type[Exception] = UsageError) -> os.stat_result:
     """The file's stat if it may be read as `kind` (its type, and its size against the cap), without opening it;
     `error` naming the file otherwise."""
-    p = Path(path)
+    p = path if isinstance(path, Path) else Path(path)
     try:
         st = os.stat(p)
     except FileNotFoundError:
@@ -87,7 +87,7 @@ def check_input(path: str | Path, kind: Kind, error: type[Exception] = UsageErro
 
 def open_input(path: str | Path, kind: Kind, error: type[Exception] = UsageError) -> BinaryIO:
     """The file opened for reading in binary, once `check_input` allows it; the caller reads at most the cap."""
-    p = Path(path)
+    p = path if isinstance(path, Path) else Path(path)
     check_input(p, kind, error)
     try:
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))

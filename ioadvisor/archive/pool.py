@@ -7,8 +7,10 @@ and serve items until the pool closes, so per-item cost is one message each way,
 """
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import os
+import select
 import signal
 import time
 from dataclasses import dataclass
@@ -128,6 +130,19 @@ def _death(code: int | None) -> str:
     return f"exit code {code}"
 
 
+def _ready(fds: list[int], timeout: float) -> set[int]:
+    """The file descriptors among `fds` (the workers' pipes and process sentinels) that can be read (a message,
+    end of file, or a process's end) within `timeout` seconds: one poll(2), as multiprocessing's `wait` does, but
+    without the selector it builds and fills at each call, which cost the scanning process more than the rest of
+    handing out a log and taking its result."""
+    if not hasattr(select, "poll"):
+        return set(wait(fds, timeout=timeout))
+    poller = select.poll()
+    for fd in fds:
+        poller.register(fd, select.POLLIN)
+    return {fd for fd, _ in poller.poll(math.ceil(timeout * 1000))}
+
+
 class WorkerPool:
     """`workers` processes, each built by `setup(*args)` (run once in the worker; it returns the per-item
     handler). `imap_unordered(items)` yields an `Outcome` per item as items finish. An item whose handler runs
@@ -213,13 +228,13 @@ class WorkerPool:
                 return
             now = time.monotonic()
             left = min(w.started + self.timeout for w in busy) - now
-            ready = set(wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=max(0.0, left)))
+            ready = _ready([w.conn.fileno() for w in busy] + [w.proc.sentinel for w in busy], max(0.0, left))
             now = time.monotonic()
             for w in list(busy):
                 got = None
-                if w.conn in ready or w.proc.sentinel in ready:
+                if (has_data := w.conn.fileno() in ready) or w.proc.sentinel in ready:
                     try:
-                        got = w.conn.recv() if w.conn.poll() else None
+                        got = w.conn.recv() if has_data or w.conn.poll() else None
                     except (EOFError, OSError):
                         got = None
                     if got is not None:

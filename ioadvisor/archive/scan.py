@@ -65,7 +65,8 @@ def list_logs(roots: Iterable[str | Path]) -> list[Path]:
         elif p.is_dir():
             for d, dirs, files in os.walk(p):
                 dirs.sort()
-                out += [Path(d) / f for f in sorted(files) if f.endswith(LOG_SUFFIX)]
+                here = Path(d)
+                out += [here / f for f in sorted(files) if f.endswith(LOG_SUFFIX)]
         elif p.exists():
             check_input(p, ANY_SIZE_LOG)        # says what it is instead (a named pipe, a device)
         else:

@@ -279,22 +279,26 @@ def _sane(mod: str, rid: int, rank: int, names: Any, vals: list, idx: tuple[int,
     return vals
 
 
-def _layout(ffi: Any, ctype: Any) -> tuple[int, struct.Struct, int]:
-    """How to read a module's record struct (`ctype`: PyDarshan's `struct X **`) from its memory in one call: its
-    size, a Struct of (id, rank, counters..., fcounters...) at the struct's own offsets (native byte order, other
-    fields and padding skipped), and the number of counters."""
+def _layout(ffi: Any, ctype: Any) -> tuple[int, tuple[struct.Struct, struct.Struct, int, int], int]:
+    """How to read a module's record struct (`ctype`: PyDarshan's `struct X **`) from its memory: its size; a
+    Struct of (id, rank, fcounters...) at the struct's own offsets (native byte order, the counters, other fields
+    and padding skipped), a Struct of the counters, and where the counters' bytes start and end; and the number of
+    counters."""
     t = ctype.item.item
     fields = dict(t.fields)
     nc, nf = fields["counters"].type.length, fields["fcounters"].type.length
     base = ffi.offsetof(t, "base_rec")
     parts = [(base + ffi.offsetof("struct darshan_base_record", "id"), "Q"),
              (base + ffi.offsetof("struct darshan_base_record", "rank"), "q"),
-             (ffi.offsetof(t, "counters"), f"{nc}q"), (ffi.offsetof(t, "fcounters"), f"{nf}d")]
+             (ffi.offsetof(t, "fcounters"), f"{nf}d")]
     fmt, at = "=", 0
     for off, code in parts:
+        if off < at:
+            raise ValueError(f"{t.cname}: fields out of order")
         fmt += f"{off - at}x{code}"
         at = off + struct.calcsize("=" + code)
-    return ffi.sizeof(t), struct.Struct(fmt), nc
+    start = ffi.offsetof(t, "counters")
+    return ffi.sizeof(t), (struct.Struct(fmt), struct.Struct(f"={start}x{nc}q"), start, start + 8 * nc), nc
 
 
 @functools.lru_cache(maxsize=None)
@@ -308,8 +312,8 @@ def _reader(backend: Any, mod: str) -> tuple:
     lustre = mod == "LUSTRE"
     cnames = tuple(backend.counter_names("LUSTRE_COMP" if lustre else mod))
     fnames = () if lustre else tuple(backend.fcounter_names(mod))
-    # a record's id, rank and counters in one unpack of its memory (reading each through cffi costs more than
-    # all the rest of the read)
+    # a record's id, rank and timers in one unpack of its memory, its counters in another (reading each through
+    # cffi costs more than all the rest of the read)
     size, layout, nc = _lustre_layout(ffi, ctype) if lustre else _layout(ffi, ctype)
     # each record's counters fill a copy of a dict with the names already in place (a copy of a dict is one block
     # copy; a dict built from pairs grows and rehashes several times)
@@ -326,47 +330,68 @@ def _records(backend: Any, log: Any, mod: str, dropped: list | None = None,
     or a count of operations or bytes that is negative, is read as 0 and listed in `dropped`. Records whose
     counters are equal (and in range) share their dict: the records are read, never changed. More than `limit`
     records: _TooLarge."""
-    ffi, lib = backend.ffi, backend.libdutil
+    if mod == "LUSTRE":
+        return _lustre_records(backend, log, limit)
+    ffi = backend.ffi
     idx = backend.log_get_modules(log)[mod]["idx"]
-    ctype, cnames, fnames, size, layout, nc, (cget, cidx), (fget, fidx), cdict, fdict = _reader(backend, mod)
-    lustre = mod == "LUSTRE"
+    _, cnames, fnames, size, layout, nc, (cget, cidx), (fget, fidx), cdict, fdict = _reader(backend, mod)
     dropped = [] if dropped is None else dropped
-    buf = ffi.new("void **")         # NULL: the library allocates each record (it would write into a non-NULL one)
     out: list[dict] = []
     # records with the same counters share one dict of them (nothing changes a record once read): the ranks of a
     # job mostly make the same calls, and a file-per-process job's thousands of records often hold one set of
     # counters (their timers, with the times of day, differ)
-    counters: dict[tuple, dict] = {}
+    counters: dict[bytes, dict] = {}
     same = counters.get
+    # one record's memory, which the library fills with each record in turn (the modules read here have records
+    # of one fixed size, the struct's; given NULL, the library would allocate, and the caller free, every one)
+    mem = ffi.new("char[]", size)
+    buf = ffi.new("void **", mem)
     # the loop's lookups made once: it runs once per record, of which a log may hold 200,000
-    handle, get_record, free, buffer, unpack, append = (log["handle"], lib.darshan_log_get_record, lib.darshan_free,
-                                                        ffi.buffer, layout.unpack_from, out.append)
+    handle, get_record, append = log["handle"], backend.libdutil.darshan_log_get_record, out.append
+    (head, cstruct, start, end), view, isfinite = layout, ffi.buffer(mem), math.isfinite
+    unpack, n = head.unpack_from, 0
     while get_record(handle, idx, buf) >= 1:
-        if len(out) >= limit:
+        if n >= limit:
             raise _TooLarge(f"the log holds more than {MAX_RECORDS:,} records (of {mod} and the modules before "
                             f"it): more than one log may take to read (about 4 KB of memory each); refused")
-        if lustre:
-            rid, rank, n_comps, comps_at, osts_at = unpack(buffer(buf[0], size))
-            append({"id": rid, "rank": rank, "components": _components(ffi, n_comps, comps_at, osts_at, cnames)})
-        else:
-            v = unpack(buffer(buf[0], size))
-            rid, rank, cv, fv = v[0], v[1], v[2:2 + nc], v[2 + nc:]
-            c = same(cv)              # counters seen before were checked then
-            if c is None:
-                if cget is not None and min(cget(cv)) < 0:
-                    cv = _sane(mod, rid, rank, cnames, cv, cidx, False, dropped)
-                    c = dict(zip(cnames, cv))         # its own: each such record's values are listed in `dropped`
-                else:
-                    c = counters[cv] = cdict.copy()
-                    c.update(zip(cnames, cv))
-            # every timer is among the record's floats: when none of those is negative and their sum is finite
-            # (no NaN, no infinity), no timer needs a closer look
-            if fget is not None and (min(fv) < 0 or not math.isfinite(sum(fv))):
-                fv = _sane(mod, rid, rank, fnames, fv, fidx, True, dropped)
-            f = fdict.copy()
-            f.update(zip(fnames, fv))
-            append({"id": rid, "rank": rank, "counters": c, "fcounters": f})
-        free(buf[0])
+        n += 1
+        v = unpack(view)
+        # counters seen before (their bytes equal, so their values) were checked then, and are not unpacked again
+        c = same(key := view[start:end])
+        if c is None:
+            cv = cstruct.unpack_from(view)
+            if cget is not None and min(cget(cv)) < 0:
+                cv = _sane(mod, v[0], v[1], cnames, cv, cidx, False, dropped)
+                c = dict(zip(cnames, cv))         # its own: each such record's values are listed in `dropped`
+            else:
+                c = counters[key] = cdict.copy()
+                c.update(zip(cnames, cv))
+        fv = v[2:]
+        # every timer is among the record's floats: when none of those is negative and their sum is finite
+        # (no NaN, no infinity), no timer needs a closer look
+        if fget is not None and (min(fv) < 0 or not isfinite(sum(fv))):
+            fv = _sane(mod, v[0], v[1], fnames, fv, fidx, True, dropped)
+        f = fdict.copy()
+        f.update(zip(fnames, fv))
+        append({"id": v[0], "rank": v[1], "counters": c, "fcounters": f})
+    return out
+
+
+def _lustre_records(backend: Any, log: Any, limit: int) -> list[dict]:
+    """`_records` of the LUSTRE module: each record's id, rank and components (of a size each record states,
+    so the library allocates every record)."""
+    ffi, lib = backend.ffi, backend.libdutil
+    idx = backend.log_get_modules(log)["LUSTRE"]["idx"]
+    _, cnames, _, size, layout, *_ = _reader(backend, "LUSTRE")
+    buf = ffi.new("void **")         # NULL: the library allocates each record (it would write into a non-NULL one)
+    out: list[dict] = []
+    while lib.darshan_log_get_record(log["handle"], idx, buf) >= 1:
+        if len(out) >= limit:
+            raise _TooLarge(f"the log holds more than {MAX_RECORDS:,} records (of LUSTRE and the modules before "
+                            f"it): more than one log may take to read (about 4 KB of memory each); refused")
+        rid, rank, n_comps, comps_at, osts_at = layout.unpack_from(ffi.buffer(buf[0], size))
+        out.append({"id": rid, "rank": rank, "components": _components(ffi, n_comps, comps_at, osts_at, cnames)})
+        lib.darshan_free(buf[0])
         buf[0] = ffi.NULL
     return out
 
@@ -620,13 +645,15 @@ def _dxt_bins(segments: Any, width: float, rank: int, moved: list[int], active: 
     """Add one rank's segments (length, start) of one direction to the time line: the bytes to the bin each started
     in (bins of `width` seconds; a start before 0 or NaN in the first, past the run in the last), the rank to its
     active ranks."""
-    last = DXT_BINS - 1
+    last, prev = DXT_BINS - 1, -1
     for length, start in segments:
         b = int(start / width) if start == start else 0
         b = 0 if b < 0 else last if b > last else b
         if length > 0:
             moved[b] += length
-        active[b].add(rank)
+        if b != prev:           # a rank's segments mostly follow each other in time: the same bin, its rank added
+            active[b].add(rank)
+            prev = b
 
 
 def _heatmap(api: str, rows: list[tuple[float, list, list]]) -> Heatmap:
@@ -712,13 +739,18 @@ def _files(recs: dict[str, list[dict]], names: dict, mounts: list[tuple[str, str
     for fid in mpiio:
         by_file.setdefault(fid, [])
     for fid, group in by_file.items():
-        fname = names.get(fid, f"<record {fid}>")
+        fname = names.get(fid)
+        if fname is None:
+            fname = f"<record {fid}>"
         # the mount of a file's directory, looked up once per directory (the name up to its last slash is all
         # os.path.dirname reads of it)
         where = mount_cache.get(d := fname[:fname.rfind("/") + 1])
         if where is None:
             where = mount_cache[d] = _mount_of(os.path.dirname(fname) + "/x", mounts)
-        files.append(_file(fid, fname, group, nprocs, *where, mpiio.get(fid), layouts.get(fid), counted))
+        if len(group) == 1 and fid not in mpiio:
+            files.append(_file_one(fid, fname, group[0], nprocs, *where, layouts.get(fid), counted))
+        else:
+            files.append(_file(fid, fname, group, nprocs, *where, mpiio.get(fid), layouts.get(fid), counted))
     files.sort(key=lambda f: -f.bytes)
     return files
 
@@ -743,12 +775,15 @@ def _by_counters(records: list[dict], skip: set[int] | frozenset = frozenset()) 
     return list(shared.values())
 
 
-def _posix_counts(recs: dict[str, list[dict]], special_ids: set[int]
+def _posix_counts(recs: dict[str, list[dict]], special_ids: set[int], grouped: list[list] | None = None
                   ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
     """The POSIX access-size histograms (read, write) and sequential-access counts, special files left out
-    (summed column by column: the counters are integers, whose sums do not depend on the order)."""
+    (summed column by column: the counters are integers, whose sums do not depend on the order). `grouped`: the
+    POSIX records' `_by_counters` when made already (used only where no file is special)."""
     sums = [0] * (2 * len(SIZE_BINS) + len(_SEQ))
-    for c, held in _by_counters(recs.get("POSIX", []), special_ids):
+    if grouped is None or special_ids:
+        grouped = _by_counters(recs.get("POSIX", []), special_ids)
+    for c, held in grouped:
         sums = [a + b * held for a, b in zip(sums, _POSIX_COUNTS(c))]
     n = len(SIZE_BINS)
     return (dict(zip(SIZE_BINS, sums[:n])), dict(zip(SIZE_BINS, sums[n:2 * n])),
@@ -794,12 +829,13 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
     layouts = _layouts(recs.get("LUSTRE", [])) if layouts is None else layouts
     files = _files(recs, names, mounts, nprocs, layouts)
     special_ids = {f.id for f in files if f.special}
-    read_sizes, write_sizes, seq = _posix_counts(recs, special_ids)
+    grouped = _by_counters(recs.get("POSIX", []))
+    read_sizes, write_sizes, seq = _posix_counts(recs, special_ids, grouped)
     regular = [f for f in files if not f.special]
     reads = _total(f.read_req for f in regular)
     writes = _total(f.write_req for f in regular)
     stdio = _stdio_streams(recs.get("STDIO", []), names, nprocs)
-    apis = _api_totals(modules, recs)
+    apis = _api_totals(modules, recs, grouped)
     osts = _ost_loads(files)
     all_ids = [o for lay in layouts.values() for o in lay.osts]
     m_ops = _mpiio_ops(recs)
@@ -1115,6 +1151,30 @@ def _file(fid: int, fname: str, group: list[dict], nprocs: int, mnt: str | None,
         alignment, mpiio[4] if mpiio else 0.0)
 
 
+def _file_one(fid: int, fname: str, r: dict, nprocs: int, mnt: str | None, fstype: str | None,
+              lustre: LustreLayout | None, counted: dict[int, tuple]) -> FileSummary:
+    """`_file` of a file with one POSIX record and no MPI-IO record (most files: one a rank opened, or one record
+    shared by all ranks), with the arithmetic of `_file` and `_posix_one` (each sum from 0, so a timer of -0.0
+    becomes 0.0) but none of their sets, dicts and tuples: the file's ranks are the record's rank (or all of
+    them), and its own time is the record's when that rank read or wrote."""
+    rank, c, fc = r["rank"], r["counters"], r["fcounters"]
+    got = counted.get(id(c))
+    if got is None:
+        got = counted[id(c)] = (*map(int, _FILE_COUNTS(c)), *_request_counts(c))
+    br, bw, reads, writes, not_aligned, alignment, rc, wc = got
+    rt, wt, mt = _FILE_TIMES(fc)
+    w = min(wt, fc["POSIX_F_SLOWEST_RANK_TIME"]) if rank == -1 else wt
+    own = 0.0 + rt + wt + mt if rank >= 0 and reads + writes > 0 else None
+    shared = nprocs > 1 and rank == -1
+    # FileSummary's fields in order
+    return _new_file(
+        fid, fname, shared, nprocs if rank == -1 else 1, fstype, mnt, special_kind(fname, fstype), br, bw, reads,
+        writes, 0 + rt, 0 + wt, 0 + mt, max(0.0, 0.0 + w), _as_requests(rc, 0.0 + rt), _as_requests(wc, 0.0 + wt),
+        _spread("POSIX", [r], nprocs, br + bw) if shared else None, None, None, None, lustre,
+        None if rank == -1 else rank, None if rank == -1 else int(own is not None), 0.0 if own is None else own,
+        not_aligned, alignment, 0.0)
+
+
 def _posix_sums(group: list[dict]) -> tuple:
     """A file's POSIX records summed: bytes read and written, reads, writes, requests not aligned, the largest
     alignment, read, write and metadata time, the read and write Requests, each rank's read + write + metadata
@@ -1176,10 +1236,11 @@ def _meta_time(recs: dict[str, list[dict]], names: dict, special_ids: set[int], 
     shared = total = left = 0.0
     left_ids: set[int] = set()
     for mod, key in (("POSIX", "POSIX_F_META_TIME"), ("STDIO", "STDIO_F_META_TIME")):
+        stdio = mod == "STDIO"
         for rec in recs.get(mod, []):
             t = float(rec["fcounters"][key])
-            name = names.get(rec["id"], "")
-            if rec["id"] in special_ids or (mod == "STDIO" and (_is_stream(name) or special_kind(name))):
+            if rec["id"] in special_ids or (stdio and (_is_stream(name := names.get(rec["id"], ""))
+                                                      or special_kind(name))):
                 left += t
                 if t > 0:
                     left_ids.add(rec["id"])
@@ -1223,10 +1284,12 @@ def _stdio_streams(records: list[dict], names: dict, nprocs: int) -> tuple[dict,
     return tuple(sorted(out, key=lambda a: -a["bytes"]))
 
 
-def _api_totals(modules: tuple[str, ...], recs: dict[str, list[dict]]) -> dict[str, ApiTotals]:
+def _api_totals(modules: tuple[str, ...], recs: dict[str, list[dict]],
+                posix_grouped: list[list] | None = None) -> dict[str, ApiTotals]:
     """Bytes, operations (of every kind the module counts), files and time per interface, summed column by column
     over its records: the counts as ints, the times in record order from 0.0. The records of one module hold the
-    same counters (the module's), so the kinds of operation it counts are read off its first record."""
+    same counters (the module's), so the kinds of operation it counts are read off its first record.
+    `posix_grouped`: the POSIX records' `_by_counters`, when made already."""
     spec = (("POSIX", "POSIX", "POSIX"), ("MPI-IO", "MPI-IO", "MPIIO"), ("STDIO", "STDIO", "STDIO"),
             ("HDF5", "H5D", "H5D"))
     apis: dict[str, ApiTotals] = {}
@@ -1239,7 +1302,7 @@ def _api_totals(modules: tuple[str, ...], recs: dict[str, list[dict]]) -> dict[s
         counts = operator.itemgetter(f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN", *(k for kw in kinds for k in kw))
         times = operator.itemgetter(f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME")
         cols = [0] * (2 + 2 * len(kinds)) if rs else [0, 0]
-        for c, held in _by_counters(rs):
+        for c, held in posix_grouped if mod == "POSIX" and posix_grouped is not None else _by_counters(rs):
             cols = [a + int(b) * held for a, b in zip(cols, counts(c))]
         rt, wt, mt = (sum(col, 0.0) for col in zip(*(times(r["fcounters"]) for r in rs))) if rs else (0.0,) * 3
         apis[name] = ApiTotals(bytes_read=cols[0], bytes_written=cols[1], reads=sum(cols[2::2]),
@@ -1251,10 +1314,12 @@ def _api_totals(modules: tuple[str, ...], recs: dict[str, list[dict]]) -> dict[s
 def _ost_loads(files: list[FileSummary]) -> tuple[OstLoad, ...]:
     ost_acc: dict[int, list[float]] = {}
     for f in files:
-        if f.lustre and f.lustre.osts:
-            share = 1.0 / len(f.lustre.osts)
-            for o in f.lustre.osts:
-                a = ost_acc.setdefault(o, [0, 0.0, 0.0, 0.0])
+        if (lay := f.lustre) and (osts := lay.osts):
+            share = 1.0 / len(osts)
+            for o in osts:
+                a = ost_acc.get(o)
+                if a is None:
+                    a = ost_acc[o] = [0, 0.0, 0.0, 0.0]
                 a[0] += 1
                 a[1] += f.write_time * share
                 a[2] += f.bytes_written * share

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -546,6 +547,22 @@ def _small_fix(files_hit: list[tuple[FileSummary, int, str]], ranked: list[list]
             "multiple of the stripe size).")
 
 
+def _own_requests(s: LogSummary, op: str) -> tuple[list[FileSummary], list[tuple[FileSummary, Any]], int, int]:
+    """The regular files whose POSIX requests in direction `op` are the application's own (not those on a file
+    MPI-IO may have moved at least 90% collectively in that direction, `_may_be_collective`: they are the
+    aggregators'), each with its Requests, and the small and the non-empty requests among them: one pass over the
+    files (a file-per-process job has thousands)."""
+    mpi = operator.attrgetter("mpiio_read" if op == "read" else "mpiio_write")
+    fs = [f for f in s.files
+          if not f.special and not ((d := mpi(f)) and d.bytes and d.collective_share_max >= COLLECTIVE_SHARE)]
+    reqs = list(zip(fs, map(operator.attrgetter("read_req" if op == "read" else "write_req"), fs)))
+    small = nonzero = 0
+    for _, r in reqs:
+        small += r.small
+        nonzero += r.ops - r.zero
+    return fs, reqs, small, nonzero
+
+
 class SIZE001(Rule):
     """Many small requests (1 byte to just under 1 MiB)"""
 
@@ -555,10 +572,7 @@ class SIZE001(Rule):
         files_hit: list[tuple[FileSummary, int]] = []
         for op in ("read", "write"):
             # POSIX requests on files MPI-IO reads/writes collectively are the aggregators' output: left out
-            fs = [f for f in s.files if not f.special and not _may_be_collective(f, op)]
-            reqs = [(f, f.read_req if op == "read" else f.write_req) for f in fs]
-            small = sum(r.small for _, r in reqs)
-            nonzero = sum(r.ops - r.zero for _, r in reqs)
+            fs, reqs, small, nonzero = _own_requests(s, op)
             if not nonzero or small < t["min_count"] or small / nonzero <= t["share"]:
                 continue
             secs = sum(r.time * r.small / r.ops for _, r in reqs if r.ops)

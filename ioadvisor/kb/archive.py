@@ -65,11 +65,13 @@ def add_log(kb: Any, digest: str, path: str, size: int, status: str, error: str 
                     (digest, path, size, status, error, system, scanned_at))
 
 
+_ADD_JOB = (f"INSERT INTO archive_jobs (hash, {', '.join(JOB_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * (len(JOB_COLUMNS) + 1))})")
+
+
 def add_job(kb: Any, digest: str, job: Mapping[str, Any]) -> None:
     """A log's job facts: `job`'s values of JOB_COLUMNS (a missing one is NULL)."""
-    kb.conn.execute(f"INSERT INTO archive_jobs (hash, {', '.join(JOB_COLUMNS)}) "
-                    f"VALUES ({', '.join('?' * (len(JOB_COLUMNS) + 1))})",
-                    (digest, *(job.get(c) for c in JOB_COLUMNS)))
+    kb.conn.execute(_ADD_JOB, [digest, *[job.get(c) for c in JOB_COLUMNS]])
 
 
 def add_findings(kb: Any, rows: Sequence[tuple[str, str, str, float | None, str]]) -> None:
