@@ -21,7 +21,6 @@ from typing import Any, Mapping, Sequence
 
 from .errors import ImportFormatError, UsageError
 from .lustre import stripe_count_problem, stripe_size_problem
-from .tomlschema import Field, Table, first_problem, key_line
 from .util import loads_toml
 
 
@@ -215,8 +214,11 @@ def _hints(hints: Mapping[str, Any], where: tuple[str | None, int | None]) -> di
         raise _fail(f"bad hint: {e}", where) from None
 
 
-#: the workload file's shape: the keys of KEYS (a - read as _), their values read by `read_value`
-WORKLOAD = Table(tuple(Field(k.name) for k in KEYS), dashes=True)
+def workload_table() -> Any:
+    """The workload file's shape (a `tomlschema.Table`): the keys of KEYS (a - read as _), their values read by
+    `read_value`. Made when a workload file is read: advice from options alone loads no TOML schema."""
+    from .tomlschema import Field, Table
+    return Table(tuple(Field(k.name) for k in KEYS), dashes=True)
 
 
 def _script_layers(script: str, path: str, strict: bool) -> tuple[dict, dict, dict, list[str]]:
@@ -260,8 +262,10 @@ def _script_layers(script: str, path: str, strict: bool) -> tuple[dict, dict, di
 
 def sbatch_sizes(args: Sequence[str]) -> dict[str, int]:
     """-N/--nodes, -n/--ntasks, --ntasks-per-node from sbatch-style arguments (the last one wins)."""
-    from .slurm.jobscript import parse_sbatch_args
     out: dict[str, int] = {}
+    if not args:                 # (advise without -n or --ntasks-per-node: sbatch's grammar is not loaded)
+        return out
+    from .slurm.jobscript import parse_sbatch_args
     for d in parse_sbatch_args(list(args)):
         if d.option in ("nodes", "ntasks", "ntasks-per-node") and d.value is not None:
             m = re.match(r"^(\d+)", d.value.strip())
@@ -274,6 +278,8 @@ def sbatch_sizes(args: Sequence[str]) -> dict[str, int]:
 def _toml_layer(toml: str, toml_path: str) -> tuple[dict[str, Any], dict[str, str]]:
     """The workload file's values and, per key, where it was set (file:line)."""
     import tomllib
+
+    from .tomlschema import first_problem, key_line
     try:
         data = loads_toml(toml)
     except tomllib.TOMLDecodeError as e:
@@ -283,7 +289,7 @@ def _toml_layer(toml: str, toml_path: str) -> tuple[dict[str, Any], dict[str, st
     data = data.get("workload", data)
     if not isinstance(data, dict):
         raise ImportFormatError("workload must be a table ([workload])", toml_path, key_line(toml, at))
-    bad = first_problem(data, WORKLOAD)
+    bad = first_problem(data, workload_table())
     if bad is not None:
         raise ImportFormatError(f"unknown key {bad.keys[0]!r} (known: {', '.join(KEY)})", toml_path,
                                 key_line(toml, at + bad.keys[0:1]))
