@@ -17,15 +17,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field, fields
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from .errors import ImportFormatError, UsageError
 from .lustre import stripe_count_problem, stripe_size_problem
 from .util import loads_toml
 
 
-@dataclass(frozen=True)
-class Key:
+class Key(NamedTuple):
     """One key of a job description: how its value is read, and the Lua pattern the hook checks it with."""
 
     name: str
