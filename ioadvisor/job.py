@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Sequence
 
 from .errors import ImportFormatError, UsageError
@@ -70,8 +70,7 @@ _TRUE = {"1", "true", "yes", "on", "collective"}
 _FALSE = {"0", "false", "no", "off", "independent"}
 
 
-@dataclass(frozen=True, kw_only=True)
-class JobSpec:
+class JobSpec(NamedTuple):
     """A job as the advisor sees it. `sources` says where each field came from (file:line or the option)."""
 
     nodes: int | None = None
@@ -87,7 +86,7 @@ class JobSpec:
     lifetime: str | None = None
     outdir: str | None = None
     stage_in: tuple[str, ...] = ()
-    hints: Mapping[str, str] = field(default_factory=dict)
+    hints: Mapping[str, str] = MappingProxyType({})
     stripe_count: int | None = None
     stripe_size: int | None = None
     tier: str | None = None
@@ -95,7 +94,7 @@ class JobSpec:
     mpi: str | None = None
     system: str | None = None
     center: str | None = None
-    sources: Mapping[str, str] = field(default_factory=dict)
+    sources: Mapping[str, str] = MappingProxyType({})
     warnings: tuple[str, ...] = ()
 
     def workload(self) -> Any:
@@ -376,7 +375,7 @@ def describe(*, script: str | None = None, script_path: str = "<script>", toml: 
     hints.update(merged.pop("hint", {}) or {})
     if merged.pop("random", None):
         merged.setdefault("pattern", "random")
-    names = {f.name for f in fields(JobSpec)}
+    names = set(JobSpec._fields)
     return JobSpec(**{k: v for k, v in merged.items() if k in names}, hints=hints, sources=sources,
                    warnings=tuple(warnings))
 
