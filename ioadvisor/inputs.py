@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from .errors import ImportFormatError, UsageError
 
@@ -21,8 +20,7 @@ __all__ = ["Kind", "SCRIPT", "TOML", "RECORD", "PLAN", "LOG", "RESULT", "check_i
            "size_text"]
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(NamedTuple):
     """A kind of input file: its name in messages, the most bytes read of it (None: the reader bounds itself),
     and whether a pipe is accepted (read as it comes, e.g. `<(zcat results.gz)`)."""
 

@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, fields
-from typing import Any, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from .errors import ImportFormatError, UsageError
 from .lustre import stripe_count_problem, stripe_size_problem
-from .tomlschema import Field, Table, first_problem, key_line
 from .util import loads_toml
 
 
-@dataclass(frozen=True)
-class Key:
+class Key(NamedTuple):
     """One key of a job description: how its value is read, and the Lua pattern the hook checks it with."""
 
     name: str
@@ -72,8 +70,7 @@ _TRUE = {"1", "true", "yes", "on", "collective"}
 _FALSE = {"0", "false", "no", "off", "independent"}
 
 
-@dataclass(frozen=True, kw_only=True)
-class JobSpec:
+class JobSpec(NamedTuple):
     """A job as the advisor sees it. `sources` says where each field came from (file:line or the option)."""
 
     nodes: int | None = None
@@ -89,7 +86,7 @@ class JobSpec:
     lifetime: str | None = None
     outdir: str | None = None
     stage_in: tuple[str, ...] = ()
-    hints: Mapping[str, str] = field(default_factory=dict)
+    hints: Mapping[str, str] = MappingProxyType({})
     stripe_count: int | None = None
     stripe_size: int | None = None
     tier: str | None = None
@@ -97,7 +94,7 @@ class JobSpec:
     mpi: str | None = None
     system: str | None = None
     center: str | None = None
-    sources: Mapping[str, str] = field(default_factory=dict)
+    sources: Mapping[str, str] = MappingProxyType({})
     warnings: tuple[str, ...] = ()
 
     def workload(self) -> Any:
@@ -215,8 +212,11 @@ def _hints(hints: Mapping[str, Any], where: tuple[str | None, int | None]) -> di
         raise _fail(f"bad hint: {e}", where) from None
 
 
-#: the workload file's shape: the keys of KEYS (a - read as _), their values read by `read_value`
-WORKLOAD = Table(tuple(Field(k.name) for k in KEYS), dashes=True)
+def workload_table() -> Any:
+    """The workload file's shape (a `tomlschema.Table`): the keys of KEYS (a - read as _), their values read by
+    `read_value`. Made when a workload file is read: advice from options alone loads no TOML schema."""
+    from .tomlschema import Field, Table
+    return Table(tuple(Field(k.name) for k in KEYS), dashes=True)
 
 
 def _script_layers(script: str, path: str, strict: bool) -> tuple[dict, dict, dict, list[str]]:
@@ -260,8 +260,10 @@ def _script_layers(script: str, path: str, strict: bool) -> tuple[dict, dict, di
 
 def sbatch_sizes(args: Sequence[str]) -> dict[str, int]:
     """-N/--nodes, -n/--ntasks, --ntasks-per-node from sbatch-style arguments (the last one wins)."""
-    from .slurm.jobscript import parse_sbatch_args
     out: dict[str, int] = {}
+    if not args:                 # (advise without -n or --ntasks-per-node: sbatch's grammar is not loaded)
+        return out
+    from .slurm.jobscript import parse_sbatch_args
     for d in parse_sbatch_args(list(args)):
         if d.option in ("nodes", "ntasks", "ntasks-per-node") and d.value is not None:
             m = re.match(r"^(\d+)", d.value.strip())
@@ -274,6 +276,8 @@ def sbatch_sizes(args: Sequence[str]) -> dict[str, int]:
 def _toml_layer(toml: str, toml_path: str) -> tuple[dict[str, Any], dict[str, str]]:
     """The workload file's values and, per key, where it was set (file:line)."""
     import tomllib
+
+    from .tomlschema import first_problem, key_line
     try:
         data = loads_toml(toml)
     except tomllib.TOMLDecodeError as e:
@@ -283,7 +287,7 @@ def _toml_layer(toml: str, toml_path: str) -> tuple[dict[str, Any], dict[str, st
     data = data.get("workload", data)
     if not isinstance(data, dict):
         raise ImportFormatError("workload must be a table ([workload])", toml_path, key_line(toml, at))
-    bad = first_problem(data, WORKLOAD)
+    bad = first_problem(data, workload_table())
     if bad is not None:
         raise ImportFormatError(f"unknown key {bad.keys[0]!r} (known: {', '.join(KEY)})", toml_path,
                                 key_line(toml, at + bad.keys[0:1]))
@@ -371,7 +375,7 @@ def describe(*, script: str | None = None, script_path: str = "<script>", toml: 
     hints.update(merged.pop("hint", {}) or {})
     if merged.pop("random", None):
         merged.setdefault("pattern", "random")
-    names = {f.name for f in fields(JobSpec)}
+    names = set(JobSpec._fields)
     return JobSpec(**{k: v for k, v in merged.items() if k in names}, hints=hints, sources=sources,
                    warnings=tuple(warnings))
 

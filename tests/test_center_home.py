@@ -98,8 +98,9 @@ def test_a_name_no_center_file_holds_parses_none_and_an_escaped_name_is_still_fo
     (d / "esc.toml").write_text('name = "Esc\\u0042ox"\n' + fs)       # a name spelled with an escape
     monkeypatch.setenv("IOADVISE_CENTERS", str(d))
     parsed = []
-    real = center._load_center_file
-    monkeypatch.setattr(center, "_load_center_file", lambda p: parsed.append(p.name) or real(p))
+    import ioadvisor.center.file as center_file
+    real = center_file.read_center_file
+    monkeypatch.setattr(center_file, "read_center_file", lambda p: parsed.append(p.name) or real(p))
     monkeypatch.setattr(center, "_LOADED", {})
     assert center.find_center("synthetic-big") is None and parsed == ["esc.toml"]
     assert center.find_center("escBOX").name == "EscBox"

@@ -148,8 +148,11 @@ def test_advise_from_a_published_snapshot_with_an_empty_home_imports_only_what_i
     modules = set(json.loads(tail))
     assert "ioadvisor.advise" in modules and "ioadvisor.kb.integrity" in modules
     assert not {m.split(".")[0] for m in modules} & (HEAVY | {"rich", "hashlib", "_hashlib", "tomllib"})
-    # nor the grammar of a job script's #IOADVISE lines: this advice reads no script
-    assert not {"ioadvisor.slurm.rewrite", "ioadvisor.ioadvise_lines"} & modules and not os.listdir(home)
+    # nor the grammar of a job script's #IOADVISE lines or #SBATCH options: this advice reads no script; nor the
+    # reader of center files and their key table, nor the TOML schemas: it reads no center or workload file
+    assert not {"ioadvisor.slurm.rewrite", "ioadvisor.ioadvise_lines", "ioadvisor.slurm.jobscript",
+                "ioadvisor.center.file", "ioadvisor.center.schema", "ioadvisor.tomlschema"} & modules
+    assert not os.listdir(home)
 
 
 def test_the_module_probe_sees_what_a_command_imports(small_kb):

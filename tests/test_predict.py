@@ -295,7 +295,7 @@ def test_no_lock_conflict_where_no_two_clients_write_one_object():
     # (one aggregator per stripe), many ranks on one node (one client holds the lock), file per process,
     # transfers that tile the stripes with no more nodes than stripes, and a run whose stripe count is unknown
     free = [wpt(12, 12, 4, writes=False), wpt(12, 192, 4, klass="MPIIO/coll"), wpt(1, 64, 1),
-            replace(wpt(12, 12, 4), shared=False), wpt(4, 4, 4, transfer=65536), wpt(4, 4, 4, transfer=4 << 20),
+            wpt(12, 12, 4)._replace(shared=False), wpt(4, 4, 4, transfer=65536), wpt(4, 4, 4, transfer=4 << 20),
             wpt(12, 12, 1, stripes_known=False)]
     for p in free:
         assert ph.lock_writers(p) == 1, p

@@ -2,8 +2,8 @@
 and the center's ceilings, ranked, and the best few explained with the runs they rest on (`advise`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from dataclasses import replace
+from typing import Any, Mapping, NamedTuple
 
 from ..model.run import norm_api
 from ..model.types import Advice, Center, Config, Workload
@@ -119,8 +119,7 @@ def weighed(c: Candidate) -> Weighed:
                    stripes=(p.stripes if p.striped and p.stripes else 0.0) if p is not None else None)
 
 
-@dataclass(frozen=True)
-class Assessed:
+class Assessed(NamedTuple):
     """The options weighed for a job, predicted, and the decision among them."""
 
     workload: Workload

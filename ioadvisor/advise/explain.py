@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from ..model.types import Center, Config, Evidence, Option, Prediction, Workload
 from ..model.units import format_range, format_rate, format_size
@@ -73,14 +73,13 @@ def _log_gap(a: float | None, b: float | None) -> float:
     return abs(math.log(a / b)) if a and b else 0.0
 
 
-@dataclass(frozen=True)
-class Deciding:
+class Deciding(NamedTuple):
     """The runs near the job that an option's decision read, nearest first; those that disagree with it ({run id:
     (its value over the option's median at its node count, that median)}); and whether the option's own stripe
     count is among them."""
 
     runs: tuple[Any, ...] = ()
-    against: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    against: Mapping[str, tuple[float, float]] = MappingProxyType({})
     own_measured: bool = False
 
 
@@ -403,7 +402,6 @@ def _settle(a: Any, b: Any, w: Workload) -> str:
 def _unmodelled(w: Workload, center: Center, rec: Any) -> list[str]:
     """What the job said that the prediction does not reflect: random access where no random-access run was
     fitted, an access size the fitted model gives no effect."""
-    from dataclasses import replace
     if rec is None or rec.fit is None or rec.point is None or rec.value is None or w.metadata_heavy:
         return []
     out = []
@@ -411,7 +409,7 @@ def _unmodelled(w: Workload, center: Center, rec: Any) -> list[str]:
         out.append(f"Random access is not modelled on {center.name} (no random-access run of {w.op} was measured): "
                    f"the prediction is for sequential access and random requests are likely slower; measure them "
                    f"(ioadvise bench plan --system {center.name}).")
-    if w.access_size and rec.fit.predict(rec.point) == rec.fit.predict(replace(rec.point, transfer=None)):
+    if w.access_size and rec.fit.predict(rec.point) == rec.fit.predict(rec.point._replace(transfer=None)):
         out.append(f"The access size ({format_size(w.access_size)}) is not modelled here: the model fitted to "
                    f"{center.name}'s runs gives it no effect, so the prediction is the same for any request size.")
     return out

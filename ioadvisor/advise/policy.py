@@ -33,8 +33,7 @@ The rule, in order:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 from ..model.run import norm_api
 from ..model.types import Config, FileSystem, Tier, Workload
@@ -49,8 +48,7 @@ ACROSS_GAIN = 0.05         # options of other groups the runs measured at the sa
                            # than 5% faster replaces the choice, and those measured more than 5% slower are dropped
 
 
-@dataclass(frozen=True)
-class Weighed:
+class Weighed(NamedTuple):
     """One option as the decision sees it."""
 
     config: Config
@@ -64,8 +62,7 @@ class Weighed:
     stripes: float | None = None                # its stripe count as the runs count it (0.0: not striped)
 
 
-@dataclass(frozen=True)
-class Ground:
+class Ground(NamedTuple):
     """One step of a decision. `kind`: `comparison` (a published comparison chose `chosen` over `other`), `runs`
     (the runs near the job ranked `chosen` `ratio` = its standing over `other`'s, None: `other` unmeasured
     there), `default` (no measurable difference from the faster `other`: the default kept), `cheaper` (the same,
@@ -83,8 +80,7 @@ class Ground:
     dropped: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     choice: int                              # index into the options
     tied: tuple[int, ...]                    # the options it cannot tell apart from the choice
     order: tuple[int, ...]                   # every option offered, best first

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import replace as dc_replace
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..errors import UsageError
@@ -526,7 +525,7 @@ def _cache_speedup(fit: Fit, group: list, osts: int | None, dflt: int | None) ->
     for r in group:
         p = run_point(r, osts, dflt)
         if p.bytes:
-            ratios.append(fit.predict(p) / fit.predict(dc_replace(p, bytes=None)))
+            ratios.append(fit.predict(p) / fit.predict(p._replace(bytes=None)))
     return statistics.median(ratios) if ratios else 1.0
 
 

@@ -2,7 +2,6 @@
 of long-lived workers, and add the results to the KB in batches (each batch one transaction)."""
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import sqlite3
@@ -74,7 +73,7 @@ def list_logs(roots: Iterable[str | Path]) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
-ANY_SIZE_LOG = dataclasses.replace(LOG, limit=None)
+ANY_SIZE_LOG = LOG._replace(limit=None)
 
 
 def look_at(p: Path) -> os.stat_result:

@@ -6,15 +6,14 @@ Every rule names where the fact comes from. Versions are compared as tuples of i
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import UsageError
 
 FLAVOURS = ("mpich", "openmpi", "cray", "intel", "mvapich2")
 
 
-@dataclass(frozen=True, kw_only=True)
-class FlavourRule:
+class FlavourRule(NamedTuple):
     """How one MPI flavour, in one version range, is told about MPI-IO hints."""
 
     flavour: str

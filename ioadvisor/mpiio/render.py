@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple
 
 from ..errors import UsageError
 from ..lustre import Setstripe, check_stripe_count, check_stripe_size, pattern_vars
@@ -110,21 +111,20 @@ class Plan:
         check_stripe_size(self.stripe_size)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Commands:
+class Commands(NamedTuple):
     """The rendered commands. `lines()` is what a user pastes into a job script, in order."""
 
     request: str | None = None                  # `#SBATCH --constraint=BEEOND`
     directory: tuple[str, ...] = ()             # export IOADVISE_DIR=...; mkdir -p
     setstripe: Setstripe | None = None         # the `lfs setstripe` line, as data
-    hints: Mapping[str, str] = field(default_factory=dict)
+    hints: Mapping[str, str] = MappingProxyType({})
     hints_file: str = ""                        # text of the ROMIO hints file
     hints_write: str | None = None              # the line writing it
     env: tuple[str, ...] = ()                   # exports for the MPI flavour
     scratch: tuple[str, ...] = ()               # export IOADVISE_SCRATCH=...
     stage_in: tuple[str, ...] = ()
     stage_out: tuple[str, ...] = ()
-    h5py: Mapping[str, int] = field(default_factory=dict)
+    h5py: Mapping[str, int] = MappingProxyType({})
     h5py_collective: bool = False               # h5py: dataset I/O inside `with dset.collective:`
     hdf5_c: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 from ..lustre import count_set, ost_limit, stripes_of
 from ..lustre import striped as lustre_striped
@@ -22,8 +22,7 @@ EXTRAPOLATION_WIDENING = 0.25
 UNMEASURED_CLASS_SD = 0.5
 
 
-@dataclass(frozen=True)
-class Point:
+class Point(NamedTuple):
     """The model's view of one run or one candidate setting."""
 
     clients: float          # client nodes (inf: not stated, i.e. an aggregate over many clients)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import bisect
 import json
 import math
-from dataclasses import dataclass
 from typing import Iterable, Mapping, NamedTuple
 
 from ..lustre import striped, stripes_of
@@ -65,8 +64,7 @@ VOLUME_FAR = 4.0       # a node count whose runs all moved 4x more or less per r
                        # ARCHER's 128-node file-per-process sweeps favoured 48 stripes at 1 GiB per rank and 1 at 8
 
 
-@dataclass(frozen=True)
-class Band:
+class Band(NamedTuple):
     """The range the runs near a job allow its value: `low`-`high`, from `n_runs` runs at `nodes`."""
 
     low: float
@@ -86,8 +84,7 @@ class Band:
         return min(max(v, self.low), self.high)
 
 
-@dataclass(frozen=True)
-class Near:
+class Near(NamedTuple):
     """What the runs near a job measured at one neighbouring node count `nodes` (at the volume per rank nearest
     the job's, about `volume`): per stripe count, (stripes, median, lowest, highest, runs)."""
 
@@ -395,8 +392,7 @@ class Evidence:
         return self._peaks[at]
 
 
-@dataclass(frozen=True)
-class Bounds:
+class Bounds(NamedTuple):
     """What a prediction may not leave: `floor`-`ceiling`, what sets each, and the runs of the band."""
 
     floor: float = 0.0

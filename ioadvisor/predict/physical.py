@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from ..lustre import ost_limit
 from ..model.validate import MIN_VALUE
@@ -87,8 +87,7 @@ _LOCK_PRIORS: dict[str, tuple[float, float, float, float]] = {
 DEFAULT_STRIPE_SIZE = 1 << 20
 
 
-@dataclass(frozen=True)
-class PPoint:
+class PPoint(NamedTuple):
     """One run or candidate as the physical model sees it."""
 
     nodes: float                 # client nodes (inf: an aggregate over unstated many)
