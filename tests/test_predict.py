@@ -360,3 +360,52 @@ def test_every_limit_that_can_bind_is_named_in_words():
     names |= {"aggregators", "extent locks", "request size", "metadata server", "target iops", "per-rank rate"}
     assert ph.binding(th, wpt(12, 12, 4)) == "extent locks"
     assert names <= set(_LIMIT_WORDS), names - set(_LIMIT_WORDS)
+
+
+def _one_vector_at_a_time(f, names, X, y, mu, sd):
+    """The residuals as a fit computed them one parameter vector at a time (each parameter a scalar)."""
+    import numpy as np
+
+    def rows(xs):
+        out = []
+        for x in np.asarray(xs, dtype=float):
+            with np.errstate(all="ignore"):
+                p = np.nan_to_num(f(dict(zip(names, x)), X, np), nan=1e-300, posinf=1e300)
+            with np.errstate(divide="ignore"):
+                lp = np.log(np.maximum(p, 1e-300))
+            out.append(np.concatenate([(lp - y) / ph.OBS_SIGMA, (x - mu) / sd]))
+        return np.array(out)
+    return rows
+
+
+def test_a_fit_evaluated_in_batches_is_the_fit_evaluated_vector_by_vector(monkeypatch):
+    # The optimiser's finite-difference Jacobian and the posterior's 256 proposals are evaluated as one batch of
+    # parameter vectors each (a column of parameters against a row of runs): every element must come out of the
+    # same arithmetic as one vector at a time. Must NOT happen: any bit of a fit changed by the batching (the
+    # optimum, the draws the advice decides by, the residual scale), in any branch of the model: API ceilings
+    # (two classes in a group), the servers' cache (two volumes), extent locks (shared independent writes over
+    # more nodes than stripes, transfers that straddle stripes), and a metadata rate.
+    rnd = random.Random(7)
+    mixed = [replace(r, api=api, collective=api == "MPIIO" or None)
+             for r, api in zip(_synthetic(48), ["POSIX", "MPIIO"] * 24)]
+    locks = [make_run(system="S", filesystem="fs", fs_type="lustre", ost_count=56, op="write", api="POSIX",
+                      layout="shared", nodes=n, ranks=n, stripe_count=s, transfer_size=t, stripe_size=1 << 20,
+                      value=ph.predict_bw(LOCK_TRUTH, wpt(n, n, s, transfer=t)) * math.exp(rnd.gauss(0, 0.1)),
+                      unit="MiB/s")
+             for s in (2, 8) for n in (1, 4, 16) for t in (47008, 1 << 20)]
+    rates = [make_run(system="S", filesystem="fs", op="file_create", ranks=r, nodes=max(1, r // 8),
+                      value=min(400.0 * r, 9000.0) * math.exp(rnd.gauss(0, 0.1)), unit="ops/s")
+             for r in (1, 2, 4, 16, 64, 256)]
+    groups = [("write", mixed), ("read", _volume_runs(noise=0.1)), ("write", locks), ("file_create", rates)]
+
+    def fits():
+        return [fit_group("S", "fs", op, runs, ost_count=56).posterior for op, runs in groups]
+
+    batched = fits()
+    monkeypatch.setattr(ph, "_residual_rows", _one_vector_at_a_time)
+    monkeypatch.setattr(ph, "_HAS_WORKERS", [False])
+    single = fits()
+    assert {"cap:MPIIO/coll", "log_cache", "log_lock"} <= {k for p in batched for k, _ in p.theta}
+    assert batched[-1].kind == "rate"
+    for a, b in zip(batched, single):
+        assert (a.theta, a.draws, a.log_sigma, a.prior_only) == (b.theta, b.draws, b.log_sigma, b.prior_only)

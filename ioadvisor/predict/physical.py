@@ -213,13 +213,19 @@ def _bw_limits(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> dict[st
     out = {"clients": o.where(agg, INF, client * shared_cost), "streams": o.where(agg, INF, pairs), "osts": o.where(agg, INF, osts_lim), "peak": o.exp(th["log_peak"]) * shared_cost / ((1.0 - hit) + hit / boost)}
     caps = X.get("caps")
     if caps:
-        vals = [o.exp(th[c]) if c in th else INF for c in caps]
-        if o is PY:
-            out["api"] = vals[X["cap_idx"]]
-        else:
-            import numpy as np
-            out["api"] = np.asarray(vals + [INF])[X["cap_idx"]]
+        out["api"] = _api_ceiling([o.exp(th[c]) if c in th else INF for c in caps], X["cap_idx"], o)
     return out
+
+
+def _api_ceiling(vals: list, idx: Any, o: Any) -> Any:
+    """Each point's API ceiling: `vals[idx]` (INF at the index past the last: a class without one). For arrays a
+    column per ceiling and a row per parameter vector where `fit` evaluates many at once, else one."""
+    if o is PY:
+        return vals[idx]
+    import numpy as np
+    cols = np.broadcast_arrays(*vals, INF)
+    api = np.stack([np.reshape(c, -1) for c in cols], axis=-1)[:, idx]
+    return api[0] if np.ndim(cols[0]) == 0 else api
 
 
 def _lock_factor(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> Any:
@@ -511,7 +517,7 @@ def _posterior_draws(x: "Any", J: "Any", sigma: float, lo: "Any", hi: "Any", sd:
         prec = np.linalg.pinv(cov)
         d = prop - x
         log_q = -0.5 * np.einsum("ij,jk,ik->i", d, prec, d)
-        log_p = np.array([-_robust_cost(resid(v)) for v in prop])
+        log_p = np.array([-_robust_cost(r) for r in resid(prop)])
         lw = log_p - log_q
         lw -= lw.max()
         wts = np.exp(lw)
@@ -563,12 +569,13 @@ def fit(kind: str, points: Sequence[PPoint], values: Sequence[float], *,
             lp = np.log(np.maximum(preds(x), 1e-300))
         return np.concatenate([(lp - y) / OBS_SIGMA, (x - mu) / sd])
 
+    many = _residual_rows(f, names, X, y, mu, sd)
     x0 = _first_start(kind, names, mu, lo, hi, y, points)
     best = None
     for start in _starts(kind, names, x0, mu, lo, hi, y, len(points)):
         try:
             r = least_squares(resid, start, bounds=(lo, hi), loss="soft_l1", f_scale=1.0, max_nfev=200,
-                              x_scale="jac")
+                              x_scale="jac", **_jacobian_batches(many))
         except (ValueError, FloatingPointError):
             continue
         if best is None or r.cost < best.cost:
@@ -577,11 +584,43 @@ def fit(kind: str, points: Sequence[PPoint], values: Sequence[float], *,
         raise ValueError("fit failed")
     x = best.x
     sigma = _run_sigma(best, np.log(np.maximum(preds(x), 1e-300)) - y, len(points))
-    draws, post_sd = _posterior_draws(x, best.jac, sigma, lo, hi, sd, resid, seed)
+    draws, post_sd = _posterior_draws(x, best.jac, sigma, lo, hi, sd, many, seed)
     prior_only = tuple(k for k, ps, s in zip(names, post_sd, sd) if ps > 0.8 * s)
     return Posterior(kind=kind, theta=tuple((k, float(v)) for k, v in zip(names, x)),
                      draws=tuple(tuple(float(v) for v in d) for d in draws), log_sigma=float(sigma),
                      prior_only=prior_only)
+
+
+def _residual_rows(f: Any, names: list[str], X: Mapping[str, Any], y: "Any", mu: "Any", sd: "Any") -> Any:
+    """`fit`'s residuals at many parameter vectors at once (the rows of a 2-D array, a row of residuals each):
+    the model is evaluated for every (vector, run) pair in one pass of array operations, each element by the
+    same arithmetic as one vector at a time (a column of parameters against a row of runs), so each row equals
+    the residuals of its vector alone. The finite-difference Jacobian (a vector per parameter) and the
+    posterior's proposals (`4 N_DRAWS` vectors) cost a pass each instead of one per vector."""
+    import numpy as np
+
+    def rows(xs: Any) -> "np.ndarray":
+        xs = np.asarray(xs, dtype=float)
+        th = {k: np.ascontiguousarray(xs[:, j]).reshape(-1, 1) for j, k in enumerate(names)}
+        with np.errstate(all="ignore"):
+            p = np.broadcast_to(np.nan_to_num(f(th, X, np), nan=1e-300, posinf=1e300), (len(xs), len(y)))
+        with np.errstate(divide="ignore"):
+            lp = np.log(np.maximum(p, 1e-300))
+        return np.concatenate([(lp - y) / OBS_SIGMA, (xs - mu) / sd], axis=1)
+    return rows
+
+
+def _jacobian_batches(rows: Any) -> dict[str, Any]:
+    """least_squares' option that evaluates the vectors of a finite-difference Jacobian through `rows` in one
+    batch (`workers`, a map-like callable: scipy 1.16 and later; older versions evaluate them one by one)."""
+    if not _HAS_WORKERS:
+        import inspect
+        from scipy.optimize import least_squares
+        _HAS_WORKERS.append("workers" in inspect.signature(least_squares).parameters)
+    return {"workers": lambda fun, xs: list(rows([x for x in xs]))} if _HAS_WORKERS[0] else {}
+
+
+_HAS_WORKERS: list[bool] = []
 
 
 def _robust_cost(r: "Any") -> float:
