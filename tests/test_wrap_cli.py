@@ -249,3 +249,50 @@ def test_a_job_without_an_api_is_not_described_as_posix_when_its_hints_are_appli
     assert r.exit_code == 0, r.output
     sm = json.loads(r.stdout)["summary"]
     assert sm["job"].endswith("MPIIO (assumed)") and any("MPI-IO hints" in x for x in sm["settings"]), sm
+
+
+def _kb_of_runs_only(tmp_path, monkeypatch):
+    """A KB holding the benchmark's synthetic systems, of which `synthetic-big` has no center file."""
+    from pathlib import Path
+    from ioadvisor.ingest import import_file
+    from ioadvisor.kb import KB
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import scale_data
+    csv = tmp_path / "runs.csv"
+    csv.write_text("\n".join([scale_data.HEADER, *scale_data.rows(3000, 7)]) + "\n")
+    kb = tmp_path / "kb.sqlite"
+    with KB.open(kb, reference=False) as store:
+        import_file(store, csv, "csv")
+    return kb
+
+
+def test_submit_advises_for_a_system_the_kb_knows_only_from_its_runs(tmp_path, monkeypatch):
+    """A center serving users from its KB (its runs, no center file): `advise --system synthetic-big` answers,
+    but `submit --center synthetic-big` said the name was no center and submitted the job with NO settings.
+    Must NOT happen: a job submitted unchanged for a system the KB advises on. A name neither a center nor a
+    system of the KB still warns that it names no center."""
+    from ioadvisor.center import find_center
+    kb = _kb_of_runs_only(tmp_path, monkeypatch)
+    assert find_center("synthetic-big") is None
+    src = _script(tmp_path)
+    r = runner.invoke(app, ["submit", str(src), "--center", "synthetic-big", "--kb", str(kb), "--dry-run", "--json"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert rep["source"] == "advice" and rep["changed"] and rep["settings"]["stripe_count"], rep
+    adv = runner.invoke(app, ["advise", "--system", "synthetic-big", "--kb", str(kb), "-N", "4",
+                              "--ranks-per-node", "8", "--bytes-per-rank", "1GiB", "--api", "mpiio", "--layout",
+                              "shared", "--json"])
+    assert adv.exit_code == 0, adv.output
+    assert json.loads(adv.stdout)["recommendation"]["stripe_count"] == rep["settings"]["stripe_count"]
+    r = runner.invoke(app, ["submit", str(src), "--center", "nonesuch", "--kb", str(kb), "--dry-run", "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["source"] == "none"
+    assert "names no center" in r.output
+
+
+def test_submit_without_a_center_says_nothing_was_advised(tmp_path):
+    """No --center and no explicit setting: the summary said `Settings: none` and nothing else, so a user who
+    forgot --center could not tell. It must say that no center was given and nothing was advised."""
+    r = runner.invoke(app, ["submit", str(_script(tmp_path)), "--dry-run", "--json"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.stdout)
+    assert any(w.startswith("no center given") and "nothing was advised" in w for w in rep["warnings"]), rep

@@ -62,23 +62,44 @@ def _explicit(stripe_count, stripe_size, hints, tier, mpi, outdir, stage_in):
                     hints=parse_hints(hints), tier=tier, mpi=flavour, mpi_version=version, outdir=outdir, stage_in=tuple(stage_in or ()))
 
 
-def _center(spec: str | None):
+def _center(spec: str | None, kb: Path | None = None):
+    """The center `spec` names: a center file or name, else a system the KB at `kb` (None: the default one, or
+    the center's published snapshot) knows from its runs, as `ioadvise advise --system NAME` finds it."""
     if not spec:
         return None
-    from ..center import load_center
-    return load_center(spec)
+    from ..center import is_center_file, load_center
+    try:
+        return load_center(spec)
+    except UsageError:
+        derived = None if is_center_file(spec) else _center_of_runs(spec, kb)
+        if derived is None:
+            raise
+        return derived
+
+
+def _center_of_runs(name: str, kb: Path | None):
+    """The center derived from the runs of system `name` in the KB at `kb`; None where it holds none (or no KB
+    can be opened)."""
+    from ..center import resolve_center
+    from ..errors import IOAdvisorError
+    from ..kb import KB
+    try:
+        with KB.open(kb, create=False) as store:
+            return resolve_center(name, None, store)
+    except IOAdvisorError:
+        return None
 
 
 class CenterNotFound(UsageError):
     """`submit --center NAME` named no center: the job still goes (fail open), with a warning that says so."""
 
 
-def _submit_center(spec: str | None):
-    """The center `submit` wraps for; a name or file that is no center raises CenterNotFound, whose message
-    names it, the known centers and how to list them."""
+def _submit_center(spec: str | None, kb: Path | None = None):
+    """The center `submit` wraps for; a name or file that is no center (nor a system of the KB) raises
+    CenterNotFound, whose message names it, the known centers and how to list them."""
     from ..center import available_centers, load_center_file
     try:
-        return _center(spec)
+        return _center(spec, kb)
     except UsageError:
         if Path(spec).exists():
             raise                                   # a center file that is there but broken says what is wrong
@@ -252,7 +273,7 @@ def wrap_cmd(
         wl = _workload(ranks_per_node=ranks_per_node, bytes_per_rank=bytes_per_rank, total_bytes=total_bytes,
                        api=api, layout=layout, op=op, access_size=access_size, random=random, files=files,
                        lifetime=lifetime, collective=collective)
-        w = wrap_script(text, ex, center=_center(center), kb_path=kb, path=str(script), strict=True,
+        w = wrap_script(text, ex, center=_center(center, kb), kb_path=kb, path=str(script), strict=True,
                         sbatch_args=sb, directives=tuple(sb), workload=wl)
         atomic_write(output, w.text, mode=0o755)
         if json:
@@ -299,7 +320,7 @@ def submit_cmd(
             wl = _workload(ranks_per_node=ranks_per_node, bytes_per_rank=bytes_per_rank, total_bytes=total_bytes,
                            api=api, layout=layout, op=op, access_size=access_size, random=random, files=files,
                            lifetime=lifetime, collective=collective)
-            w = wrap_script(text, ex, center=_submit_center(center), kb_path=kb, path=str(script),
+            w = wrap_script(text, ex, center=_submit_center(center, kb), kb_path=kb, path=str(script),
                             strict=strict, sbatch_args=sbatch_opts, workload=wl)
         except Exception as e:  # noqa: BLE001 - the promise is that the advisor never stops a job
             if strict:

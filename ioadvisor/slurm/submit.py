@@ -154,6 +154,9 @@ def wrap_script(text: str, ex: Explicit, *, center: Center | None = None, kb_pat
         spec, problem = None, e
         warnings = list(js.warnings) + [f"the job description is not used: {e}"]
     if ex.any or center is None:
+        if center is None and not ex.any:
+            warnings.append("no center given (--center FILE|NAME): nothing was advised, and no striping, hints or "
+                            "scratch tier are set")
         s = replace(explicit_settings(ex, center, spec), directives=directives)
         try:
             return Wrapped(original=text, text=wrap(text, s, output), settings=s, source="explicit",
