@@ -937,6 +937,9 @@ def _lustre_layouts(backend: Any, log: Any, limit: int = MAX_RECORDS) -> tuple[d
     buf = ffi.new("void **")
     handle, get_record, free, buffer, unpack = (log["handle"], lib.darshan_log_get_record, lib.darshan_free,
                                                 ffi.buffer, head.unpack_from)
+    cast, unbytes = ffi.cast, ffi.unpack
+    stripes = struct.Struct(f"={ffi.offsetof('struct darshan_lustre_component', 'counters') + 8 * count_at}xq"
+                            ).unpack_from
     while get_record(handle, idx, buf) >= 1:
         if n >= limit:
             raise _TooLarge(f"the log holds more than {MAX_RECORDS:,} records (of LUSTRE and the modules before "
@@ -944,10 +947,14 @@ def _lustre_layouts(backend: Any, log: Any, limit: int = MAX_RECORDS) -> tuple[d
         n += 1
         rid, rank, n_comps, comps_at, osts_at = unpack(buffer(buf[0], size))
         if n_comps == 1:
-            values = comp.unpack_from(buffer(ffi.cast(char_p, comps_at), csize))
-            ids = tuple(ffi.unpack(ffi.cast(int64_p, osts_at), int(values[count_at])))
-            lay = made(key := (values, ids))
-            if lay is None:          # files striped alike share their (frozen) layout
+            # the component's bytes, and its OST list's (as many ids as its stripe count): files striped alike
+            # (equal bytes) share their (frozen) layout, made of the first one's values
+            raw = unbytes(cast(char_p, comps_at), csize)
+            n_ids = stripes(raw)[0]
+            lay = made(key := (raw, unbytes(cast(char_p, osts_at), 8 * n_ids) if n_ids >= 0 else None))
+            if lay is None:
+                values = comp.unpack_from(raw)
+                ids = tuple(ffi.unpack(ffi.cast(int64_p, osts_at), int(values[count_at])))
                 lay = alike[key] = _new_layout(values[ssize_at], values[count_at],
                                                tuple(dict.fromkeys(o for o in ids if o >= 0)), 1,
                                                _pool_name(values[-1]))
