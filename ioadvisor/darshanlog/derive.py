@@ -751,8 +751,10 @@ def _files(recs: dict[str, list[dict]], names: dict, mounts: list[tuple[str, str
             files.append(_file_one(fid, fname, group[0], nprocs, *where, layouts.get(fid), counted))
         else:
             files.append(_file(fid, fname, group, nprocs, *where, mpiio.get(fid), layouts.get(fid), counted))
-    files.sort(key=lambda f: -f.bytes)
-    return files
+    # the most bytes first (a stable sort of the files' places by their bytes: the order sorting the files by
+    # `-f.bytes` gives, without a call of the property per file)
+    most = [-(f.bytes_read + f.bytes_written) for f in files]
+    return [files[i] for i in sorted(range(len(files)), key=most.__getitem__)]
 
 
 _SEQ = ("CONSEC_READS", "CONSEC_WRITES", "SEQ_READS", "SEQ_WRITES")
@@ -832,8 +834,8 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
     grouped = _by_counters(recs.get("POSIX", []))
     read_sizes, write_sizes, seq = _posix_counts(recs, special_ids, grouped)
     regular = [f for f in files if not f.special]
-    reads = _total(f.read_req for f in regular)
-    writes = _total(f.write_req for f in regular)
+    reads = _total([f.read_req for f in regular])
+    writes = _total([f.write_req for f in regular])
     stdio = _stdio_streams(recs.get("STDIO", []), names, nprocs)
     apis = _api_totals(modules, recs, grouped)
     osts = _ost_loads(files)
