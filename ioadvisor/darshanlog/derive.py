@@ -870,7 +870,7 @@ def special_kind(path: str, fs_type: str | None = None) -> str:
     """"fifo", "pipe" or "socket" when a record's name (or its mount's type) says it is not a file-system file."""
     if fs_type in ("pipefs", "sockfs"):
         return "pipe" if fs_type == "pipefs" else "socket"
-    base = path.rsplit("/", 1)[-1]
+    base = path[path.rfind("/") + 1:]        # the last part of the name (all of a name without a slash)
     if base[:1] not in _SPECIAL_FIRST:       # most names: "" falls through (and matches nothing below)
         return ""
     if base.startswith("pipe:["):
@@ -1175,10 +1175,14 @@ def _file_one(fid: int, fname: str, r: dict, nprocs: int, mnt: str | None, fstyp
     w = min(wt, fc["POSIX_F_SLOWEST_RANK_TIME"]) if rank == -1 else wt
     own = 0.0 + rt + wt + mt if rank >= 0 and reads + writes > 0 else None
     shared = nprocs > 1 and rank == -1
+    r_ops, r_small, r_zero, r_one, r_below, r_out = rc       # `_as_requests`, without a call per direction
+    w_ops, w_small, w_zero, w_one, w_below, w_out = wc
     # FileSummary's fields in order
     return _new_file(
         fid, fname, shared, nprocs if rank == -1 else 1, fstype, mnt, special_kind(fname, fstype), br, bw, reads,
-        writes, 0 + rt, 0 + wt, 0 + mt, max(0.0, 0.0 + w), _as_requests(rc, 0.0 + rt), _as_requests(wc, 0.0 + wt),
+        writes, 0 + rt, 0 + wt, 0 + mt, max(0.0, 0.0 + w),
+        _new_requests(r_ops, r_small, r_zero, r_one, 0.0 + rt, r_below, r_out),
+        _new_requests(w_ops, w_small, w_zero, w_one, 0.0 + wt, w_below, w_out),
         _spread("POSIX", [r], nprocs, br + bw) if shared else None, None, None, None, lustre,
         None if rank == -1 else rank, None if rank == -1 else int(own is not None), 0.0 if own is None else own,
         not_aligned, alignment, 0.0)
