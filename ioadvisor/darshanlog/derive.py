@@ -751,8 +751,10 @@ def _files(recs: dict[str, list[dict]], names: dict, mounts: list[tuple[str, str
             files.append(_file_one(fid, fname, group[0], nprocs, *where, layouts.get(fid), counted))
         else:
             files.append(_file(fid, fname, group, nprocs, *where, mpiio.get(fid), layouts.get(fid), counted))
-    files.sort(key=lambda f: -f.bytes)
-    return files
+    # the most bytes first (a stable sort of the files' places by their bytes: the order sorting the files by
+    # `-f.bytes` gives, without a call of the property per file)
+    most = [-(f.bytes_read + f.bytes_written) for f in files]
+    return [files[i] for i in sorted(range(len(files)), key=most.__getitem__)]
 
 
 _SEQ = ("CONSEC_READS", "CONSEC_WRITES", "SEQ_READS", "SEQ_WRITES")
@@ -832,8 +834,8 @@ def _derive(path: str, job: dict, exe: str, mounts: list[tuple[str, str]], names
     grouped = _by_counters(recs.get("POSIX", []))
     read_sizes, write_sizes, seq = _posix_counts(recs, special_ids, grouped)
     regular = [f for f in files if not f.special]
-    reads = _total(f.read_req for f in regular)
-    writes = _total(f.write_req for f in regular)
+    reads = _total([f.read_req for f in regular])
+    writes = _total([f.write_req for f in regular])
     stdio = _stdio_streams(recs.get("STDIO", []), names, nprocs)
     apis = _api_totals(modules, recs, grouped)
     osts = _ost_loads(files)
@@ -868,7 +870,7 @@ def special_kind(path: str, fs_type: str | None = None) -> str:
     """"fifo", "pipe" or "socket" when a record's name (or its mount's type) says it is not a file-system file."""
     if fs_type in ("pipefs", "sockfs"):
         return "pipe" if fs_type == "pipefs" else "socket"
-    base = path.rsplit("/", 1)[-1]
+    base = path[path.rfind("/") + 1:]        # the last part of the name (all of a name without a slash)
     if base[:1] not in _SPECIAL_FIRST:       # most names: "" falls through (and matches nothing below)
         return ""
     if base.startswith("pipe:["):
@@ -937,6 +939,9 @@ def _lustre_layouts(backend: Any, log: Any, limit: int = MAX_RECORDS) -> tuple[d
     buf = ffi.new("void **")
     handle, get_record, free, buffer, unpack = (log["handle"], lib.darshan_log_get_record, lib.darshan_free,
                                                 ffi.buffer, head.unpack_from)
+    cast, unbytes = ffi.cast, ffi.unpack
+    stripes = struct.Struct(f"={ffi.offsetof('struct darshan_lustre_component', 'counters') + 8 * count_at}xq"
+                            ).unpack_from
     while get_record(handle, idx, buf) >= 1:
         if n >= limit:
             raise _TooLarge(f"the log holds more than {MAX_RECORDS:,} records (of LUSTRE and the modules before "
@@ -944,10 +949,14 @@ def _lustre_layouts(backend: Any, log: Any, limit: int = MAX_RECORDS) -> tuple[d
         n += 1
         rid, rank, n_comps, comps_at, osts_at = unpack(buffer(buf[0], size))
         if n_comps == 1:
-            values = comp.unpack_from(buffer(ffi.cast(char_p, comps_at), csize))
-            ids = tuple(ffi.unpack(ffi.cast(int64_p, osts_at), int(values[count_at])))
-            lay = made(key := (values, ids))
-            if lay is None:          # files striped alike share their (frozen) layout
+            # the component's bytes, and its OST list's (as many ids as its stripe count): files striped alike
+            # (equal bytes) share their (frozen) layout, made of the first one's values
+            raw = unbytes(cast(char_p, comps_at), csize)
+            n_ids = stripes(raw)[0]
+            lay = made(key := (raw, unbytes(cast(char_p, osts_at), 8 * n_ids) if n_ids >= 0 else None))
+            if lay is None:
+                values = comp.unpack_from(raw)
+                ids = tuple(ffi.unpack(ffi.cast(int64_p, osts_at), int(values[count_at])))
                 lay = alike[key] = _new_layout(values[ssize_at], values[count_at],
                                                tuple(dict.fromkeys(o for o in ids if o >= 0)), 1,
                                                _pool_name(values[-1]))
@@ -1166,10 +1175,14 @@ def _file_one(fid: int, fname: str, r: dict, nprocs: int, mnt: str | None, fstyp
     w = min(wt, fc["POSIX_F_SLOWEST_RANK_TIME"]) if rank == -1 else wt
     own = 0.0 + rt + wt + mt if rank >= 0 and reads + writes > 0 else None
     shared = nprocs > 1 and rank == -1
+    r_ops, r_small, r_zero, r_one, r_below, r_out = rc       # `_as_requests`, without a call per direction
+    w_ops, w_small, w_zero, w_one, w_below, w_out = wc
     # FileSummary's fields in order
     return _new_file(
         fid, fname, shared, nprocs if rank == -1 else 1, fstype, mnt, special_kind(fname, fstype), br, bw, reads,
-        writes, 0 + rt, 0 + wt, 0 + mt, max(0.0, 0.0 + w), _as_requests(rc, 0.0 + rt), _as_requests(wc, 0.0 + wt),
+        writes, 0 + rt, 0 + wt, 0 + mt, max(0.0, 0.0 + w),
+        _new_requests(r_ops, r_small, r_zero, r_one, 0.0 + rt, r_below, r_out),
+        _new_requests(w_ops, w_small, w_zero, w_one, 0.0 + wt, w_below, w_out),
         _spread("POSIX", [r], nprocs, br + bw) if shared else None, None, None, None, lustre,
         None if rank == -1 else rank, None if rank == -1 else int(own is not None), 0.0 if own is None else own,
         not_aligned, alignment, 0.0)
