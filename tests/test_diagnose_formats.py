@@ -247,3 +247,32 @@ def test_the_log_reader_imports_pydarshan_without_numpy_or_pandas():
              "import numpy; print(hasattr(numpy, 'ndarray'))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "False", "False", "True"]
+
+
+def test_a_lustre_component_claiming_more_stripes_than_lustre_lays_out_has_no_ost_ids_read():
+    """A Lustre record's components carry their stripe counts, and the OST list is read as that many ids; the
+    library sizes the record's memory by those counts as the log states them, so a log claiming 5,000 stripes
+    (more than LOV_MAX_STRIPE_COUNT, 2,000) for an OST list of 2 has ids read from memory the log never filled,
+    and a count of 2^40 from past the end. Must NOT happen: an id read for such a component. Here a component of
+    5,000 stripes is laid in memory holding 2 ids: the reader refuses it (the record gets no layout, and the
+    count is named in the log's note) instead of reading 5,000; a component of 2 stripes is read as its 2 ids."""
+    from ioadvisor.darshanlog import derive
+    backend = derive.import_backend()
+    ffi = backend.ffi
+    cnames = tuple(backend.counter_names("LUSTRE_COMP"))
+    at = cnames.index("LUSTRE_COMP_STRIPE_COUNT")
+    comp = ffi.new("struct darshan_lustre_component[1]")
+    ids = ffi.new("int64_t[2]", [7, 3])
+    for count, expect in ((2, [7, 3]), (5000, None), (-1, None), (2 ** 40, None)):
+        comp[0].counters[at] = count
+        addr = lambda p: int(ffi.cast("uintptr_t", p))        # noqa: E731
+        if expect is None:
+            with pytest.raises(derive._Unlaid) as e:
+                derive._components(ffi, 1, addr(comp), addr(ids), cnames)
+            assert e.value.args[0] == count
+        else:
+            (got,) = derive._components(ffi, 1, addr(comp), addr(ids), cnames)
+            assert list(got["ost_ids"]) == expect
+    s = derive._derive("x.darshan", {"nprocs": 4, "run_time": 1.0}, "", [], {}, ("LUSTRE",), {}, False, (),
+                       [derive.Dropped("LUSTRE", "LUSTRE_COMP_STRIPE_COUNT", 5000.0, -1, 42)], {})
+    assert any("LUSTRE_COMP_STRIPE_COUNT = 5000" in n and "outside 0-2000" in n for n in s.notes), s.notes

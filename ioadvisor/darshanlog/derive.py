@@ -247,7 +247,8 @@ _COUNT_NAME = re.compile(r"_(READS|WRITES|OPENS|SEEKS|STATS|FLUSHES|BYTES_READ|B
 @dataclasses.dataclass(frozen=True)
 class Dropped:
     """A counter value no run can produce (a negative, infinite or NaN timer; a negative count), left out of
-    every total and finding (read as 0)."""
+    every total and finding (read as 0); or a Lustre stripe count no file system lays out (the record is given no
+    layout)."""
 
     module: str
     counter: str
@@ -405,8 +406,8 @@ def dropped_note(dropped: list[Dropped], names: dict) -> str:
     shown = "; ".join(f"{d.counter} = {d.value:g} (rank {d.rank}, {names.get(d.record_id, f'record {d.record_id}')})"
                       for d in dropped[:3])
     more = f"; and {len(dropped) - 3} more" if len(dropped) > 3 else ""
-    return (f"{len(dropped)} {DROPPED_NOTE} (a negative, infinite or NaN timer, or a negative "
-            f"count) left out of every total and finding: {shown}{more}")
+    return (f"{len(dropped)} {DROPPED_NOTE} (a negative, infinite or NaN timer, a negative count, or a Lustre "
+            f"stripe count outside 0-{MAX_STRIPES}) left out of every total and finding: {shown}{more}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -444,6 +445,15 @@ def _lustre_layout(ffi: Any, ctype: Any) -> tuple[int, struct.Struct, int]:
     return ffi.sizeof(t), struct.Struct(fmt), 0
 
 
+#: the most stripes a Lustre file (one component of it) has: LOV_MAX_STRIPE_COUNT
+MAX_STRIPES = 2000
+
+
+class _Unlaid(Exception):
+    """A Lustre component whose stripe count no Lustre file system lays out (`args[0]`): the library has that many
+    OST ids read for it, which a hostile log need not hold, so none is read."""
+
+
 def _components(ffi: Any, n_comps: int, comps_at: int, osts_at: int, cnames: tuple[str, ...]) -> list[dict]:
     """A Lustre record's components (`n_comps` of them at address `comps_at`): counters, pool name and the OST ids
     of each (the record's OST list, at `osts_at`, holds every component's ids in turn, as many as its stripe
@@ -459,6 +469,8 @@ def _components(ffi: Any, n_comps: int, comps_at: int, osts_at: int, cnames: tup
     for i in range(n_comps):
         *counters, pool = layout.unpack_from(raw, i * size)
         n = int(counters[count_at])
+        if not 0 <= n <= MAX_STRIPES:
+            raise _Unlaid(n)
         comps.append({"counters": dict(zip(cnames, counters)), "pool_name": _pool_name(pool),
                       "ost_ids": ffi.unpack(ost_ids + at, n) if at else ffi.unpack(ost_ids, n)})
         at += n
@@ -558,7 +570,8 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     layouts, n_lustre = None, 0
     for mod in READ_MODULES:
         if mod == "LUSTRE" and mod in modinfo:       # the layouts are all the analysis takes of its records
-            layouts, n_lustre = step(_lustre_layouts, backend, log, MAX_RECORDS - sum(map(len, recs.values())))
+            layouts, n_lustre = step(_lustre_layouts, backend, log, MAX_RECORDS - sum(map(len, recs.values())),
+                                     dropped)
         elif mod in modinfo:
             recs[mod] = step(_records, backend, log, mod, dropped,
                               MAX_RECORDS - n_lustre - sum(map(len, recs.values())))
@@ -922,11 +935,15 @@ def _layout_of(comps: list[dict]) -> LustreLayout | None:
                        tuple(dict.fromkeys(osts)), len(comps), pool)
 
 
-def _lustre_layouts(backend: Any, log: Any, limit: int = MAX_RECORDS) -> tuple[dict[int, LustreLayout], int]:
+def _lustre_layouts(backend: Any, log: Any, limit: int = MAX_RECORDS,
+                    dropped: list | None = None) -> tuple[dict[int, LustreLayout], int]:
     """`_layouts(_records(backend, log, "LUSTRE"))` and the number of records read, made straight from each
     record's memory: a record of one component (a plain file: most of them) becomes its layout without the
     component's counters being made into a dict first (files whose component and OST list are the same share
-    one layout); a record of several goes through `_components`. More than `limit` records: _TooLarge."""
+    one layout); a record of several goes through `_components`. A record with a stripe count outside
+    0-`MAX_STRIPES` gets no layout (its OST ids are not read) and is listed in `dropped`. More than `limit`
+    records: _TooLarge."""
+    dropped = [] if dropped is None else dropped
     ffi, lib = backend.ffi, backend.libdutil
     idx = backend.log_get_modules(log)["LUSTRE"]["idx"]
     _, cnames, _, size, head, *_ = _reader(backend, "LUSTRE")
@@ -953,7 +970,12 @@ def _lustre_layouts(backend: Any, log: Any, limit: int = MAX_RECORDS) -> tuple[d
             # (equal bytes) share their (frozen) layout, made of the first one's values
             raw = unbytes(cast(char_p, comps_at), csize)
             n_ids = stripes(raw)[0]
-            lay = made(key := (raw, unbytes(cast(char_p, osts_at), 8 * n_ids) if n_ids >= 0 else None))
+            if not 0 <= n_ids <= MAX_STRIPES:
+                _unlaid(dropped, rid, rank, n_ids)
+                free(buf[0])
+                buf[0] = ffi.NULL
+                continue
+            lay = made(key := (raw, unbytes(cast(char_p, osts_at), 8 * n_ids)))
             if lay is None:
                 values = comp.unpack_from(raw)
                 ids = tuple(ffi.unpack(ffi.cast(int64_p, osts_at), int(values[count_at])))
@@ -962,12 +984,21 @@ def _lustre_layouts(backend: Any, log: Any, limit: int = MAX_RECORDS) -> tuple[d
                                                _pool_name(values[-1]))
             layouts[rid] = lay
         else:
-            lay = _layout_of(_components(ffi, n_comps, comps_at, osts_at, cnames))
+            try:
+                lay = _layout_of(_components(ffi, n_comps, comps_at, osts_at, cnames))
+            except _Unlaid as e:
+                _unlaid(dropped, rid, rank, e.args[0])
+                lay = None
             if lay is not None:
                 layouts[rid] = lay
         free(buf[0])
         buf[0] = ffi.NULL
     return layouts, n
+
+
+def _unlaid(dropped: list, rid: int, rank: int, count: int) -> None:
+    """A Lustre record left without a layout for its stripe count `count`, listed in `dropped`."""
+    dropped.append(Dropped("LUSTRE", "LUSTRE_COMP_STRIPE_COUNT", float(count), rank, rid))
 
 
 def _largest(hist: list[int], n: int, total: int) -> int:
