@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import ImportFormatError, IOAdvisorError, KBError, UsageError
 from ..inputs import Kind, check_input
-from ..model.run import APIS, KINDS, OPS, Run, norm_api, norm_layout, run_id
+from ..model.run import APIS, KINDS, OPS, Run, first_ids, norm_api, norm_layout, run_id
 from ..util import data_home
 from .rows import (RUN_COLUMNS, VALUES, content_ids, keyed_row, record, row_to_run)
 from .schema import COMPARISON_COLUMNS, FSNAME, UNKNOWN_FS, migrate, rollback
@@ -153,7 +153,7 @@ def batched(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
                 if name not in nullable or col.count(None) != n]
         if len(keep) < len(VALUES):
             rows = list(map(itemgetter(*keep), rows)) if len(keep) > 1 else [(r[keep[0]],) for r in rows]
-        yield tuple(VALUES[i] for i in keep), [run_id(k) for k in keys], keys, rows
+        yield tuple(VALUES[i] for i in keep), first_ids(keys), keys, rows
 
 
 class _Summary:
