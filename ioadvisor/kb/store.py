@@ -291,12 +291,20 @@ class _Occurrences:
         (not to store again)."""
         uniq = sorted(set(firsts))
         given = self.given
+        marks = None if given is None else [int(f[-6:], 16) for f in uniq]
         # the first ids the KB has, with the source that stored them (the reference's: "")
         here = dict(self._lookup("SELECT id, source_hash FROM main.runs WHERE id IN ({marks})",
-                                 uniq if given is None else [f for f in uniq if given[int(f[-6:], 16)]]))
+                                 uniq if marks is None else [f for f, m in zip(uniq, marks) if given[m]]))
         if "ref" in self.dbs:
             for (rid,) in self._lookup("SELECT id FROM ref.runs WHERE id IN ({marks})", uniq):
                 here.setdefault(rid, "")
+        if not here and len(uniq) == len(firsts):
+            # the common batch: no content twice in it and none the KB has, so every run is the first of its
+            # content (occurrence 0, its first id) and counts 1, which needs no row in import_occ
+            if marks is not None:
+                for m in marks:
+                    given[m] = 1
+            return list(firsts), set()
         seen: dict[str, int] = {}
         if here:
             found = sorted(here)
