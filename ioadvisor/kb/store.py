@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 from collections import Counter
-from operator import itemgetter
+from operator import countOf, itemgetter
 import os
 import sqlite3
 import time
@@ -149,8 +149,10 @@ def batched(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
             return
         keys, rows = [k for k, _ in batch], [v for _, v in batch]
         n = len(rows)
-        keep = [i for i, (name, col) in enumerate(zip(VALUES, zip(*rows)))
-                if name not in nullable or col.count(None) != n]
+        # a column is scanned (in C) only where the first row leaves it empty
+        first = rows[0]
+        keep = [i for i, name in enumerate(VALUES) if name not in nullable or first[i] is not None
+                or countOf(map(itemgetter(i), rows), None) != n]
         if len(keep) < len(VALUES):
             rows = list(map(itemgetter(*keep), rows)) if len(keep) > 1 else [(r[keep[0]],) for r in rows]
         yield tuple(VALUES[i] for i in keep), first_ids(keys), keys, rows
@@ -634,8 +636,12 @@ class KB:
             if k == 1 and deferred is not None:
                 deferred.drop()
             ids, known = occ.ids(firsts, keys)
-            rows = [(rid, source_hash, seq + i) + v for i, (v, rid) in enumerate(zip(values, ids))
-                    if rid not in known]
+            if known:
+                rows = [(rid, source_hash, seq + i) + v for i, (v, rid) in enumerate(zip(values, ids))
+                        if rid not in known]
+            else:
+                rows = list(map(tuple.__add__, zip(ids, itertools.repeat(source_hash), range(seq, seq + len(values))),
+                                values))
             if rows:
                 columns = ("id", "source_hash", "seq") + names
                 self.conn.executemany(f"INSERT INTO main.runs ({','.join(columns)}) "
