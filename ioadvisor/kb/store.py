@@ -300,35 +300,33 @@ class _Occurrences:
         if "ref" in self.dbs:
             for (rid,) in self._lookup("SELECT id FROM ref.runs WHERE id IN ({marks})", uniq):
                 here.setdefault(rid, "")
-        if not here and len(uniq) == len(firsts):
-            # the common batch: no content twice in it and none the KB has, so every run is the first of its
-            # content (occurrence 0, its first id) and counts 1, which needs no row in import_occ
-            if marks is not None:
-                for m in marks:
-                    given[m] = 1
-            return list(firsts), set()
-        seen: dict[str, int] = {}
+        out, again = list(firsts), []
+        # only runs whose first id the KB has or the batch repeats are counted; every other run is the first of
+        # its content (occurrence 0: its first id) and counts 1, which needs no row in import_occ
+        seen = dict.fromkeys(() if len(uniq) == len(firsts) else
+                             (f for f, c in Counter(firsts).items() if c > 1), 0)
         if here:
             found = sorted(here)
             counted = dict(self._lookup("SELECT k, n FROM temp.import_occ WHERE k IN ({marks})",
                                         [int(f, 16) for f in found]))
             for f in found:
                 seen[f] = counted.get(int(f, 16), 1 if here[f] == self.source_hash else 0)
-        out, again = [], []
-        for key, first in zip(keys, firsts):
-            n = seen.get(first, 0)
-            seen[first] = n + 1
-            if n == 0:
-                out.append(first)
-            else:
-                rid = run_id(key, n)
-                out.append(rid)
-                again.append(rid)
-        counts = [(int(f, 16), n) for f, n in seen.items() if n != 1 or f in here]
-        if counts:
-            self.conn.executemany("INSERT OR REPLACE INTO temp.import_occ VALUES (?, ?)", counts)
-        if given is not None:
-            for rid in out:              # every id given, stored or not (a mark too many costs one look-up)
+        if seen:
+            for i in itertools.compress(range(len(firsts)), map(seen.__contains__, firsts)):
+                n = seen[firsts[i]]
+                seen[firsts[i]] = n + 1
+                if n:
+                    out[i] = rid = run_id(keys[i], n)
+                    again.append(rid)
+            counts = [(int(f, 16), n) for f, n in seen.items() if n != 1 or f in here]
+            if counts:
+                self.conn.executemany("INSERT OR REPLACE INTO temp.import_occ VALUES (?, ?)", counts)
+        if marks is not None:
+            # every id given, stored or not (a mark too many costs one look-up): the batch's first ids, and the
+            # ids of later occurrences
+            for m in marks:
+                given[m] = 1
+            for rid in again:
                 given[int(rid[-6:], 16)] = 1
         return out, set(here) | (self.known(again) if again else set())
 
