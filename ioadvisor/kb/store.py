@@ -293,10 +293,10 @@ class _Occurrences:
         (not to store again)."""
         uniq = sorted(set(firsts))
         given = self.given
-        marks = None if given is None else [int(f[-6:], 16) for f in uniq]
+        slots = None if given is None else [int(f[-6:], 16) for f in uniq]     # each first id's byte in `given`
         # the first ids the KB has, with the source that stored them (the reference's: "")
         here = dict(self._lookup("SELECT id, source_hash FROM main.runs WHERE id IN ({marks})",
-                                 uniq if marks is None else [f for f, m in zip(uniq, marks) if given[m]]))
+                                 uniq if slots is None else [f for f, m in zip(uniq, slots) if given[m]]))
         if "ref" in self.dbs:
             for (rid,) in self._lookup("SELECT id FROM ref.runs WHERE id IN ({marks})", uniq):
                 here.setdefault(rid, "")
@@ -321,10 +321,10 @@ class _Occurrences:
             counts = [(int(f, 16), n) for f, n in seen.items() if n != 1 or f in here]
             if counts:
                 self.conn.executemany("INSERT OR REPLACE INTO temp.import_occ VALUES (?, ?)", counts)
-        if marks is not None:
+        if slots is not None:
             # every id given, stored or not (a mark too many costs one look-up): the batch's first ids, and the
             # ids of later occurrences
-            for m in marks:
+            for m in slots:
                 given[m] = 1
             for rid in again:
                 given[int(rid[-6:], 16)] = 1
