@@ -167,6 +167,33 @@ def test_the_caches_stay_bounded_and_long_cells_are_not_kept():
     assert sizes["notes"] == 0                              # cells longer than CACHE_CELL_CHARS are never kept
 
 
+def test_rows_that_differ_only_in_value_are_converted_once_and_the_row_cache_stays_bounded(monkeypatch):
+    ctx = ImportContext(source="r.csv")
+    slow, reader = _readers(HEADER, ctx)
+    parts = []
+    convert = reader._parts
+    monkeypatch.setattr(reader, "_parts", lambda row: parts.append(1) or convert(row))
+    base = {c: "" for c in HEADER}
+    base.update(system="s", op="write", api="POSIX", layout="fpp", nodes="2", ranks="8", unit="GB/s", source="s",
+                value_min="0.5")
+    # the same settings with 500 values (and a spread): their cells are converted once, and each row is still
+    # stored as the importer stores it (the value, its unit conversion and its key are the row's own)
+    for i in range(500):
+        row = [dict(base, value=f"{1 + i / 7:.6g}")[c] for c in HEADER]
+        assert _outcome(slow, row) == _outcome(reader, row), row
+    assert len(parts) == 1
+    # distinct settings beyond ROW_CACHE: the cache starts again; a row longer than ROW_CACHE_CHARS in all is
+    # never kept
+    for i in range(csvrows.ROW_CACHE + 10):
+        reader([dict(base, job_id=str(i), value="1")[c] for c in HEADER])
+    assert 0 < len(reader.rows) <= csvrows.ROW_CACHE
+    reader.rows.clear()
+    long_notes = "n" * (csvrows.ROW_CACHE_CHARS + 1)
+    row = [dict(base, notes=long_notes, value="2")[c] for c in HEADER]
+    assert _outcome(slow, row) == _outcome(reader, row)
+    assert not reader.rows
+
+
 def test_an_import_stores_what_the_run_path_stores_with_flags(tmp_path):
     """Through ingest.import_file, with a center whose memory and peaks flag some runs: the rows stored (every
     column, flags included) are those of the runs the importer reads, flagged as before."""

@@ -27,6 +27,8 @@ from ..model.units import normalize
 from ..model.validate import _HINT_KEY, ACCESS, INT_RANGES, MAX_VALUE, MIN_VALUE, _name, _text, check_date
 CACHE_CELLS = 4096       # distinct cells remembered per column (then its cache starts again)
 CACHE_CELL_CHARS = 256   # a longer cell is converted each time it comes
+ROW_CACHE = 1 << 14      # distinct rows (all cells but the value and its spread) remembered, then started again
+ROW_CACHE_CHARS = 1024   # a row whose remembered cells are longer in all is converted each time it comes
 
 Pair = tuple[Any, str | None]     # (stored value, its text in the content key)
 
@@ -193,6 +195,11 @@ class RowReader:
                     consts[field] = read("")
                 except (ValueError, IOAdvisorError, _NotHere):
                     self.slow_only = True            # (a --kind the checks refuse, say): the importer decides
+        # the cached columns' cells of a row and their caches, for the lookups of a row in C
+        cols = [i for i, _, _ in self.cached]
+        self.cells = itemgetter(*cols) if len(cols) > 1 else (lambda row, i=cols[0]: (row[i],))
+        self.caches = [cache for _, cache, _ in self.cached]
+        self.rows: dict[tuple, tuple] = {}           # the cached columns' cells of a row -> its `_parts`
         self.unit_at = fields.index("unit")
         self.value_at = at["value"]
         self.spread = tuple(at.get(c, -1) for c in _SPREAD)
@@ -211,14 +218,17 @@ class RowReader:
     def __call__(self, row: list[str]) -> tuple[str, tuple]:
         if self.slow_only:
             return self._keyed(self._run(row))
-        try:
-            pairs = [cache[row[i]] for i, cache, _ in self.cached]
-        except KeyError:
-            pairs = self._fill(row)
-            if pairs is None:
+        cells = self.cells(row)
+        parts = self.rows.get(cells)
+        if parts is None:
+            parts = self._parts(row)
+            if parts is None:
                 return self._keyed(self._run(row))
-        values, keys = zip(*pairs)
-        unit, unit_given, factor, (floor, ceiling) = values[self.unit_at]
+            if sum(map(len, cells)) <= ROW_CACHE_CHARS:
+                if len(self.rows) >= ROW_CACHE:
+                    self.rows.clear()
+                self.rows[cells] = parts
+        head, tail, key_head, key_tail, (unit, unit_given, factor, (floor, ceiling)) = parts
         t = row[self.value_at].strip()
         try:
             given = float(t)
@@ -230,8 +240,26 @@ class RowReader:
         spread = self._spread(row, given, value, factor, ceiling) if self.any_spread else _NO_SPREAD
         if spread is None:
             return self._keyed(self._run(row))
-        key = KEY_TEMPLATE % self.key_pick(keys + (f'"{value:.10g}"',) + self.const_keys)
-        return key, self.pick(values + (value, unit, given, unit_given) + spread + self.consts)
+        return f'{key_head}"{value:.10g}"{key_tail}', head + (value, unit, given, unit_given) + spread + tail
+
+    def _parts(self, row: list[str]) -> tuple | None:
+        """What a row's cells but the value and its spread give: the stored values before the value and after
+        its spread, the content key's text before and after the value's, and the unit's cell (unit, unit as
+        given, factor, bounds); None if a cell is not for this reading. Rows that differ only in the value
+        share them (a file's runs repeat their settings: the synthetic million-row file has 67,000 distinct)."""
+        try:
+            values, keys = zip(*map(_LOOKUP, self.caches, self.cells(row)))
+        except KeyError:
+            pairs = self._fill(row)
+            if pairs is None:
+                return None
+            values, keys = zip(*pairs)
+        stored = self.pick(values + _AT_VALUE + self.consts)
+        key_head, mark, key_tail = (KEY_TEMPLATE % self.key_pick(keys + (_VALUE_MARK,) + self.const_keys)
+                                    ).partition(_VALUE_MARK)
+        if not mark or _VALUE_MARK in key_tail:
+            return None
+        return stored[:_V_VALUE], stored[_V_VALUE + len(_AT_VALUE):], key_head, key_tail, values[self.unit_at]
 
     def _fill(self, row: list[str]) -> list[Pair] | None:
         """The cells of a row with some not in the caches, converted (and remembered); None if one of them is
@@ -281,6 +309,14 @@ class RowReader:
 
 
 _NO_SPREAD = (None,) * len(_SPREAD)
+_LOOKUP = dict.__getitem__
+# the stored values a row's value sets: `value`, then the unit, the value and unit as given and the spread (EXTRA
+# in RowReader), in this order in VALUES; placeholders while a row's other values are picked
+_V_VALUE = VALUES.index("value")
+assert VALUES[_V_VALUE:_V_VALUE + 4 + len(_SPREAD)] == ("value", "unit", "value_given", "unit_given") + _SPREAD
+_AT_VALUE = (None,) * (4 + len(_SPREAD))
+# where the value's text goes in the content key: every other text there is JSON or a number, never a NUL
+_VALUE_MARK = "\x00"
 
 
 # ---- reading in a second process ------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 from collections import Counter
-from operator import itemgetter
+from operator import countOf, itemgetter
 import os
 import sqlite3
 import time
@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import ImportFormatError, IOAdvisorError, KBError, UsageError
 from ..inputs import Kind, check_input
-from ..model.run import APIS, KINDS, OPS, Run, norm_api, norm_layout, run_id
+from ..model.run import APIS, KINDS, OPS, Run, first_ids, norm_api, norm_layout, run_id
 from ..util import data_home
 from .rows import (RUN_COLUMNS, VALUES, content_ids, keyed_row, record, row_to_run)
 from .schema import COMPARISON_COLUMNS, FSNAME, UNKNOWN_FS, migrate, rollback
@@ -149,11 +149,13 @@ def batched(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
             return
         keys, rows = [k for k, _ in batch], [v for _, v in batch]
         n = len(rows)
-        keep = [i for i, (name, col) in enumerate(zip(VALUES, zip(*rows)))
-                if name not in nullable or col.count(None) != n]
+        # a column is scanned (in C) only where the first row leaves it empty
+        first = rows[0]
+        keep = [i for i, name in enumerate(VALUES) if name not in nullable or first[i] is not None
+                or countOf(map(itemgetter(i), rows), None) != n]
         if len(keep) < len(VALUES):
             rows = list(map(itemgetter(*keep), rows)) if len(keep) > 1 else [(r[keep[0]],) for r in rows]
-        yield tuple(VALUES[i] for i in keep), [run_id(k) for k in keys], keys, rows
+        yield tuple(VALUES[i] for i in keep), first_ids(keys), keys, rows
 
 
 class _Summary:
@@ -291,34 +293,40 @@ class _Occurrences:
         (not to store again)."""
         uniq = sorted(set(firsts))
         given = self.given
+        slots = None if given is None else [int(f[-6:], 16) for f in uniq]     # each first id's byte in `given`
         # the first ids the KB has, with the source that stored them (the reference's: "")
         here = dict(self._lookup("SELECT id, source_hash FROM main.runs WHERE id IN ({marks})",
-                                 uniq if given is None else [f for f in uniq if given[int(f[-6:], 16)]]))
+                                 uniq if slots is None else [f for f, m in zip(uniq, slots) if given[m]]))
         if "ref" in self.dbs:
             for (rid,) in self._lookup("SELECT id FROM ref.runs WHERE id IN ({marks})", uniq):
                 here.setdefault(rid, "")
-        seen: dict[str, int] = {}
+        out, again = list(firsts), []
+        # only runs whose first id the KB has or the batch repeats are counted; every other run is the first of
+        # its content (occurrence 0: its first id) and counts 1, which needs no row in import_occ
+        seen = dict.fromkeys(() if len(uniq) == len(firsts) else
+                             (f for f, c in Counter(firsts).items() if c > 1), 0)
         if here:
             found = sorted(here)
             counted = dict(self._lookup("SELECT k, n FROM temp.import_occ WHERE k IN ({marks})",
                                         [int(f, 16) for f in found]))
             for f in found:
                 seen[f] = counted.get(int(f, 16), 1 if here[f] == self.source_hash else 0)
-        out, again = [], []
-        for key, first in zip(keys, firsts):
-            n = seen.get(first, 0)
-            seen[first] = n + 1
-            if n == 0:
-                out.append(first)
-            else:
-                rid = run_id(key, n)
-                out.append(rid)
-                again.append(rid)
-        counts = [(int(f, 16), n) for f, n in seen.items() if n != 1 or f in here]
-        if counts:
-            self.conn.executemany("INSERT OR REPLACE INTO temp.import_occ VALUES (?, ?)", counts)
-        if given is not None:
-            for rid in out:              # every id given, stored or not (a mark too many costs one look-up)
+        if seen:
+            for i in itertools.compress(range(len(firsts)), map(seen.__contains__, firsts)):
+                n = seen[firsts[i]]
+                seen[firsts[i]] = n + 1
+                if n:
+                    out[i] = rid = run_id(keys[i], n)
+                    again.append(rid)
+            counts = [(int(f, 16), n) for f, n in seen.items() if n != 1 or f in here]
+            if counts:
+                self.conn.executemany("INSERT OR REPLACE INTO temp.import_occ VALUES (?, ?)", counts)
+        if slots is not None:
+            # every id given, stored or not (a mark too many costs one look-up): the batch's first ids, and the
+            # ids of later occurrences
+            for m in slots:
+                given[m] = 1
+            for rid in again:
                 given[int(rid[-6:], 16)] = 1
         return out, set(here) | (self.known(again) if again else set())
 
@@ -626,8 +634,12 @@ class KB:
             if k == 1 and deferred is not None:
                 deferred.drop()
             ids, known = occ.ids(firsts, keys)
-            rows = [(rid, source_hash, seq + i) + v for i, (v, rid) in enumerate(zip(values, ids))
-                    if rid not in known]
+            if known:
+                rows = [(rid, source_hash, seq + i) + v for i, (v, rid) in enumerate(zip(values, ids))
+                        if rid not in known]
+            else:
+                rows = list(map(tuple.__add__, zip(ids, itertools.repeat(source_hash), range(seq, seq + len(values))),
+                                values))
             if rows:
                 columns = ("id", "source_hash", "seq") + names
                 self.conn.executemany(f"INSERT INTO main.runs ({','.join(columns)}) "

@@ -5,7 +5,7 @@ import json
 import json.encoder
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from operator import attrgetter, itemgetter
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..errors import UsageError
 
@@ -234,6 +234,13 @@ def run_id(key: str, occurrence: int = 0) -> str:
     """Id of the `occurrence`-th run (0, 1, ...) with content key `key` in the KB: the same content always
     gives the same ids, so the same measurement imported twice is found by its id."""
     return _sha1(f"{key}#{occurrence}".encode()).hexdigest()[:12]
+
+
+def first_ids(keys: Iterable[str]) -> list[str]:
+    """`run_id(key)` (occurrence 0) of each key, for a batch of keys (an import's: a million of them)."""
+    _sha1(b"")                     # hashlib imported
+    sha1 = _sha1
+    return [sha1((k + "#0").encode()).hexdigest()[:12] for k in keys]
 
 
 def _sha1(data: bytes) -> Any:
