@@ -3,10 +3,11 @@ never open the KB themselves."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..kb.store import KB, RunFilter
-from ..model.run import Run
+if TYPE_CHECKING:                     # the KB's modules load only when a rule asks a question (most logs ask none)
+    from ..kb.store import KB
+    from ..model.run import Run
 
 
 class KBFile:
@@ -18,6 +19,7 @@ class KBFile:
         self.path = str(path) if path else None
 
     def _open(self) -> KB | None:
+        from ..kb.store import KB
         try:
             return KB.open(self.path, create=False)
         except Exception:
@@ -28,6 +30,7 @@ class KBFile:
         if kb is None:
             return []
         try:
+            from ..kb.store import RunFilter
             return [r for r in kb.runs(RunFilter(op="write")) if (r.system or "").lower() == system.lower()]
         finally:
             kb.close()
