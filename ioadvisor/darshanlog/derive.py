@@ -1197,11 +1197,8 @@ def _file_one(fid: int, fname: str, r: dict, nprocs: int, mnt: str | None, fstyp
     shared by all ranks), with the arithmetic of `_file` and `_posix_one` (each sum from 0, so a timer of -0.0
     becomes 0.0) but none of their sets, dicts and tuples: the file's ranks are the record's rank (or all of
     them), and its own time is the record's when that rank read or wrote."""
-    rank, c, fc = r["rank"], r["counters"], r["fcounters"]
-    got = counted.get(id(c))
-    if got is None:
-        got = counted[id(c)] = (*map(int, _FILE_COUNTS(c)), *_request_counts(c))
-    br, bw, reads, writes, not_aligned, alignment, rc, wc = got
+    rank, fc = r["rank"], r["fcounters"]
+    br, bw, reads, writes, not_aligned, alignment, rc, wc = _record_counts(r["counters"], counted)
     rt, wt, mt = _FILE_TIMES(fc)
     w = min(wt, fc["POSIX_F_SLOWEST_RANK_TIME"]) if rank == -1 else wt
     own = 0.0 + rt + wt + mt if rank >= 0 and reads + writes > 0 else None
@@ -1238,17 +1235,24 @@ def _posix_sums(group: list[dict]) -> tuple:
             sum(meta_time), read_req, write_req, own, _slowest_write_time(group))
 
 
-def _posix_one(group: list[dict], counted: dict[int, tuple]) -> tuple:
-    """`_posix_sums` of a file with one record (a file one rank opened, or one record shared by all ranks), with
-    the same arithmetic: each sum starts from 0 (so a timer of -0.0 becomes 0.0, as a sum makes it). What the
-    record's counters give is taken from `counted` (by the id of the counters dict, which records with equal
-    counters share, and which the records keep alive meanwhile) where made before, else made and put there."""
-    r = group[0]
-    c, fc, rank = r["counters"], r["fcounters"], r["rank"]
+def _record_counts(c: dict, counted: dict[int, tuple]) -> tuple:
+    """What one POSIX record's counters give (bytes read and written, reads, writes, requests not aligned, the
+    alignment, and the read and write request counts), taken from `counted` (by the id of the counters dict, which
+    records with equal counters share, and which the records keep alive meanwhile) where made before, else made
+    and put there."""
     got = counted.get(id(c))
     if got is None:
         got = counted[id(c)] = (*map(int, _FILE_COUNTS(c)), *_request_counts(c))
-    br, bw, reads, writes, not_aligned, alignment, rc, wc = got
+    return got
+
+
+def _posix_one(group: list[dict], counted: dict[int, tuple]) -> tuple:
+    """`_posix_sums` of a file with one record (a file one rank opened, or one record shared by all ranks), with
+    the same arithmetic: each sum starts from 0 (so a timer of -0.0 becomes 0.0, as a sum makes it); what the
+    record's counters give comes from `_record_counts`."""
+    r = group[0]
+    fc, rank = r["fcounters"], r["rank"]
+    br, bw, reads, writes, not_aligned, alignment, rc, wc = _record_counts(r["counters"], counted)
     rt, wt, mt = _FILE_TIMES(fc)
     own = {rank: 0.0 + rt + wt + mt} if rank >= 0 and reads + writes > 0 else {}
     w = min(wt, fc["POSIX_F_SLOWEST_RANK_TIME"]) if rank == -1 else wt
