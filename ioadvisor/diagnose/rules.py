@@ -552,9 +552,7 @@ def _own_requests(s: LogSummary, op: str) -> tuple[list[FileSummary], list[tuple
     MPI-IO may have moved at least 90% collectively in that direction, `_may_be_collective`: they are the
     aggregators'), each with its Requests, and the small and the non-empty requests among them: one pass over the
     files (a file-per-process job has thousands)."""
-    mpi = operator.attrgetter("mpiio_read" if op == "read" else "mpiio_write")
-    fs = [f for f in s.files
-          if not f.special and not ((d := mpi(f)) and d.bytes and d.collective_share_max >= COLLECTIVE_SHARE)]
+    fs = [f for f in s.files if not f.special and not _may_be_collective(f, op)]
     reqs = list(zip(fs, map(operator.attrgetter("read_req" if op == "read" else "write_req"), fs)))
     small = nonzero = 0
     for _, r in reqs:
