@@ -947,7 +947,7 @@ def _lustre_layouts(backend: Any, log: Any, limit: int = MAX_RECORDS,
     ffi, lib = backend.ffi, backend.libdutil
     idx = backend.log_get_modules(log)["LUSTRE"]["idx"]
     _, cnames, _, size, head, *_ = _reader(backend, "LUSTRE")
-    csize, comp, char_p, int64_p = _component_layout(ffi)
+    csize, comp, char_p, _ = _component_layout(ffi)
     ssize_at, count_at = cnames.index("LUSTRE_COMP_STRIPE_SIZE"), cnames.index("LUSTRE_COMP_STRIPE_COUNT")
     layouts: dict[int, LustreLayout] = {}
     alike: dict[tuple, LustreLayout] = {}
@@ -972,25 +972,21 @@ def _lustre_layouts(backend: Any, log: Any, limit: int = MAX_RECORDS,
             n_ids = stripes(raw)[0]
             if not 0 <= n_ids <= MAX_STRIPES:
                 _unlaid(dropped, rid, rank, n_ids)
-                free(buf[0])
-                buf[0] = ffi.NULL
-                continue
-            lay = made(key := (raw, unbytes(cast(char_p, osts_at), 8 * n_ids)))
-            if lay is None:
+                lay = None
+            elif (lay := made(key := (raw, unbytes(cast(char_p, osts_at), 8 * n_ids)))) is None:
                 values = comp.unpack_from(raw)
-                ids = tuple(ffi.unpack(ffi.cast(int64_p, osts_at), int(values[count_at])))
+                ids = struct.unpack(f"={n_ids}q", key[1])        # the OST list's bytes read above
                 lay = alike[key] = _new_layout(values[ssize_at], values[count_at],
                                                tuple(dict.fromkeys(o for o in ids if o >= 0)), 1,
                                                _pool_name(values[-1]))
-            layouts[rid] = lay
         else:
             try:
                 lay = _layout_of(_components(ffi, n_comps, comps_at, osts_at, cnames))
             except _Unlaid as e:
                 _unlaid(dropped, rid, rank, e.args[0])
                 lay = None
-            if lay is not None:
-                layouts[rid] = lay
+        if lay is not None:
+            layouts[rid] = lay
         free(buf[0])
         buf[0] = ffi.NULL
     return layouts, n
