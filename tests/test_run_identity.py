@@ -121,3 +121,13 @@ def test_check_run_refuses_an_integer_setting_exactly_when_check_int_does(field,
     except UsageError as e:
         got = str(e)
     assert got == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(), max_size=20))
+def test_an_import_batchs_first_ids_are_run_id_of_each_key(keys):
+    """`first_ids` writes `run_id`'s hashing out again for speed (an import makes a million ids). Must NOT happen:
+    an id an import stores that `run_id` would not give for the same content (the same measurement imported
+    again, or by another road, would not be found as the same run)."""
+    from ioadvisor.model.run import first_ids, run_id
+    assert first_ids(keys) == [run_id(k) for k in keys]
