@@ -498,3 +498,24 @@ def test_the_quoted_advise_command_names_the_kb_the_finding_read(tmp_path):
     assert argv[argv.index("--kb") + 1] == os.path.abspath("k b.sqlite")
     assert argv[argv.index("--center") + 1] == "my center.toml"
     assert "--kb" not in shlex.split(advise_command("X", None, w, "lustre"))
+
+
+def test_the_html_page_and_the_terminal_show_the_same_summary_rows(tmp_path):
+    """The page a user mails to the center is not poorer than the terminal: the node count, the run's start and the
+    Lustre OSTs used (24 on this log) were on the terminal panel only."""
+    out = tmp_path / "r.html"
+    log = str(LOGDIR / "sample-badost.darshan")
+    r = runner.invoke(app, ["diagnose", log, "--json", "--html", str(out)])
+    assert r.exit_code == 0, r.output
+    from ioadvisor.diagnose.report import job_rows
+    rows = job_rows(json.loads(r.stdout))
+    labels = [k for k, _ in rows]
+    assert {"Nodes", "Lustre", "Run time"} <= set(labels)
+    html = out.read_text()
+    import html as _html
+    for k, v in rows:
+        assert f"<tr><td>{_html.escape(k)}</td><td>{_html.escape(v)}</td></tr>" in html, (k, v)
+    term = runner.invoke(app, ["diagnose", log], env={"COLUMNS": "400"})
+    assert term.exit_code == 0, term.output
+    for k in labels:
+        assert k in term.output, k

@@ -1,13 +1,11 @@
 """`ioadvise diagnose LOG`: what a job's Darshan log says about its I/O, and what to change."""
 from __future__ import annotations
 
-import datetime as _dt
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
-from ..model.units import format_size
 from . import command_app
 from .common import JsonOption, KBOption, cli_errors, console, print_json, printable
 
@@ -27,12 +25,6 @@ def _value(x: Any) -> str:
     return f"{x:.0f}" if isinstance(x, (int, float)) else "no measured value"
 
 
-def _nodes_row(a: dict[str, Any]) -> str:
-    if a["nodes"] is None:
-        return "not known (the figures are per process)"
-    return f"{a['nodes']} ({a['note']})"
-
-
 def _render(doc: dict[str, Any], con: Any) -> None:
     # rich is imported here, not at the top: `diagnose --json` does without it (start-up time is a target)
     from rich.panel import Panel
@@ -43,24 +35,8 @@ def _render(doc: dict[str, Any], con: Any) -> None:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
-    start = _dt.datetime.fromtimestamp(job["start_time"], _dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") \
-        if job.get("start_time") else "-"
-    rows = [("Log", doc["log"]), ("Executable", job["exe"]), ("Job id", str(job["jobid"])),
-            ("Processes", str(job["nprocs"])), ("Nodes", _nodes_row(doc["workload_assumptions"])), ("Run time", f"{job['run_time']:.0f} s (started {start})"),
-            ("Darshan", f"{job['darshan_version']} (log format {job['log_version']})"),
-            ("Modules", ", ".join(job["modules"])),
-            ("Layout", f"{job['layout']}: {job['shared_files']} shared, {job['fpp_files']} per-process files")]
-    for api, t in doc["apis"].items():
-        rows.append((api, f"read {format_size(t['bytes_read'])} in {t['reads']} ops, "
-                          f"written {format_size(t['bytes_written'])} in {t['writes']} ops, {t['files']} files"))
-    from ..diagnose.report import summary_rows
-    rows += summary_rows(doc)
-    lus = doc["lustre"]
-    if lus["osts_used"]:
-        rows.append(("Lustre", f"{lus['osts_used']} OSTs used; the file system has at least "
-                               f"{lus['fs_ost_count_at_least']} (highest OST index seen + 1)"))
-    for note in job["notes"]:
-        rows.append(("Note", note))
+    from ..diagnose.report import job_rows
+    rows = job_rows(doc)
     for k, v in rows:
         grid.add_row(k, printable(str(v)))   # the log's path and the names it records
     n = {s: sum(1 for f in doc["findings"] if f["severity"] == s) for s in ("high", "warn", "info")}

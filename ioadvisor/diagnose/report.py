@@ -179,6 +179,37 @@ def summary_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def _nodes_row(a: dict[str, Any]) -> str:
+    if a["nodes"] is None:
+        return "not known (the figures are per process)"
+    return f"{a['nodes']} ({a['note']})"
+
+
+def job_rows(doc: dict[str, Any]) -> list[tuple[str, str]]:
+    """The report's summary rows, (label, text) each: the job, what each API moved, the I/O time, phases and
+    hints, the Lustre OSTs, the reader's notes. The terminal panel and the HTML page show these same rows."""
+    import datetime as _dt
+    job = doc["job"]
+    start = _dt.datetime.fromtimestamp(job["start_time"], _dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") \
+        if job.get("start_time") else "-"
+    rows = [("Log", doc["log"]), ("Executable", job["exe"]), ("Job id", str(job["jobid"])),
+            ("Processes", str(job["nprocs"])), ("Nodes", _nodes_row(doc["workload_assumptions"])),
+            ("Run time", f"{job['run_time']:.0f} s (started {start})"),
+            ("Darshan", f"{job['darshan_version']} (log format {job['log_version']})"),
+            ("Modules", ", ".join(job["modules"])),
+            ("Layout", f"{job['layout']}: {job['shared_files']} shared, {job['fpp_files']} per-process files")]
+    for api, t in doc["apis"].items():
+        rows.append((api, f"read {format_size(t['bytes_read'])} in {t['reads']} ops, "
+                          f"written {format_size(t['bytes_written'])} in {t['writes']} ops, {t['files']} files"))
+    rows += summary_rows(doc)
+    lus = doc["lustre"]
+    if lus["osts_used"]:
+        rows.append(("Lustre", f"{lus['osts_used']} OSTs used; the file system has at least "
+                               f"{lus['fs_ost_count_at_least']} (highest OST index seen + 1)"))
+    rows += [("Note", note) for note in job["notes"]]
+    return rows
+
+
 def at_stake_text(f: dict[str, Any], job: dict[str, Any]) -> str:
     """"X s for <the ranks that did the work> (Y s averaged over all ranks) of a Z s run."""
     ev = f["evidence"]
@@ -192,17 +223,7 @@ def at_stake_text(f: dict[str, Any], job: dict[str, Any]) -> str:
 def render_html(doc: dict[str, Any]) -> str:
     """The whole report as one HTML page."""
     job = doc["job"]
-    rows = [("Log", doc["log"]), ("Executable", job["exe"]), ("Job id", job["jobid"]), ("Processes", job["nprocs"]),
-            ("Run time", f"{job['run_time']:.0f} s"), ("Darshan", f"{job['darshan_version']} (log format "
-                                                               f"{job['log_version']})"),
-            ("Modules", ", ".join(job["modules"])),
-            ("Layout", f"{job['layout']}: {job['shared_files']} shared, {job['fpp_files']} per-process files")]
-    for api, t in doc["apis"].items():
-        rows.append((api, f"read {format_size(t['bytes_read'])} in {t['reads']} ops, written "
-                          f"{format_size(t['bytes_written'])} in {t['writes']} ops, {t['files']} files"))
-    rows += summary_rows(doc)
-    for note in job["notes"]:
-        rows.append(("Note", note))
+    rows = job_rows(doc)
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>Darshan diagnosis: {_e(job['exe'][:60])}</title><style>{_CSS}</style></head><body>",
              "<h1>Darshan diagnosis</h1>", '<table class="job">']
