@@ -417,6 +417,7 @@ def test_systems_shared_out_among_processes_give_the_report_of_one_process(kb_pa
         assert os.getpid() not in {s[0] for s in seen}
         one = validate(kb, workers=1)
         assert validate(kb, workers=2) == one
+        assert V.sweep_validate(kb, workers=2) == V.sweep_validate(kb, workers=1)
         assert one["systems"]["Toy"]["n"] + one["systems"]["Toy"]["not_predictable"] == 25
         # a transaction left open: the workers would read the KB without it, so the caller validates alone
         kb.conn.execute("BEGIN")

@@ -665,28 +665,46 @@ def _summary(cases: list[dict]) -> dict[str, Any]:
     return out
 
 
+def _sweep_system(kb: Any, sysname: str, n: int, factors: Sequence[str],
+                  with_errors: bool) -> tuple[dict, dict, list] | None:
+    """One system's part of `sweep_validate`: (its entry, its sweeps' cases and unscored count, its held-out
+    errors); None where the system has no measured run."""
+    got = _runs_of(kb, sysname, n)
+    if got is None:
+        return None
+    srs, held, note = got
+    _, osts, dflt = _center_info(kb, sysname)
+    memo: dict = {}
+    res = _sweeps_of_system(kb, sysname, srs, factors, memo, limit=None if held is None else SAMPLED_SWEEPS)
+    entry: dict[str, Any] = {"sweep_groups": len(res["cases"]), **note}
+    errs: list = []
+    if with_errors:
+        errs, unp = _predict_errors(sysname, srs, osts, dflt, memo, held)
+        entry.update(_err_stats(errs))
+        entry["not_predictable"] = unp
+        entry["verdict"] = verdict(entry)
+    return entry, res, errs
+
+
 def sweep_validate(kb: Any, system: str | None = None, factors: Sequence[str] = SWEEP_FACTORS,
-                   with_errors: bool = True) -> dict[str, Any]:
+                   with_errors: bool = True, workers: int | None = None) -> dict[str, Any]:
     """Sweep-out validation (see the module docstring), per factor over all systems and per system; with
-    `with_errors` also the held-out prediction error of `validate`."""
+    `with_errors` also the held-out prediction error of `validate`. The systems are validated in `workers`
+    processes (`per_system`)."""
+    from functools import partial
     cases: list[dict] = []
     unscored = 0
     errs: list = []
     per_sys: dict[str, Any] = {}
-    for sysname, srs, held, note in _each_system(kb, system):
-        _, osts, dflt = _center_info(kb, sysname)
-        memo: dict = {}
-        res = _sweeps_of_system(kb, sysname, srs, factors, memo, limit=None if held is None else SAMPLED_SWEEPS)
+    systems = sorted(_system_sizes(kb, system).items())
+    work = partial(_sweep_system, factors=tuple(factors), with_errors=with_errors)
+    for (sysname, _), got in zip(systems, per_system(kb, work, systems, workers)):
+        if got is None:
+            continue
+        per_sys[sysname], res, e = got
         cases += res["cases"]
         unscored += res["unscored"]
-        entry: dict[str, Any] = {"sweep_groups": len(res["cases"]), **note}
-        if with_errors:
-            e, unp = _predict_errors(sysname, srs, osts, dflt, memo, held)
-            errs += e
-            entry.update(_err_stats(e))
-            entry["not_predictable"] = unp
-            entry["verdict"] = verdict(entry)
-        per_sys[sysname] = entry
+        errs += e
     out: dict[str, Any] = {"factors": {f: _summary([c for c in cases if c["factor"] == f]) for f in factors},
                            "unscored_groups": unscored, "systems": per_sys, "cases": cases,
                            "interval": f"{Z90:g} sd (90%)"}
