@@ -390,3 +390,38 @@ def test_sweeps_the_servers_cache_lifted_are_reported_apart_not_dropped():
     assert WARM_SPEEDUP < 3.0
     assert out["cold_sweeps"] == {"median": 1.1, "p90": pytest.approx(1.3 - 0.2 * 0.2), "max": 1.3, "n": 3,
                                   "warm": 1}
+
+
+def _seen_by_worker(kb, name: str, n: int) -> tuple:
+    import os
+    return os.getpid(), name, n, len(kb.runs(RunFilter(system=name))), tuple(kb.systems())
+
+
+def test_systems_shared_out_among_processes_give_the_report_of_one_process(kb_path):
+    # what must NOT happen: a figure that depends on how the systems were shared out among worker processes, a
+    # worker that reads another KB than the caller's (the reference layer added to a KB opened without it, runs
+    # left out), results put back out of order, or a worker that cannot see what the caller has not committed
+    import os
+    from dataclasses import replace
+    from ioadvisor.advise import validate as V
+    toy = _model_shaped_runs()
+    with KB.open(kb_path, reference=False) as kb:
+        kb.add_runs(toy, source="toy", source_hash="toy", fmt="csv", importer="test/1")
+        # a second system: every value 1.5x, every other run left out (13 of 25)
+        kb.add_runs([replace(r, system="Toy2", value=1.5 * r.value) for r in toy[::2]], source="toy2",
+                    source_hash="toy2", fmt="csv", importer="test/1")
+        systems = sorted(V._system_sizes(kb, None).items())
+        assert systems == [("Toy", 25), ("Toy2", 13)]
+        seen = V.per_system(kb, _seen_by_worker, systems, workers=2)
+        assert [s[1:] for s in seen] == [("Toy", 25, 25, ("Toy", "Toy2")), ("Toy2", 13, 13, ("Toy", "Toy2"))]
+        assert os.getpid() not in {s[0] for s in seen}
+        one = validate(kb, workers=1)
+        assert validate(kb, workers=2) == one
+        assert V.sweep_validate(kb, workers=2) == V.sweep_validate(kb, workers=1)
+        assert one["systems"]["Toy"]["n"] + one["systems"]["Toy"]["not_predictable"] == 25
+        # a transaction left open: the workers would read the KB without it, so the caller validates alone
+        kb.conn.execute("BEGIN")
+        try:
+            assert {s[0] for s in V.per_system(kb, _seen_by_worker, systems, workers=2)} == {os.getpid()}
+        finally:
+            kb.conn.rollback()

@@ -183,3 +183,19 @@ def test_the_digest_hashes_the_code_a_fit_runs_and_not_the_evidence_bands():
     hashed = {str(f) for f in F.model_files()}
     assert loaded and loaded <= hashed
     assert not any(f.endswith("evidence.py") for f in loaded | hashed)
+
+
+def test_a_validation_memo_gives_each_run_its_own_key(counted):
+    # what must NOT happen: a run given the key text of another run that had its id before (a run object freed
+    # while the memo lives, its id taken by a new one), and so the other run's fit read back from the cache
+    memo: dict = {}
+    first, other = _runs(1.0), _runs(1.3)
+    fits_first = F.fit_all_cached(first, {}, {}, memo=memo)
+    # the memo's entries as they would stand had each run of `other` taken the id of a freed run of `first`
+    texts = memo[F._RUN_TEXTS]
+    for a, b in zip(first, other):
+        texts[id(b)] = texts[id(a)]
+    fits_other = F.fit_all_cached(other, {}, {}, memo=memo)
+    assert F._run_texts(other, memo) == [repr(r) for r in other]
+    assert fits_other != fits_first and counted == [4, 4]      # fitted on its own runs, not read back
+    assert F.fit_all_cached(other, {}, {}) == fits_other and counted == [4, 4]

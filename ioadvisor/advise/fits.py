@@ -187,7 +187,7 @@ def fit_all_cached(runs: list, osts: dict, dflt: dict, memo: dict | None = None)
     if digest is None or d is None:
         return fit()
     key = json.dumps([digest, sorted([str(k), v] for k, v in osts.items()),
-                      sorted([str(k), v] for k, v in dflt.items()), [repr(r) for r in runs]], default=str)
+                      sorted([str(k), v] for k, v in dflt.items()), _run_texts(runs, memo)], default=str)
     path = d / f"{hashlib.sha256(key.encode()).hexdigest()}.json.z"
     try:
         return _fits_from_rows(json.loads(zlib.decompress(path.read_bytes())))
@@ -203,6 +203,25 @@ def fit_all_cached(runs: list, osts: dict, dflt: dict, memo: dict | None = None)
     except OSError:
         tmp.unlink(missing_ok=True)   # a full or read-only cache: the fit is still returned
     return fits
+
+
+# where a caller's `memo` keeps each run's text for the key (a validation asks for the fits of nearly the same runs
+# once per fold), by the run object's id, next to the object itself: the text is another run's never
+_RUN_TEXTS = "run texts"
+
+
+def _run_texts(runs: list, memo: dict | None) -> list[str]:
+    """`repr` of each run, each made once per `memo`."""
+    if memo is None:
+        return [repr(r) for r in runs]
+    texts = memo.setdefault(_RUN_TEXTS, {})
+    out = []
+    for r in runs:
+        got = texts.get(id(r))
+        if got is None or got[0] is not r:
+            got = texts[id(r)] = (r, repr(r))
+        out.append(got[1])
+    return out
 
 
 def _prune(d: Any, keep: int) -> None:

@@ -93,19 +93,69 @@ def _system_runs(kb: Any, sysname: str) -> list:
     return _stable(_measurable(r for r in kb.runs(RunFilter(system=sysname)) if r.system == sysname))
 
 
+def _runs_of(kb: Any, name: str, n: int) -> tuple[list, list | None, dict] | None:
+    """(runs to fit on, held-out runs or None for the exhaustive protocol, a note on the sample or {}) of the
+    system named `name`, of `n` runs; None where it has no measured run."""
+    if n > SAMPLE_ABOVE:
+        fitted, held = _sample(kb, name)
+        note = {"sampled": {"runs": n, "fitted_on": len(fitted), "held_out": len(held)}}
+        return (fitted, held, note) if fitted or held else None
+    runs = _system_runs(kb, name)
+    return (runs, None, {}) if runs else None
+
+
 def _each_system(kb: Any, system: str | None) -> Iterator[tuple[str, list, list | None, dict]]:
-    """Per system with measured runs, in name order: (name, runs to fit on, held-out runs or None for the
-    exhaustive protocol, a note on the sample or {})."""
+    """Per system with measured runs, in name order: (name, *`_runs_of`)."""
     for name, n in sorted(_system_sizes(kb, system).items()):
-        if n > SAMPLE_ABOVE:
-            fitted, held = _sample(kb, name)
-            note = {"sampled": {"runs": n, "fitted_on": len(fitted), "held_out": len(held)}}
-            if fitted or held:
-                yield name, fitted, held, note
-        else:
-            runs = _system_runs(kb, name)
-            if runs:
-                yield name, runs, None, {}
+        got = _runs_of(kb, name, n)
+        if got is not None:
+            yield (name, *got)
+
+
+# a system's validation, handed to a worker process, has no time limit of its own (a large KB's takes minutes)
+WORKER_TIMEOUT = 86400.0
+
+
+def _reopenable(kb: Any) -> bool:
+    """Whether a child process opening `kb.file` again reads what `kb` holds: a KB file with nothing left
+    uncommitted, or a KB that does not exist (an empty one stands in, in the child as here)."""
+    import os
+    if kb.conn.in_transaction:
+        return False
+    if kb.path == ":memory:":
+        return kb.file != ":memory:" and not os.path.exists(kb.file)
+    return os.path.exists(kb.path)
+
+
+def _worker(work: Any, file: str, reference: bool) -> Any:
+    """In a worker process: the KB opened again, and the handler that runs `work(kb, name, n)` on it."""
+    from ..kb import KB
+    kb = KB.open(file, create=False, reference=reference)
+    return lambda item: work(kb, *item)
+
+
+def per_system(kb: Any, work: Any, systems: list[tuple[str, int]], workers: int | None = None) -> list:
+    """`[work(kb, name, n) for name, n in systems]`, the systems shared out among `workers` processes (default:
+    the cores this process may use) where there are several and a child can open the KB again: each system's
+    validation is a function of its own runs only, so the results, put back in `systems`' order, are the same
+    however they were shared out. The fits they make go to the cache by content from each process, each file
+    written whole under its own temporary name."""
+    from ..archive.pool import WorkerPool, default_workers
+    from ..errors import IOAdvisorError
+    workers = min(default_workers() if workers is None else workers, len(systems))
+    if workers < 2 or not _reopenable(kb):
+        return [work(kb, name, n) for name, n in systems]
+    # the costliest first, so that no worker is left with a long one at the end: the exhaustive protocol refits
+    # a system once per run or fold; a sampled system costs about the same whatever its size
+    order = sorted(systems, key=lambda s: (s[1] > SAMPLE_ABOVE, -s[1], s[0]))
+    done: dict[tuple[str, int], Any] = {}
+    with WorkerPool(_worker, (work, kb.file, kb.reference is not None), workers=workers,
+                    timeout=WORKER_TIMEOUT) as pool:
+        for o in pool.imap_unordered(order):
+            if o.error is not None:
+                raise IOAdvisorError(f"validating system {o.item[0]!r}: {o.error}")
+            done[o.item] = o.result
+    return [done[s] for s in systems]
 
 
 def _sample(kb: Any, sysname: str) -> tuple[list, list]:
@@ -264,26 +314,41 @@ def _predict_errors(sysname: str, runs: list, osts: dict, dflt: dict, memo: dict
     return errs, unpredictable
 
 
-def validate(kb: Any, system: str | None = None) -> dict[str, Any]:
+def _validate_system(kb: Any, sysname: str, n: int) -> tuple[dict, list, list[float]] | None:
+    """One system's part of `validate`: (its entry, its held-out errors, its sweeps' regrets); None where the
+    system has no measured run."""
+    got = _runs_of(kb, sysname, n)
+    if got is None:
+        return None
+    srs, held, note = got
+    _, osts, dflt = _center_info(kb, sysname)
+    memo: dict = {}
+    errs, unp = _predict_errors(sysname, srs, osts, dflt, memo, held)
+    sweeps = _sweeps_of_system(kb, sysname, srs, factors=("stripe_count",), memo=memo,
+                               limit=None if held is None else SAMPLED_SWEEPS)
+    regrets = [c["regret"]["model"] for c in sweeps["cases"]]
+    entry = {**_err_stats(errs), "not_predictable": unp, "regret_cases": len(regrets),
+             "median_regret": statistics.median(regrets) if regrets else None, **note}
+    return entry, errs, regrets
+
+
+def validate(kb: Any, system: str | None = None, workers: int | None = None) -> dict[str, Any]:
     """Per system and overall: held-out prediction error and interval coverage (see the module docstring), plus
     the sweep-out regret (`sweep_validate`'s stripe-count figures). A run that is the only one of its (file
     system, op) has no model once held out; the advice engine then gives no number: counted as
     `not_predictable`, outside the error figures. Each system is validated on its own runs only, so the figures
     for one system are the same whether or not others are in the KB or the report. A system of more than
-    SAMPLE_ABOVE runs is validated on a bounded sample (its entry says so under `sampled`)."""
+    SAMPLE_ABOVE runs is validated on a bounded sample (its entry says so under `sampled`). The systems are
+    validated in `workers` processes (`per_system`)."""
     out: dict[str, Any] = {"systems": {}, "skipped_runs": 0}
     all_errs: list = []
     all_regrets: list[float] = []
-    for sysname, srs, held, note in _each_system(kb, system):
-        _, osts, dflt = _center_info(kb, sysname)
-        memo: dict = {}
-        errs, unp = _predict_errors(sysname, srs, osts, dflt, memo, held)
-        sweeps = _sweeps_of_system(kb, sysname, srs, factors=("stripe_count",), memo=memo,
-                                   limit=None if held is None else SAMPLED_SWEEPS)
-        regrets = [c["regret"]["model"] for c in sweeps["cases"]]
-        out["systems"][sysname] = {**_err_stats(errs), "not_predictable": unp, "regret_cases": len(regrets),
-                                   "median_regret": statistics.median(regrets) if regrets else None, **note}
-        out["skipped_runs"] += unp
+    systems = sorted(_system_sizes(kb, system).items())
+    for (sysname, _), got in zip(systems, per_system(kb, _validate_system, systems, workers)):
+        if got is None:
+            continue
+        out["systems"][sysname], errs, regrets = got
+        out["skipped_runs"] += out["systems"][sysname]["not_predictable"]
         all_errs += errs
         all_regrets += regrets
     out["overall"] = {**_err_stats(all_errs), "not_predictable": out["skipped_runs"],
@@ -600,28 +665,46 @@ def _summary(cases: list[dict]) -> dict[str, Any]:
     return out
 
 
+def _sweep_system(kb: Any, sysname: str, n: int, factors: Sequence[str],
+                  with_errors: bool) -> tuple[dict, dict, list] | None:
+    """One system's part of `sweep_validate`: (its entry, its sweeps' cases and unscored count, its held-out
+    errors); None where the system has no measured run."""
+    got = _runs_of(kb, sysname, n)
+    if got is None:
+        return None
+    srs, held, note = got
+    _, osts, dflt = _center_info(kb, sysname)
+    memo: dict = {}
+    res = _sweeps_of_system(kb, sysname, srs, factors, memo, limit=None if held is None else SAMPLED_SWEEPS)
+    entry: dict[str, Any] = {"sweep_groups": len(res["cases"]), **note}
+    errs: list = []
+    if with_errors:
+        errs, unp = _predict_errors(sysname, srs, osts, dflt, memo, held)
+        entry.update(_err_stats(errs))
+        entry["not_predictable"] = unp
+        entry["verdict"] = verdict(entry)
+    return entry, res, errs
+
+
 def sweep_validate(kb: Any, system: str | None = None, factors: Sequence[str] = SWEEP_FACTORS,
-                   with_errors: bool = True) -> dict[str, Any]:
+                   with_errors: bool = True, workers: int | None = None) -> dict[str, Any]:
     """Sweep-out validation (see the module docstring), per factor over all systems and per system; with
-    `with_errors` also the held-out prediction error of `validate`."""
+    `with_errors` also the held-out prediction error of `validate`. The systems are validated in `workers`
+    processes (`per_system`)."""
+    from functools import partial
     cases: list[dict] = []
     unscored = 0
     errs: list = []
     per_sys: dict[str, Any] = {}
-    for sysname, srs, held, note in _each_system(kb, system):
-        _, osts, dflt = _center_info(kb, sysname)
-        memo: dict = {}
-        res = _sweeps_of_system(kb, sysname, srs, factors, memo, limit=None if held is None else SAMPLED_SWEEPS)
+    systems = sorted(_system_sizes(kb, system).items())
+    work = partial(_sweep_system, factors=tuple(factors), with_errors=with_errors)
+    for (sysname, _), got in zip(systems, per_system(kb, work, systems, workers)):
+        if got is None:
+            continue
+        per_sys[sysname], res, e = got
         cases += res["cases"]
         unscored += res["unscored"]
-        entry: dict[str, Any] = {"sweep_groups": len(res["cases"]), **note}
-        if with_errors:
-            e, unp = _predict_errors(sysname, srs, osts, dflt, memo, held)
-            errs += e
-            entry.update(_err_stats(e))
-            entry["not_predictable"] = unp
-            entry["verdict"] = verdict(entry)
-        per_sys[sysname] = entry
+        errs += e
     out: dict[str, Any] = {"factors": {f: _summary([c for c in cases if c["factor"] == f]) for f in factors},
                            "unscored_groups": unscored, "systems": per_sys, "cases": cases,
                            "interval": f"{Z90:g} sd (90%)"}

@@ -142,7 +142,9 @@ def softmin(values: Sequence[float], p: float = SOFTMIN_P) -> float:
     return float(_softmin(list(values), PY)) if values else INF
 
 
-def _max_load(files: Any, stripes: Any, osts: Any, placement: float, o: Any) -> Any:
+def _load_bounds(files: Any, stripes: Any, osts: Any, o: Any) -> tuple[Any, Any, Any]:
+    """(OSTs known, streams on the busiest OST under round-robin placement, under random placement): what
+    `_max_load` mixes by the placement parameter, a function of the runs alone."""
     fin = o.isfinite(osts)
     m = o.where(fin, osts, 1e12)
     s = o.minimum(stripes, m)
@@ -151,7 +153,16 @@ def _max_load(files: Any, stripes: Any, osts: Any, placement: float, o: Any) -> 
     mean = files * q
     sd = o.sqrt(o.maximum(files * q * (1 - q), 0.0))
     rnd = o.minimum(files, o.maximum(rr, mean + sd * o.sqrt(2 * o.log(o.maximum(m, 2.0)))))
+    return fin, rr, rnd
+
+
+def _mixed_load(bounds: tuple[Any, Any, Any], placement: Any, o: Any) -> Any:
+    fin, rr, rnd = bounds
     return o.where(fin, (1 - placement) * rr + placement * rnd, 1.0)
+
+
+def _max_load(files: Any, stripes: Any, osts: Any, placement: float, o: Any) -> Any:
+    return _mixed_load(_load_bounds(files, stripes, osts, o), placement, o)
 
 
 def expected_max_load(files: float, stripes: float, osts: float, placement: float) -> float:
@@ -161,23 +172,10 @@ def expected_max_load(files: float, stripes: float, osts: float, placement: floa
     return float(_max_load(files, stripes, osts, placement, PY))
 
 
-def _bw_limits(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> dict[str, Any]:
-    """The bandwidth each part of the system allows (MiB/s), by name, for one point (floats) or many (arrays)."""
-    stream, node, ost = o.exp(th["log_stream"]), o.exp(th["log_node"]), o.exp(th["log_ost"])
-    # the share of the data the servers' cache holds: it is served `boost` times faster, without seeks
-    if "log_cache" in th:
-        b = X["bytes"]
-        # no volume (0: unknown, or the advice's cold case) finds nothing in cache
-        hit = o.where(b > 0, 1.0 / (1.0 + (b / o.exp(th["log_cache"])) ** CACHE_SHARPNESS), 0.0)
-        boost = o.exp(th["log_boost"])
-    else:
-        hit, boost = 0.0, 1.0
-
-    def cached(disk: Any, from_cache: Any) -> Any:
-        return 1.0 / ((1.0 - hit) / disk + hit / from_cache)
-
-    # one stream has a few requests in flight: its rate is set by the servers' latency, which the cache cuts
-    stream = cached(stream, stream * boost)
+def _bw_shape(X: Mapping[str, Any], o: Any) -> dict[str, Any]:
+    """What `_bw_limits` computes from the points alone (no parameter enters): computed once for a fit's runs
+    (`array_inputs`) or a point (`point_inputs`) instead of at each of the optimiser's evaluations, by the same
+    operations on the same inputs, so every limit comes out as it would computed in place."""
     # an aggregate over unstated clients and ranks measured the file system's ceiling: only peak and API bind
     agg = ~o.isfinite(X["ranks"]) if o is not PY else not math.isfinite(X["ranks"])
     n = X["nodes"]
@@ -190,25 +188,53 @@ def _bw_limits(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> dict[st
     s_eff = o.minimum(s, m)
     coll = X["coll"]
     aggs = o.where(fin_n, o.minimum(n1, s_eff), s_eff)
-    per_agg = _softmin([stream, node], o)
-    exch = 1.0 + th["exchange"] * o.log2(o.maximum(ranks / o.maximum(aggs, 1.0), 1.0))
-    client = o.where(coll, aggs * per_agg / exch, o.where(fin_n, n1 * _softmin([rpn * stream, node], o), INF))
     streams = o.where(coll, aggs, ranks)
-    k = o.maximum(1.0, streams / s_eff)
-    osts_shared = cached(s_eff * ost * k ** (-th["gamma_shared"]), s_eff * ost * boost)
+    ranks_s = ranks * s_eff
+    return {"agg": agg, "ranks": ranks, "fin_n": fin_n, "n1": n1, "rpn": rpn, "s_eff": s_eff, "aggs": aggs,
+            "fan_in": o.log2(o.maximum(ranks / o.maximum(aggs, 1.0), 1.0)), "streams": streams,
+            "k": o.maximum(1.0, streams / s_eff), "load": _load_bounds(ranks, s, m, o), "ranks_s": ranks_s,
+            "used": o.minimum(ranks_s, m), "has_bytes": X["bytes"] > 0, "has_transfer": X["transfer"] > 0,
+            "one_file_unstriped": X["one_file"] & ~X["striped"] if o is not PY
+            else (X["one_file"] and not X["striped"])}
+
+
+def _bw_limits(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> dict[str, Any]:
+    """The bandwidth each part of the system allows (MiB/s), by name, for one point (floats) or many (arrays)."""
+    D = X["bw"] if "bw" in X else _bw_shape(X, o)
+    stream, node, ost = o.exp(th["log_stream"]), o.exp(th["log_node"]), o.exp(th["log_ost"])
+    # the share of the data the servers' cache holds: it is served `boost` times faster, without seeks
+    if "log_cache" in th:
+        b = X["bytes"]
+        # no volume (0: unknown, or the advice's cold case) finds nothing in cache
+        hit = o.where(D["has_bytes"], 1.0 / (1.0 + (b / o.exp(th["log_cache"])) ** CACHE_SHARPNESS), 0.0)
+        boost = o.exp(th["log_boost"])
+    else:
+        hit, boost = 0.0, 1.0
+
+    def cached(disk: Any, from_cache: Any) -> Any:
+        return 1.0 / ((1.0 - hit) / disk + hit / from_cache)
+
+    # one stream has a few requests in flight: its rate is set by the servers' latency, which the cache cuts
+    stream = cached(stream, stream * boost)
+    agg, ranks, s_eff, aggs = D["agg"], D["ranks"], D["s_eff"], D["aggs"]
+    coll = X["coll"]
+    per_agg = _softmin([stream, node], o)
+    exch = 1.0 + th["exchange"] * D["fan_in"]
+    client = o.where(coll, aggs * per_agg / exch,
+                     o.where(D["fin_n"], D["n1"] * _softmin([D["rpn"] * stream, node], o), INF))
+    streams = D["streams"]
+    osts_shared = cached(s_eff * ost * D["k"] ** (-th["gamma_shared"]), s_eff * ost * boost)
     if "log_lock" in th:
         osts_shared = osts_shared * _lock_factor(th, X, o)
-    load = _max_load(ranks, s, m, th["placement"], o)
-    used = o.minimum(ranks * s_eff, m)
+    load = _mixed_load(D["load"], th["placement"], o)
     # every file waits for the busiest OST: it serves `load` streams at its (contended) throughput
-    spread = o.minimum(used, ranks * s_eff / load) * ost
+    spread = o.minimum(D["used"], D["ranks_s"] / load) * ost
     osts_fpp = cached(spread * load ** (-th["gamma_fpp"]), spread * boost)
     osts_lim = o.where(X["striped"], o.where(X["one_file"], osts_shared, osts_fpp), INF)
     # one stream to one OST is limited too (RPCs in flight per OST connection): streams x stripes each touches
     pair = o.exp(th["log_pair"])
     pairs = o.where(X["striped"], streams * s_eff * cached(pair, pair * boost), INF)
-    shared_cost = o.where(X["one_file"] & ~X["striped"] if o is not PY else (X["one_file"] and not X["striped"]),
-                          o.exp(th.get("log_shared_file", 0.0)), 1.0)
+    shared_cost = o.where(D["one_file_unstriped"], o.exp(th.get("log_shared_file", 0.0)), 1.0)
     shared_cost = o.where(X["shared_many"], shared_cost, 1.0)
     out = {"clients": o.where(agg, INF, client * shared_cost), "streams": o.where(agg, INF, pairs), "osts": o.where(agg, INF, osts_lim), "peak": o.exp(th["log_peak"]) * shared_cost / ((1.0 - hit) + hit / boost)}
     caps = X.get("caps")
@@ -238,7 +264,7 @@ def _bw(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> Any:
     v = _softmin(list(_bw_limits(th, X, o).values()), o)
     t = X["transfer"]
     knee = o.exp(th["log_knee"])
-    return o.where(t > 0, v * t / (t + knee), v)
+    return o.where(X["bw"]["has_transfer"] if "bw" in X else t > 0, v * t / (t + knee), v)
 
 
 def _rate(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> Any:
@@ -263,6 +289,7 @@ def point_inputs(p: PPoint, caps: Sequence[str] = ()) -> dict[str, Any]:
          "writers": lock_writers(p), "lock_bytes": _lock_bytes(p)}
     if cap_idx is None:
         X["caps"] = []
+    X["bw"] = _bw_shape(X, PY)
     return X
 
 
@@ -280,6 +307,8 @@ def array_inputs(points: Sequence[PPoint], caps: Sequence[str] = ()) -> dict[str
          "writers": col(lock_writers), "lock_bytes": col(_lock_bytes),
          "cap_idx": np.array([caps.index("cap:" + p.klass) if ("cap:" + p.klass) in caps else len(caps)
                               for p in points], dtype=int)}
+    with np.errstate(all="ignore"):
+        X["bw"] = _bw_shape(X, np)
     return X
 
 
@@ -517,7 +546,7 @@ def _posterior_draws(x: "Any", J: "Any", sigma: float, lo: "Any", hi: "Any", sd:
         prec = np.linalg.pinv(cov)
         d = prop - x
         log_q = -0.5 * np.einsum("ij,jk,ik->i", d, prec, d)
-        log_p = np.array([-_robust_cost(r) for r in resid(prop)])
+        log_p = -_robust_costs(resid(prop))
         lw = log_p - log_q
         lw -= lw.max()
         wts = np.exp(lw)
@@ -562,7 +591,7 @@ def fit(kind: str, points: Sequence[PPoint], values: Sequence[float], *,
 
     def preds(x: "np.ndarray") -> "np.ndarray":
         with np.errstate(all="ignore"):
-            return np.nan_to_num(f(dict(zip(names, x)), X, np), nan=1e-300, posinf=1e300)
+            return np.nan_to_num(f(dict(zip(names, x)), X, np), copy=False, nan=1e-300, posinf=1e300)
 
     def resid(x: "np.ndarray") -> "np.ndarray":
         with np.errstate(divide="ignore"):
@@ -603,7 +632,8 @@ def _residual_rows(f: Any, names: list[str], X: Mapping[str, Any], y: "Any", mu:
         xs = np.asarray(xs, dtype=float)
         th = {k: np.ascontiguousarray(xs[:, j]).reshape(-1, 1) for j, k in enumerate(names)}
         with np.errstate(all="ignore"):
-            p = np.broadcast_to(np.nan_to_num(f(th, X, np), nan=1e-300, posinf=1e300), (len(xs), len(y)))
+            p = np.broadcast_to(np.nan_to_num(f(th, X, np), copy=False, nan=1e-300, posinf=1e300),
+                                (len(xs), len(y)))
         with np.errstate(divide="ignore"):
             lp = np.log(np.maximum(p, 1e-300))
         return np.concatenate([(lp - y) / OBS_SIGMA, (xs - mu) / sd], axis=1)
@@ -623,10 +653,10 @@ def _jacobian_batches(rows: Any) -> dict[str, Any]:
 _HAS_WORKERS: list[bool] = []
 
 
-def _robust_cost(r: "Any") -> float:
-    """least_squares' soft-L1 cost: sum of 2 (sqrt(1 + r^2) - 1) / 2."""
+def _robust_costs(rows: "Any") -> "Any":
+    """least_squares' soft-L1 cost of each row of residuals: sum of 2 (sqrt(1 + r^2) - 1) / 2."""
     import numpy as np
-    return float(np.sum(np.sqrt(1.0 + r * r) - 1.0))
+    return np.sum(np.sqrt(1.0 + rows * rows) - 1.0, axis=1)
 
 
 def posterior_to_json(p: Posterior) -> dict[str, Any]:
