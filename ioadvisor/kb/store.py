@@ -130,8 +130,9 @@ def keyed_runs(runs: Iterable[Run], source: str) -> Iterator[tuple[str, tuple]]:
 
 
 #: runs on their way into the KB, a few thousand at a time: (the VALUES columns the rows hold, the others being
-#: NULL in every row and NULL by default; each row's first id, run_id(key); each row's content key; the rows)
-Batch = tuple[tuple[str, ...], list[str], list[str], list[tuple]]
+#: NULL in every row and NULL by default; each row's first id, run_id(key); each row's content key, or None
+#: where no earlier row of the source has its first id; the rows)
+Batch = tuple[tuple[str, ...], list[str], list[str | None], list[tuple]]
 
 
 def batched(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
@@ -140,14 +141,28 @@ def batched(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
     parameter costs about as much as storing it, and most runs leave half the columns empty. Columns in
     `nullable` (NULL by default) are left out when every row has NULL there; the rows are stored as they would
     be with every column named (`KB.null_default_columns`, read before: the batches may be made in another
-    process)."""
+    process).
+
+    A run's content key is needed only to make the id of a second occurrence of its content (`run_id(key, n)`,
+    n >= 1), which only a run whose first id an earlier run of the same source has can be: the others' keys
+    (about 520 characters each, nearly every run of a large file) are left out, None. A byte per value of a
+    first id's last 24 bits (16 MiB) marks the first ids given so far; a key is kept where its byte is set
+    (an earlier run's first id, or another id sharing those bits: a key too many, never one too few)."""
     it = iter(items)
     size = size or BATCH
+    given = bytearray(1 << 24)
     while True:
         batch = list(itertools.islice(it, size))
         if not batch:
             return
         keys, rows = [k for k, _ in batch], [v for _, v in batch]
+        firsts = first_ids(keys)
+        for i, f in enumerate(firsts):
+            slot = int(f[-6:], 16)
+            if given[slot]:
+                continue
+            given[slot] = 1
+            keys[i] = None
         n = len(rows)
         # a column is scanned (in C) only where the first row leaves it empty
         first = rows[0]
@@ -155,7 +170,7 @@ def batched(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
                 or countOf(map(itemgetter(i), rows), None) != n]
         if len(keep) < len(VALUES):
             rows = list(map(itemgetter(*keep), rows)) if len(keep) > 1 else [(r[keep[0]],) for r in rows]
-        yield tuple(VALUES[i] for i in keep), first_ids(keys), keys, rows
+        yield tuple(VALUES[i] for i in keep), firsts, keys, rows
 
 
 class _Summary:
@@ -273,13 +288,16 @@ class _Occurrences:
     found in the KB; a first id seen once, and so stored by this source, counts 1 without a row there.
 
     In a KB that had no runs when the source began (`fresh`), every run there was stored by this source: a byte
-    per value of an id's last 24 bits marks the ids given so far (16 MiB), and only first ids whose byte is set
-    are looked up in the KB (about one in 16 at a million runs, instead of every one)."""
+    per value of an id's last 24 bits marks the ids given so far and those of the reference layer (16 MiB, the
+    reference's ids read once), and only first ids whose byte is set are looked up in the KB and the reference
+    (about one in 16 at a million runs, instead of every one)."""
 
     def __init__(self, conn: sqlite3.Connection, dbs: tuple[str, ...], source_hash: str,
                  known: Callable[[list[str]], set[str]], fresh: bool = False):
         self.conn, self.dbs, self.source_hash, self.known = conn, dbs, source_hash, known
         self.given = bytearray(1 << 24) if fresh else None
+        if self.given is not None and "ref" in dbs:
+            self.given = _marked(self.given, conn.execute("SELECT id FROM ref.runs"))
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS import_occ (k INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
         conn.execute("DELETE FROM temp.import_occ")
 
@@ -288,17 +306,18 @@ class _Occurrences:
             chunk = args[k:k + 500]
             yield from self.conn.execute(sql.format(marks=",".join("?" * len(chunk))), chunk)
 
-    def ids(self, firsts: list[str], keys: list[str]) -> tuple[list[str], set[str]]:
+    def ids(self, firsts: list[str], keys: list[str | None]) -> tuple[list[str], set[str]]:
         """The ids of a batch of content keys (with their first ids), in order, and those of them the KB has
-        (not to store again)."""
+        (not to store again). A key is needed only where an earlier run of the source has its first id
+        (`batched` leaves the others out)."""
         uniq = sorted(set(firsts))
         given = self.given
         slots = None if given is None else [int(f[-6:], 16) for f in uniq]     # each first id's byte in `given`
         # the first ids the KB has, with the source that stored them (the reference's: "")
-        here = dict(self._lookup("SELECT id, source_hash FROM main.runs WHERE id IN ({marks})",
-                                 uniq if slots is None else [f for f, m in zip(uniq, slots) if given[m]]))
+        ask = uniq if slots is None else [f for f, m in zip(uniq, slots) if given[m]]
+        here = dict(self._lookup("SELECT id, source_hash FROM main.runs WHERE id IN ({marks})", ask))
         if "ref" in self.dbs:
-            for (rid,) in self._lookup("SELECT id FROM ref.runs WHERE id IN ({marks})", uniq):
+            for (rid,) in self._lookup("SELECT id FROM ref.runs WHERE id IN ({marks})", ask):
                 here.setdefault(rid, "")
         out, again = list(firsts), []
         # only runs whose first id the KB has or the batch repeats are counted; every other run is the first of
@@ -316,7 +335,11 @@ class _Occurrences:
                 n = seen[firsts[i]]
                 seen[firsts[i]] = n + 1
                 if n:
-                    out[i] = rid = run_id(keys[i], n)
+                    key = keys[i]
+                    if key is None:
+                        raise IOAdvisorError(f"run {firsts[i]} repeats an earlier run's content, whose key "
+                                             "was left out of its batch")
+                    out[i] = rid = run_id(key, n)
                     again.append(rid)
             counts = [(int(f, 16), n) for f, n in seen.items() if n != 1 or f in here]
             if counts:
@@ -329,6 +352,17 @@ class _Occurrences:
             for rid in again:
                 given[int(rid[-6:], 16)] = 1
         return out, set(here) | (self.known(again) if again else set())
+
+
+def _marked(given: bytearray, ids: Iterable[tuple[str]]) -> bytearray:
+    """`given` with the byte of each id's last 24 bits set. An id that does not end in 6 hex digits is equal to
+    no first id (`run_id`'s 12): it marks nothing."""
+    for (rid,) in ids:
+        try:
+            given[int(rid[-6:], 16)] = 1
+        except (ValueError, TypeError, IndexError):
+            pass
+    return given
 
 
 def _other_system_note(old: list[str], batches: Iterable[Batch]) -> str | None:
