@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 from collections import Counter
-from operator import countOf, itemgetter
+from operator import itemgetter
 import os
 import sqlite3
 import time
@@ -163,14 +163,23 @@ def batched(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
                 continue
             given[slot] = 1
             keys[i] = None
-        n = len(rows)
-        # a column is scanned (in C) only where the first row leaves it empty
-        first = rows[0]
-        keep = [i for i, name in enumerate(VALUES) if name not in nullable or first[i] is not None
-                or countOf(map(itemgetter(i), rows), None) != n]
+        keep = _filled(rows, nullable)
         if len(keep) < len(VALUES):
             rows = list(map(itemgetter(*keep), rows)) if len(keep) > 1 else [(r[keep[0]],) for r in rows]
         yield tuple(VALUES[i] for i in keep), firsts, keys, rows
+
+
+def _filled(rows: list[tuple], nullable: frozenset[str]) -> list[int]:
+    """The positions in VALUES of the columns some row fills, or that are not NULL by default. Only the columns
+    the first row leaves empty are looked at, all at once: the distinct tuples of their cells, gathered in C
+    (one, of NULLs only, in most batches), tell which of them some row fills."""
+    first = rows[0]
+    empty = [i for i, name in enumerate(VALUES) if name in nullable and first[i] is None]
+    if not empty:
+        return list(range(len(VALUES)))
+    seen = set(map(itemgetter(*empty), rows)) if len(empty) > 1 else {(r[empty[0]],) for r in rows}
+    filled = {i for t in seen for i, v in zip(empty, t) if v is not None}
+    return [i for i in range(len(VALUES)) if i in filled or i not in empty]
 
 
 class _Summary:
