@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 from collections import Counter
-from operator import itemgetter
+from operator import itemgetter, not_
 import os
 import sqlite3
 import time
@@ -319,11 +319,11 @@ class _Occurrences:
         """The ids of a batch of content keys (with their first ids), in order, and those of them the KB has
         (not to store again). A key is needed only where an earlier run of the source has its first id
         (`batched` leaves the others out)."""
-        uniq = sorted(set(firsts))
+        uniq = set(firsts)          # (in any order: the look-ups' answers are gathered in a dict)
         given = self.given
         slots = None if given is None else [int(f[-6:], 16) for f in uniq]     # each first id's byte in `given`
         # the first ids the KB has, with the source that stored them (the reference's: "")
-        ask = uniq if slots is None else [f for f, m in zip(uniq, slots) if given[m]]
+        ask = list(uniq) if slots is None else [f for f, m in zip(uniq, slots) if given[m]]
         here = dict(self._lookup("SELECT id, source_hash FROM main.runs WHERE id IN ({marks})", ask))
         if "ref" in self.dbs:
             for (rid,) in self._lookup("SELECT id FROM ref.runs WHERE id IN ({marks})", ask):
@@ -677,12 +677,10 @@ class KB:
             if k == 1 and deferred is not None:
                 deferred.drop()
             ids, known = occ.ids(firsts, keys)
-            if known:
-                rows = [(rid, source_hash, seq + i) + v for i, (v, rid) in enumerate(zip(values, ids))
-                        if rid not in known]
-            else:
-                rows = list(map(tuple.__add__, zip(ids, itertools.repeat(source_hash), range(seq, seq + len(values))),
-                                values))
+            rows = list(map(tuple.__add__, zip(ids, itertools.repeat(source_hash), range(seq, seq + len(values))),
+                            values))
+            if known:       # (most batches of a file that repeats some runs: the few known are left out in C)
+                rows = list(itertools.compress(rows, map(not_, map(known.__contains__, ids))))
             if rows:
                 columns = ("id", "source_hash", "seq") + names
                 self.conn.executemany(f"INSERT INTO main.runs ({','.join(columns)}) "
