@@ -324,7 +324,6 @@ _VALUE_MARK = "\x00"
 # ---- reading in a second process ------------------------------------------------------------------------------
 ASIDE_BYTES = 8 << 20     # files from this size are read by a second process while the first stores
 
-
 def can_read_aside() -> bool:
     """Whether a second process can read while this one stores (a fork start and a second CPU this process
     may run on: a batch job's CPU set, not the machine's)."""
@@ -385,16 +384,14 @@ def _read_into(f: BinaryIO, ctx: ImportContext, prepare: Callable, send: Any) ->
     import gc
     import signal
     from ..importers.csv import stream
+    from .collector import GC_THRESHOLD
     from ..util import die_with_parent
     # the child holds both ends of the pipe (forked after it was made): were the importing process killed,
     # a full pipe would block this one in a write for good
     die_with_parent()
     # Ctrl-C reaches the whole process group: the importing process rolls back and stops this one
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # the cyclic collector found nothing to free in a reader's rows, caches and batches, yet scanned the batch being
-    # made every 700 allocations: a tenth of the reading of a million rows. Its first generation is now
-    # collected every 50,000 allocations (a few times per batch), still bounding any cycle a hostile file makes
-    gc.set_threshold(50_000, 100, 1000)
+    gc.set_threshold(*GC_THRESHOLD)
     try:
         for batch in prepare(stream(f, ctx, RowReader)):
             send.send_bytes(_dumps(("batch", batch, f.tell())))
