@@ -235,3 +235,41 @@ def test_repeated_runs_far_apart_get_the_same_ids_in_an_empty_kb_as_in_one_with_
             stored.append([tuple(r) for r in kb.conn.execute(
                 "SELECT id, seq, ranks, value FROM runs WHERE system = 'sysR' ORDER BY rowid")])
     assert stored[0] == stored[1] and len({r[0] for r in stored[0]}) == len(rows)
+
+
+def test_a_batch_carries_the_content_key_only_of_runs_whose_first_id_came_before():
+    """A batch's keys serve only to number a repeated content's later runs (`run_id(key, n)`, n >= 1): a key is
+    left out (None) where no earlier run of the source has the run's first id, and kept for every repeat, in
+    its own batch or a later one. Must NOT happen: a repeat without its key (its id could not be made), or the
+    ~520-character keys of a million first runs carried to the storing process."""
+    from ioadvisor.kb.rows import VALUES
+    from ioadvisor.kb.store import batched
+    from ioadvisor.model.run import run_id
+    row = tuple("s" if c in ("system", "op", "unit", "kind") else None for c in VALUES)
+    keys = [f"k{i % 5}" if i < 8 else f"k{i}" for i in range(12)]     # k0..k4, then k0..k2 again, then new
+    batches = list(batched(((k, row) for k in keys), frozenset(), size=4))
+    firsts = [f for _, fs, _, _ in batches for f in fs]
+    sent = [k for _, _, ks, _ in batches for k in ks]
+    assert firsts == [run_id(k) for k in keys]
+    assert sent == [None] * 5 + ["k0", "k1", "k2"] + [None] * 4
+
+
+def test_runs_the_reference_holds_are_not_stored_again_in_an_empty_kb(tmp_path):
+    """An import into a KB without runs looks up in the reference only the first ids whose bytes the reference's
+    ids (read once) or this source marked. Must NOT happen: a reference run stored again because it came in a
+    later batch of a large file: the runs of the file that the reference holds count as in the KB already."""
+    from dataclasses import replace
+    from ioadvisor.importers.csv import export_csv
+    from ioadvisor.kb.rows import row_to_run
+    with KB.open(tmp_path / "probe.sqlite") as kb:
+        ref = [row_to_run(r) for r in kb.conn.execute("SELECT * FROM ref.runs")]
+    assert len(ref) > 10
+    new = [replace(ref[0], system="sysnew", value=float(i + 1), value_given=None, unit_given=None)
+           for i in range(BATCH + 5)]
+    f = tmp_path / "with-reference.csv"
+    f.write_text(export_csv(new + ref), encoding="utf-8")
+    with KB.open(tmp_path / "kb.sqlite") as kb:
+        r = import_file(kb, f)
+        again = kb.conn.execute("SELECT count(*) FROM main.runs WHERE id IN (SELECT id FROM ref.runs)").fetchone()[0]
+        stored = kb.conn.execute("SELECT count(*) FROM main.runs").fetchone()[0]
+    assert (r.runs, r.duplicates, again, stored) == (len(new), len(ref), 0, len(new))

@@ -15,6 +15,7 @@ from ..kb.rows import V_FLAGS, V_SYSTEM, values_run
 from ..kb.store import KB, Batch, ImportResult, batched, keyed_runs
 from ..model.run import WRITE_OPS, Run
 from ..util import printable
+from .collector import few_collections
 from .source import ImportSource
 
 __all__ = ["import_file", "flagger", "run_flagger", "synced_writes"]
@@ -69,8 +70,9 @@ def import_file(kb: KB, path: str | Path, fmt: str = "auto", *, system: str | No
                 return ImportResult(name, imp.name, 0, False, 0, f"no measured run: {e.reason}")
             batches = prepared(keyed_runs(runs, name))
         try:
-            result = kb.add_batches(batches, source=name, source_hash=digest, fmt=imp.name,
-                                    importer=f"{imp.name}/{imp.version}", require_runs=True)
+            with few_collections():
+                result = kb.add_batches(batches, source=name, source_hash=digest, fmt=imp.name,
+                                        importer=f"{imp.name}/{imp.version}", require_runs=True)
         except ImportFormatError as e:
             raise e if e.path else e.at(name) from None
     # what the importer warned of concerns the runs added (a file already in the KB added none)

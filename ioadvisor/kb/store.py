@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 from collections import Counter
-from operator import countOf, itemgetter
+from operator import itemgetter, not_
 import os
 import sqlite3
 import time
@@ -130,8 +130,9 @@ def keyed_runs(runs: Iterable[Run], source: str) -> Iterator[tuple[str, tuple]]:
 
 
 #: runs on their way into the KB, a few thousand at a time: (the VALUES columns the rows hold, the others being
-#: NULL in every row and NULL by default; each row's first id, run_id(key); each row's content key; the rows)
-Batch = tuple[tuple[str, ...], list[str], list[str], list[tuple]]
+#: NULL in every row and NULL by default; each row's first id, run_id(key); each row's content key, or None
+#: where no earlier row of the source has its first id; the rows)
+Batch = tuple[tuple[str, ...], list[str], list[str | None], list[tuple]]
 
 
 def batched(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
@@ -140,22 +141,45 @@ def batched(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
     parameter costs about as much as storing it, and most runs leave half the columns empty. Columns in
     `nullable` (NULL by default) are left out when every row has NULL there; the rows are stored as they would
     be with every column named (`KB.null_default_columns`, read before: the batches may be made in another
-    process)."""
+    process).
+
+    A run's content key is needed only to make the id of a second occurrence of its content (`run_id(key, n)`,
+    n >= 1), which only a run whose first id an earlier run of the same source has can be: the others' keys
+    (about 520 characters each, nearly every run of a large file) are left out, None. A byte per value of a
+    first id's last 24 bits (16 MiB) marks the first ids given so far; a key is kept where its byte is set
+    (an earlier run's first id, or another id sharing those bits: a key too many, never one too few)."""
     it = iter(items)
     size = size or BATCH
+    given = bytearray(1 << 24)
     while True:
         batch = list(itertools.islice(it, size))
         if not batch:
             return
         keys, rows = [k for k, _ in batch], [v for _, v in batch]
-        n = len(rows)
-        # a column is scanned (in C) only where the first row leaves it empty
-        first = rows[0]
-        keep = [i for i, name in enumerate(VALUES) if name not in nullable or first[i] is not None
-                or countOf(map(itemgetter(i), rows), None) != n]
+        firsts = first_ids(keys)
+        for i, f in enumerate(firsts):
+            slot = int(f[-6:], 16)
+            if given[slot]:
+                continue
+            given[slot] = 1
+            keys[i] = None
+        keep = _filled(rows, nullable)
         if len(keep) < len(VALUES):
             rows = list(map(itemgetter(*keep), rows)) if len(keep) > 1 else [(r[keep[0]],) for r in rows]
-        yield tuple(VALUES[i] for i in keep), first_ids(keys), keys, rows
+        yield tuple(VALUES[i] for i in keep), firsts, keys, rows
+
+
+def _filled(rows: list[tuple], nullable: frozenset[str]) -> list[int]:
+    """The positions in VALUES of the columns some row fills, or that are not NULL by default. Only the columns
+    the first row leaves empty are looked at, all at once: the distinct tuples of their cells, gathered in C
+    (one, of NULLs only, in most batches), tell which of them some row fills."""
+    first = rows[0]
+    empty = [i for i, name in enumerate(VALUES) if name in nullable and first[i] is None]
+    if not empty:
+        return list(range(len(VALUES)))
+    seen = set(map(itemgetter(*empty), rows)) if len(empty) > 1 else {(r[empty[0]],) for r in rows}
+    filled = {i for t in seen for i, v in zip(empty, t) if v is not None}
+    return [i for i in range(len(VALUES)) if i in filled or i not in empty]
 
 
 class _Summary:
@@ -273,13 +297,16 @@ class _Occurrences:
     found in the KB; a first id seen once, and so stored by this source, counts 1 without a row there.
 
     In a KB that had no runs when the source began (`fresh`), every run there was stored by this source: a byte
-    per value of an id's last 24 bits marks the ids given so far (16 MiB), and only first ids whose byte is set
-    are looked up in the KB (about one in 16 at a million runs, instead of every one)."""
+    per value of an id's last 24 bits marks the ids given so far and those of the reference layer (16 MiB, the
+    reference's ids read once), and only first ids whose byte is set are looked up in the KB and the reference
+    (about one in 16 at a million runs, instead of every one)."""
 
     def __init__(self, conn: sqlite3.Connection, dbs: tuple[str, ...], source_hash: str,
                  known: Callable[[list[str]], set[str]], fresh: bool = False):
         self.conn, self.dbs, self.source_hash, self.known = conn, dbs, source_hash, known
         self.given = bytearray(1 << 24) if fresh else None
+        if self.given is not None and "ref" in dbs:
+            self.given = _marked(self.given, conn.execute("SELECT id FROM ref.runs"))
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS import_occ (k INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
         conn.execute("DELETE FROM temp.import_occ")
 
@@ -288,17 +315,18 @@ class _Occurrences:
             chunk = args[k:k + 500]
             yield from self.conn.execute(sql.format(marks=",".join("?" * len(chunk))), chunk)
 
-    def ids(self, firsts: list[str], keys: list[str]) -> tuple[list[str], set[str]]:
+    def ids(self, firsts: list[str], keys: list[str | None]) -> tuple[list[str], set[str]]:
         """The ids of a batch of content keys (with their first ids), in order, and those of them the KB has
-        (not to store again)."""
-        uniq = sorted(set(firsts))
+        (not to store again). A key is needed only where an earlier run of the source has its first id
+        (`batched` leaves the others out)."""
+        uniq = set(firsts)          # (in any order: the look-ups' answers are gathered in a dict)
         given = self.given
         slots = None if given is None else [int(f[-6:], 16) for f in uniq]     # each first id's byte in `given`
         # the first ids the KB has, with the source that stored them (the reference's: "")
-        here = dict(self._lookup("SELECT id, source_hash FROM main.runs WHERE id IN ({marks})",
-                                 uniq if slots is None else [f for f, m in zip(uniq, slots) if given[m]]))
+        ask = list(uniq) if slots is None else [f for f, m in zip(uniq, slots) if given[m]]
+        here = dict(self._lookup("SELECT id, source_hash FROM main.runs WHERE id IN ({marks})", ask))
         if "ref" in self.dbs:
-            for (rid,) in self._lookup("SELECT id FROM ref.runs WHERE id IN ({marks})", uniq):
+            for (rid,) in self._lookup("SELECT id FROM ref.runs WHERE id IN ({marks})", ask):
                 here.setdefault(rid, "")
         out, again = list(firsts), []
         # only runs whose first id the KB has or the batch repeats are counted; every other run is the first of
@@ -316,7 +344,11 @@ class _Occurrences:
                 n = seen[firsts[i]]
                 seen[firsts[i]] = n + 1
                 if n:
-                    out[i] = rid = run_id(keys[i], n)
+                    key = keys[i]
+                    if key is None:
+                        raise IOAdvisorError(f"run {firsts[i]} repeats an earlier run's content, whose key "
+                                             "was left out of its batch")
+                    out[i] = rid = run_id(key, n)
                     again.append(rid)
             counts = [(int(f, 16), n) for f, n in seen.items() if n != 1 or f in here]
             if counts:
@@ -329,6 +361,17 @@ class _Occurrences:
             for rid in again:
                 given[int(rid[-6:], 16)] = 1
         return out, set(here) | (self.known(again) if again else set())
+
+
+def _marked(given: bytearray, ids: Iterable[tuple[str]]) -> bytearray:
+    """`given` with the byte of each id's last 24 bits set. An id that does not end in 6 hex digits is equal to
+    no first id (`run_id`'s 12): it marks nothing."""
+    for (rid,) in ids:
+        try:
+            given[int(rid[-6:], 16)] = 1
+        except (ValueError, TypeError, IndexError):
+            pass
+    return given
 
 
 def _other_system_note(old: list[str], batches: Iterable[Batch]) -> str | None:
@@ -634,12 +677,10 @@ class KB:
             if k == 1 and deferred is not None:
                 deferred.drop()
             ids, known = occ.ids(firsts, keys)
-            if known:
-                rows = [(rid, source_hash, seq + i) + v for i, (v, rid) in enumerate(zip(values, ids))
-                        if rid not in known]
-            else:
-                rows = list(map(tuple.__add__, zip(ids, itertools.repeat(source_hash), range(seq, seq + len(values))),
-                                values))
+            rows = list(map(tuple.__add__, zip(ids, itertools.repeat(source_hash), range(seq, seq + len(values))),
+                            values))
+            if known:       # (most batches of a file that repeats some runs: the few known are left out in C)
+                rows = list(itertools.compress(rows, map(not_, map(known.__contains__, ids))))
             if rows:
                 columns = ("id", "source_hash", "seq") + names
                 self.conn.executemany(f"INSERT INTO main.runs ({','.join(columns)}) "
