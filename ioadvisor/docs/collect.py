@@ -110,7 +110,7 @@ class SystemData:
     center: Center | None
     sections: list[FsSection]
     comparisons: list[dict[str, Any]]
-    provenance: list[dict[str, Any]]
+    provenance: list[ProvEntry]
     provenance_total: int
     total_runs: int
     ci_runs: list[Lite] = field(default_factory=list)
@@ -200,14 +200,20 @@ _PROV_COLUMNS = ("id", "origin", "system", "filesystem", "op", "value", "value_g
 _Prov = namedtuple("_Prov", _PROV_COLUMNS)
 
 
-def _prov_entry(r: _Prov) -> dict[str, Any]:
+# a provenance page's entry: attributes, which the templates read without the failed attribute lookup a dict
+# costs Jinja on each of a thousand entries' fifteen fields
+ProvEntry = namedtuple("ProvEntry", ("id", "system", "filesystem", "op", "value", "given", "source", "citation",
+                                     "command", "tool", "importer", "date", "job_id", "kind", "notes", "origin"))
+
+
+def _prov_entry(r: _Prov) -> ProvEntry:
     given = r.value_given if r.value_given is not None else r.value
-    return {"id": r.id, "system": r.system, "filesystem": r.filesystem or "-", "op": r.op,
-            "value": f"{fmt_num(r.value)} {r.unit}", "given": _given(given, r.unit_given, r.unit),
-            "source": r.source, "citation": r.citation,
-            "command": r.command, "tool": " ".join(x for x in (r.tool, r.tool_version) if x) or None,
-            "importer": r.importer, "date": r.date, "job_id": r.job_id, "kind": r.kind, "notes": r.notes,
-            "origin": r.origin}
+    return ProvEntry(id=r.id, system=r.system, filesystem=r.filesystem or "-", op=r.op,
+                     value=f"{fmt_num(r.value)} {r.unit}", given=_given(given, r.unit_given, r.unit),
+                     source=r.source, citation=r.citation,
+                     command=r.command, tool=" ".join(x for x in (r.tool, r.tool_version) if x) or None,
+                     importer=r.importer, date=r.date, job_id=r.job_id, kind=r.kind, notes=r.notes,
+                     origin=r.origin)
 
 
 def _lite(t: tuple) -> Lite:
@@ -299,13 +305,12 @@ class _SystemRuns:
         points as all the runs would: per plotted point its single run, or its smallest, median and largest
         value (plots draw the median with the range). Held in memory: one value per run."""
         medians, groups = self._group_medians(fs)
-        flagged = self._group_flags(fs)
-        groups_of: list[tuple[tuple, Lite, list[float]]] = []
+        groups_of: list[tuple[tuple, Lite, list[float], set[str]]] = []
         curves: dict[str, dict[tuple, list]] = {"stripes": {}, "clients": {}, "metadata": {}, "iops": {}}
         best: dict[tuple, tuple] = {}
         for rowid, med in medians:
-            values, last = groups[rowid]
-            groups_of.append((_key(_group_key(med)), med, values))
+            values, last, flags = groups[rowid]
+            groups_of.append((_key(_group_key(med)), med, values, flags))
             _place(med, values, last, curves, best)
         # the best run of each layout and operation, read whole (a bar of one run shows its published spread)
         points: dict[str, list[Lite]] = {"layout": [self._run(b[2]) for b in best.values()]}
@@ -313,42 +318,40 @@ class _SystemRuns:
             points[kind] = _curve_points(pts)
         # sqlite sorts NULL first, the tables put "-" last: the groups' order is Python's
         groups_of.sort(key=lambda g: g[0])
-        rows = [_table_row(med, values, flagged.get(_group_key(med), ()))
-                for _, med, values in groups_of[:GROUP_LIMIT]]
+        rows = [_table_row(med, values, flags) for _, med, values, flags in groups_of[:GROUP_LIMIT]]
         return rows, len(groups_of) - len(rows), points
 
-    def _group_medians(self, fs: str) -> tuple[list[tuple[int, Lite]], dict[int, tuple[list[float], tuple]]]:
+    def _group_medians(self, fs: str) -> tuple[list[tuple[int, Lite]], dict[int, tuple[list[float], tuple, set]]]:
         """Per group of equal settings on `fs`: its median run (rowid, run), and by that rowid the group's sorted
-        values and its last run without an evidence flag (value, id, rowid; None when every run has one)."""
-        groups: dict[int, tuple[list[float], tuple | None]] = {}   # median's rowid -> sorted values, last run
+        values, its last run without an evidence flag (value, id, rowid; None when every run has one) and the
+        evidence flags of its runs."""
+        # median's rowid -> sorted values, last run, flags
+        groups: dict[int, tuple[list[float], tuple | None, set[str]]] = {}
 
         class Values:
             """One group's runs as (value, id, rowid, unflagged): the result is the median run's rowid; the values
-            and the last unflagged run (the largest by value and id) are kept for the plots."""
+            and the last unflagged run (the largest by value and id) are kept for the plots, the flags of its
+            runs (few runs have any) for the table."""
 
             def __init__(self) -> None:
                 self.runs: list[tuple] = []
+                self.flags: set[str] = set()
 
             def step(self, value: float, rid: str, rowid: int, flags: str | None) -> None:
                 self.runs.append((value, rid, rowid, not flags))
+                if flags is not None:
+                    self.flags.update(flags.split(","))
 
             def finalize(self) -> int:
                 g = self.runs
                 g.sort()
                 med = g[(len(g) - 1) // 2][2]
-                groups[med] = ([r[0] for r in g], next((r[:3] for r in reversed(g) if r[3]), None))
+                groups[med] = ([r[0] for r in g], next((r[:3] for r in reversed(g) if r[3]), None), self.flags)
                 return med
 
         medians = self.table.group_medians(fs, _GROUP_COLS, _ROW_COLS, Values,
                                            lambda t: (t[0], _lite(_TO_LITE(t[1:] + (None,)))))
         return medians, groups
-
-    def _group_flags(self, fs: str) -> dict[tuple, set[str]]:
-        """The evidence flags of every run of a group, by the group's settings (few runs have any)."""
-        flagged: dict[tuple, set[str]] = {}
-        for t in self.table.flagged(fs, _GROUP_COLS):
-            flagged.setdefault(t[:-1], set()).update(t[-1].split(","))
-        return flagged
 
     def _run(self, rowid: int) -> Lite:
         return _lite(_TO_LITE(self.table.run(rowid, _ROW_COLS) + (None,)))
