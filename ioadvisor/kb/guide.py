@@ -117,11 +117,6 @@ class SystemTable:
         finally:
             self.conn.create_aggregate("doc_group_values", 4, None)
 
-    def flagged(self, fs: str, group: Sequence[str]) -> list[tuple]:
-        """(*`group` columns, flags) of each run on `fs` with evidence flags (few runs have any)."""
-        return list(self._query(f"SELECT {', '.join(group)}, flags FROM temp.doc_runs "
-                                "WHERE fs = ? AND flags IS NOT NULL", (fs,)))
-
     def run(self, rowid: int, row: Sequence[str]) -> tuple:
         """The `row` columns of one run, by its rowid in the table."""
         return next(iter(self._query(f"SELECT {', '.join(row)} FROM temp.doc_runs WHERE rowid = ?", (rowid,))))
