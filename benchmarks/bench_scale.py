@@ -93,7 +93,7 @@ def center_text(tiers: int) -> str:
 
 def center_loading(repeat: int) -> None:
     """Median seconds to read and check a center of 25,000, 50,000 and 100,000 tiers, and the ratio per doubling."""
-    from ioadvisor.center import _load_center_file
+    from ioadvisor.center.file import read_center_file
     medians = {}
     with tempfile.TemporaryDirectory(prefix="bench-scale-center-") as d:
         for n in (25_000, 50_000, 100_000):
@@ -102,7 +102,7 @@ def center_loading(repeat: int) -> None:
             ts = []
             for _ in range(max(1, min(3, repeat))):
                 t = time.perf_counter()
-                assert len(_load_center_file(p).tiers) == n
+                assert len(read_center_file(p).tiers) == n
                 ts.append(time.perf_counter() - t)
             medians[n] = statistics.median(ts)
             print(f"center file of {n:,} tiers ({p.stat().st_size / 1e6:.1f} MB), read and checked: median "
