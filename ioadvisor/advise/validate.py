@@ -314,14 +314,23 @@ def _predict_errors(sysname: str, runs: list, osts: dict, dflt: dict, memo: dict
     return errs, unpredictable
 
 
-def _validate_system(kb: Any, sysname: str, n: int) -> tuple[dict, list, list[float]] | None:
-    """One system's part of `validate`: (its entry, its held-out errors, its sweeps' regrets); None where the
-    system has no measured run."""
+def _system_inputs(kb: Any, sysname: str, n: int) -> tuple[list, list | None, dict, Any, Any] | None:
+    """(runs to fit, held-out runs or None, note, OST count, default configuration) of one system, as both
+    validations start from them; None where the system has no measured run."""
     got = _runs_of(kb, sysname, n)
     if got is None:
         return None
-    srs, held, note = got
     _, osts, dflt = _center_info(kb, sysname)
+    return (*got, osts, dflt)
+
+
+def _validate_system(kb: Any, sysname: str, n: int) -> tuple[dict, list, list[float]] | None:
+    """One system's part of `validate`: (its entry, its held-out errors, its sweeps' regrets); None where the
+    system has no measured run."""
+    got = _system_inputs(kb, sysname, n)
+    if got is None:
+        return None
+    srs, held, note, osts, dflt = got
     memo: dict = {}
     errs, unp = _predict_errors(sysname, srs, osts, dflt, memo, held)
     sweeps = _sweeps_of_system(kb, sysname, srs, factors=("stripe_count",), memo=memo,
@@ -669,11 +678,10 @@ def _sweep_system(kb: Any, sysname: str, n: int, factors: Sequence[str],
                   with_errors: bool) -> tuple[dict, dict, list] | None:
     """One system's part of `sweep_validate`: (its entry, its sweeps' cases and unscored count, its held-out
     errors); None where the system has no measured run."""
-    got = _runs_of(kb, sysname, n)
+    got = _system_inputs(kb, sysname, n)
     if got is None:
         return None
-    srs, held, note = got
-    _, osts, dflt = _center_info(kb, sysname)
+    srs, held, note, osts, dflt = got
     memo: dict = {}
     res = _sweeps_of_system(kb, sysname, srs, factors, memo, limit=None if held is None else SAMPLED_SWEEPS)
     entry: dict[str, Any] = {"sweep_groups": len(res["cases"]), **note}
