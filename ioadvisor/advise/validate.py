@@ -93,25 +93,6 @@ def _system_runs(kb: Any, sysname: str) -> list:
     return _stable(_measurable(r for r in kb.runs(RunFilter(system=sysname)) if r.system == sysname))
 
 
-def _runs_of(kb: Any, name: str, n: int) -> tuple[list, list | None, dict] | None:
-    """(runs to fit on, held-out runs or None for the exhaustive protocol, a note on the sample or {}) of the
-    system named `name`, of `n` runs; None where it has no measured run."""
-    if n > SAMPLE_ABOVE:
-        fitted, held = _sample(kb, name)
-        note = {"sampled": {"runs": n, "fitted_on": len(fitted), "held_out": len(held)}}
-        return (fitted, held, note) if fitted or held else None
-    runs = _system_runs(kb, name)
-    return (runs, None, {}) if runs else None
-
-
-def _each_system(kb: Any, system: str | None) -> Iterator[tuple[str, list, list | None, dict]]:
-    """Per system with measured runs, in name order: (name, *`_runs_of`)."""
-    for name, n in sorted(_system_sizes(kb, system).items()):
-        got = _runs_of(kb, name, n)
-        if got is not None:
-            yield (name, *got)
-
-
 # a system's validation, handed to a worker process, has no time limit of its own (a large KB's takes minutes)
 WORKER_TIMEOUT = 86400.0
 
@@ -315,11 +296,19 @@ def _predict_errors(sysname: str, runs: list, osts: dict, dflt: dict, memo: dict
 
 
 def _system_inputs(kb: Any, sysname: str, n: int) -> tuple[list, list | None, dict, Any, Any] | None:
-    """(runs to fit, held-out runs or None, note, OST count, default configuration) of one system, as both
-    validations start from them; None where the system has no measured run."""
-    got = _runs_of(kb, sysname, n)
-    if got is None:
-        return None
+    """What both validations start from for the system named `sysname`, of `n` runs: (runs to fit on, held-out
+    runs or None for the exhaustive protocol, a note on the sample or {}, OST count, default configuration);
+    None where it has no measured run."""
+    if n > SAMPLE_ABOVE:
+        fitted, held = _sample(kb, sysname)
+        if not (fitted or held):
+            return None
+        got = (fitted, held, {"sampled": {"runs": n, "fitted_on": len(fitted), "held_out": len(held)}})
+    else:
+        runs = _system_runs(kb, sysname)
+        if not runs:
+            return None
+        got = (runs, None, {})
     _, osts, dflt = _center_info(kb, sysname)
     return (*got, osts, dflt)
 
