@@ -144,7 +144,7 @@ def softmin(values: Sequence[float], p: float = SOFTMIN_P) -> float:
 
 def _load_bounds(files: Any, stripes: Any, osts: Any, o: Any) -> tuple[Any, Any, Any]:
     """(OSTs known, streams on the busiest OST under round-robin placement, under random placement): what
-    `_max_load` mixes by the placement parameter, a function of the runs alone."""
+    `_mixed_load` mixes by the placement parameter, a function of the runs alone."""
     fin = o.isfinite(osts)
     m = o.where(fin, osts, 1e12)
     s = o.minimum(stripes, m)
@@ -161,15 +161,11 @@ def _mixed_load(bounds: tuple[Any, Any, Any], placement: Any, o: Any) -> Any:
     return o.where(fin, (1 - placement) * rr + placement * rnd, 1.0)
 
 
-def _max_load(files: Any, stripes: Any, osts: Any, placement: float, o: Any) -> Any:
-    return _mixed_load(_load_bounds(files, stripes, osts, o), placement, o)
-
-
 def expected_max_load(files: float, stripes: float, osts: float, placement: float) -> float:
     """Expected streams on the busiest OST when `files` files of `stripes` stripes each land on `osts` OSTs:
     round-robin placement gives ceil(files x stripes / osts); random placement (each file a random first OST) a
     binomial load per OST whose expected maximum over the OSTs is about mean + sd x sqrt(2 ln osts)."""
-    return float(_max_load(files, stripes, osts, placement, PY))
+    return float(_mixed_load(_load_bounds(files, stripes, osts, PY), placement, PY))
 
 
 def _bw_shape(X: Mapping[str, Any], o: Any) -> dict[str, Any]:
@@ -200,7 +196,7 @@ def _bw_shape(X: Mapping[str, Any], o: Any) -> dict[str, Any]:
 
 def _bw_limits(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> dict[str, Any]:
     """The bandwidth each part of the system allows (MiB/s), by name, for one point (floats) or many (arrays)."""
-    D = X["bw"] if "bw" in X else _bw_shape(X, o)
+    D = X["bw"]
     stream, node, ost = o.exp(th["log_stream"]), o.exp(th["log_node"]), o.exp(th["log_ost"])
     # the share of the data the servers' cache holds: it is served `boost` times faster, without seeks
     if "log_cache" in th:
@@ -264,7 +260,7 @@ def _bw(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> Any:
     v = _softmin(list(_bw_limits(th, X, o).values()), o)
     t = X["transfer"]
     knee = o.exp(th["log_knee"])
-    return o.where(X["bw"]["has_transfer"] if "bw" in X else t > 0, v * t / (t + knee), v)
+    return o.where(X["bw"]["has_transfer"], v * t / (t + knee), v)
 
 
 def _rate(th: Mapping[str, float], X: Mapping[str, Any], o: Any) -> Any:
