@@ -135,6 +135,14 @@ def keyed_runs(runs: Iterable[Run], source: str) -> Iterator[tuple[str, tuple]]:
 Batch = tuple[tuple[str, ...], list[str], list[str | None], list[tuple]]
 
 
+MARKS = 1 << 24      # one byte per value of an id's last 24 bits: the marks of ids given during an import
+
+
+def id_mark(rid: str) -> int:
+    """The byte of an id among MARKS: the value of its last 6 hex digits (24 bits)."""
+    return int(rid[-6:], 16)
+
+
 def batched(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
             size: int | None = None) -> Iterator[Batch]:
     """Keyed rows in batches of `size` (BATCH). A batch names only the columns some row of it fills: binding a
@@ -150,7 +158,7 @@ def batched(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
     (an earlier run's first id, or another id sharing those bits: a key too many, never one too few)."""
     it = iter(items)
     size = size or BATCH
-    given = bytearray(1 << 24)
+    given = bytearray(MARKS)
     while True:
         batch = list(itertools.islice(it, size))
         if not batch:
@@ -158,7 +166,7 @@ def batched(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
         keys, rows = [k for k, _ in batch], [v for _, v in batch]
         firsts = first_ids(keys)
         for i, f in enumerate(firsts):
-            slot = int(f[-6:], 16)
+            slot = id_mark(f)
             if given[slot]:
                 continue
             given[slot] = 1
@@ -304,7 +312,7 @@ class _Occurrences:
     def __init__(self, conn: sqlite3.Connection, dbs: tuple[str, ...], source_hash: str,
                  known: Callable[[list[str]], set[str]], fresh: bool = False):
         self.conn, self.dbs, self.source_hash, self.known = conn, dbs, source_hash, known
-        self.given = bytearray(1 << 24) if fresh else None
+        self.given = bytearray(MARKS) if fresh else None
         if self.given is not None and "ref" in dbs:
             self.given = _marked(self.given, conn.execute("SELECT id FROM ref.runs"))
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS import_occ (k INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
@@ -321,7 +329,7 @@ class _Occurrences:
         (`batched` leaves the others out)."""
         uniq = set(firsts)          # (in any order: the look-ups' answers are gathered in a dict)
         given = self.given
-        slots = None if given is None else [int(f[-6:], 16) for f in uniq]     # each first id's byte in `given`
+        slots = None if given is None else list(map(id_mark, uniq))     # each first id's byte in `given`
         # the first ids the KB has, with the source that stored them (the reference's: "")
         ask = list(uniq) if slots is None else [f for f, m in zip(uniq, slots) if given[m]]
         here = dict(self._lookup("SELECT id, source_hash FROM main.runs WHERE id IN ({marks})", ask))
@@ -359,7 +367,7 @@ class _Occurrences:
             for m in slots:
                 given[m] = 1
             for rid in again:
-                given[int(rid[-6:], 16)] = 1
+                given[id_mark(rid)] = 1
         return out, set(here) | (self.known(again) if again else set())
 
 
@@ -368,7 +376,7 @@ def _marked(given: bytearray, ids: Iterable[tuple[str]]) -> bytearray:
     no first id (`run_id`'s 12): it marks nothing."""
     for (rid,) in ids:
         try:
-            given[int(rid[-6:], 16)] = 1
+            given[id_mark(rid)] = 1
         except (ValueError, TypeError, IndexError):
             pass
     return given
