@@ -1,4 +1,4 @@
-"""Build the guide: pages from Jinja2 templates, plots from matplotlib, strings from the message catalogues.
+"""Build the guide: pages from Jinja2 templates, plots from docs.plots, strings from the message catalogues.
 
 Output is deterministic (sorted iteration, no timestamps, fixed plot metadata) and every file is written
 atomically, so the same KB and centers always give byte-identical files."""
