@@ -319,7 +319,7 @@ def _lines(f: _Frame, x: Axis, y: Axis, pts: list[list[tuple[Any, float, float, 
             continue
         xy = [(f.x(x, px), f.y(y, py), f.y(y, lo), f.y(y, hi)) for px, py, lo, hi in p]
         d = "".join(f"M{_n(a)} {_n(lo)}V{_n(hi)}M{_n(a - 4)} {_n(lo)}h8M{_n(a - 4)} {_n(hi)}h8" for a, _, lo, hi in xy)
-        bars.append(f'<path d="{d}" stroke="{c}" stroke-width="1.5" fill="none"/>')
+        bars.append(f'<path class="err" d="{d}" stroke="{c}" stroke-width="1.5" fill="none"/>')
         curves.append(f'<path d="M{"L".join(f"{_n(a)} {_n(b)}" for a, b, _, _ in xy)}" stroke="{c}" '
                       f'stroke-width="2" fill="none" stroke-linejoin="round"/>')
         curves.append(f'<g fill="{c}">' + "".join(f'<circle cx="{_n(a)}" cy="{_n(b)}" r="4"/>' for a, b, _, _ in xy)
@@ -347,7 +347,7 @@ def _bars(f: _Frame, cats: list[str], y: Axis, spec: Any, pts: list[list[tuple[A
                 errs.append(f"M{_n(mid)} {_n(a)}V{_n(b)}M{_n(mid - 3)} {_n(a)}h6M{_n(mid - 3)} {_n(b)}h6")
         out.append(f'<g fill="{c}">' + "".join(rects) + "</g>")
     if errs:
-        out.append(f'<path d="{"".join(errs)}" stroke="#000" stroke-width="1.3" fill="none"/>')
+        out.append(f'<path class="err" d="{"".join(errs)}" stroke="#000" stroke-width="1.3" fill="none"/>')
     return out
 
 
