@@ -394,23 +394,19 @@ def render_png(spec: PlotSpec) -> bytes:
     return raster.getvalue()
 
 
-def _cache_key(spec: PlotSpec, png: bool = False) -> str:
-    """Same spec and same drawing code (and, for a PNG, the same matplotlib) -> same bytes, so the result can be
-    reused."""
+def _cache_key(spec: PlotSpec) -> str:
+    """Same spec, same drawing code and same matplotlib -> same PNG bytes, so the PNG can be reused."""
     h = hashlib.sha256(repr(spec).encode())
-    h.update(_code_version(png))
+    h.update(_code_version())
     return h.hexdigest()[:32]
 
 
-@functools.lru_cache(maxsize=2)
-def _code_version(png: bool) -> bytes:
-    """What a plot's bytes depend on besides its spec, read once a build: the SVG writer's code; for a PNG also
-    this module's code and matplotlib's version."""
-    code = Path(svgplot.__file__).read_bytes()
-    if not png:
-        return code
+@functools.lru_cache(maxsize=1)
+def _code_version() -> bytes:
+    """What a PNG's bytes depend on besides its spec (read once a build): matplotlib's version, this module's
+    code and the SVG writer's (the palette and tick format)."""
     import matplotlib
-    return b"png\0" + matplotlib.__version__.encode() + code + Path(__file__).read_bytes()
+    return matplotlib.__version__.encode() + Path(__file__).read_bytes() + Path(svgplot.__file__).read_bytes()
 
 
 def _cached(path: Path | None) -> bytes | None:
@@ -430,10 +426,11 @@ def _keep(path: Path | None, data: bytes) -> None:
 
 
 class Renderer:
-    """Draws plots as they are handed over, each reused from the plot cache when an identical plot was drawn
-    before. SVGs are written at once (a few milliseconds each); with `png`, PNGs are drawn by matplotlib, in
-    worker processes when there are several CPUs (the bytes depend on neither), while the caller goes on
-    reading the next system. `results()` waits for them all."""
+    """Draws plots as they are handed over. SVGs are written at once (a few milliseconds each: not cached, as
+    writing them to the cache cost more than drawing them); with `png`, PNGs are drawn by matplotlib, reused from
+    the plot cache when an identical plot was drawn before, else drawn in worker processes when there are several
+    CPUs (the bytes depend on neither), while the caller goes on reading the next system. `results()` waits for
+    them all."""
 
     def __init__(self, cache: bool = True, progress: Callable[[int], None] | None = None, png: bool = False):
         self.cache, self.progress, self.png = cache, progress, png
@@ -447,16 +444,12 @@ class Renderer:
     def submit(self, spec: PlotSpec, key: Any = None) -> None:
         """Draw `spec`; its bytes come back from `results()` under `key` (default: the plot's name)."""
         key = spec.name if key is None else key
-        where = cache_dir("plots") if self.cache else None     # None: no usable cache, every plot drawn
-        at = where / f"{_cache_key(spec)}.svg" if where is not None else None
-        svg = _cached(at)
-        if svg is None:
-            svg = svgplot.render_svg(spec)
-            _keep(at, svg)
+        svg = svgplot.render_svg(spec)
         if not self.png:
             self.ready[key] = (svg, None)
             return
-        at = where / f"{_cache_key(spec, True)}.png" if where is not None else None
+        where = cache_dir("plots") if self.cache else None     # None: no usable cache, every PNG drawn
+        at = where / f"{_cache_key(spec)}.png" if where is not None else None
         png = _cached(at)
         if png is not None:
             self.ready[key] = (svg, png)
@@ -473,8 +466,8 @@ class Renderer:
         self.todo.append((key, svg, at, future or spec))
 
     def results(self) -> dict[Any, tuple[bytes, bytes | None]]:
-        """Every plot handed over, by key: its SVG and its PNG (None unless the renderer was made with `png`;
-        drawn here, one after another, without worker processes)."""
+        """Every plot handed over, by key: its SVG and its PNG (None unless the renderer was made with `png`; a PNG
+        no worker process draws is drawn here)."""
         out = dict(self.ready)
         try:
             for key, svg, at, job in self.todo:
