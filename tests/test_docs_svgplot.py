@@ -195,3 +195,13 @@ def test_the_same_spec_gives_the_same_bytes(kind):
     spec = PlotSpec("p", kind, "t", "x", "y", (s,), integer_x=True)
     assert plots.render(spec, png=False) == plots.render(spec, png=False)
     assert b"id=" not in plots.render(spec, png=False)[0]
+
+
+def test_linear_ticks_are_nice_and_printed_alike():
+    """Bandwidth 1.4-2.6 MiB/s over 1-3 stripes: y ticks 0.25 apart, each with two decimals (not "2" beside
+    "2.25"); x ticks whole numbers on a counting axis."""
+    s = Series("a", (1, 2, 3), (1.5, 2.0, 2.5), (1.4, 1.9, 2.4), (1.6, 2.1, 2.6))
+    root = _svg(PlotSpec("p", "line", "t", "stripes", "bandwidth (MiB/s)", (s,), integer_x=True))
+    y = [t.text for t in _texts(root) if t.get("text-anchor") == "end"]
+    assert y == ["1.50", "1.75", "2.00", "2.25", "2.50"], y
+    assert [v for v, _ in _ticks(root, "middle")] == [1.0, 2.0, 3.0]

@@ -65,13 +65,12 @@ def use_log(values: list[float]) -> bool:
 
 def tick_label(v: float, step: float = 1.0) -> str:
     """A tick's text: whole numbers with thousands separators (10,000), smaller ones as short as they are
-    exact (0.25); `step` (the distance to the next tick) gives the decimals a linear axis needs."""
-    if v >= 1 and v == int(v):
-        return f"{v:,.0f}"
-    if v >= 1:
-        decimals = next((d for d in range(1, 13) if abs(round(step, d) - step) < 1e-12 * max(1.0, step)), 12)
-        return f"{v:,.{decimals}f}"
-    return f"{v:g}"
+    exact (0.25); on a linear axis whose ticks are a fraction apart (`step`), every tick with the decimals the
+    step needs (1.50, 1.75, 2.00)."""
+    if step == int(step):
+        return f"{v:,.0f}" if abs(v) >= 1 else f"{v:g}"
+    decimals = next((d for d in range(1, 13) if abs(round(step, d) - step) < 1e-12 * max(1.0, step)), 12)
+    return f"{v:,.{decimals}f}"
 
 
 def one_line(s: Any) -> str:
