@@ -246,7 +246,7 @@ def _frame(spec: Any, y: Axis, cats: list[str] | None) -> _Frame:
     the right one the legend (the axes end at LEGEND_AT of the width at most), the top the title, the bottom
     the tick labels (category labels turned 45 degrees where one is wider than its slot) and the x axis's
     label. Where the texts need more room the picture grows (the axes keep MIN_AXES pixels)."""
-    left = PAD + FONT * LINE + 4 + max(text_width(t, FONT) for _, t in y.ticks) + 3 + TICK
+    left = PAD + FONT * LINE + 4 + max((text_width(t, FONT) for _, t in y.ticks), default=0) + 3 + TICK
     top = PAD + TITLE_FONT * LINE + 6
     below = TICK + 3 + FONT * LINE + 4 + FONT * LINE + PAD
     legend = _legend_width(spec)
