@@ -111,10 +111,13 @@ class Axis:
 
 
 def _nice_step(span: float, target: int, integer: bool) -> float:
+    """About span / target, rounded up to 1, 2, 2.5 or 5 times a power of ten (a whole number of at least 1,
+    not 2.5 times one, with `integer`)."""
     raw = span / max(1, target)
+    if integer and raw <= 1:
+        return 1.0
     mag = 10.0 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw * (1 - 1e-9))
-    return float(max(1, math.ceil(step))) if integer else step
+    return next(m * mag for m in ((1, 2, 5, 10) if integer else (1, 2, 2.5, 5, 10)) if m * mag >= raw * (1 - 1e-9))
 
 
 def linear_axis(lo: float, hi: float, target: int = 6, integer: bool = False, margin: bool = True) -> Axis:
@@ -197,7 +200,7 @@ def _y_axis(spec: Any, pts: list[list[tuple[Any, float, float, float]]]) -> Axis
     ends = [v for p in pts for _, _, lo, hi in p for v in (lo, hi)]
     if use_log(values):
         pos = [v for v in ends if v > 0]
-        return log_axis(min(pos), max(pos))
+        return log_axis(min(pos), max(pos)) if pos else linear_axis(0.0, 1.0, margin=False)
     if not ends:
         return linear_axis(0.0, 1.0, margin=False)
     lo, hi = min(ends), max(ends)
