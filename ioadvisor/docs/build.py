@@ -141,8 +141,8 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
         raise UsageError(f"{out}: exists and is not a directory")
     centers = _centers(center)
     names = collect.system_names(kb, centers, only=center is not None)
-    # each system's SVG plots are drawn (in this process) as soon as it is read; with `png`, its PNGs go to worker processes and
-    # are drawn while the next is read
+    # each system's SVG plots are drawn (in this process) as soon as it is read; with `png`, its PNGs go to worker
+    # processes and are drawn while the next is read
     renderer = plots.Renderer(cache=plot_cache, png=png)
     try:
         systems, n_specs = _read_systems(kb, names, centers, langs, renderer, report)
