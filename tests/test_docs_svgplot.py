@@ -205,3 +205,19 @@ def test_linear_ticks_are_nice_and_printed_alike():
     y = [t.text for t in _texts(root) if t.get("text-anchor") == "end"]
     assert y == ["1.50", "1.75", "2.00", "2.25", "2.50"], y
     assert [v for v, _ in _ticks(root, "middle")] == [1.0, 2.0, 3.0]
+
+
+def test_the_legend_stands_right_of_the_axes_and_bars_keep_their_colours():
+    """Every legend text (its title, the note, and each entry) starts right of the axes' box, so it never
+    covers data, with a long entry too; each series's bars are filled with colours()'s colour for it."""
+    from ioadvisor.docs.svgplot import LEGEND_FONT
+    a = Series("write fpp", ("lus", "nfs"), (1.0, 2.0), (1.0, 2.0), (1.0, 2.0))
+    b = Series("read shared " + "x" * 80, ("lus",), (3.0,), (2.0,), (4.0,))
+    root = _svg(PlotSpec("p", "bar", "t", "file system", "bandwidth (MiB/s)", (a, b), note="line one\nline two"))
+    frame = next(r for r in root.iter(f"{NS}rect") if r.get("fill") == "none")
+    right = float(frame.get("x")) + float(frame.get("width"))
+    legend = [t for t in _texts(root) if t.get("font-size") == f"{LEGEND_FONT:g}"]
+    assert [t.text for t in legend] == ["line one", "line two", a.label, b.label]
+    assert all(_box(t)[0] > right for t in legend) and _inside(root) == []
+    fills = [g.get("fill") for g in root.iter(f"{NS}g") if g.get("fill")]
+    assert fills == plots.colours([a.label, b.label])
