@@ -28,7 +28,8 @@ COMMANDS = {
     "kb stats": ["kb", "stats"],
     "advise": ["advise", "--center", "sitebox", "--nodes", "4", "--ranks-per-node", "8", "--bytes-per-rank",
                "1GiB", "--api", "posix", "--layout", "shared"],
-    "docs build": ["docs", "build", "--center", "sitebox", "-o", "{out}"],   # one plot: the plot cache is used
+    # one plot, drawn as PNG too: the plot cache and matplotlib's configuration are used
+    "docs build": ["docs", "build", "--center", "sitebox", "--png", "-o", "{out}"],
 }
 HOMES = ("unset", "missing", "read-only", "a file", "empty")
 
@@ -123,10 +124,10 @@ def test_every_command_works_without_a_usable_home(home, command, site, monkeypa
 def test_the_cache_goes_to_xdg_cache_home_whatever_the_home(site, monkeypatch):
     monkeypatch.setenv("HOME", str(site / "nohome"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(site / "xdg"))
-    res = runner.invoke(app, ["docs", "build", "--center", "sitebox", "-o", str(site / "out")])
+    res = runner.invoke(app, ["docs", "build", "--center", "sitebox", "--png", "-o", str(site / "out")])
     assert res.exit_code == 0, res.output
     cache = site / "xdg" / "ioadvisor"
-    assert len(list(cache.glob("reference-*.sqlite"))) == 1 and len(list(cache.glob("plots/*.svg"))) == 1
+    assert len(list(cache.glob("reference-*.sqlite"))) == 1 and len(list(cache.glob("plots/*.png"))) == 1
     assert not (site / "nohome").exists()
 
 

@@ -1,4 +1,4 @@
-"""Build the guide: pages from Jinja2 templates, plots from matplotlib, strings from the message catalogues.
+"""Build the guide: pages from Jinja2 templates, plots from docs.plots, strings from the message catalogues.
 
 Output is deterministic (sorted iteration, no timestamps, fixed plot metadata) and every file is written
 atomically, so the same KB and centers always give byte-identical files."""
@@ -141,12 +141,13 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
         raise UsageError(f"{out}: exists and is not a directory")
     centers = _centers(center)
     names = collect.system_names(kb, centers, only=center is not None)
-    # each system's plots go to worker processes as soon as it is read, and are drawn while the next is read
+    # each system's SVG plots are drawn (in this process) as soon as it is read; with `png`, its PNGs go to worker
+    # processes and are drawn while the next is read
     renderer = plots.Renderer(cache=plot_cache, png=png)
     try:
         systems, n_specs = _read_systems(kb, names, centers, langs, renderer, report)
         # everything that needs no plot's bytes (decision guides, which may fit the models; recipes; the pages)
-        # is made while the workers draw
+        # is made while the workers draw (PNGs)
         guide = {}
         for i, s in enumerate(systems):
             report("decision guides", i, len(systems))

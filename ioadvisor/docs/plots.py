@@ -1,4 +1,5 @@
-"""Plots of measured runs (matplotlib, Agg): SVG and PNG, byte-identical for the same runs.
+"""Plots of measured runs: what each plot shows (PlotSpec), drawn as SVG by docs.svgplot and, for slides, as
+PNG by matplotlib (Agg); both byte-identical for the same runs.
 
 Points with the same settings are drawn as their median with the min-max range (or the published 95%
 confidence interval of a single run) as error bars, so plots stay small for large knowledge bases."""
@@ -16,10 +17,10 @@ from typing import Any, Callable
 
 from ..model.run import META_OPS, Run
 from ..util import atomic_write, cache_dir, home_dir, private_dir
+from . import svgplot
+from .svgplot import LEGEND_AT, LOG_SPAN, PALETTE, colour_of, colours  # noqa: F401  (the plots' style)
 
-LOG_SPAN = 20.0      # use a log axis once the values span more than this factor
-WIDTH_IN, HEIGHT_IN = 8.4, 3.8
-LEGEND_AT = 0.62     # the axes end here (fraction of the width); the legend uses the rest
+WIDTH_IN, HEIGHT_IN = 8.4, 3.8      # the PNG's size (inches at 100 dpi: svgplot's pixels)
 MAX_SERIES = 12      # curves per line plot: those with the most points (a legend of 48 is unreadable, and drawing
                      # it took half of a plot's time)
 
@@ -48,28 +49,6 @@ class PlotSpec:
 
 
 QUANTITIES = {"bandwidth": "MiB/s", "metadata": "ops/s", "iops": "ops/s"}
-# distinguishable colours dark enough on white (matplotlib's tab10 and darker companions); a series keeps
-# its colour on every page and plot
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd")
-
-
-def colour_of(label: str) -> int:
-    """The palette index of a series label: a hash of the label, so the same series has the same colour on
-    every page (a clash inside one plot moves the later series to the next free colour)."""
-    return int(hashlib.sha1(label.encode()).hexdigest()[:8], 16) % len(PALETTE)
-
-
-def colours(labels: list[str]) -> list[str]:
-    used: set[int] = set()
-    out = []
-    for label in labels:
-        i = colour_of(label)
-        while i in used and len(used) < len(PALETTE):
-            i = (i + 1) % len(PALETTE)
-        used.add(i)
-        out.append(PALETTE[i])
-    return out
 
 
 def quantity_of(r: Any) -> str | None:
@@ -248,17 +227,14 @@ def _ci_series(label: str, points: dict[Any, list[Run]]) -> Series:
     return Series(label, tuple(xs), tuple(ys), tuple(lo), tuple(hi))
 
 
-def _use_log(values: list[float]) -> bool:
-    pos = [v for v in values if v and v > 0]
-    return bool(pos) and max(pos) / min(pos) > LOG_SPAN
+_use_log = svgplot.use_log
 
 
 def _tick(v: float, _pos: object = None) -> str:
-    return f"{v:,.0f}" if v >= 1 else f"{v:g}"
+    return svgplot.tick_label(v)
 
 
-_RC = {"svg.hashsalt": "ioadvisor-docs", "svg.fonttype": "none", "font.size": 9, "figure.dpi": 100,
-       "path.simplify": True}
+_RC = {"font.size": 9, "figure.dpi": 100, "path.simplify": True}
 LATIN = ["DejaVu Sans"]
 # Japanese labels need a CJK font; DejaVu Sans stays first so Latin text looks the same in every language
 CJK = ["DejaVu Sans", "Noto Sans CJK JP"]
@@ -387,11 +363,16 @@ def _fit(fig: Any, ax: Any, pad: float = 4.0) -> None:
 
 
 def render(spec: PlotSpec, png: bool = True) -> tuple[bytes, bytes | None]:
-    """SVG and (with `png`) PNG bytes of one plot; no dates, creator strings or random ids in either.
+    """SVG and (with `png`) PNG bytes of one plot; no dates, creator strings or random ids in either."""
+    return svgplot.render_svg(spec), render_png(spec) if png else None
 
-    Drawn with few artists (matplotlib's cost grows with them, twice: once per format): each curve is one line
-    with its markers and one line of cap markers, all error bars of the plot are one collection, and the
-    legend shows each curve's line and marker."""
+
+def render_png(spec: PlotSpec) -> bytes:
+    """The PNG of one plot, drawn by matplotlib (imported here only: a guide without PNGs never loads it).
+
+    Drawn with few artists (matplotlib's cost grows with them): each curve is one line with its markers and one
+    line of cap markers, all error bars of the plot are one collection, and the legend shows each curve's line
+    and marker."""
     _matplotlib_home()
     import matplotlib
     # the CJK font only where a text needs it: looking glyphs up through a fallback font costs every text
@@ -408,19 +389,13 @@ def render(spec: PlotSpec, png: bool = True) -> tuple[bytes, bytes | None]:
         _axes_text(ax, spec, handles)
         fig.subplots_adjust(left=0.1, right=LEGEND_AT, top=0.91, bottom=0.13)
         _fit(fig, ax)
-        svg = io.BytesIO()
-        fig.savefig(svg, format="svg", metadata={"Date": None, "Creator": None})
-        if not png:
-            return svg.getvalue(), None
         raster = io.BytesIO()
         fig.savefig(raster, format="png", metadata={"Software": None})
-    return svg.getvalue(), raster.getvalue()
-
-
+    return raster.getvalue()
 
 
 def _cache_key(spec: PlotSpec) -> str:
-    """Same spec, same matplotlib and same plotting code -> same bytes, so the result can be reused."""
+    """Same spec, same drawing code and same matplotlib -> same PNG bytes, so the PNG can be reused."""
     h = hashlib.sha256(repr(spec).encode())
     h.update(_code_version())
     return h.hexdigest()[:32]
@@ -428,34 +403,56 @@ def _cache_key(spec: PlotSpec) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _code_version() -> bytes:
-    """What the plots' bytes depend on besides their spec: matplotlib's version and this module's code (read
-    once a build, not once per plot)."""
+    """What a PNG's bytes depend on besides its spec (read once a build): matplotlib's version, this module's
+    code and the SVG writer's (the palette and tick format)."""
     import matplotlib
-    return matplotlib.__version__.encode() + Path(__file__).read_bytes()
+    return matplotlib.__version__.encode() + Path(__file__).read_bytes() + Path(svgplot.__file__).read_bytes()
+
+
+def _cached(path: Path | None) -> bytes | None:
+    try:
+        return path.read_bytes() if path is not None else None
+    except OSError:
+        return None
+
+
+def _keep(path: Path | None, data: bytes) -> None:
+    """Store a drawn plot in the cache (one that cannot be written only costs time)."""
+    if path is not None:
+        try:
+            atomic_write(path, data)
+        except OSError:
+            pass
 
 
 class Renderer:
-    """Draws plots as they are handed over: reused from the plot cache when an identical plot was drawn before,
-    else drawn in worker processes when there are several CPUs (the bytes depend on neither), while the caller
-    goes on reading the next system. `results()` waits for them all."""
+    """Draws plots as they are handed over. SVGs are written at once (a few milliseconds each: not cached, as
+    writing them to the cache cost more than drawing them); with `png`, PNGs are drawn by matplotlib, reused from
+    the plot cache when an identical plot was drawn before, else drawn in worker processes when there are several
+    CPUs (the bytes depend on neither), while the caller goes on reading the next system. `results()` waits for
+    them all."""
 
     def __init__(self, cache: bool = True, progress: Callable[[int], None] | None = None, png: bool = False):
         self.cache, self.progress, self.png = cache, progress, png
-        _matplotlib_home()
+        if png:
+            _matplotlib_home()
         self.ready: dict[Any, tuple[bytes, bytes | None]] = {}
-        self.todo: list[tuple[Any, PlotSpec, Path | None, Any]] = []
+        self.todo: list[tuple[Any, bytes, Path | None, Any]] = []   # (key, SVG, PNG cache file, drawing)
         self.workers = os.cpu_count() or 1
         self.pool: Any = None
 
     def submit(self, spec: PlotSpec, key: Any = None) -> None:
         """Draw `spec`; its bytes come back from `results()` under `key` (default: the plot's name)."""
         key = spec.name if key is None else key
-        where = cache_dir("plots") if self.cache else None     # None: no usable cache, every plot drawn
-        base = where / _cache_key(spec) if where is not None else None
-        if base is not None and base.with_suffix(".svg").is_file() and (not self.png
-                                                                        or base.with_suffix(".png").is_file()):
-            self.ready[key] = (base.with_suffix(".svg").read_bytes(),
-                               base.with_suffix(".png").read_bytes() if self.png else None)
+        svg = svgplot.render_svg(spec)
+        if not self.png:
+            self.ready[key] = (svg, None)
+            return
+        where = cache_dir("plots") if self.cache else None     # None: no usable cache, every PNG drawn
+        at = where / f"{_cache_key(spec)}.png" if where is not None else None
+        png = _cached(at)
+        if png is not None:
+            self.ready[key] = (svg, png)
             return
         future = None
         if self.workers > 1:
@@ -463,31 +460,26 @@ class Renderer:
                 from concurrent.futures import ProcessPoolExecutor
                 # matplotlib imported once here rather than in each worker: forked workers inherit it
                 import matplotlib.backends.backend_agg  # noqa: F401
-                import matplotlib.backends.backend_svg  # noqa: F401
                 from ..util import die_with_parent
                 self.pool = ProcessPoolExecutor(max_workers=self.workers, initializer=die_with_parent)
-            future = self.pool.submit(render, spec, self.png)
-        self.todo.append((key, spec, base, future))
+            future = self.pool.submit(render_png, spec)
+        self.todo.append((key, svg, at, future or spec))
 
     def results(self) -> dict[Any, tuple[bytes, bytes | None]]:
-        """Every plot handed over, by key (drawn here, one after another, without worker processes): its SVG and
-        its PNG (None unless the renderer was made with `png`)."""
+        """Every plot handed over, by key: its SVG and its PNG (None unless the renderer was made with `png`; a PNG
+        no worker process draws is drawn here)."""
         out = dict(self.ready)
         try:
-            for key, spec, base, future in self.todo:
-                svg, png = future.result() if future is not None else render(spec, self.png)
+            for key, svg, at, job in self.todo:
+                png = render_png(job) if isinstance(job, PlotSpec) else job.result()
                 out[key] = (svg, png)
+                _keep(at, png)
                 if self.progress is not None:
                     self.progress(len(out))
-                if base is not None:
-                    try:
-                        atomic_write(base.with_suffix(".svg"), svg)
-                        if png is not None:
-                            atomic_write(base.with_suffix(".png"), png)
-                    except OSError:
-                        pass                           # a cache that cannot be written only costs time
         finally:
             self.close()
+        if self.progress is not None:
+            self.progress(len(out))
         return out
 
     def close(self) -> None:
