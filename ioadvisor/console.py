@@ -7,6 +7,10 @@ side; `diagnose` takes the read over once its own checks of the file pass (`dars
 that is not a Darshan log is not read here: the command reports it as it always does. What both sides need (the
 summary's dataclasses) is made once, before the fork.
 
+`ioadvise advise ...` as users type it is read without typer (`cli.advise.parse`), whose import is about a quarter
+of a cold advice; a command line it does not fully understand (--help, an error, an option it does not know) goes
+to typer as every other command does.
+
 A diagnosis ends without tearing the interpreter down module by module (a quarter of a small log's time): the
 exit handlers run and the output is flushed, then the process exits with the command's code. Every file the
 command writes is closed by then (written atomically, see `ioadvisor.util`).
@@ -25,6 +29,12 @@ def main() -> None:
         from .darshanlog import summary  # noqa: F401
         from .darshanlog.child import prefetch
         prefetch(args[1:])
+    if args[:1] == ["advise"]:
+        from .cli import advise
+        params = advise.parse(args[1:])
+        if params is not None:
+            from .cli.common import run_command, sane_width
+            run_command(lambda: (sane_width(), advise.run(params)))
     from .cli import main as run
     if not diagnosing:
         run()

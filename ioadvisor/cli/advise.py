@@ -1,21 +1,70 @@
-"""`ioadvise advise`: a recommendation for a workload; `ioadvise kb validate`: how well the model predicts."""
-# no `from __future__ import annotations`: typer reads each option from the command's signature, and
-# annotations kept as text would be compiled and evaluated at every start (about 6 ms for advise's)
+"""`ioadvise advise`: a recommendation for a workload.
+
+Its options are declared once, as data (`OPTIONS`): typer builds the command from them when the command line goes
+through typer (`app`, made on first use), and `ioadvise advise ...` as users type it is read without typer at all
+(`parse`, see cli/options.py), which saves a cold process the import of typer. Both call `run`.
+"""
+from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
-
-import typer
+from typing import Any
 
 from ..errors import UsageError
 from ..inputs import SCRIPT, TOML
 from ..util import read_text
-from . import command_app
-from .common import (AccessSize, ApiOpt, BytesPerRank, CollectiveOpt, FilesOpt, JsonOption, KBOption, LayoutOpt,
-                     LifetimeOpt, OpOpt, RandomOpt, RanksPerNode, TotalBytes, cli_errors, console, print_json,
-                     printable_table)
+from . import options as o
+from .common import cli_errors, console, print_json, printable_table
+from .options import Opt
 
-app = command_app()
+OPTIONS: tuple[Opt, ...] = (
+    Opt("center", ("--center",), str, "Center config: a TOML file or a center's name (in $IOADVISE_CENTERS or "
+        "shipped)."),
+    Opt("system", ("--system",), str, "System name (a center in $IOADVISE_CENTERS or shipped, or a system in the KB)."),
+    o.KB,
+    Opt("nodes", ("-N", "--nodes"), int, "Nodes of the job (as sbatch -N)."),
+    Opt("ntasks", ("-n", "--ntasks"), int, "MPI ranks in all (as sbatch -n): ranks per node = ntasks / nodes, "
+        "rounded up."),
+    Opt("ntasks_per_node", ("--ntasks-per-node",), int, "As sbatch."),
+    o.RANKS_PER_NODE, o.BYTES_PER_RANK, o.TOTAL_BYTES, o.API, o.LAYOUT, o.OP, o.ACCESS_SIZE, o.RANDOM, o.FILES,
+    o.LIFETIME,
+    Opt("workload", ("--workload",), Path, "Workload TOML file; options given here override it."),
+    Opt("script", ("--script",), Path, "Job script: its #SBATCH -N/-n/--ntasks-per-node and #IOADVISE key=value "
+        "lines (docs/slurm.md)."),
+    Opt("stripe_count", ("--stripe-count",), int, "Pin the stripe count (-1: all OSTs)."),
+    Opt("stripe_size", ("--stripe-size",), str, "Pin the stripe size, e.g. 4MiB."),
+    Opt("tier", ("--tier",), str, "Pin the tier or file system by name."),
+    o.COLLECTIVE,
+    Opt("hints", ("--hints",), str, "Pin MPI-IO hints: KEY=VALUE,KEY=VALUE."),
+    Opt("mpi", ("--mpi",), str, "MPI for the commands: mpich, openmpi, cray, intel or mvapich2, optionally @VERSION "
+        "(openmpi@4.1.4; default: the center's)."),
+    o.JSON,
+)
+
+HELP = """Recommend where and how a job should do its I/O: tier, layout, striping, collective mode and hints.
+
+    Settings you pin (--stripe-count, --tier, --collective, --hints ...) are kept; everything else is chosen.
+    """
+
+
+def parse(args: list[str]) -> dict[str, Any] | None:
+    """The parameters of `ioadvise advise ARGS` as typer would pass them, or None where typer must read them."""
+    return o.parse(args, OPTIONS)
+
+
+def __getattr__(name: str) -> Any:
+    """`app`, the typer app of the command, made when the root group asks for it."""
+    if name != "app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import command_app
+    app = command_app()
+
+    def advise_cmd(**params: Any) -> None:
+        run(params)
+    advise_cmd.__signature__, advise_cmd.__annotations__ = o.signature_of(OPTIONS)  # type: ignore[attr-defined]
+    advise_cmd.__doc__ = HELP
+    app.command("advise")(advise_cmd)
+    globals()["app"] = app
+    return app
 
 
 def parse_hints(text: str | None) -> dict[str, str]:
@@ -122,48 +171,14 @@ def advice_json(advice: Any) -> dict[str, Any]:
             "warnings": list(advice.warnings)}
 
 
-@app.command("advise")
-def advise_cmd(
-    center: Annotated[Optional[str], typer.Option(help="Center config: a TOML file or a center's name (in $IOADVISE_CENTERS or shipped).")] = None,
-    system: Annotated[Optional[str], typer.Option(help="System name (a center in $IOADVISE_CENTERS or shipped, or a system in the KB).")] = None,
-    kb: KBOption = None,
-    nodes: Annotated[Optional[int], typer.Option("-N", "--nodes", help="Nodes of the job (as sbatch -N).")] = None,
-    ntasks: Annotated[Optional[int], typer.Option("-n", "--ntasks", help="MPI ranks in all (as sbatch -n): "
-                                                  "ranks per node = ntasks / nodes, rounded up.")] = None,
-    ntasks_per_node: Annotated[Optional[int], typer.Option("--ntasks-per-node", help="As sbatch.")] = None,
-    ranks_per_node: RanksPerNode = None,
-    bytes_per_rank: BytesPerRank = None,
-    total_bytes: TotalBytes = None,
-    api: ApiOpt = None,
-    layout: LayoutOpt = None,
-    op: OpOpt = None,
-    access_size: AccessSize = None,
-    random: RandomOpt = None,
-    files: FilesOpt = None,
-    lifetime: LifetimeOpt = None,
-    workload: Annotated[Optional[Path], typer.Option(help="Workload TOML file; options given here override it.")] = None,
-    script: Annotated[Optional[Path], typer.Option(help="Job script: its #SBATCH -N/-n/--ntasks-per-node and "
-                                                   "#IOADVISE key=value lines (docs/slurm.md).")] = None,
-    stripe_count: Annotated[Optional[int], typer.Option(help="Pin the stripe count (-1: all OSTs).")] = None,
-    stripe_size: Annotated[Optional[str], typer.Option(help="Pin the stripe size, e.g. 4MiB.")] = None,
-    tier: Annotated[Optional[str], typer.Option(help="Pin the tier or file system by name.")] = None,
-    collective: CollectiveOpt = None,
-    hints: Annotated[Optional[str], typer.Option(help="Pin MPI-IO hints: KEY=VALUE,KEY=VALUE.")] = None,
-    mpi: Annotated[Optional[str], typer.Option(help="MPI for the commands: mpich, openmpi, cray, intel or mvapich2, "
-                                               "optionally @VERSION (openmpi@4.1.4; default: the center's).")] = None,
-    json_out: JsonOption = False,
-) -> None:
-    """Recommend where and how a job should do its I/O: tier, layout, striping, collective mode and hints.
-
-    Settings you pin (--stripe-count, --tier, --collective, --hints ...) are kept; everything else is chosen.
-    """
+def run(params: dict[str, Any]) -> None:
+    """The command itself, given its parameters (`OPTIONS` by name)."""
+    p = dict(params)
+    script, workload, kb, json_out = p.pop("script"), p.pop("workload"), p.pop("kb"), p.pop("json_out")
+    sizes = {k: p.pop(k) for k in ("nodes", "ntasks", "ntasks_per_node")}
     with cli_errors():
         from ..mpiio import parse_mpi
-        spec = _describe(script, workload, nodes=nodes, ntasks=ntasks, ntasks_per_node=ntasks_per_node, given=dict(
-            center=center, system=system, ranks_per_node=ranks_per_node, bytes_per_rank=bytes_per_rank,
-            total_bytes=total_bytes, api=api, layout=layout, op=op, access_size=access_size, random=random,
-            files=files, lifetime=lifetime, stripe_count=stripe_count, stripe_size=stripe_size, tier=tier,
-            collective=collective, hints=hints, mpi=mpi))
+        spec = _describe(script, workload, **sizes, given=p)
         flavour, version = parse_mpi(spec.mpi) if spec.mpi else (None, None)
         w, pins = spec.workload(), spec.pins()
         from ..advise import advise

@@ -5,10 +5,7 @@ import contextlib
 import functools
 import os
 import sys
-from pathlib import Path
-from typing import Annotated, Any, Iterator, Optional
-
-import typer
+from typing import Any, Callable, Iterator, NoReturn
 
 from ..errors import IOAdvisorError
 from ..util import printable
@@ -96,12 +93,6 @@ def warn(message: str) -> None:
                       soft_wrap=True)
 
 
-KBOption = Annotated[Optional[Path], typer.Option(
-    "--kb", help="Knowledge base file (default: $IOADVISE_KB, else ~/.local/share/ioadvisor/kb.sqlite).",
-    envvar="IOADVISE_KB", show_default=False)]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the complete result as JSON.")]
-
-
 @contextlib.contextmanager
 def cli_errors() -> Iterator[None]:
     """Turn library errors into a one-line `Error: ...` on stderr and the error's exit code."""
@@ -109,19 +100,19 @@ def cli_errors() -> Iterator[None]:
         yield
     except IOAdvisorError as e:
         print_error(str(e))
-        raise typer.Exit(e.exit_code) from None
+        raise SystemExit(e.exit_code) from None
     except KeyboardInterrupt as e:
         from .signals import interrupted_code
         code = interrupted_code(e)
         err_console.print("Interrupted", highlight=False)
-        raise typer.Exit(code) from None
+        raise SystemExit(code) from None
     except Exception as e:
         # the knowledge base failing under a command (a full disk, a read-only or corrupt file): one line
         sqlite3 = sys.modules.get("sqlite3")
         if sqlite3 is None or not isinstance(e, sqlite3.Error):
             raise
         err_console.print(f"Error: knowledge base: {e}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise SystemExit(1) from None
 
 
 class OutputError(IOAdvisorError):
@@ -182,6 +173,33 @@ def checked_stdout() -> Any:
     return sys.stdout
 
 
+def run_command(command: Callable[[], Any]) -> NoReturn:
+    """Run `command` (typer's app, or a command line read without it), then flush its output; a failed write to
+    stdout (a full disk, a closed pipe) is one line and exit 1, never a silent truncation, a traceback or exit 0.
+    SIGINT, SIGTERM and SIGHUP unwind the command (its `finally` blocks and context managers remove temporary
+    files) and exit 128+n."""
+    from .signals import exit_code_after_signal, unwind_on_signals
+    out = checked_stdout()
+    code: Any = 0
+    unwind_on_signals()
+    try:
+        command()
+    except SystemExit as e:
+        code = e.code
+    except KeyboardInterrupt:                   # a signal outside a command's own error handling
+        code = 130
+    except OutputError as e:                     # raised outside a command's own error handling
+        err_console.print(f"Error: {e}", highlight=False, soft_wrap=True)
+        code = e.exit_code
+    code = exit_code_after_signal(code)
+    try:
+        out.flush()
+    except OutputError as e:
+        err_console.print(f"Error: {e}", highlight=False, soft_wrap=True)
+        code = e.exit_code
+    sys.exit(code)
+
+
 def progress_bar(quiet: bool = False, *, unit: str = "count") -> Any:
     """A rich progress display on stderr with elapsed time and ETA; silent (disabled) with `quiet` (e.g.
     --json) or when stderr is not a terminal, so pipes and logs get nothing of it. unit="bytes" shows
@@ -230,20 +248,17 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(to_json(obj, indent=2) + "\n")
 
 
-# the workload options `advise`, `wrap` and `submit` share (in wrap and submit they beat the script's #IOADVISE
-# lines)
-RanksPerNode = Annotated[Optional[int], typer.Option("--ranks-per-node", help="MPI ranks per node (wins over -n and "
-                                                     "--ntasks-per-node).")]
-BytesPerRank = Annotated[Optional[str], typer.Option("--bytes-per-rank", help="Data each rank writes or reads, "
-                                                     "e.g. 1GiB.")]
-TotalBytes = Annotated[Optional[str], typer.Option("--total-bytes", help="Total data instead of --bytes-per-rank.")]
-ApiOpt = Annotated[Optional[str], typer.Option("--api", help="posix, mpiio or hdf5.")]
-LayoutOpt = Annotated[Optional[str], typer.Option("--layout", help="shared (one file), fpp (file per process) or any.")]
-OpOpt = Annotated[Optional[str], typer.Option("--op", help="write or read.")]
-AccessSize = Annotated[Optional[str], typer.Option("--access-size", help="Bytes per I/O request, e.g. 4MiB.")]
-RandomOpt = Annotated[Optional[bool], typer.Option("--random", help="Random rather than sequential access.")]
-FilesOpt = Annotated[Optional[int], typer.Option("--files", help="Files each rank creates (metadata load).")]
-LifetimeOpt = Annotated[Optional[str], typer.Option("--lifetime", help="job (scratch only) or after-job (must "
-                                                    "persist).")]
-CollectiveOpt = Annotated[Optional[bool], typer.Option("--collective/--independent", help="Pin collective or "
-                                                       "independent MPI-IO.")]
+# the typer annotations of the options several commands share (cli/options.py declares them), made when a
+# command module asks for one: `advise` read without typer (cli/advise.py) never imports typer
+_SHARED = {"KBOption": "KB", "JsonOption": "JSON", "RanksPerNode": "RANKS_PER_NODE", "BytesPerRank": "BYTES_PER_RANK",
+           "TotalBytes": "TOTAL_BYTES", "ApiOpt": "API", "LayoutOpt": "LAYOUT", "OpOpt": "OP",
+           "AccessSize": "ACCESS_SIZE", "RandomOpt": "RANDOM", "FilesOpt": "FILES", "LifetimeOpt": "LIFETIME",
+           "CollectiveOpt": "COLLECTIVE"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _SHARED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import options
+    value = globals()[name] = options.annotated(getattr(options, _SHARED[name]))
+    return value
