@@ -77,6 +77,9 @@ def values_run(values: tuple) -> Run:
 
 def row_to_run(row: sqlite3.Row | dict) -> Run:
     """A `runs` row back to a Run."""
+    if isinstance(row, sqlite3.Row):
+        # a Row finds a column by name by comparing it with each column's in turn: a dict of the row is made once
+        row = dict(zip(row.keys(), row))
     kw = {c: row[c] for c in _RUN_ATTRS}
     hints = kw["hints"]
     kw["hints"] = json.loads(hints) if hints else {}
