@@ -12,8 +12,9 @@ of a cold advice; a command line it does not fully understand (--help, an error,
 to typer as every other command does.
 
 A diagnosis, and such an advice, end without tearing the interpreter down module by module (a quarter of a small
-log's time, 5% of a cold advice's instructions): the exit handlers run and the output is flushed, then the process exits with the command's code. Every file the
-command writes is closed by then (written atomically, see `ioadvisor.util`).
+log's time, 5% of a cold advice's instructions): the exit handlers run and the output is flushed, then the process
+exits with the command's code. Every file the command writes is closed by then (written atomically, see
+`ioadvisor.util`; the KB's connection is closed when the advice is made).
 """
 from __future__ import annotations
 

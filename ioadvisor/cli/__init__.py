@@ -2,8 +2,8 @@
 
 Each command lives in a module of this package with a typer app of its own. The root group (cli/root.py) imports
 only the module of the command being run, so `ioadvise advise` or `ioadvise submit` does not pay for the imports of
-`docs` or `bench` (start-up time is a target: see benchmarks/bench_advise.py). This package itself imports nothing:
-`ioadvise advise` read without typer (cli/advise.py) loads its modules and not typer's.
+`docs` or `bench` (start-up time is a target: see benchmarks/bench_advise.py). The package itself does not import
+typer: `ioadvise advise` read without typer (cli/advise.py) loads its own modules only.
 """
 from __future__ import annotations
 
