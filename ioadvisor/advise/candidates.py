@@ -215,12 +215,16 @@ def _matches_pins(cfg: Config, pins: Mapping[str, Any]) -> bool:
 
 
 def _with_pinned_hints(cands: list[Candidate], pins: Mapping[str, Any]) -> list[Candidate]:
-    """The candidates with the pinned MPI-IO hints added to (or replacing) their own."""
+    """The candidates with the pinned MPI-IO hints added to (or replacing) their own; the candidates themselves where
+    no hint is pinned (each was made with a dict of hints of its own, which nothing changes in place)."""
+    pinned = pins.get("hints") or {}
+    if not pinned:
+        return cands
     out = []
     for c in cands:
         cfg = c.config
         hints = dict(cfg.hints)
-        for hk, hv in (pins.get("hints") or {}).items():
+        for hk, hv in pinned.items():
             hints[hk] = str(hv)
         out.append(replace(c, config=replace(cfg, hints=hints)))
     return out
