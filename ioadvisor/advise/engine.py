@@ -81,11 +81,15 @@ def _mark_unmeasured(cands: list[Candidate], ev: Any) -> None:
     names the runs that would settle it instead."""
     if ev is None:
         return
+    measured_any: dict[tuple, bool] = {}       # per (file system, op, unit): the candidates share a few
     for c in cands:
         if c.value is None or c.fit is None or c.point is None:
             continue
         f = c.fit
-        if not ev.modes(f.filesystem, f.op, f.unit):
+        group = (f.filesystem, f.op, f.unit)
+        if group not in measured_any:
+            measured_any[group] = bool(ev.modes(*group))
+        if not measured_any[group]:
             continue
         rpn = c.point.ranks / c.point.clients
         if not ev.measured(f.filesystem, f.op, c.point.klass, c.config.layout, f.unit, rpn=rpn):
