@@ -115,3 +115,33 @@ def test_a_stored_evidence_index_is_decoded_group_by_group_and_one_stored_before
         kb_fits.store_derived(kb, "evidence", "HA8000", json.dumps(sig), json.dumps(old))
         again = fits._load_evidence(kb, "HA8000", tuple(sig))     # None: not served, rebuilt from the runs
     assert again is not None and {k: again._group(k) for k in groups} == {k: built._group(k) for k in groups}
+
+
+def test_stored_fits_show_the_same_evidence_as_fits_made_afresh(tmp_path):
+    """Must NOT happen: the runs an advice shows as its evidence depending on whether its fits were made in this
+    process or read back from the KB. The fit rests on 108 runs (6 node counts x 9 stripe counts x 2), stored in
+    node-count order, so that the runs at 16 and 32 nodes, those near a 32-node job, are rows 73-108: a stored fit
+    that kept only its first 40 run ids (as it once did) could show none of them."""
+    from ioadvisor.advise import advise
+    from ioadvisor.center import load_center
+    from ioadvisor.cli.advise import advice_json
+    from ioadvisor.model.types import Workload
+    from test_advise_evidence import CLIFF_SITE, cliff_runs
+
+    site = tmp_path / "cliff.toml"
+    site.write_text(CLIFF_SITE)
+    center = load_center(site)
+    w = Workload(nodes=32, ranks_per_node=16, bytes_per_rank=1 << 30, api="mpiio", layout="shared",
+                 access_size=16 << 20)
+    fits._CACHE.clear(), fits._EVIDENCE.clear()
+    with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
+        kb.add_runs(cliff_runs(nodes=(1, 2, 4, 8, 16, 32)), source="s", source_hash="s", fmt="csv",
+                    importer="test/1")
+        fresh = advice_json(advise(w, kb, center))
+    fits._CACHE.clear(), fits._EVIDENCE.clear()          # another process: the fits come from the KB
+    with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
+        assert kb.conn.execute("SELECT count(*) FROM advise_fits").fetchone()[0] == 1
+        stored = advice_json(advise(w, kb, center))
+    shown = [e["run_id"] for e in fresh["recommendation"]["evidence"] if e.get("run_id")]
+    assert shown, "the recommendation shows measured runs"
+    assert stored == fresh

@@ -40,7 +40,7 @@ def test_a_fit_read_back_is_the_fit_made(counted, tmp_path):
     again = F.fit_all_cached(runs, osts, {"fs": 1})
     assert counted == [4]                                # the second came from the cache
     assert again == fresh and again is not fresh
-    # what Fit's equality leaves out: every run id (not only the first MAX_EVIDENCE_IDS stored in a KB)
+    # what Fit's equality leaves out: every run id
     assert [f.run_ids for f in again.values()] == [f.run_ids for f in fresh.values()]
     assert len(list((tmp_path / "cache" / "ioadvisor" / "fits").glob("*.json.z"))) == 1
 

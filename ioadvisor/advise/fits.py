@@ -15,7 +15,6 @@ from ..predict.evidence import Evidence
 
 _CACHE: dict[tuple[str, str | None, str], tuple[tuple, dict]] = {}
 _EVIDENCE: dict[tuple[str, str | None, str], tuple[tuple, Evidence]] = {}
-MAX_EVIDENCE_IDS = 40
 MODEL_VERSION = "physical/6"   # stored fits of another version are refitted
 
 
@@ -70,12 +69,12 @@ def _fits_from_rows(rows: list) -> dict:
     return out
 
 
-def _fits_to_rows(fits: dict, max_ids: int | None = MAX_EVIDENCE_IDS) -> list:
+def _fits_to_rows(fits: dict) -> list:
     from ..predict.physical import posterior_to_json
     rows = []
     for f in fits.values():
         d = {k: getattr(f, k) for k in f.__dataclass_fields__ if k != "posterior"}
-        d["run_ids"] = list(f.run_ids[:max_ids])
+        d["run_ids"] = list(f.run_ids)
         d = {k: ("inf" if isinstance(v, float) and v == float("inf") else v) for k, v in d.items()}
         d["posterior"] = posterior_to_json(f.posterior)
         rows.append(d)
@@ -84,16 +83,26 @@ def _fits_to_rows(fits: dict, max_ids: int | None = MAX_EVIDENCE_IDS) -> list:
 
 def _load_table(kb: KB, system: str, sig: tuple, db: str = "main") -> dict | None:
     row = kb_fits.load_derived(kb, "fits", system, db)
-    if not row or row[0] != json.dumps(sig, default=str):
+    if not row or row[0] != _fits_key(sig):
         return None
     return _fits_from_rows(json.loads(row[1]))
+
+
+#: the form stored fits are kept in, part of their key: every run id of each fit (a fit stored with only its first
+#: 40 showed other runs as the evidence of an advice than the same fit made afresh, the runs near the job being
+#: among those left out); fits stored in another form are made again
+FITS_FORM = "every run id"
+
+
+def _fits_key(sig: tuple) -> str:
+    return json.dumps([*sig, FITS_FORM], default=str)
 
 
 def _store_table(kb: KB, system: str, sig: tuple, fits: dict, db: str = "main") -> None:
     if kb.path == ":memory:" and db == "main":
         return
     # nothing stored on a read-only KB: the in-process cache still serves
-    kb_fits.store_derived(kb, "fits", system, json.dumps(sig, default=str), json.dumps(_fits_to_rows(fits)), db)
+    kb_fits.store_derived(kb, "fits", system, _fits_key(sig), json.dumps(_fits_to_rows(fits)), db)
 
 
 def _memoised(kb: KB, system: str, center: Center | None, cache: dict, load: Any, make: Any, store: Any) -> Any:
@@ -196,7 +205,7 @@ def fit_all_cached(runs: list, osts: dict, dflt: dict, memo: dict | None = None)
     fits = fit()
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     try:
-        tmp.write_bytes(zlib.compress(json.dumps(_fits_to_rows(fits, None)).encode()))
+        tmp.write_bytes(zlib.compress(json.dumps(_fits_to_rows(fits)).encode()))
         os.replace(tmp, path)
         if len(os.listdir(d)) > FIT_CACHE_FILES:
             _prune(d, FIT_CACHE_FILES * 3 // 4)
