@@ -68,6 +68,7 @@ LITE_COLUMNS = ("id", "filesystem", "op", "api", "layout", "collective", "access
                 "value_min", "value_max", "ci95_low", "ci95_high", "citation", "source_hash", "seq", "origin", "flags")
 # A run as far as tables and plots need it: read straight from sqlite, so 100,000 runs cost little.
 Lite = namedtuple("Lite", LITE_COLUMNS)
+_VALUE = LITE_COLUMNS.index("value")
 
 
 @dataclass
@@ -281,7 +282,9 @@ def _curve_points(pts: dict[tuple, list]) -> list[Lite]:
         elif len(v) == 1:
             out.append(first)                   # one run: itself, with its published spread
             continue
-        out += [first._replace(value=x) for x in (v[0], _sorted_median(v), v[-1])]
+        # the run with another value: spliced, not namedtuple's _replace (a keyword lookup per field)
+        head, tail = first[:_VALUE], first[_VALUE + 1:]
+        out += [Lite._make(head + (x,) + tail) for x in (v[0], _sorted_median(v), v[-1])]
     return out
 
 
@@ -453,7 +456,7 @@ def _read_part(kb: KB, name: str, center: Center | None, only: tuple[str, ...] |
             points = None
             if total > ROW_LIMIT:
                 (rows, hidden, points), fs_runs = src.summarise(fs), []
-                more[fs] = [r.id for r in src.runs(fs, PROVENANCE_LIMIT)]
+                more[fs] = src.table.ids(fs, PROVENANCE_LIMIT)
             else:
                 fs_runs = sorted(src.runs(fs), key=lambda r: _key(_group_key(r)) + ((False, r.value), (False, r.id)))
                 rows = [_run_row(r) for r in fs_runs]

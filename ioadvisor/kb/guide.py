@@ -99,6 +99,11 @@ class SystemTable:
         sql = f"SELECT {self.columns} FROM temp.doc_runs WHERE fs = ? {_ORDER}"
         return self._query(sql + (f" LIMIT {int(limit)}" if limit is not None else ""), (fs,))
 
+    def ids(self, fs: str, limit: int) -> list[str]:
+        """The ids of the first `limit` runs on `fs` in the guide's order."""
+        return [t[0] for t in self._query(f"SELECT id FROM temp.doc_runs WHERE fs = ? {_ORDER} LIMIT {int(limit)}",
+                                          (fs,))]
+
     def ci_runs(self) -> Iterator[tuple]:
         """The columns of the runs that state a 95% confidence interval, in the guide's order (streamed)."""
         return self._query(f"SELECT {self.columns} FROM temp.doc_runs WHERE ci95_low IS NOT NULL "
