@@ -62,9 +62,9 @@ def runs_by_id(kb: Any, ids: Sequence[str], columns: Sequence[str]) -> Iterator[
 
 
 class SystemTable:
-    """One system's measured runs (`columns` of them, with `fs`: the file system's name, "-" for none), copied
-    into the temporary table temp.doc_runs once; what the guide shows of them is then read from it per file
-    system. `close` drops it."""
+    """One system's measured runs (`columns` of them, with `fs`: the file system's name, "-" for none), or those
+    of some of its file systems (`only`, `but`), copied into the temporary table temp.doc_runs once; what the
+    guide shows of them is then read from it per file system. `close` drops it."""
 
     # a system with more than this share of the KB's runs is copied by one sequential pass over the runs table:
     # following the system index to each of its runs costs several times more per run than reading every run
