@@ -170,9 +170,10 @@ class WorkerPool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
+        """Stop the workers: each once it has finished its item, or at once with `kill`."""
         for w in self.workers:
-            w.stop()
+            w.stop(kill=kill)
         self.workers = []
 
     def _start(self) -> _Worker:
@@ -294,7 +295,13 @@ def kb_items(kb: Any, work: Callable[..., Any], items: list[tuple], workers: int
         return
     with WorkerPool(_kb_worker, (work, kb.file, kb.reference is not None), workers=workers,
                     timeout=KB_ITEM_TIMEOUT) as pool:
-        for o in pool.imap_unordered(items):
-            if o.error is not None:
-                raise IOAdvisorError(f"{what} {o.item[0]!r}: {o.error}")
-            yield o.item, o.result
+        try:
+            for o in pool.imap_unordered(items):
+                if o.error is not None:
+                    raise IOAdvisorError(f"{what} {o.item[0]!r}: {o.error}")
+                yield o.item, o.result
+        except BaseException:
+            # ended early (an item's error, a signal, a caller that stopped asking): the workers' items are of no
+            # use any more, and a worker would finish its item before it saw the request to stop
+            pool.close(kill=True)
+            raise
