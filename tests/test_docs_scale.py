@@ -69,3 +69,35 @@ def test_a_grouped_table_shows_the_first_groups_and_counts_the_others(tmp_path, 
         assert len(every_group) > 7 and sec.grouped
         assert sec.rows == every_group[:7]
         assert sec.hidden_rows == len(every_group) - 7
+
+
+def test_a_guide_read_by_two_workers_is_byte_for_byte_the_one_read_by_one(tmp_path, monkeypatch):
+    # what must NOT happen: a page that depends on how the reading was shared out among worker processes (a large
+    # system read in parts and assembled: sections, table rows, provenance entries or the confidence-interval
+    # runs in another order, a file system lost or read twice between the parts)
+    from dataclasses import replace
+    from ioadvisor.docs import build_site
+    monkeypatch.setattr(collect, "ROW_LIMIT", 50)            # the file systems of "Many" are grouped
+    monkeypatch.setattr(collect, "GROUP_LIMIT", 5)           # each shows 5 groups: the provenance page picks
+    monkeypatch.setattr(collect, "PROVENANCE_LIMIT", 60)     # among the runs of several file systems
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    # on "gpfs", then on "lus" and on none ("-"), in one source: the runs with a confidence interval, listed by
+    # their place in it, come from both parts
+    many = [replace(r, filesystem="gpfs") for r in _runs(250, seed=5)] + _runs(400)
+    few = [replace(r, system="Few", filesystem=("home", "work")[i % 2]) for i, r in enumerate(_runs(40, seed=7))]
+    with KB.open(tmp_path / "kb.sqlite", reference=False) as kb:
+        kb.add_runs(many, source="many.csv", source_hash="hash-many", fmt="csv", importer="test/1")
+        kb.add_runs(few, source="few.csv", source_hash="hash-few", fmt="csv", importer="test/1")
+        # "Many" holds more than half of the runs: two workers read it in two parts, "gpfs" (the largest) and the
+        # rest ("lus" and the runs without a file system, which the per-system summary names "unknown")
+        plan = collect.reading_plan(kb, ["Few", "Many"], 2)
+        assert plan == [("Many", 1, (("gpfs",),)), ("Many", 0, (("gpfs",),)), ("Few", 0, ())], plan
+        one = build_site(tmp_path / "one", kb=kb, langs=("en", "ja"), formats=("html", "md"), workers=1)
+        two = build_site(tmp_path / "two", kb=kb, langs=("en", "ja"), formats=("html", "md"), workers=2)
+    assert one.runs == two.runs == 690 and one.systems == two.systems and {"Few", "Many"} <= set(one.systems)
+    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*") if p.is_file())
+    for f in files:
+        assert (tmp_path / "one" / f).read_bytes() == (tmp_path / "two" / f).read_bytes(), f
+    page = (tmp_path / "two" / "en" / "provenance" / "many.html").read_text()
+    assert page.count('id="run-') == 60                      # the limit, filled from the parts' runs

@@ -87,6 +87,7 @@ def test_sigint_inside_the_grouping_aggregate_exits_130(tmp_path, monkeypatch):
     from ioadvisor.docs import collect
     monkeypatch.setattr(collect, "ROW_LIMIT", 20)            # 60 runs: the grouped road, through the aggregate
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "1")           # one core: the systems are read in this process
     kb_path = _big_kb(tmp_path / "kb.sqlite")
     profile = _signal_in_step(signal.SIGINT)
     sys.setprofile(profile)
@@ -116,7 +117,7 @@ def test_sigterm_inside_the_grouping_aggregate_reaches_its_handler(tmp_path, mon
     sys.setprofile(profile)
     try:
         with KB.open(kb_path, create=False) as kb, pytest.raises(Stopped):
-            build_site(tmp_path / "site", kb=kb)
+            build_site(tmp_path / "site", kb=kb, workers=1)     # read in this process
     finally:
         sys.setprofile(None)
         signal.signal(signal.SIGTERM, old)

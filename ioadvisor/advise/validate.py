@@ -93,49 +93,17 @@ def _system_runs(kb: Any, sysname: str) -> list:
     return _stable(_measurable(r for r in kb.runs(RunFilter(system=sysname)) if r.system == sysname))
 
 
-# a system's validation, handed to a worker process, has no time limit of its own (a large KB's takes minutes)
-WORKER_TIMEOUT = 86400.0
-
-
-def _reopenable(kb: Any) -> bool:
-    """Whether a child process opening `kb.file` again reads what `kb` holds: a KB file with nothing left
-    uncommitted, or a KB that does not exist (an empty one stands in, in the child as here)."""
-    import os
-    if kb.conn.in_transaction:
-        return False
-    if kb.path == ":memory:":
-        return kb.file != ":memory:" and not os.path.exists(kb.file)
-    return os.path.exists(kb.path)
-
-
-def _worker(work: Any, file: str, reference: bool) -> Any:
-    """In a worker process: the KB opened again, and the handler that runs `work(kb, name, n)` on it."""
-    from ..kb import KB
-    kb = KB.open(file, create=False, reference=reference)
-    return lambda item: work(kb, *item)
-
-
 def per_system(kb: Any, work: Any, systems: list[tuple[str, int]], workers: int | None = None) -> list:
     """`[work(kb, name, n) for name, n in systems]`, the systems shared out among `workers` processes (default:
-    the cores this process may use) where there are several and a child can open the KB again: each system's
-    validation is a function of its own runs only, so the results, put back in `systems`' order, are the same
-    however they were shared out. The fits they make go to the cache by content from each process, each file
-    written whole under its own temporary name."""
-    from ..archive.pool import WorkerPool, default_workers
-    from ..errors import IOAdvisorError
-    workers = min(default_workers() if workers is None else workers, len(systems))
-    if workers < 2 or not _reopenable(kb):
-        return [work(kb, name, n) for name, n in systems]
+    the cores this process may use) where there are several and a child can open the KB again
+    (`archive.pool.kb_items`): each system's validation is a function of its own runs only, so the results, put
+    back in `systems`' order, are the same however they were shared out. The fits they make go to the cache by
+    content from each process, each file written whole under its own temporary name."""
+    from ..archive.pool import kb_items
     # the costliest first, so that no worker is left with a long one at the end: the exhaustive protocol refits
     # a system once per run or fold; a sampled system costs about the same whatever its size
     order = sorted(systems, key=lambda s: (s[1] > SAMPLE_ABOVE, -s[1], s[0]))
-    done: dict[tuple[str, int], Any] = {}
-    with WorkerPool(_worker, (work, kb.file, kb.reference is not None), workers=workers,
-                    timeout=WORKER_TIMEOUT) as pool:
-        for o in pool.imap_unordered(order):
-            if o.error is not None:
-                raise IOAdvisorError(f"validating system {o.item[0]!r}: {o.error}")
-            done[o.item] = o.result
+    done = dict(kb_items(kb, work, order, workers, what="validating system"))
     return [done[s] for s in systems]
 
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Iterator
 from ..errors import IOAdvisorError
 from ..util import die_with_parent
 
-__all__ = ["WorkerPool", "Outcome", "Retire", "default_workers"]
+__all__ = ["WorkerPool", "Outcome", "Retire", "default_workers", "kb_items"]
 
 
 def default_workers() -> int:
@@ -170,9 +170,10 @@ class WorkerPool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
+        """Stop the workers: each once it has finished its item, or at once with `kill`."""
         for w in self.workers:
-            w.stop()
+            w.stop(kill=kill)
         self.workers = []
 
     def _start(self) -> _Worker:
@@ -256,3 +257,51 @@ class WorkerPool:
                     item = w.item
                     idle.append(self._replace(w, kill=True))
                     yield Outcome(item, None, f"gave up after {self.timeout:.0f} s")
+
+
+def _reopenable(kb: Any) -> bool:
+    """Whether a child process opening `kb.file` again reads what `kb` holds: a KB file with nothing left
+    uncommitted, or a KB that does not exist (an empty one stands in, in the child as here)."""
+    if kb.conn.in_transaction:
+        return False
+    if kb.path == ":memory:":
+        return kb.file != ":memory:" and not os.path.exists(kb.file)
+    return os.path.exists(kb.path)
+
+
+def _kb_worker(work: Callable[..., Any], file: str, reference: bool) -> Callable[[tuple], Any]:
+    """In a worker process: the KB opened again, and the handler that runs `work(kb, *item)` on it."""
+    from ..kb import KB
+    kb = KB.open(file, create=False, reference=reference)
+    return lambda item: work(kb, *item)
+
+
+# an item worked on a KB has no time limit of its own (a large KB's system takes minutes)
+KB_ITEM_TIMEOUT = 86400.0
+
+
+def kb_items(kb: Any, work: Callable[..., Any], items: list[tuple], workers: int | None = None,
+             what: str = "item") -> Iterator[tuple[tuple, Any]]:
+    """(item, `work(kb, *item)`) for each of `items` (tuples), as each is done. The items are shared out among
+    `workers` processes (default: the cores this process may use), handed out in the order given (the caller
+    puts the costliest first, so that no worker is left with a long one at the end), where there are several
+    and a child can open the KB again (each opens it itself); else they are worked here, in that order. A result
+    goes back through a pipe: small and picklable. An item that fails in a worker raises IOAdvisorError naming
+    `what` and the item's first element."""
+    workers = min(default_workers() if workers is None else workers, len(items))
+    if workers < 2 or not _reopenable(kb):
+        for item in items:
+            yield item, work(kb, *item)
+        return
+    with WorkerPool(_kb_worker, (work, kb.file, kb.reference is not None), workers=workers,
+                    timeout=KB_ITEM_TIMEOUT) as pool:
+        try:
+            for o in pool.imap_unordered(items):
+                if o.error is not None:
+                    raise IOAdvisorError(f"{what} {o.item[0]!r}: {o.error}")
+                yield o.item, o.result
+        except BaseException:
+            # ended early (an item's error, a signal, a caller that stopped asking): the workers' items are of no
+            # use any more, and a worker would finish its item before it saw the request to stop
+            pool.close(kill=True)
+            raise

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -127,14 +128,17 @@ def _centers(spec: str | None) -> list[Center]:
 
 def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tuple[str, ...] = ("en",),
                formats: tuple[str, ...] = ("html",), plot_cache: bool = True, archive: bool = False,
-               png: bool = False, progress: Callable[[str, int, int], None] | None = None) -> BuildResult:
+               png: bool = False, progress: Callable[[str, int, int], None] | None = None,
+               workers: int | None = None) -> BuildResult:
     """Write the guide for `center` (a file or a name; None = every system) into `out`/<lang>/.
 
     The archive report page (users' ids, job ids, applications) is written only with `archive`, and only when
     the KB holds archived jobs. With plot_cache, plots identical to ones drawn before are reused from the user's
     cache directory. Plots are SVG; with `png` each is also drawn as a PNG (for slides), linked under the plot:
     that doubles the drawing, most of a cold build's time.
-    `progress(stage, done, total)` is called as systems are read, plots drawn and pages written."""
+    `progress(stage, done, total)` is called as systems are read, plots drawn and pages written. The systems are
+    read in `workers` processes (default: one per core this process may use); the site is the same however
+    many."""
     report = progress or (lambda stage, done, total: None)
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -145,7 +149,7 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
     # processes and are drawn while the next is read
     renderer = plots.Renderer(cache=plot_cache, png=png)
     try:
-        systems, n_specs = _read_systems(kb, names, centers, langs, renderer, report)
+        systems, n_specs = _read_systems(kb, names, centers, langs, renderer, report, workers)
         # everything that needs no plot's bytes (decision guides, which may fit the models; recipes; the pages)
         # is made while the workers draw (PNGs)
         guide = {}
@@ -175,23 +179,32 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
 
 
 def _read_systems(kb: KB, names: list[str], centers: list[Center], langs: tuple[str, ...],
-                  renderer: plots.Renderer, report: Callable[[str, int, int], None]) -> tuple[list[Any], int]:
+                  renderer: plots.Renderer, report: Callable[[str, int, int], None],
+                  workers: int | None = None) -> tuple[list[Any], int]:
     """Each system read, its pages named and its plots handed to `renderer`; the systems in the order of `names`
     and the number of plots submitted.
 
-    One system at a time: its runs (or, for a large file system, their summaries) are freed once its tables and
-    plot data are made; plots are drawn per language (titles, axis labels and legends are translated), cached
-    across builds."""
+    The systems are read in `workers` processes (default: one per core this process may use), the costliest
+    first; a system larger than one worker's share is read in parts, its file systems shared out, and assembled
+    here (`collect.reading_plan`). Each system's plots go to `renderer` as soon as it is read; what a system
+    shows does not depend on how the reading was shared out."""
+    from ..archive.pool import default_workers, kb_items
     by_name = {c.name.lower(): c for c in centers}
     # page and plot names: unique among the systems, and among each system's file systems
     pages = collect.unique_slugs(list(names))
     n_specs = 0
     read: dict[str, collect.SystemData] = {}
-    # the smallest systems first: each hands the workers a few plots, so they have plenty to draw while the
-    # largest is read (the pages list the systems by name)
-    for i, n in enumerate(collect.smallest_first(kb, names)):
-        report(f"reading {n}", i, len(names))
-        s = read[n] = collect.collect_system(kb, n, by_name.get(n.lower()))
+    plan = collect.reading_plan(kb, names, default_workers() if workers is None else workers)
+    parts: dict[str, list[collect.Part]] = {}
+    work = partial(collect.read_item, centers=by_name)
+    for (n, _, shares), got in kb_items(kb, work, plan, workers, what="reading system"):
+        if shares:
+            parts.setdefault(n, []).append(got)
+            if len(parts[n]) <= len(shares):
+                continue
+            got = collect.assemble(kb, n, by_name.get(n.lower()), parts.pop(n))
+        report(f"reading {n}", len(read), len(names))
+        s = read[n] = got
         s.slug = pages[n]
         sec_pages = collect.unique_slugs([sec.name for sec in s.sections])
         for sec in s.sections:

@@ -68,6 +68,7 @@ LITE_COLUMNS = ("id", "filesystem", "op", "api", "layout", "collective", "access
                 "value_min", "value_max", "ci95_low", "ci95_high", "citation", "source_hash", "seq", "origin", "flags")
 # A run as far as tables and plots need it: read straight from sqlite, so 100,000 runs cost little.
 Lite = namedtuple("Lite", LITE_COLUMNS)
+_VALUE = LITE_COLUMNS.index("value")
 
 
 @dataclass
@@ -281,7 +282,9 @@ def _curve_points(pts: dict[tuple, list]) -> list[Lite]:
         elif len(v) == 1:
             out.append(first)                   # one run: itself, with its published spread
             continue
-        out += [first._replace(value=x) for x in (v[0], _sorted_median(v), v[-1])]
+        # the run with another value: spliced, not namedtuple's _replace (a keyword lookup per field)
+        head, tail = first[:_VALUE], first[_VALUE + 1:]
+        out += [Lite._make(head + (x,) + tail) for x in (v[0], _sorted_median(v), v[-1])]
     return out
 
 
@@ -295,8 +298,8 @@ class _SystemRuns:
     """One system's runs as the guide needs them, copied into a temporary table once (kb.guide.SystemTable);
     large file systems are then summarised by sqlite (groups, medians, plot points), never held as objects."""
 
-    def __init__(self, kb: KB, name: str):
-        self.table = kb_guide.SystemTable(kb, name, LITE_COLUMNS)
+    def __init__(self, kb: KB, name: str, only: tuple[str, ...] | None = None, but: tuple[str, ...] = ()):
+        self.table = kb_guide.SystemTable(kb, name, LITE_COLUMNS, only, but)
         self.counts = self.table.counts
         self.total = sum(self.counts.values())
 
@@ -386,15 +389,49 @@ def _prov_runs(kb: KB, ids: list[str]) -> dict[str, _Prov]:
     return {t[0]: _Prov._make(t) for t in kb_guide.runs_by_id(kb, ids, _PROV_COLUMNS)}
 
 
+@dataclass
+class Part:
+    """What reading some of a system's file systems gives (`read_part`): their runs in all, their sections, per
+    section the ids of the runs its provenance page may list after the ones the tables link to (in table order,
+    at most PROVENANCE_LIMIT), and their runs that state a 95% confidence interval."""
+    total: int
+    sections: list[FsSection]
+    more: dict[str, list[str]]
+    ci: list[Lite]
+
+
+def _fs_order(name: str) -> tuple[str, str]:
+    return name.lower(), name
+
+
 def collect_system(kb: KB, name: str, center: Center | None) -> SystemData:
-    """Everything the pages of one system show, in a stable order. A file system with more than ROW_LIMIT
-    runs is summarised in sqlite (memory does not grow with its runs); smaller ones are read whole.
+    """Everything the pages of one system show, in a stable order: all its file systems read here, as one part.
+    A file system with more than ROW_LIMIT runs is summarised in sqlite (memory does not grow with its runs);
+    smaller ones are read whole."""
+    return assemble(kb, name, center, [read_part(kb, name, center)])
+
+
+def read_item(kb: KB, name: str, part: int, shares: tuple[tuple[str, ...], ...],
+              centers: dict[str, Center]) -> SystemData | Part:
+    """A reading plan's item (`reading_plan`) read in a worker: the whole system (its SystemData) where it is not
+    shared out (no `shares`), else the part `part` of it (the parent assembles the parts)."""
+    center = centers.get(name.lower())
+    if not shares:
+        return collect_system(kb, name, center)
+    if part < len(shares):
+        return read_part(kb, name, center, only=shares[part])
+    return read_part(kb, name, center, but=tuple(fs for share in shares for fs in share))
+
+
+def read_part(kb: KB, name: str, center: Center | None, only: tuple[str, ...] | None = None,
+              but: tuple[str, ...] = ()) -> Part:
+    """The file systems of system `name` that `only` names (all where None), but none that `but` names.
 
     Python's cyclic garbage collector is paused meanwhile: reading makes a tuple per run or group and holds
     them until the system is summarised, none of them in a cycle, and the collections it triggered went
     through them again and again (6% of reading the small systems). It runs again afterwards."""
     with _gc_paused():
-        return _collect_system(kb, name, center)
+        return _read_part(kb, name, center, only, but)
 
 
 @contextmanager
@@ -408,55 +445,87 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _collect_system(kb: KB, name: str, center: Center | None) -> SystemData:
-    src = _SystemRuns(kb, name)
+def _read_part(kb: KB, name: str, center: Center | None, only: tuple[str, ...] | None,
+               but: tuple[str, ...]) -> Part:
+    src = _SystemRuns(kb, name, only, but)
     try:
         fs_info = {f.name: f for f in (center.filesystems if center else ())}
-        names = sorted(set(src.counts) | set(fs_info), key=str.lower)
-        sections, linked = [], []
-        for fs in names:
-            total = src.counts.get(fs, 0)
-            grouped = total > ROW_LIMIT
+        sections, more = [], {}
+        for fs in sorted(src.counts, key=_fs_order):
+            total = src.counts[fs]
             points = None
-            if grouped:
+            if total > ROW_LIMIT:
                 (rows, hidden, points), fs_runs = src.summarise(fs), []
+                more[fs] = src.table.ids(fs, PROVENANCE_LIMIT)
             else:
                 fs_runs = sorted(src.runs(fs), key=lambda r: _key(_group_key(r)) + ((False, r.value), (False, r.id)))
                 rows = [_run_row(r) for r in fs_runs]
                 hidden = max(0, len(rows) - GROUP_LIMIT)
                 rows = rows[:GROUP_LIMIT]
-            linked.extend(r.run_id for r in rows)
-            sections.append(FsSection(fs, slug(fs), fs_info.get(fs), total, grouped, rows, hidden, fs_runs,
-                                      points=points))
-        # The provenance page: every linked run, then others up to the limit, in table order.
-        chosen = dict.fromkeys(linked)
-        for sec in sections:
-            if len(chosen) >= PROVENANCE_LIMIT:
-                break
-            for r in (src.runs(sec.name, PROVENANCE_LIMIT) if sec.grouped else sec.runs):
-                if len(chosen) >= PROVENANCE_LIMIT:
-                    break
-                chosen.setdefault(r.id)
-        ci = src.ci_runs()
+                more[fs] = [r.id for r in fs_runs[:PROVENANCE_LIMIT]]
+            sections.append(FsSection(fs, slug(fs), fs_info.get(fs), total, total > ROW_LIMIT, rows, hidden,
+                                      fs_runs, points=points))
+        return Part(src.total, sections, more, src.ci_runs())
     finally:
         src.close()
+
+
+def assemble(kb: KB, name: str, center: Center | None, parts: list[Part]) -> SystemData:
+    """The system's data from its parts, however its file systems were shared out among them: the sections of
+    every file system with runs or in the center's description, by name; the provenance page's runs (every run
+    a table links to, then others up to the limit, in table order); the runs with a confidence interval in the
+    guide's order (the user's runs first, then by source and place in it: the order is total)."""
+    fs_info = {f.name: f for f in (center.filesystems if center else ())}
+    read = {sec.name: sec for p in parts for sec in p.sections}
+    more = {fs: ids for p in parts for fs, ids in p.more.items()}
+    sections = [read.get(fs) or FsSection(fs, slug(fs), fs_info.get(fs), 0, False, [], 0, [])
+                for fs in sorted(set(read) | set(fs_info), key=_fs_order)]
+    chosen = dict.fromkeys(r.run_id for sec in sections for r in sec.rows)
+    for sec in sections:
+        for rid in more.get(sec.name, ()):
+            if len(chosen) >= PROVENANCE_LIMIT:
+                break
+            chosen.setdefault(rid)
+    ci = sorted((r for p in parts for r in p.ci), key=lambda r: (r.source_hash, r.seq))
+    ci.sort(key=lambda r: r.origin, reverse=True)            # a stable sort: "user" before "reference"
     full = _prov_runs(kb, list(chosen))
     order = {rid: i for i, rid in enumerate(chosen)}
     prov = [_prov_entry(full[rid]) for rid in sorted(full, key=order.__getitem__)]
     comps = sorted(kb.comparisons(name), key=lambda c: (c.get("filesystem") or "", c.get("op") or "",
                                                         c.get("factor") or "", str(c.get("better")),
                                                         str(c.get("worse")), c.get("citation") or ""))
-    return SystemData(name, slug(name), center, sections, comps, prov, src.total, src.total, ci)
+    total = sum(p.total for p in parts)
+    return SystemData(name, slug(name), center, sections, comps, prov, total, total, ci)
 
 
-def smallest_first(kb: KB, names: list[str]) -> list[str]:
-    """`names` by their number of runs (from the per-system summary, not the runs), then by name."""
-    size: dict[str, int] = {}
+def reading_plan(kb: KB, names: list[str], workers: int) -> list[tuple[str, int, tuple[tuple[str, ...], ...]]]:
+    """What `workers` processes read of the systems `names`, as items (name, part, shares) for `read_item`, the
+    costliest first (by the per-system summary's sizes, which order and share only: what is read is the same).
+    A system larger than one worker's even share of the runs is read in up to `workers` parts, its file systems
+    shared out by size (two file systems of 444,000 runs each go to different workers): `shares` lists those of
+    every part but the last, which reads the rest (a file system the summary does not know included)."""
+    fs_size: dict[str, dict[str, int]] = {}
     for db in ("main", "ref") if kb.reference else ("main",):
-        # none where there is no summary: the order only matters for speed
-        for system, n in kb_guide.runs_per_system(kb, db):
-            size[system] = size.get(system, 0) + (n or 0)
-    return sorted(names, key=lambda n: (size.get(n.lower(), 0), n.lower(), n))
+        for system, fs, n in kb_guide.runs_per_fs(kb, db):
+            sizes = fs_size.setdefault(system, {})
+            sizes[fs] = sizes.get(fs, 0) + (n or 0)
+    total = sum(sum(f.values()) for f in fs_size.values())
+    items: list[tuple[int, str, int, tuple]] = []
+    for n in names:
+        sizes = fs_size.get(n.lower(), {})
+        size = sum(sizes.values())
+        m = min(workers, len(sizes))
+        if m < 2 or size * workers <= total:
+            items.append((size, n, 0, ()))
+            continue
+        shares: list[list[str]] = [[] for _ in range(m)]
+        load = [0] * m
+        for fs in sorted(sizes, key=lambda f: (-sizes[f], f)):
+            k = load.index(min(load))
+            shares[k].append(fs)
+            load[k] += sizes[fs]
+        items += [(load[k], n, k, tuple(tuple(sorted(s)) for s in shares[:-1])) for k in range(m)]
+    return [(n, k, shares) for _, n, k, shares in sorted(items, key=lambda i: (-i[0], i[1].lower(), i[1], i[2]))]
 
 
 def system_names(kb: KB, centers: list[Center], only: bool) -> list[str]:

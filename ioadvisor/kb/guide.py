@@ -42,17 +42,14 @@ def has_measurements(kb: Any, system: str) -> bool:
                            (system,)).fetchone() is not None
 
 
-def runs_per_system(kb: Any, db: str) -> list[tuple[str, int | None]]:
-    """(lower-case system, runs) of `db` from the per-system summary, as far as it can be read (an empty list
-    where it cannot: a KB without the summary)."""
-    out = []
+def runs_per_fs(kb: Any, db: str) -> list[tuple[str, str, int]]:
+    """(lower-case system, file system, runs) of `db` from the per-system summary, as far as it can be read (an
+    empty list where it cannot: a KB without the summary). The summary names a run without a file system by its
+    file system type, and counts production runs too: sizes to plan by, not the guide's counts."""
     try:
-        for system, n in kb.conn.execute(f"SELECT lower(system), sum(n_runs) FROM {db}.system_fs "
-                                         "GROUP BY lower(system)"):
-            out.append((system, n))
+        return [tuple(r) for r in kb.conn.execute(f"SELECT lower(system), fsname, n_runs FROM {db}.system_fs")]
     except sqlite3.Error:
-        pass
-    return out
+        return []
 
 
 def runs_by_id(kb: Any, ids: Sequence[str], columns: Sequence[str]) -> Iterator[tuple]:
@@ -65,15 +62,16 @@ def runs_by_id(kb: Any, ids: Sequence[str], columns: Sequence[str]) -> Iterator[
 
 
 class SystemTable:
-    """One system's measured runs (`columns` of them, with `fs`: the file system's name, "-" for none), copied
-    into the temporary table temp.doc_runs once; what the guide shows of them is then read from it per file
-    system. `close` drops it."""
+    """One system's measured runs (`columns` of them, with `fs`: the file system's name, "-" for none), or those
+    of some of its file systems (`only`, `but`), copied into the temporary table temp.doc_runs once; what the
+    guide shows of them is then read from it per file system. `close` drops it."""
 
     # a system with more than this share of the KB's runs is copied by one sequential pass over the runs table:
     # following the system index to each of its runs costs several times more per run than reading every run
     SCAN_SHARE = 1 / 8
 
-    def __init__(self, kb: Any, name: str, columns: Sequence[str]):
+    def __init__(self, kb: Any, name: str, columns: Sequence[str], only: Sequence[str] | None = None,
+                 but: Sequence[str] = ()):
         self.conn = kb.conn
         self.columns = ", ".join(columns)
         sizes = [r[0] for r in self.conn.execute(
@@ -83,9 +81,13 @@ class SystemTable:
         self.conn.execute("DROP TABLE IF EXISTS temp.doc_runs")
         # `+system` keeps sqlite off the system index (the same rows either way); production runs (jobs' bytes /
         # run time, whether from an archive scan, `kb import`, `diagnose --record` or job records) are no
-        # measurements of the file systems: left out of every table and plot
+        # measurements of the file systems: left out of every table and plot. A part of a large system read
+        # beside its others: the runs of the file systems `only` names, or of those `but` does not name
+        fs = (f" AND {_FS_LABEL} IN ({','.join('?' * len(only))})" if only is not None else "") + (
+            f" AND {_FS_LABEL} NOT IN ({','.join('?' * len(but))})" if but else "")
         self.conn.execute(f"CREATE TEMP TABLE doc_runs AS SELECT {_FS_LABEL} AS fs, {self.columns} FROM all_runs "
-                          f"WHERE {'+' if scan else ''}system = ? COLLATE NOCASE AND {MEASUREMENT_SQL}", (name,))
+                          f"WHERE {'+' if scan else ''}system = ? COLLATE NOCASE AND {MEASUREMENT_SQL}{fs}",
+                          (name, *(only or ()), *but))
         #: runs per file system
         self.counts: dict[str, int] = dict(self.conn.execute("SELECT fs, count(*) FROM temp.doc_runs GROUP BY fs"))
 
@@ -96,6 +98,11 @@ class SystemTable:
         """The columns of the runs on `fs` in the guide's order, the first `limit` of them where given (streamed)."""
         sql = f"SELECT {self.columns} FROM temp.doc_runs WHERE fs = ? {_ORDER}"
         return self._query(sql + (f" LIMIT {int(limit)}" if limit is not None else ""), (fs,))
+
+    def ids(self, fs: str, limit: int) -> list[str]:
+        """The ids of the first `limit` runs on `fs` in the guide's order."""
+        return [t[0] for t in self._query(f"SELECT id FROM temp.doc_runs WHERE fs = ? {_ORDER} LIMIT {int(limit)}",
+                                          (fs,))]
 
     def ci_runs(self) -> Iterator[tuple]:
         """The columns of the runs that state a 95% confidence interval, in the guide's order (streamed)."""
@@ -158,5 +165,5 @@ def signals_held(conn: sqlite3.Connection) -> Iterator[None]:
             raise KeyboardInterrupt(signal.Signals(held[0]).name)
 
 
-__all__ = ["HELD_SIGNALS", "MEASUREMENT_SQL", "SystemTable", "has_measurements", "runs_by_id", "runs_per_system",
+__all__ = ["HELD_SIGNALS", "MEASUREMENT_SQL", "SystemTable", "has_measurements", "runs_by_id", "runs_per_fs",
            "signals_held", "system_runs"]
