@@ -6,7 +6,7 @@ Measures, each as the median of several cold processes (wall time and peak RSS o
 - `ioadvise advise` as a center's user runs it: from the KB published with `kb publish` (IOADVISE_CENTER_KB),
   with an empty home (no KB, no cache); target <= 120 ms and <= 64 MB;
 - `ioadvise kb list` with filters (the terminal table and --json);
-- `ioadvise docs build` of every system, plots drawn (no plot cache);
+- `ioadvise docs build` of every system, plots drawn, from an empty cache;
 - `ioadvise kb import` of one canonical CSV of 1,000,000 rows into an empty KB (runs/s, peak RSS);
 - `ioadvise kb validate --json` of the whole KB (systems above 2,000 runs validated on a bounded sample);
 - center loading: a center file of 25,000, 50,000 and 100,000 tiers (one file system per 100 tiers) read and
@@ -206,9 +206,9 @@ def main() -> None:
                 shutil.rmtree(Path(d) / "site", ignore_errors=True)
                 (cold if i == 0 else warm).append(
                     measure(["docs", "build", "--kb", str(kb), "--out", str(Path(d) / "site")], env=env))
-        report("docs build, every system, plots drawn (empty plot cache)", cold, unit="s")
-        report("docs build, every system, plots from the plot cache (a rebuild)", warm, unit="s")
-        print("  (peak RSS is the build process's; plots are drawn in worker processes of their own)")
+        report("docs build, every system, empty cache (cold: every plot drawn)", cold, unit="s")
+        report("docs build again, the cache filled (a rebuild; SVG plots are drawn every time)", warm, unit="s")
+        print("  (peak RSS is the build process's; the systems are read in worker processes of their own)")
 
     if "validate" not in skip:
         cold, warm = [], []
