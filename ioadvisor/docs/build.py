@@ -5,10 +5,11 @@ atomically, so the same KB and centers always give byte-identical files."""
 from __future__ import annotations
 
 import html
+from collections import namedtuple
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import jinja2
 from markupsafe import Markup
@@ -145,72 +146,83 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
         raise UsageError(f"{out}: exists and is not a directory")
     centers = _centers(center)
     names = collect.system_names(kb, centers, only=center is not None)
+    # page and plot names: unique among the systems, and among each system's file systems
+    slugs = collect.unique_slugs(list(names))
+    site = _Site(out, langs, formats, [NavEntry(n, slugs[n]) for n in names],
+                 centers[0].name if center is not None else None, png, report)
     # each system's SVG plots are drawn (in this process) as soon as it is read; with `png`, its PNGs go to worker
     # processes and are drawn while the next is read
     renderer = plots.Renderer(cache=plot_cache, png=png)
     try:
-        systems, n_specs = _read_systems(kb, names, centers, langs, renderer, report, workers)
-        # everything that needs no plot's bytes (decision guides, which may fit the models; recipes; the pages)
-        # is made while the workers draw (PNGs)
-        guide = {}
-        for i, s in enumerate(systems):
-            report("decision guides", i, len(systems))
+        read: dict[str, collect.SystemData] = {}
+        guide: dict[str, Any] = {}
+        recs: dict[str, Any] = {}
+        arch, n_specs = None, 0
+        # each system's decision guide (which may fit the models), recipes and pages are made as soon as it is
+        # read, while the worker processes read the next ones; the archive page's report before the first
+        for s in _read_systems(kb, names, slugs, centers, workers, report):
+            if archive and not read:
+                arch = _archive(kb, names if center is not None else None, centers, report)
+            n_specs += _submit_plots(s, langs, renderer)
+            report("decision guides", len(read), len(names))
             guide[s.name] = decisions.decision_guide(kb, s.center)
-        recs = {s.name: recipes.recipes(s.center, guide[s.name]) for s in systems}
-        arch = _archive(kb, names if center is not None else None, centers, report) if archive else None
-        files = _write_pages(out, langs, formats, systems, recs, guide, arch, report,
-                             centers[0].name if center is not None else None, png)
+            recs[s.name] = recipes.recipes(s.center, guide[s.name])
+            site.system_pages(s, recs, guide, arch)
+            read[s.name] = s
+        if archive and not read:
+            arch = _archive(kb, names if center is not None else None, centers, report)
+        systems = [read[n] for n in names]
+        site.rest(systems, recs, guide, arch)
 
         report("drawing plots", 0, n_specs)
         renderer.progress = lambda done: report("drawing plots", done, n_specs)
         drawn = renderer.results()
     finally:
         renderer.close()
-    n_plots = 0
+    files, n_plots = _write_plots(out, drawn, langs[0])
+    return BuildResult(str(out), tuple(langs), tuple(formats), tuple(s.name for s in systems), site.files + files,
+                       n_plots, sum(s.total_runs for s in systems))
+
+
+def _write_plots(out: Path, drawn: dict[Any, tuple[bytes, bytes | None]], lang0: str) -> tuple[int, int]:
+    """Each plot's SVG (and PNG) into its language's plots/; the number of files and of plots in `lang0`."""
+    files = n_plots = 0
     for (lang, name), (svg, png) in sorted(drawn.items()):
         atomic_write(out / lang / "plots" / f"{name}.svg", svg)
         files += 1
         if png is not None:
             atomic_write(out / lang / "plots" / f"{name}.png", png)
             files += 1
-        n_plots += lang == langs[0]
-    return BuildResult(str(out), tuple(langs), tuple(formats), tuple(s.name for s in systems), files, n_plots,
-                       sum(s.total_runs for s in systems))
+        n_plots += lang == lang0
+    return files, n_plots
 
 
-def _read_systems(kb: KB, names: list[str], centers: list[Center], langs: tuple[str, ...],
-                  renderer: plots.Renderer, report: Callable[[str, int, int], None],
-                  workers: int | None = None) -> tuple[list[Any], int]:
-    """Each system read, its pages named and its plots handed to `renderer`; the systems in the order of `names`
-    and the number of plots submitted.
+def _read_systems(kb: KB, names: list[str], slugs: dict[str, str], centers: list[Center], workers: int | None,
+                  report: Callable[[str, int, int], None]) -> Iterator[collect.SystemData]:
+    """Each system, its page named (`slugs`), as soon as it is read.
 
     The systems are read in `workers` processes (default: one per core this process may use), the costliest
     first; a system larger than one worker's share is read in parts, its file systems shared out, and assembled
-    here (`collect.reading_plan`). Each system's plots go to `renderer` as soon as it is read; what a system
-    shows does not depend on how the reading was shared out."""
+    here (`collect.reading_plan`). What a system shows does not depend on how the reading was shared out."""
     from ..archive.pool import default_workers, kb_items
     by_name = {c.name.lower(): c for c in centers}
-    # page and plot names: unique among the systems, and among each system's file systems
-    pages = collect.unique_slugs(list(names))
-    n_specs = 0
-    read: dict[str, collect.SystemData] = {}
     plan = collect.reading_plan(kb, names, default_workers() if workers is None else workers)
     parts: dict[str, list[collect.Part]] = {}
     work = partial(collect.read_item, centers=by_name)
+    done = 0
     for (n, _, shares), got in kb_items(kb, work, plan, workers, what="reading system"):
         if shares:
             parts.setdefault(n, []).append(got)
             if len(parts[n]) <= len(shares):
                 continue
             got = collect.assemble(kb, n, by_name.get(n.lower()), parts.pop(n))
-        report(f"reading {n}", len(read), len(names))
-        s = read[n] = got
-        s.slug = pages[n]
-        sec_pages = collect.unique_slugs([sec.name for sec in s.sections])
-        for sec in s.sections:
+        report(f"reading {n}", done, len(names))
+        done += 1
+        got.slug = slugs[n]
+        sec_pages = collect.unique_slugs([sec.name for sec in got.sections])
+        for sec in got.sections:
             sec.slug = sec_pages[sec.name]
-        n_specs += _submit_plots(s, langs, renderer)
-    return [read[n] for n in names], n_specs
+        yield got
 
 
 def _submit_plots(s: collect.SystemData, langs: tuple[str, ...], renderer: plots.Renderer) -> int:
@@ -255,54 +267,78 @@ def site_catalogue(lang: str, center: str | None) -> dict[str, str]:
     return cat
 
 
-def _write_pages(out: Path, langs: tuple[str, ...], formats: tuple[str, ...], systems: list[Any],
-                 recs: dict[str, Any], guide: dict[str, Any], archive: dict[str, Any] | None,
-                 report: Callable[[str, int, int], None], title: str | None = None, png: bool = False) -> int:
-    """Every page, style sheet and MkDocs configuration of the site (not the plots); the number of files. The
-    site's title names `title` (the center), where the guide is one center's; each plot links its PNG with
-    `png`."""
-    envs = {fmt: environment(fmt) for fmt in formats}
-    files = 0
+# a system as the navigation bar of every page names it: known before any system is read
+NavEntry = namedtuple("NavEntry", ("name", "slug"))
 
-    def write(path: Path, data: str | bytes) -> None:
-        nonlocal files
+
+class _Site:
+    """The pages, style sheets and MkDocs configurations of the site (not the plots), written as they are made:
+    each system's pages as soon as it is read (`system_pages`; their navigation names every system, which is
+    known before any is read), the overview and the rest once all are (`rest`). `files` counts them. The site's
+    title names `title` (the center), where the guide is one center's; each plot links its PNG with `png`."""
+
+    def __init__(self, out: Path, langs: tuple[str, ...], formats: tuple[str, ...], nav: list[NavEntry],
+                 title: str | None, png: bool, report: Callable[[str, int, int], None]):
+        self.out, self.langs, self.formats, self.nav, self.title, self.png = out, langs, formats, nav, title, png
+        self.report = report
+        self.envs = {fmt: environment(fmt) for fmt in formats}
+        self.cats = {lang: site_catalogue(lang, title) for lang in langs}
+        self.files = 0
+
+    def write(self, path: Path, data: str | bytes) -> None:
         atomic_write(path, data)
-        files += 1
-        report("writing pages", files, 0)       # a count: pages are quick next to reading and drawing
+        self.files += 1
+        self.report("writing pages", self.files, 0)     # a count: pages are quick next to reading and drawing
 
-    css = (HERE / "templates" / "style.css").read_text(encoding="utf-8")
-    for lang in langs:
-        cat = site_catalogue(lang, title)
-        root = out / lang
-        for fmt in formats:
-            ctx = {"t": translator(cat), "lang": lang, "ext": fmt, "systems": systems, "recipes": recs,
-                   "lang_names": {x: catalogue(x)["language_name"] for x in langs},
-                   "tv": lambda prefix, v, cat=cat: cat.get(f"{prefix}{v}", v),
-                   "t_or": lambda key, default, cat=cat: cat.get(key, default),
-                   "explain_hint": lambda key, value, lang=lang: explain_hint(key, value, lang),
-                   "guide": guide, "langs": langs, "archive": archive, "png": png, "limits": {"rows": collect.ROW_LIMIT,
-                                                              "groups": collect.GROUP_LIMIT,
-                                                              "provenance": collect.PROVENANCE_LIMIT}}
-            if fmt == "html":
-                write(root / "style.css", css)
-            env = envs[fmt]
-            write(root / f"index.{fmt}", env.get_template(f"index.{fmt}.j2").render(**ctx, page="index"))
-            for s in systems:
-                write(root / "systems" / f"{s.slug}.{fmt}",
-                      env.get_template(f"system.{fmt}.j2").render(**ctx, s=s, page=f"systems/{s.slug}"))
-                write(root / "provenance" / f"{s.slug}.{fmt}",
-                      env.get_template(f"provenance.{fmt}.j2").render(**ctx, s=s, page=f"provenance/{s.slug}"))
-            if archive is not None:
-                write(root / f"archive.{fmt}", env.get_template(f"archive.{fmt}.j2").render(**ctx, page="archive"))
-            if fmt == "md":
-                write(out / f"mkdocs-{lang}.yml", mkdocs_config(lang, cat, systems, archive is not None))
-    if "html" in formats:
-        write(out / "index.html", envs["html"].get_template("languages.html.j2").render(
-            langs=langs, names={lang: catalogue(lang)["language_name"] for lang in langs},
-            titles={lang: site_catalogue(lang, title)["site_title"] for lang in langs},
-            title=site_catalogue(langs[0], title)["site_title"]))
-        write(out / "style.css", css)
-    return files
+    def context(self, lang: str, fmt: str, systems: list[Any], recs: dict[str, Any], guide: dict[str, Any],
+                archive: dict[str, Any] | None) -> dict[str, Any]:
+        cat = self.cats[lang]
+        return {"t": translator(cat), "lang": lang, "ext": fmt, "systems": systems, "recipes": recs,
+                "lang_names": {x: catalogue(x)["language_name"] for x in self.langs},
+                "tv": lambda prefix, v, cat=cat: cat.get(f"{prefix}{v}", v),
+                "t_or": lambda key, default, cat=cat: cat.get(key, default),
+                "explain_hint": lambda key, value, lang=lang: explain_hint(key, value, lang),
+                "guide": guide, "langs": self.langs, "archive": archive, "png": self.png,
+                "limits": {"rows": collect.ROW_LIMIT, "groups": collect.GROUP_LIMIT,
+                           "provenance": collect.PROVENANCE_LIMIT}}
+
+    def system_pages(self, s: Any, recs: dict[str, Any], guide: dict[str, Any],
+                     archive: dict[str, Any] | None) -> None:
+        """System `s`'s page and provenance page in every language and format."""
+        for lang in self.langs:
+            for fmt in self.formats:
+                ctx = self.context(lang, fmt, self.nav, recs, guide, archive)
+                env, root = self.envs[fmt], self.out / lang
+                self.write(root / "systems" / f"{s.slug}.{fmt}",
+                           env.get_template(f"system.{fmt}.j2").render(**ctx, s=s, page=f"systems/{s.slug}"))
+                self.write(root / "provenance" / f"{s.slug}.{fmt}",
+                           env.get_template(f"provenance.{fmt}.j2").render(**ctx, s=s, page=f"provenance/{s.slug}"))
+
+    def rest(self, systems: list[Any], recs: dict[str, Any], guide: dict[str, Any],
+             archive: dict[str, Any] | None) -> None:
+        """Every file but the systems' pages: overviews, archive pages, style sheets, MkDocs configurations and
+        the language choice."""
+        css = (HERE / "templates" / "style.css").read_text(encoding="utf-8")
+        for lang in self.langs:
+            root = self.out / lang
+            for fmt in self.formats:
+                ctx = self.context(lang, fmt, systems, recs, guide, archive)
+                env = self.envs[fmt]
+                if fmt == "html":
+                    self.write(root / "style.css", css)
+                self.write(root / f"index.{fmt}", env.get_template(f"index.{fmt}.j2").render(**ctx, page="index"))
+                if archive is not None:
+                    self.write(root / f"archive.{fmt}",
+                               env.get_template(f"archive.{fmt}.j2").render(**ctx, page="archive"))
+                if fmt == "md":
+                    self.write(self.out / f"mkdocs-{lang}.yml",
+                               mkdocs_config(lang, self.cats[lang], systems, archive is not None))
+        if "html" in self.formats:
+            self.write(self.out / "index.html", self.envs["html"].get_template("languages.html.j2").render(
+                langs=self.langs, names={lang: catalogue(lang)["language_name"] for lang in self.langs},
+                titles={lang: self.cats[lang]["site_title"] for lang in self.langs},
+                title=self.cats[self.langs[0]]["site_title"]))
+            self.write(self.out / "style.css", css)
 
 
 def _plot_entry(entries: list[dict[str, Any]], spec: plots.PlotSpec, lang: str) -> None:
