@@ -184,3 +184,47 @@ def test_only_the_kb_store_writes_the_sources_table():
     assert WRITES_SOURCES.search('"INSERT INTO main.sources VALUES (?,?)"')
     assert WRITES_SOURCES.search("DELETE FROM sources WHERE hash = ?")
     assert not WRITES_SOURCES.search("SELECT 1 FROM main.sources WHERE hash = ?")
+
+
+def _master(conn: sqlite3.Connection) -> list[tuple]:
+    return [tuple(r) for r in conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid")]
+
+
+def test_an_empty_kb_made_at_once_is_the_kb_the_migrations_make(tmp_path):
+    """An empty database is given schema.CURRENT in one step instead of each migration in turn: the two must
+    not differ in any table, column, index or trigger (sqlite_master's statements and their order), in the
+    version, nor in a row (every table empty both ways)."""
+    from ioadvisor.kb import schema
+    stepped = sqlite3.connect(tmp_path / "stepped.sqlite")
+    for step in schema.MIGRATIONS:                 # what migrate() did for an empty KB before CURRENT
+        if callable(step):
+            step(stepped)
+        else:
+            for stmt in schema._statements(step):
+                stepped.execute(stmt)
+    stepped.commit()
+    with KB.open(tmp_path / "new.sqlite") as kb:
+        made = kb.conn
+        assert made.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == len(schema.MIGRATIONS)
+        assert _master(made) == _master(stepped) and len(_master(made)) > len(schema.CURRENT) >= 20
+        for (table,) in stepped.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+            assert [tuple(r) for r in made.execute(f"PRAGMA table_info({table})")] == \
+                   [tuple(r) for r in stepped.execute(f"PRAGMA table_info({table})")]
+            assert made.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+            assert stepped.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0
+    stepped.close()
+
+
+def test_a_kb_begun_by_the_migrations_is_finished_by_them(tmp_path):
+    """A KB at version 1 (another process's first migration, or an old KB) is not taken for an empty one: it is
+    migrated step by step, and ends as a new KB does."""
+    from ioadvisor.kb import schema
+    old = tmp_path / "v1.sqlite"
+    with sqlite3.connect(old) as c:
+        for stmt in schema._statements(schema.MIGRATIONS[0]):
+            c.execute(stmt)
+        c.execute("PRAGMA user_version = 1")
+    c.close()
+    with KB.open(old) as kb, KB.open(tmp_path / "new.sqlite") as new:
+        assert kb.conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert {r[:3] for r in _master(kb.conn)} == {r[:3] for r in _master(new.conn)}
