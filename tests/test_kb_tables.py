@@ -191,12 +191,14 @@ def _master(conn: sqlite3.Connection) -> list[tuple]:
 
 
 def test_an_empty_kb_made_at_once_is_the_kb_the_migrations_make(tmp_path):
-    """An empty database is given schema.CURRENT in one step instead of each migration in turn: the two must
+    """An empty database is given schema.CURRENT_FILE's statements in one step instead of each migration in turn: the two must
     not differ in any table, column, index or trigger (sqlite_master's statements and their order), in the
     version, nor in a row (every table empty both ways)."""
     from ioadvisor.kb import schema
+    assert schema.current() == schema.stepped_schema(), \
+        "kb/schema.sql is not what the migrations make: regenerate it with schema.write_current()"
     stepped = sqlite3.connect(tmp_path / "stepped.sqlite")
-    for step in schema.MIGRATIONS:                 # what migrate() did for an empty KB before CURRENT
+    for step in schema.MIGRATIONS:                 # what migrate() did for an empty KB before CURRENT_FILE
         if callable(step):
             step(stepped)
         else:
@@ -206,7 +208,7 @@ def test_an_empty_kb_made_at_once_is_the_kb_the_migrations_make(tmp_path):
     with KB.open(tmp_path / "new.sqlite") as kb:
         made = kb.conn
         assert made.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == len(schema.MIGRATIONS)
-        assert _master(made) == _master(stepped) and len(_master(made)) > len(schema.CURRENT) >= 20
+        assert _master(made) == _master(stepped) and len(_master(made)) > len(schema.current()) >= 20
         for (table,) in stepped.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
             assert [tuple(r) for r in made.execute(f"PRAGMA table_info({table})")] == \
                    [tuple(r) for r in stepped.execute(f"PRAGMA table_info({table})")]

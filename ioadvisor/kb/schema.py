@@ -1,6 +1,7 @@
 """KB schema and forward migrations, tracked with PRAGMA user_version. Each migration runs in a transaction."""
 from __future__ import annotations
 
+import os
 import sqlite3
 
 from ..errors import KBError
@@ -195,148 +196,37 @@ MIGRATIONS: list = [
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
-#: the schema the migrations leave, as sqlite keeps it (sqlite_master's statements, in their order): an empty
-#: database is given it at once, in one transaction. A missing KB read as an empty one in memory (every advice of
-#: a center's user without a KB of their own) took 3.5x as long stepping through each migration, every DDL
-#: statement making sqlite reparse the schema. tests/test_kb_tables.py holds it to what the migrations make: a
-#: new migration changes both.
-CURRENT = (
-    """CREATE TABLE sources (
-        hash TEXT PRIMARY KEY,
-        path TEXT NOT NULL,
-        format TEXT NOT NULL,
-        importer TEXT NOT NULL,
-        imported_at TEXT NOT NULL,
-        n_runs INTEGER NOT NULL
-    )""",
-    """CREATE TABLE runs (
-        id TEXT PRIMARY KEY,
-        source_hash TEXT NOT NULL REFERENCES sources(hash),
-        seq INTEGER NOT NULL,
-        system TEXT NOT NULL, filesystem TEXT, fs_type TEXT, ost_count INTEGER, tier TEXT,
-        op TEXT NOT NULL, api TEXT, layout TEXT, collective INTEGER, hints TEXT,
-        stripe_count INTEGER, stripe_size INTEGER,
-        nodes INTEGER, ranks INTEGER, ranks_per_node INTEGER,
-        transfer_size INTEGER, block_size INTEGER, segments INTEGER, file_size INTEGER, total_bytes INTEGER,
-        files_per_dir INTEGER, items_per_rank INTEGER, access TEXT, direct INTEGER, reps INTEGER,
-        value REAL NOT NULL CHECK (value >= 0), unit TEXT NOT NULL, value_given REAL, unit_given TEXT,
-        value_min REAL, value_max REAL, value_sd REAL, ci95_low REAL, ci95_high REAL,
-        notes TEXT, source TEXT, citation TEXT, command TEXT, tool TEXT, tool_version TEXT, importer TEXT,
-        date TEXT, job_id TEXT, kind TEXT NOT NULL DEFAULT 'benchmark'
-    , flags TEXT)""",
-    """CREATE INDEX runs_op ON runs(op, api)""",
-    """CREATE INDEX runs_source ON runs(source_hash)""",
-    """CREATE TABLE comparisons (
-        id INTEGER PRIMARY KEY,
-        source_hash TEXT NOT NULL REFERENCES sources(hash),
-        system TEXT NOT NULL, filesystem TEXT, op TEXT, factor TEXT NOT NULL,
-        better TEXT NOT NULL, worse TEXT NOT NULL, condition TEXT,
-        source TEXT, citation TEXT, notes TEXT
-    , nodes_min INTEGER, nodes_max INTEGER)""",
-    """CREATE INDEX comparisons_system ON comparisons(system COLLATE NOCASE, factor)""",
-    """CREATE TABLE system_fs (
-        system TEXT NOT NULL,
-        fsname TEXT NOT NULL,
-        fs_type TEXT,
-        ost_count INTEGER,
-        n_runs INTEGER NOT NULL,
-        first_rowid INTEGER NOT NULL,
-        stale INTEGER NOT NULL DEFAULT 0,
-        PRIMARY KEY (system, fsname)
-    )""",
-    f"""CREATE TRIGGER runs_system_fs_delete AFTER DELETE ON runs BEGIN {_DROP} END""",
-    f"""CREATE TRIGGER runs_system_fs_update AFTER UPDATE OF system, filesystem, fs_type, ost_count ON runs
-    BEGIN {_DROP} {_ADD} END""",
-    """CREATE INDEX runs_system_op_fs ON runs(system COLLATE NOCASE, op, api, layout, filesystem, kind)""",
-    """CREATE TABLE quarantine(
-  id TEXT,
-  source_hash TEXT,
-  seq INT,
-  system TEXT,
-  filesystem TEXT,
-  fs_type TEXT,
-  ost_count INT,
-  tier TEXT,
-  op TEXT,
-  api TEXT,
-  layout TEXT,
-  collective INT,
-  hints TEXT,
-  stripe_count INT,
-  stripe_size INT,
-  nodes INT,
-  ranks INT,
-  ranks_per_node INT,
-  transfer_size INT,
-  block_size INT,
-  segments INT,
-  file_size INT,
-  total_bytes INT,
-  files_per_dir INT,
-  items_per_rank INT,
-  access TEXT,
-  direct INT,
-  reps INT,
-  value REAL,
-  unit TEXT,
-  value_given REAL,
-  unit_given TEXT,
-  value_min REAL,
-  value_max REAL,
-  value_sd REAL,
-  ci95_low REAL,
-  ci95_high REAL,
-  notes TEXT,
-  source TEXT,
-  citation TEXT,
-  command TEXT,
-  tool TEXT,
-  tool_version TEXT,
-  importer TEXT,
-  date TEXT,
-  job_id TEXT,
-  kind TEXT,
-  flags TEXT
-, reason TEXT)""",
-    """CREATE TABLE archive_logs (
-        hash TEXT PRIMARY KEY,
-        path TEXT NOT NULL,
-        size INTEGER NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
-        error TEXT,
-        system TEXT,
-        scanned_at TEXT NOT NULL
-    )""",
-    """CREATE TABLE archive_paths (
-        path TEXT PRIMARY KEY,
-        size INTEGER NOT NULL,
-        mtime_ns INTEGER NOT NULL,
-        hash TEXT NOT NULL REFERENCES archive_logs(hash)
-    )""",
-    """CREATE INDEX archive_paths_hash ON archive_paths(hash)""",
-    """CREATE TABLE archive_jobs (
-        hash TEXT PRIMARY KEY REFERENCES archive_logs(hash),
-        jobid INTEGER, uid INTEGER, exe TEXT NOT NULL, app TEXT NOT NULL,
-        nprocs INTEGER NOT NULL, run_time_s REAL NOT NULL, start_time INTEGER,
-        io_time_per_rank_s REAL NOT NULL, bytes_read INTEGER NOT NULL, bytes_written INTEGER NOT NULL,
-        layout TEXT, files INTEGER NOT NULL, partial INTEGER NOT NULL, darshan_version TEXT
-    , nodes INTEGER, filesystem TEXT)""",
-    """CREATE INDEX archive_jobs_uid ON archive_jobs(uid)""",
-    """CREATE INDEX archive_jobs_app ON archive_jobs(app)""",
-    """CREATE TABLE archive_findings (
-        hash TEXT NOT NULL REFERENCES archive_logs(hash),
-        rule TEXT NOT NULL,
-        severity TEXT NOT NULL,
-        time_at_stake_s REAL,
-        finding TEXT NOT NULL,
-        PRIMARY KEY (hash, rule)
-    )""",
-    """CREATE INDEX archive_findings_rule ON archive_findings(rule)""",
-    """CREATE TABLE advise_fits (system TEXT PRIMARY KEY, signature TEXT, fits TEXT)""",
-    """CREATE TABLE advise_evidence (system TEXT PRIMARY KEY, signature TEXT, obs TEXT)""",
-    "CREATE TABLE published (snapshot TEXT NOT NULL, published_at TEXT NOT NULL, source TEXT NOT NULL, "
-    "sha256 TEXT)",
-)
+#: the schema the migrations leave, as sqlite keeps it (sqlite_master's statements, in their order), generated into
+#: schema.sql by `write_current()` (tests/test_kb_tables.py fails until a new migration's is): an
+#: empty database is given it at once, in one transaction. A missing KB read as an empty one in memory (every
+#: advice of a center's user without a KB of their own) took 3.5x as long stepping through each migration, every
+#: DDL statement making sqlite reparse the schema.
+CURRENT_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schema.sql")
+_CURRENT_HEAD = ("-- The schema ioadvisor's migrations (kb/schema.py) leave, as sqlite keeps it, in its order; "
+                 "generated by\n-- `python -c 'from ioadvisor.kb.schema import write_current; write_current()'`: do not edit.")
+_SEPARATOR = "\n--\n"       # a line no statement sqlite keeps holds
+
+
+def current() -> list[str]:
+    """The statements of CURRENT_FILE."""
+    with open(CURRENT_FILE, encoding="utf-8") as f:
+        return f.read().rstrip("\n").split(_SEPARATOR)[1:]
+
+
+def stepped_schema() -> list[str]:
+    """The statements the migrations leave in an empty database, applied one after another (what CURRENT_FILE
+    holds)."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        for step in MIGRATIONS:
+            if callable(step):
+                step(conn)
+            else:
+                for stmt in _statements(step):
+                    conn.execute(stmt)
+        return [sql for (sql,) in conn.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid")]
+    finally:
+        conn.close()
 #: the oldest schema read as it is where the KB cannot be written (a read-only file or mount, a center's
 #: published snapshot): the migrations after it add only tables that a reader does without (stored fits, which
 #: such a reader could not store either)
@@ -380,12 +270,12 @@ def _empty(conn: sqlite3.Connection) -> bool:
 
 
 def _create_current(conn: sqlite3.Connection) -> None:
-    """Give an empty database today's schema (CURRENT) in one transaction; one that another process began to
+    """Give an empty database today's schema (CURRENT_FILE) in one transaction; one that another process began to
     migrate meanwhile (checked again under the write lock) is left to the migrations."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         if conn.execute("PRAGMA user_version").fetchone()[0] == 0 and _empty(conn):
-            for stmt in CURRENT:
+            for stmt in current():
                 conn.execute(stmt)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
@@ -424,3 +314,9 @@ def migrate(conn: sqlite3.Connection, path: str, *, write: bool = True) -> None:
         except BaseException:
             rollback(conn)
             raise
+
+
+def write_current() -> None:
+    """(Re)generate CURRENT_FILE from the migrations."""
+    with open(CURRENT_FILE, "w", encoding="utf-8") as f:
+        f.write(_SEPARATOR.join([_CURRENT_HEAD, *stepped_schema()]) + "\n")
