@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from typing import Any
 
 from ..errors import KBError
 
@@ -219,11 +220,7 @@ def stepped_schema() -> list[str]:
     conn = sqlite3.connect(":memory:")
     try:
         for step in MIGRATIONS:
-            if callable(step):
-                step(conn)
-            else:
-                for stmt in _statements(step):
-                    conn.execute(stmt)
+            _apply(conn, step)
         return [sql for (sql,) in conn.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid")]
     finally:
         conn.close()
@@ -269,6 +266,15 @@ def _empty(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT count(*) FROM main.sqlite_master").fetchone()[0] == 0
 
 
+def _apply(conn: sqlite3.Connection, step: Any) -> None:
+    """One migration: its statements, or its function (a migration that needs Python; it must not commit)."""
+    if callable(step):
+        step(conn)
+    else:
+        for stmt in _statements(step):
+            conn.execute(stmt)
+
+
 def _create_current(conn: sqlite3.Connection) -> None:
     """Give an empty database today's schema (CURRENT_FILE) in one transaction; one that another process began to
     migrate meanwhile (checked again under the write lock) is left to the migrations."""
@@ -303,12 +309,7 @@ def migrate(conn: sqlite3.Connection, path: str, *, write: bool = True) -> None:
             if conn.execute("PRAGMA user_version").fetchone()[0] > n:
                 conn.execute("ROLLBACK")
                 continue
-            step = MIGRATIONS[n]
-            if callable(step):   # a migration that needs Python (it must not commit)
-                step(conn)
-            else:
-                for stmt in _statements(step):
-                    conn.execute(stmt)
+            _apply(conn, MIGRATIONS[n])
             conn.execute(f"PRAGMA user_version = {n + 1}")
             conn.execute("COMMIT")
         except BaseException:
