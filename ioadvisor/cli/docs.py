@@ -32,7 +32,7 @@ def build(
         "scan`): it names users' ids, job ids and applications, so it is left out unless asked for.")] = False,
     png: Annotated[bool, typer.Option(
         "--png", help="Also draw each plot as a PNG (for slides), linked under the plot; plots are SVG otherwise "
-        "(drawing PNGs doubles the plots' time).")] = False,
+        "(PNGs are drawn with matplotlib: 75-160 ms a plot, against about 2 ms for its SVG).")] = False,
     json_out: JsonOption = False,
 ) -> None:
     """Write the guide: an overview of the systems and their file systems and tiers, one page per system with
