@@ -81,6 +81,9 @@ def test_workload_file_and_script(tmp_path):
     (["--system", "HA8000", "--hints", "romio_cb_write"], "bad hint"),
     (["--system", "HA8000", "--stripe-count", "99"], "exceeds the 30 OSTs"),
     (["--system", "HA8000", "--tier", "nvme"], "no tier or file system"),
+    # a typo, not a job: more nodes or processes per node than any machine has (was advised, exit 0)
+    (["--system", "HA8000", "--nodes", "99999999999999999999"], "nodes must be 1 to 1,000,000"),
+    (["--system", "HA8000", "--ranks-per-node", "100001"], "ranks per node must be 1 to 100,000"),
 ])
 def test_errors_are_one_line_exit_2(args, needle):
     base = {"--nodes": "2", "--ranks-per-node": "4", "--bytes-per-rank": "1GiB"}

@@ -50,12 +50,18 @@ class Candidate:
         return [min(max(x, self.floor), self.ceiling) for x in xs]
 
 
+# more compute nodes than any machine has (Fugaku, among the largest, has 158,976), more processes than any node
+# runs: a workload beyond them is a typo, not a job to predict for
+MAX_NODES = 1_000_000
+MAX_RANKS_PER_NODE = 100_000
+
+
 def check_workload(w: Workload) -> None:
     """Raise UsageError for an impossible workload."""
-    if w.nodes < 1:
-        raise UsageError(f"nodes must be at least 1, got {w.nodes}")
-    if w.ranks_per_node < 1:
-        raise UsageError(f"ranks per node must be at least 1, got {w.ranks_per_node}")
+    if not 1 <= w.nodes <= MAX_NODES:
+        raise UsageError(f"nodes must be 1 to {MAX_NODES:,}, got {w.nodes}")
+    if not 1 <= w.ranks_per_node <= MAX_RANKS_PER_NODE:
+        raise UsageError(f"ranks per node must be 1 to {MAX_RANKS_PER_NODE:,}, got {w.ranks_per_node}")
     if w.bytes_per_rank < 0:
         raise UsageError("bytes per rank must not be negative")
     if norm_api(w.api) not in ("POSIX", "MPIIO", "HDF5"):
