@@ -61,9 +61,9 @@ def main() -> None:
 def _plain_advice(args: list[str]) -> Any:
     """`ioadvise advise ARGS` as a function to run, where its command line is read without typer; else None.
 
-    Its first generation of cyclic garbage is collected every 50,000 allocations, not 700 (as an import's, see
-    ingest/collector.py): the collector scanned the new modules' objects again and again while they were imported,
-    for nothing to free (1.6% of a cold advice's instructions)."""
+    Its first generation of cyclic garbage is collected every 50,000 allocations, not 700 (util.GC_THRESHOLD, as an
+    import's): the collector scanned the new modules' objects again and again while they were imported, for nothing
+    to free (1.6% of a cold advice's instructions)."""
     import gc
 
     from .cli import advise
@@ -71,5 +71,6 @@ def _plain_advice(args: list[str]) -> Any:
     if params is None:
         return None
     from .cli.common import run_command, sane_width
-    gc.set_threshold(50_000, 100, 1000)
+    from .util import GC_THRESHOLD
+    gc.set_threshold(*GC_THRESHOLD)
     return lambda: run_command(lambda: (sane_width(), advise.run(params)))

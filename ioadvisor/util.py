@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import errno
+import gc
 import json
 import math
 import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .errors import IOAdvisorError, UsageError
 
@@ -268,3 +270,36 @@ def read_toml(path: str | Path, error: type[Exception] = UsageError) -> dict[str
         return loads_toml(text)
     except tomllib.TOMLDecodeError as e:
         raise error(f"{p}: not valid TOML: {e}") from None
+
+
+# Python's cyclic garbage collector where a step makes many objects and no reference cycles, so that collections
+# find nothing to free and only cost time. Its first generation collected every GC_THRESHOLD[0] allocations instead
+# of 700 (`few_collections`, or set for a whole process): an import's rows, caches and batches had been scanned
+# every 700 allocations (a tenth of reading a million rows), a cold advice's new modules while they were imported
+# (1.6% of its instructions); a few collections per batch still bound any cycle a hostile file makes. Or no cycle
+# collection at all (`cycles_paused`) around a read that holds only acyclic objects it frees by their reference
+# counts (a Darshan log's records, a system's runs read for the guide).
+GC_THRESHOLD = (50_000, 100, 1000)
+
+
+@contextmanager
+def few_collections() -> Iterator[None]:
+    """The cyclic collector's thresholds at GC_THRESHOLD meanwhile, then as they were."""
+    old = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLD)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
+@contextmanager
+def cycles_paused() -> Iterator[None]:
+    """The cyclic collector off meanwhile, then on again if it was."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

@@ -7,7 +7,6 @@ complaint or signal into an `ImportFormatError` naming the file.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import math
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ImportFormatError, UsageError
+from ..util import cycles_paused
 from .header import memory_refusal
 from .jobrecord import ImpossibleJob, checked_job
 from .summary import (BIN_UPPER, MIB, READ_MODULES, SIZE_BINS, UNREAD_IO_MODULES, ApiTotals, FileSummary, Heatmap,
@@ -103,7 +103,9 @@ def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:
         return list(dict.fromkeys(ln.strip() for ln in lines if ln.strip().lower().startswith("error")))
 
     try:
-        with _no_cycle_collection():
+        # a read makes a few acyclic objects per record: on a log of thousands of records the cycle collections
+        # their number set off cost a fifth of the read, for nothing
+        with cycles_paused():
             s = _read(path, backend, complaints)
     except _LogError as e:
         raise ImportFormatError(str(e), path) from None
@@ -116,21 +118,6 @@ def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:
     except Exception:                    # the node count is a detail: the log itself was read
         nodes = None
     return dataclasses.replace(s, nodes=nodes) if nodes else s
-
-
-@contextlib.contextmanager
-def _no_cycle_collection() -> Any:
-    """Python's cycle collector paused: a read makes a few objects per record (dicts, summaries) and no reference
-    cycles, so the collections their number sets off find nothing, and on a log of thousands of records cost a
-    fifth of the read. Everything the read drops is still freed at once by its reference count."""
-    import gc
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any) -> int | None:

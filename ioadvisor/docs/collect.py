@@ -2,20 +2,19 @@
 the runs' provenance, and the published comparisons. Values only, no rendering."""
 from __future__ import annotations
 
-import gc
 import hashlib
 import heapq
 import re
 import statistics
 from collections import namedtuple
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 from ..kb import KB
 from ..kb import guide as kb_guide
 from ..model.run import META_OPS
 from ..model.types import Center, FileSystem
+from ..util import cycles_paused
 
 # Up to this many runs per file system the tables list every run; above it they list groups of runs with the
 # same settings (median, range, count), so a system with 100,000 runs still gives a readable page. A run shown as
@@ -430,19 +429,8 @@ def read_part(kb: KB, name: str, center: Center | None, only: tuple[str, ...] | 
     Python's cyclic garbage collector is paused meanwhile: reading makes a tuple per run or group and holds
     them until the system is summarised, none of them in a cycle, and the collections it triggered went
     through them again and again (6% of reading the small systems). It runs again afterwards."""
-    with _gc_paused():
+    with cycles_paused():
         return _read_part(kb, name, center, only, but)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _read_part(kb: KB, name: str, center: Center | None, only: tuple[str, ...] | None,

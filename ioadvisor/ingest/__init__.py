@@ -14,8 +14,7 @@ from ..errors import ImportFormatError
 from ..kb.rows import V_FLAGS, V_SYSTEM, values_run
 from ..kb.store import KB, Batch, ImportResult, batched, keyed_runs
 from ..model.run import WRITE_OPS, Run
-from ..util import printable
-from .collector import few_collections
+from ..util import few_collections, printable
 from .source import ImportSource
 
 __all__ = ["import_file", "flagger", "run_flagger", "synced_writes"]

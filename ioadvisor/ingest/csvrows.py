@@ -384,8 +384,7 @@ def _read_into(f: BinaryIO, ctx: ImportContext, prepare: Callable, send: Any) ->
     import gc
     import signal
     from ..importers.csv import stream
-    from .collector import GC_THRESHOLD
-    from ..util import die_with_parent
+    from ..util import GC_THRESHOLD, die_with_parent
     # the child holds both ends of the pipe (forked after it was made): were the importing process killed,
     # a full pipe would block this one in a write for good
     die_with_parent()
