@@ -134,9 +134,9 @@ def build_site(out: str | Path, *, kb: KB, center: str | None = None, langs: tup
     """Write the guide for `center` (a file or a name; None = every system) into `out`/<lang>/.
 
     The archive report page (users' ids, job ids, applications) is written only with `archive`, and only when
-    the KB holds archived jobs. With plot_cache, plots identical to ones drawn before are reused from the user's
-    cache directory. Plots are SVG; with `png` each is also drawn as a PNG (for slides), linked under the plot:
-    that doubles the drawing, most of a cold build's time.
+    the KB holds archived jobs. Plots are SVG, written in this process; with `png` each is also drawn as a PNG
+    (for slides) by matplotlib, linked under the plot: most of a cold `png` build's time. With plot_cache, PNGs
+    identical to ones drawn before are reused from the user's cache directory.
     `progress(stage, done, total)` is called as systems are read, plots drawn and pages written. The systems are
     read in `workers` processes (default: one per core this process may use); the site is the same however
     many."""
