@@ -16,10 +16,9 @@ import re
 import struct
 import sys
 import types
-from pathlib import Path
 from typing import Any
 
-from ..errors import ImportFormatError, UsageError
+from ..errors import ImportFormatError
 from ..util import cycles_paused
 from .header import memory_refusal
 from .jobrecord import ImpossibleJob, checked_job
