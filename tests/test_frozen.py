@@ -1,0 +1,244 @@
+"""`ioadvisor.frozen`: a record (a class made with `@frozen`) is made without compiling anything, and behaves as the frozen dataclass of the same
+fields in everything the package relies on (construction, refusals, equality, hashing, repr, pickle, copy,
+replace, asdict, fields). Each behaviour is checked against a real frozen dataclass built from the same class
+body."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+import sys
+from dataclasses import FrozenInstanceError, dataclass, field
+
+import pytest
+
+from ioadvisor.frozen import frozen
+
+
+def _bodies(kw_only: bool):
+    """The same class body made twice: as a record and as a frozen dataclass, with the same qualified name (so
+    messages and reprs can be compared as they are)."""
+    def make(decorate):
+        class Point:
+            """A point with a label."""
+
+            x: int
+            label: str = "p"
+            tags: dict = field(default_factory=dict, compare=False)
+            seen: list = field(default_factory=list, init=False, repr=False, compare=False)
+            weight: float = field(default=1.0, hash=False)
+            note: str = field(default="", init=False)
+        return decorate(Point)
+    return make(frozen(kw_only=kw_only)), make(dataclass(frozen=True, kw_only=kw_only))
+
+
+PAIRS = {"keyword-only": _bodies(True), "positional": _bodies(False)}
+
+
+@pytest.fixture(params=sorted(PAIRS))
+def pair(request):
+    return PAIRS[request.param]
+
+
+def _events_while(make) -> list[str]:
+    seen: list[str] = []
+    active = [True]
+
+    def hook(event, args):
+        if active[0] and event in ("compile", "exec"):
+            seen.append(event)
+    sys.addaudithook(hook)      # hooks cannot be removed: this one goes quiet instead
+    try:
+        make()
+    finally:
+        active[0] = False
+    return seen
+
+
+def test_making_a_record_compiles_nothing():
+    def body():
+        class Job:
+            name: str
+            nodes: int = 1
+            hints: dict = field(default_factory=dict)
+        return Job
+    assert _events_while(lambda: frozen(body())) == []
+    assert _events_while(lambda: frozen(kw_only=True)(body())) == []
+    # the hook does see what a frozen dataclass compiles (six methods: one compile and one exec each)
+    assert _events_while(lambda: dataclass(frozen=True)(body())).count("exec") >= 6
+
+
+def _calls(kw_only: bool):
+    yield (), {"x": 1}
+    yield (), {"x": 1, "label": "q", "tags": {"a": "b"}, "weight": 2.5}
+    yield (), {"weight": 3.0, "x": 2}
+    if not kw_only:
+        yield (1,), {}
+        yield (1, "q"), {"weight": 0.5}
+        yield (1, "q", {"k": 1}, 4.0), {}
+
+
+def test_instances_hold_the_same_attributes_in_the_same_order(pair):
+    rec, dc = pair
+    kw_only = dataclasses.fields(rec)[0].kw_only
+    for args, kw in _calls(kw_only):
+        r, d = rec(*args, **kw), dc(*args, **kw)
+        assert list(r.__dict__.items()) == list(d.__dict__.items())
+        assert repr(r) == repr(d)
+    a, b = rec(x=1), rec(x=1)
+    assert a.tags is not b.tags and a.seen is not b.seen      # a factory's value is made per instance
+
+
+BAD_CALLS = [
+    ((), {}),                                   # the required field missing
+    ((), {"label": "q"}),
+    ((), {"x": 1, "colour": "red"}),            # unknown name
+    ((), {"x": 1, "seen": []}),                 # a field __init__ does not take
+    ((1,), {}),                                 # positional where only keywords are taken
+    ((1, "q", {}, 1.0, 5), {}),                 # too many
+    ((1,), {"x": 2}),                           # twice
+    ((), {"x": 1, "label": "q", "colour": 1, "size": 2}),
+]
+
+
+def test_bad_calls_are_refused_with_the_dataclass_message(pair):
+    rec, dc = pair
+    refused = 0
+    for args, kw in BAD_CALLS:
+        try:
+            dc(*args, **kw)
+        except TypeError as e:
+            expected = str(e)
+        else:
+            assert repr(rec(*args, **kw)) == repr(dc(*args, **kw))     # a call the positional one takes
+            continue
+        with pytest.raises(TypeError) as got:
+            rec(*args, **kw)
+        assert str(got.value) == expected
+        refused += 1
+    assert refused >= 5
+
+
+def test_equality_and_hash_are_the_dataclass_ones(pair):
+    rec, dc = pair
+    a, b = rec(x=1, tags={"a": 1}), rec(x=1, tags={"b": 2})
+    assert a == b and hash(a) == hash(b)                         # tags: compare=False
+    assert a != rec(x=2) and a != rec(x=1, label="q")
+    assert hash(a) == hash(dc(x=1)) == hash((1, "p", ""))       # weight: hash=False; the tuple of the rest
+    assert a == rec(x=1, weight=1.0) and a != rec(x=1, weight=2.0)
+    assert a.__eq__(dc(x=1)) is NotImplemented and a != dc(x=1)  # another class: never equal
+    assert len({a, b, rec(x=3)}) == 2
+
+
+def test_a_field_that_cannot_be_hashed_refuses_as_the_dataclass_does(pair):
+    rec, dc = pair
+    messages = []
+    for cls in pair:
+        with pytest.raises(TypeError) as e:
+            hash(cls(x=[1]))
+        messages.append(str(e.value))
+    assert messages == ["unhashable type: 'list'"] * 2
+
+
+def test_a_record_cannot_be_changed(pair):
+    rec, dc = pair
+    for obj in (rec(x=1), dc(x=1)):
+        with pytest.raises(FrozenInstanceError, match="cannot assign to field 'x'"):
+            obj.x = 2
+        with pytest.raises(FrozenInstanceError, match="cannot assign to field 'other'"):
+            obj.other = 2
+        with pytest.raises(FrozenInstanceError, match="cannot delete field 'label'"):
+            del obj.label
+        assert obj.x == 1 and "other" not in obj.__dict__
+
+
+def test_dataclasses_functions_see_a_record_as_the_dataclass(pair):
+    rec, dc = pair
+    r, d = rec(x=1, tags={"a": [1]}), dc(x=1, tags={"a": [1]})
+    assert dataclasses.is_dataclass(r) and dataclasses.is_dataclass(rec)
+    assert [(f.name, f.init, f.repr, f.compare, f.hash, f.kw_only) for f in dataclasses.fields(rec)] == \
+        [(f.name, f.init, f.repr, f.compare, f.hash, f.kw_only) for f in dataclasses.fields(dc)]
+    assert dataclasses.asdict(r) == dataclasses.asdict(d) and dataclasses.astuple(r) == dataclasses.astuple(d)
+    r2, d2 = dataclasses.replace(r, label="z"), dataclasses.replace(d, label="z")
+    assert type(r2) is rec and list(r2.__dict__.items()) == list(d2.__dict__.items())
+    with pytest.raises(ValueError):
+        dataclasses.replace(r, seen=[1])
+    assert rec.__match_args__ == dc.__match_args__
+    assert rec.__doc__ == dc.__doc__ == "A point with a label."
+
+
+@frozen(kw_only=True)
+class RecSample:
+    name: str
+    sizes: tuple = ()
+    hints: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DatSample:                  # the same fields, and a name of the same length: the pickles can be compared
+    name: str
+    sizes: tuple = ()
+    hints: dict = field(default_factory=dict)
+
+
+def test_pickles_and_copies_as_the_dataclass():
+    r, d = RecSample(name="n", sizes=(1, 2), hints={"a": "b"}), DatSample(name="n", sizes=(1, 2), hints={"a": "b"})
+    for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
+        assert pickle.dumps(r, protocol) == pickle.dumps(d, protocol).replace(b"DatSample", b"RecSample")
+        back = pickle.loads(pickle.dumps(r, protocol))
+        assert back == r and list(back.__dict__.items()) == list(r.__dict__.items())
+    c, dc = copy.copy(r), copy.deepcopy(r)
+    assert c == r == dc and c.hints is r.hints and dc.hints is not r.hints
+
+
+def test_post_init_runs_after_every_field_is_set():
+    seen = []
+
+    @frozen
+    class Checked:
+        low: int
+        high: int = 10
+
+        def __post_init__(self):
+            seen.append(dict(self.__dict__))
+            if self.low > self.high:
+                raise ValueError(f"low {self.low} above high {self.high}")
+    Checked(3)
+    assert seen == [{"low": 3, "high": 10}]
+    with pytest.raises(ValueError, match="low 11 above high 10"):
+        Checked(low=11)
+    with pytest.raises(ValueError, match="low 3 above high 2"):
+        dataclasses.replace(Checked(1, 2), low=3)
+
+
+def test_class_statements_dataclasses_refuse_are_refused():
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+        @frozen
+        class Order:
+            a: int = 1
+            b: int
+    with pytest.raises(ValueError, match="mutable default"):
+        @frozen
+        class Mutable:
+            a: list = []
+    with pytest.raises(TypeError, match="__setattr__"):
+        @frozen
+        class Settable:
+            a: int
+
+            def __setattr__(self, name, value):
+                pass
+
+
+def test_an_undocumented_record_is_described_as_dataclasses_describe_it():
+    def body():
+        class Bare:
+            x: int
+            y: "list[int] | None" = None
+            z: dict = field(default_factory=dict)
+            q: int = field(default=3, init=False)
+            k: str = field(default="a", kw_only=True)
+        return Bare
+    assert frozen(body()).__doc__ == dataclass(frozen=True)(body()).__doc__ == \
+        "Bare(x: 'int', y: \"'list[int] | None'\" = None, z: 'dict' = <factory>, *, k: 'str' = 'a')"
+    assert frozen(kw_only=True)(body()).__doc__ == dataclass(frozen=True, kw_only=True)(body()).__doc__
