@@ -19,8 +19,9 @@ Which keys exist and what their values mean is `ioadvisor.job`'s business, not t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Iterator
+
+from .frozen import frozen
 
 PREFIX = "#IOADVISE"
 BLANKS = " \t\r\v\f"
@@ -31,7 +32,7 @@ _WORD = re.compile(f"""(?:[^{_B}"']|"[^"]*"|'[^']*')+""")
 _QUOTED = re.compile(r""""([^"]*)"|'([^']*)'""")
 
 
-@dataclass(frozen=True)
+@frozen
 class Reading:
     """One `#IOADVISE` line read: its KEY=VALUE items in order (keys with `_` for `-`), and words without `=`."""
 

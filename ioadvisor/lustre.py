@@ -16,10 +16,10 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from dataclasses import dataclass
 from typing import Iterator
 
 from .errors import UsageError
+from .frozen import frozen
 
 STRIPE_UNIT = 65536                 # lfs-setstripe(1): stripe sizes are multiples of 64 KiB
 MAX_STRIPE_SIZE = 4 << 30           # Lustre refuses stripes of 4 GiB and more
@@ -86,7 +86,7 @@ def shell_word(p: str) -> str:
     return '"' + re.sub(r'([\\"`])', r"\\\1", p) + '"'
 
 
-@dataclass(frozen=True)
+@frozen
 class Setstripe:
     """One `lfs setstripe` (or `lfs migrate`) as data: the flags are read from here, never from the text.
     ValueError on construction for a count or size Lustre refuses, so no such command can be rendered."""

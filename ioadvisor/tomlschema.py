@@ -10,8 +10,9 @@ means (a size, a bandwidth, a flavour) is read by the kind's own code once the s
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Iterator
+
+from .frozen import frozen
 
 #: the Python types a TOML value of each declared type may have (a bool is never an int or a number here)
 TYPES: dict[str, tuple[type, ...]] = {
@@ -22,7 +23,7 @@ TYPES: dict[str, tuple[type, ...]] = {
 Path = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class Field:
     """One key: its name, its type (a key of TYPES), whether it must be present and not empty, and for a
     `table` or `tables` (array of tables) the shape of what is inside."""
@@ -33,7 +34,7 @@ class Field:
     table: "Table | None" = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Table:
     """The keys a table may hold. `other`: the shape of every key not listed (None: such a key is unknown);
     `dashes`: a - in a key is read as _ (workload keys may be written either way)."""
@@ -51,7 +52,7 @@ class Table:
             None if self.other is None else Field(key, self.other.type, table=self.other.table))
 
 
-@dataclass(frozen=True)
+@frozen
 class Problem:
     """What is wrong, where. code: `unknown` (keys: every unknown key of the table, sorted; allowed: the
     table's keys), `missing` (path ends in the missing key), `type` (expected: the declared type, value: what

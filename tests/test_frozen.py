@@ -4,15 +4,19 @@ replace, asdict, fields). Each behaviour is checked against a real frozen datacl
 body."""
 from __future__ import annotations
 
+import ast
 import copy
 import dataclasses
 import pickle
 import sys
 from dataclasses import FrozenInstanceError, dataclass, field
+from pathlib import Path
 
 import pytest
 
 from ioadvisor.frozen import frozen
+
+PACKAGE = Path(__file__).resolve().parent.parent / "ioadvisor"
 
 
 def _bodies(kw_only: bool):
@@ -228,6 +232,24 @@ def test_class_statements_dataclasses_refuse_are_refused():
 
             def __setattr__(self, name, value):
                 pass
+
+
+def _frozen_dataclass_decorators() -> list[str]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                for dec in node.decorator_list:
+                    if isinstance(dec, ast.Call) and any(
+                            k.arg == "frozen" and isinstance(k.value, ast.Constant) and k.value.value
+                            for k in dec.keywords):
+                        found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}")
+    return found
+
+
+def test_the_package_makes_its_frozen_classes_as_records():
+    """One way to make a frozen class: a frozen dataclass would compile its methods at every start."""
+    assert _frozen_dataclass_decorators() == []
 
 
 def test_an_undocumented_record_is_described_as_dataclasses_describe_it():

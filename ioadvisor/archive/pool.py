@@ -13,11 +13,11 @@ import os
 import select
 import signal
 import time
-from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import IOAdvisorError
+from ..frozen import frozen
 from ..util import die_with_parent
 
 __all__ = ["WorkerPool", "Outcome", "Retire", "default_workers", "kb_items"]
@@ -35,7 +35,7 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-@dataclass(frozen=True)
+@frozen
 class Outcome:
     """What became of one item: the handler's return value, or why there is none (`error`); `died`, when its
     worker died, says how (a signal's name, an exit code, or "out of memory")."""
@@ -46,7 +46,7 @@ class Outcome:
     died: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Retire:
     """A handler's result after which its worker is replaced: for a handler that knows its process was left in a
     bad state (a C library's handle that cannot be closed, holding a file descriptor and memory), so that a long

@@ -9,17 +9,17 @@ from __future__ import annotations
 import math
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import IOAdvisorError, UsageError
+from ..frozen import frozen
 from ..util import printable
 
 __all__ = ["Settings", "setup", "app_name", "job_facts"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Settings:
     """What every log of one scan is judged and filed with."""
 

@@ -4,10 +4,11 @@ Validation is pure and runs before any file or MPI process is touched; errors na
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, field, fields
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import UsageError
+from ..frozen import frozen
 from ..lustre import check_stripe_count, check_stripe_size
 from ..model.units import parse_size
 
@@ -41,7 +42,7 @@ def _hint_value(v: Any) -> str:
     return str(v)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class DataParams:
     """One data benchmark (IOR-like). Sizes are bytes; `block_size` is per rank and segment."""
 
@@ -75,7 +76,7 @@ class DataParams:
         return d
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class MdParams:
     """One metadata benchmark (mdtest-like, -F/-D with -u for unique directories)."""
 

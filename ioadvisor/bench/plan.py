@@ -21,6 +21,7 @@ from typing import Any, Iterator, Sequence
 
 from ..center import UNKNOWN_FS
 from ..errors import UsageError
+from ..frozen import frozen
 from ..lustre import pattern_vars
 from ..model.run import DATA_OPS, norm_api
 from ..model.types import Center, Config, FileSystem, Workload
@@ -40,7 +41,7 @@ WIDE = 100.0
 OBJECTIVES = ("options", "decision")
 
 
-@dataclass(frozen=True)
+@frozen
 class Target:
     """A workload the advice should be sure about, with its weight (share of the production records)."""
 
@@ -49,7 +50,7 @@ class Target:
     jobs: int = 0                   # production records behind it (0: a default target)
 
 
-@dataclass(frozen=True)
+@frozen
 class BenchPoint:
     """One benchmark to run: what `bench run` sets (stripe_count None: the file system's default)."""
 
@@ -71,7 +72,7 @@ class BenchPoint:
         return f"{self.nodes}x{self.ranks_per_node} {self.api}{mode} {self.layout}{st}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Proposal:
     """A picked point and, once it is measured (with those picked before it), the expected mean 90% interval at
     the targets' options (high/low ratio; the weighted geometric mean, each option's at most WIDE): of one run (`width_after`, what `advise` shows) and of the mean
@@ -83,7 +84,7 @@ class Proposal:
     variance_removed: float
 
 
-@dataclass(frozen=True)
+@frozen
 class BenchPlan:
     system: str
     filesystem: str

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError, UsageError
+from ..frozen import frozen
 from ..tomlschema import Field, Problem, Table, first_problem
 from ..util import atomic_write, check_line_value, loads_toml
 from .params import DATA_KEYS, MD_KEYS, data_params, md_params
@@ -60,7 +61,7 @@ PLAN_MARKER = "ioadvisor_bench_plan"
 PLAN_FILE, SCRIPT_FILE, LOG_PATTERN = ".plan.json", ".sweep.sbatch", ".slurm-{job}_{task}.out"
 
 
-@dataclass(frozen=True)
+@frozen
 class SweepConfig:
     """One point of the sweep: validated kernel settings, the number of ranks to launch and the nodes to spread
     them over (None: as the launcher places them)."""
@@ -76,7 +77,7 @@ class SweepConfig:
         return None if self.nodes is None else -(-self.ranks // self.nodes)
 
 
-@dataclass(frozen=True)
+@frozen
 class Plan:
     name: str
     kind: str

@@ -6,8 +6,8 @@ default, so the reference cannot drift from the code.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
+from ..frozen import frozen
 from ..mpiio.flavours import FLAVOURS as MPI_FLAVOURS  # one flavour list: the renderer's
 FS_STRIPING = ("user", "pfl-managed", "none")
 TIER_KINDS = ("per-job", "node-local", "burst-buffer")
@@ -15,7 +15,7 @@ TIER_KINDS = ("per-job", "node-local", "burst-buffer")
 FS_TYPES = ("lustre", "gpfs", "beegfs", "nfs", "hsfs", "ext3", "ext4", "xfs", "tmpfs", "cephfs", "wekafs")
 
 
-@dataclass(frozen=True)
+@frozen
 class Key:
     """One key of the center file."""
 

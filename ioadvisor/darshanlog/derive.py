@@ -19,6 +19,7 @@ import types
 from typing import Any
 
 from ..errors import ImportFormatError
+from ..frozen import frozen
 from ..util import cycles_paused
 from .header import memory_refusal
 from .jobrecord import ImpossibleJob, checked_job
@@ -230,7 +231,7 @@ _COUNT_NAME = re.compile(r"_(READS|WRITES|OPENS|SEEKS|STATS|FLUSHES|BYTES_READ|B
                          r"|CONSEC_READS|CONSEC_WRITES|SEQ_READS|SEQ_WRITES)$|_SIZE_(READ|WRITE)_|_ACCESS\d_COUNT$")
 
 
-@dataclasses.dataclass(frozen=True)
+@frozen
 class Dropped:
     """A counter value no run can produce (a negative, infinite or NaN timer; a negative count), left out of
     every total and finding (read as 0); or a Lustre stripe count no file system lays out (the record is given no

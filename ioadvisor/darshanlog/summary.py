@@ -1,4 +1,4 @@
-"""What a Darshan log says about a job, as plain frozen dataclasses (no I/O, no PyDarshan).
+"""What a Darshan log says about a job, as plain frozen records (no I/O, no PyDarshan).
 
 Every figure here is either a counter of the log or arithmetic on counters whose direction is stated: where the log
 cannot tell two things apart (the direction of a common access size, the split of an MPI-IO record's bytes between
@@ -7,8 +7,10 @@ collective and independent calls), the summary carries the bound that is certain
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 from typing import Any
+
+from ..frozen import frozen
 
 # Darshan's size histogram. Its bucket macro (DARSHAN_BUCKET_INC) tests `size < 101`, `< 1025`, `< 10241`,
 # `< 102401`, `< 1048577`, ...: each bin includes its upper edge, so a request of exactly 1 MiB (1,048,576 bytes) is
@@ -43,7 +45,7 @@ def positional(cls: type) -> Any:
     return scope[cls.__name__]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class ApiTotals:
     """Bytes and operations through one interface (POSIX, MPI-IO, STDIO, HDF5)."""
 
@@ -57,7 +59,7 @@ class ApiTotals:
     meta_time: float = 0.0
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class LustreLayout:
     """A file's Lustre layout, one entry per component (plain files have one)."""
 
@@ -68,7 +70,7 @@ class LustreLayout:
     pool: str = ""
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Requests:
     """POSIX requests of one file (or the job) in one direction, from the size histogram and the common sizes.
 
@@ -96,7 +98,7 @@ class Requests:
                         refined_out=self.refined_out + o.refined_out)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class MpiioDirection:
     """One file's MPI-IO traffic in one direction: operations by kind and bounds on the collective share of bytes."""
 
@@ -123,7 +125,7 @@ class MpiioDirection:
                               time=self.time + o.time)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class RankSpread:
     """The slowest and fastest rank on one shared file, with the bytes each moved, at one layer (POSIX or MPI-IO)."""
 
@@ -148,7 +150,7 @@ class RankSpread:
         return d / self.mean_bytes
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class FileSummary:
     """One file as POSIX (and MPI-IO, if used) saw it."""
 
@@ -240,7 +242,7 @@ class FileSummary:
         return slow, mean
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class OstLoad:
     """Write time attributed to one OST: each file's POSIX write time is shared equally among its OSTs.
     `write_time` shares the rank-seconds (summed over a shared file's ranks, who write at once),
@@ -261,7 +263,7 @@ class OstLoad:
         return self.slowest_write_time / self.files if self.files else 0.0
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class MetaTime:
     """Metadata time (open, stat, seek, close, ...) of POSIX and STDIO records on files, FIFOs and the like left out."""
 
@@ -273,7 +275,7 @@ class MetaTime:
     left_out_files: int = 0
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Heatmap:
     """Darshan's HEATMAP module for one interface (POSIX, MPIIO, STDIO): bytes moved per time bin summed over the
     ranks, and how many ranks read and wrote in each bin. Bin i covers [i x bin_width, (i + 1) x bin_width) seconds
@@ -314,7 +316,7 @@ class Heatmap:
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class LogSummary:
     """Everything the rules look at, derived once from the log."""
 

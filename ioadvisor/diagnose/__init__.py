@@ -11,10 +11,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..frozen import frozen
 from ..model.types import Finding, to_plain
 from ..darshanlog.summary import LogSummary
 
@@ -23,7 +23,7 @@ SCHEMA = "ioadvisor.diagnose/2"
 __all__ = ["Diagnosis", "analyze", "diagnose", "document", "judge", "SCHEMA"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Diagnosis:
     """One log's diagnosis: what it says (`summary`) and what to change (`findings`, most severe first)."""
 

@@ -15,11 +15,12 @@ import functools
 import math
 import operator
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
 from ..errors import ConfigError
+from ..frozen import frozen
 from ..lustre import Setstripe, shell_word, stripe_size_problem
 from ..model.run import Run
 from ..model.types import Finding
@@ -107,7 +108,7 @@ class KBFacts(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@frozen
 class AdvisedStripes:
     """The stripe count `ioadvise advise` decides for a shared file's workload (LUS001 advises it, not the size
     table): `command` is the advise command line that gives it, `advice` its Advice."""
@@ -118,7 +119,7 @@ class AdvisedStripes:
     measured: bool = True      # decided from measured runs (else from the center file and published comparisons)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Context:
     """Optional knowledge beyond the log: the KB's facts (measured striping gains, published comparisons; None:
     no KB), the center's OST count, and `stripes`: the advice's decision for a shared file of the job (the caller

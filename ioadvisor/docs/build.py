@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 from collections import namedtuple
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -15,6 +14,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..errors import UsageError
+from ..frozen import frozen
 from ..kb import KB
 from ..model.types import Center
 from ..mpiio.render import explain_hint
@@ -28,7 +28,7 @@ ARCHIVE_ROWS = 20          # rows per ranking on the archive page
 FORMATS = ("html", "md")
 
 
-@dataclass(frozen=True)
+@frozen
 class BuildResult:
     out: str
     langs: tuple[str, ...]

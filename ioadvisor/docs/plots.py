@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 import statistics
 import sys
-from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..frozen import frozen
 from ..model.run import META_OPS, Run
 from ..util import atomic_write, cache_dir, home_dir, private_dir
 from . import svgplot
@@ -25,7 +25,7 @@ MAX_SERIES = 12      # curves per line plot: those with the most points (a legen
                      # it took half of a plot's time)
 
 
-@dataclass(frozen=True)
+@frozen
 class Series:
     label: str
     x: tuple[Any, ...]
@@ -34,7 +34,7 @@ class Series:
     high: tuple[float, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class PlotSpec:
     name: str            # file stem
     kind: str            # line | bar

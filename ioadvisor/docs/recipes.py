@@ -4,9 +4,9 @@ the ROMIO hints file with each hint explained, HDF5 calls, staging), and job-scr
 workload that `ioadvise wrap` turns into the same settings. A recipe never says anything the advice does not."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from ..frozen import frozen
 from ..model.types import Center, Workload
 
 # a basis entry that names a decision-guide row: "advice:<workload catalogue key>"
@@ -14,7 +14,7 @@ ADVICE = "advice:"
 JOB_WORKLOAD = "wl_checkpoint"
 
 
-@dataclass(frozen=True)
+@frozen
 class Recipe:
     key: str             # catalogue key of its title
     fs: str              # where the advice puts the data (file system, or tier)

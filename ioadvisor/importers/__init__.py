@@ -16,10 +16,11 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, BinaryIO, Callable, Iterator
 
 from ..errors import ImportFormatError, UsageError
+from ..frozen import frozen
 from ..model.run import Run
 
 # Order matters for detection: the most specific formats first, the canonical CSV last.
@@ -30,7 +31,7 @@ MAX_CELL = 128 << 10          # characters in one CSV cell
 MAX_WHOLE_FILE = 256 << 20    # bytes an importer without `stream` reads at once
 
 
-@dataclass(frozen=True)
+@frozen
 class ImportContext:
     """What an importer needs to know besides the file's content."""
 
@@ -103,7 +104,7 @@ def place(ctx: ImportContext, path: str | None, tool: str) -> tuple[str | None, 
     return None, None
 
 
-@dataclass(frozen=True)
+@frozen
 class Importer:
     name: str
     version: int

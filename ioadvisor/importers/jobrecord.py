@@ -13,10 +13,10 @@ bandwidth must stay under the file system's rated write peak, or under PHYSICAL_
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ImportFormatError, UsageError
+from ..frozen import frozen
 from ..model.run import Provenance, Run
 from ..model.validate import make_run
 from . import ImportContext, load_json, register
@@ -31,7 +31,7 @@ _NAME = re.compile(r"^[A-Za-z0-9._@-]{0,255}$")
 PHYSICAL_MAX = 100 << 40
 
 
-@dataclass(frozen=True)
+@frozen
 class JobRecord:
     job_id: str
     cluster: str | None                   # $SLURM_CLUSTER_NAME in the job (None: not written, or not under Slurm)

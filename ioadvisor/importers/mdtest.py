@@ -17,11 +17,11 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import datetime
 
 from ..errors import ImportFormatError, IOAdvisorError
 from ..center.evidence import ONE_FILE
+from ..frozen import frozen
 from ..model.run import Provenance, Run
 from ..model.stats import ci95
 from ..model.validate import make_run
@@ -84,7 +84,7 @@ def _int_opt(opts: dict, key: str) -> int | None:
         return None
 
 
-@dataclass(frozen=True)
+@frozen
 class _Setup:
     """What the header and the command line tell about the whole run."""
 

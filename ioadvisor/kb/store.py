@@ -14,11 +14,11 @@ from operator import itemgetter, not_
 import os
 import sqlite3
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import ImportFormatError, IOAdvisorError, KBError, UsageError
+from ..frozen import frozen
 from ..inputs import Kind, check_input
 from ..model.run import APIS, KINDS, OPS, Run, first_ids, norm_api, norm_layout, run_id
 from ..util import data_home
@@ -400,7 +400,7 @@ def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-@dataclass(frozen=True)
+@frozen
 class ImportResult:
     path: str
     format: str
@@ -411,7 +411,7 @@ class ImportResult:
     warnings: tuple[str, ...] = ()  # what the user should know of the runs added (their file system unknown, ...)
 
 
-@dataclass(frozen=True)
+@frozen
 class RunFilter:
     system: str | None = None
     filesystem: str | None = None

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import json
 import json.encoder
-from dataclasses import MISSING, asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, field, fields
 from operator import attrgetter, itemgetter
 from typing import Any, Iterable, Mapping
 
 from ..errors import UsageError
+from ..frozen import frozen
 
 APIS = ("POSIX", "MPIIO", "HDF5", "STDIO", "NETCDF", "PNETCDF", "NFS", "OTHER")
 DATA_OPS = ("write", "read", "randwrite", "randread", "rewrite", "reread")
@@ -46,7 +47,7 @@ def norm_layout(layout: str | None) -> str | None:
     raise UsageError(f"unknown layout {layout!r} (use shared or fpp)")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Provenance:
     """Where a run comes from."""
 
@@ -62,7 +63,7 @@ class Provenance:
     kind: str = "benchmark"        # benchmark | reference | production
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Run:
     """One measured result. `value` is normalised (MiB/s for bandwidth, ops/s for rates);
     `value_given`/`unit_given` keep what the source said, for display."""

@@ -1,13 +1,14 @@
-"""Core types shared by advice, wrapping, docs and diagnosis. Frozen dataclasses, no I/O."""
+"""Core types shared by advice, wrapping, docs and diagnosis. Frozen records (`ioadvisor.frozen`), no I/O."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import Any, Mapping
 
+from ..frozen import frozen
 from ..lustre import stripable
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class FileSystem:
     """A file system a center offers (global or the backing of a tier)."""
 
@@ -31,7 +32,7 @@ class FileSystem:
         return stripable(self.type, self.striping)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Tier:
     """Job-scoped scratch: per-job BeeOND, node-local NVMe, a burst buffer."""
 
@@ -45,7 +46,7 @@ class Tier:
     notes: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Center:
     """What a center offers: file systems, scratch tiers, default MPI flavour."""
 
@@ -66,7 +67,7 @@ class Center:
         return next((t for t in self.tiers if t.name == name), None)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Workload:
     """What a job does, as far as I/O goes."""
 
@@ -97,7 +98,7 @@ class Workload:
         return files >= 1000 and (self.bytes_per_rank * self.ranks) / max(files, 1) < (1 << 20)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Config:
     """One candidate setting."""
 
@@ -112,7 +113,7 @@ class Config:
     hdf5_alignment: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Prediction:
     """Predicted value (MiB/s or ops/s) with an interval and the runs it rests on."""
 
@@ -130,7 +131,7 @@ class Prediction:
         return self.value is not None and self.high is not None and self.value >= self.high
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Evidence:
     """A measured run or a published comparison an answer rests on."""
 
@@ -142,7 +143,7 @@ class Evidence:
     summary: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Option:
     """A configuration with its prediction and the commands that apply it."""
 
@@ -153,7 +154,7 @@ class Option:
     reasons: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Advice:
     """The answer to a workload: the recommendation, the system default and the runners-up."""
 
@@ -171,7 +172,7 @@ class Advice:
         return self.recommendation.prediction.value / b if b else float("inf")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Finding:
     """A diagnosis result with a stable ID (e.g. LUS001)."""
 

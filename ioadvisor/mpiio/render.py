@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
 from ..errors import UsageError
+from ..frozen import frozen
 from ..lustre import Setstripe, check_stripe_count, check_stripe_size, pattern_vars
 from .flavours import FlavourRule, rule_for
 
@@ -80,7 +81,7 @@ def path_fragment(pattern: str, extra_vars: frozenset[str] = frozenset()) -> str
 CWD = "$PWD"
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Plan:
     """A configuration to apply, with where the job keeps its data."""
 

@@ -5,9 +5,10 @@ runs and candidate settings onto it and keeps what the advice engine needs of a 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Iterable, Mapping, NamedTuple, Sequence
 
+from ..frozen import frozen
 from ..lustre import count_set, ost_limit, stripes_of
 from ..lustre import striped as lustre_striped
 from ..model.run import DATA_OPS, WRITE_OPS, Run, bytes_moved
@@ -60,7 +61,7 @@ def io_class(api: str | None, collective: bool | None) -> str:
     return f"{api or '?'}/{mode}"
 
 
-@dataclass(frozen=True)
+@frozen
 class Fit:
     """A fitted (system, file system, op) group: the posterior of the physical model and what it rests on."""
 

@@ -31,10 +31,11 @@ Prediction from a fitted parameter set is pure Python.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import Any, Mapping, NamedTuple, Sequence
 
+from ..frozen import frozen
 from ..lustre import ost_limit
 from ..model.validate import MIN_VALUE
 
@@ -373,7 +374,7 @@ def binding(theta: Mapping[str, float], p: PPoint) -> str:
 
 # ---- fitting -------------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class Posterior:
     """A fitted parameter set, its draws and its residual scale."""
 

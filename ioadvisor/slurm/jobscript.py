@@ -7,7 +7,9 @@ read by `ioadvisor.ioadvise_lines` (through `ioadvisor.job.describe`), not here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from ..frozen import frozen
 
 # short option -> long option (sbatch 22.05)
 SHORT = {
@@ -34,7 +36,7 @@ BLANKS = " \t\r\v\f"
 _SBATCH_RE = re.compile(r"^#SBATCH(?:\s+(.*))?$")
 
 
-@dataclass(frozen=True)
+@frozen
 class Directive:
     """One sbatch option: canonical long name, value (None for flags), where it came from."""
 
@@ -44,7 +46,7 @@ class Directive:
     raw: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class JobScript:
     """A parsed batch script. `block_end` is the 0-based index of the first command line (sbatch's stop)."""
 

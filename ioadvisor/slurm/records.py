@@ -6,11 +6,11 @@ import re
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 from ..errors import SlurmError, UsageError
+from ..frozen import frozen
 
 _JOB_ID = re.compile(r"^\d+(?:_\d+)?$")
 # the start of one job in `scontrol show job -o` output: its ids (digits only), then its name; the name and every
@@ -21,7 +21,7 @@ _FIELD_START = re.compile(r" +(?=[A-Za-z][A-Za-z0-9_:/]*=)")
 _BLOCK_DIR = re.compile(r"^\s*(_ioadv_out|_ioadv_rec_dir)=(.*)$")
 
 
-@dataclass(frozen=True)
+@frozen
 class Found:
     """A record file to collect and, when it was found through Slurm, the job it must belong to."""
 
@@ -31,7 +31,7 @@ class Found:
     cluster: str | None = None          # the cluster Slurm runs (ClusterName)
 
 
-@dataclass(frozen=True)
+@frozen
 class JobFacts:
     job_id: str
     user: str | None

@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Mapping
 
 from ..errors import UsageError
+from ..frozen import frozen
 from ..lustre import constraint_of, has_feature, pattern_vars
 from ..mpiio.render import MOUNT_VARS, Commands, Plan, check_hints, render
 from ..mpiio.flavours import FLAVOURS as MPI_FLAVOURS, parse_version
@@ -30,7 +31,7 @@ END = "# <<< ioadvise wrap"
 SHELLS = {"sh", "bash", "dash", "ksh", "zsh", "ash"}
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class TierSpec:
     """How a job asks for a scratch tier and where it is mounted (a `Tier` reduced to what the script needs)."""
 
@@ -40,7 +41,7 @@ class TierSpec:
     stage: bool = True
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class WrapSettings:
     """What the wrapped job applies."""
 

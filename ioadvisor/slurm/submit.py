@@ -7,11 +7,12 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ImportFormatError, SlurmError, UsageError
+from ..frozen import frozen
 from ..lustre import constraint_of, has_feature
 from ..model.run import norm_api
 from ..model.types import Center, FileSystem
@@ -24,7 +25,7 @@ TRANSIENT = re.compile(r"Socket timed out|Resource temporarily unavailable|Unabl
                        r"|Zero Bytes were transmitted")
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Explicit:
     """Settings given on the command line (None = not given)."""
 
@@ -42,7 +43,7 @@ class Explicit:
         return bool(self.stripe_count or self.stripe_size or self.hints or self.tier)
 
 
-@dataclass(frozen=True, kw_only=True)
+@frozen(kw_only=True)
 class Wrapped:
     """The result of wrapping: new text (or the original when advice failed open), and what happened."""
 
