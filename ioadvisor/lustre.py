@@ -20,6 +20,7 @@ from typing import Iterator
 
 from .errors import UsageError
 from .frozen import frozen
+from .util import LazyPattern
 
 STRIPE_UNIT = 65536                 # lfs-setstripe(1): stripe sizes are multiples of 64 KiB
 MAX_STRIPE_SIZE = 4 << 30           # Lustre refuses stripes of 4 GiB and more
@@ -28,7 +29,7 @@ MAX_STRIPE_COUNT = 2000             # LOV_MAX_STRIPE_COUNT
 STRIPED_TYPES = ("lustre", "beegfs")
 
 _VAR = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
-_CONSTRAINT = re.compile(r"^(?:--constraint=|-C\s*)(.*)$")
+_CONSTRAINT = LazyPattern(r"^(?:--constraint=|-C\s*)(.*)$")
 
 
 # ---- stripe size and count --------------------------------------------------------------------------------------

@@ -10,12 +10,11 @@ break arithmetic, JSON and SQLite's 64-bit integers) out of the KB.
 from __future__ import annotations
 
 import math
-import re
 from operator import attrgetter
 from typing import Any, Mapping
 
 from ..errors import UsageError
-from ..util import BIDI_CONTROLS
+from ..util import BIDI_CONTROLS, LazyPattern
 from .run import APIS, KINDS, LAYOUTS, OPS, Run, new_instance, norm_api, norm_layout
 from .units import normalize
 
@@ -43,10 +42,10 @@ ACCESS = ("sequential", "random")
 UNITS = ("MiB/s", "ops/s")
 #: names (system, file system, tier, ...) may hold any printable text but no control characters, bidirectional
 #: ones included (a name holding U+202E shows reversed, as another name)
-_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}]")
+_CONTROL = LazyPattern(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{BIDI_CONTROLS}]")
 #: free text (notes, command, citation) may hold tabs and newlines, no other control characters
-_CONTROL_TEXT = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_HINT_KEY = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+_CONTROL_TEXT = LazyPattern(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_HINT_KEY = LazyPattern(r"^[A-Za-z0-9_.\-]{1,128}$")
 MAX_NAME = 256
 MAX_TEXT = 64 << 10
 _NAMES = ("system", "filesystem", "fs_type", "tier")
@@ -129,7 +128,7 @@ def check_int(value: Any, what: str) -> None:
         raise UsageError(f"{what} must be between {lo} and {hi}, got {value}")
 
 
-_DATE = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2})(T.*)?)?)?$")
+_DATE = LazyPattern(r"^(\d{4})(?:-(\d{2})(?:-(\d{2})(T.*)?)?)?$")
 #: dates found valid (few distinct ones come back in every run of an import)
 _VALID_DATES: set[str] = set()
 
