@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO
 
 from .errors import ImportFormatError, UsageError
+from .frozen import NamedTuple
 
 __all__ = ["Kind", "SCRIPT", "TOML", "RECORD", "PLAN", "LOG", "RESULT", "check_input", "open_input", "read_input",
            "size_text"]

@@ -17,9 +17,10 @@ from __future__ import annotations
 import math
 import re
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, Sequence
 
 from .errors import ImportFormatError, UsageError
+from .frozen import NamedTuple
 from .lustre import stripe_count_problem, stripe_size_problem
 from .util import loads_toml
 

@@ -9,12 +9,13 @@ import copy
 import dataclasses
 import pickle
 import sys
+import typing
 from dataclasses import FrozenInstanceError, dataclass, field
 from pathlib import Path
 
 import pytest
 
-from ioadvisor.frozen import frozen
+from ioadvisor.frozen import NamedTuple, frozen
 
 PACKAGE = Path(__file__).resolve().parent.parent / "ioadvisor"
 
@@ -264,3 +265,85 @@ def test_an_undocumented_record_is_described_as_dataclasses_describe_it():
     assert frozen(body()).__doc__ == dataclass(frozen=True)(body()).__doc__ == \
         "Bare(x: 'int', y: \"'list[int] | None'\" = None, z: 'dict' = <factory>, *, k: 'str' = 'a')"
     assert frozen(kw_only=True)(body()).__doc__ == dataclass(frozen=True, kw_only=True)(body()).__doc__
+
+
+def _tuple(base):
+    """A named tuple made by `base` (typing.NamedTuple or frozen.NamedTuple)."""
+    class Band(base):
+        """A band of values."""
+
+        low: float
+        high: "float | None" = None
+        n: int = 0
+
+        @property
+        def width(self):
+            return None if self.high is None else self.high - self.low
+
+        def scaled(self, k):
+            return self._replace(low=self.low * k)
+    return Band
+
+
+def _tuples():
+    return _tuple(NamedTuple), _tuple(typing.NamedTuple)
+
+
+def test_a_named_tuple_is_made_without_compiling_its_annotations():
+    ours = _events_while(lambda: _tuple(NamedTuple))
+    theirs = _events_while(lambda: _tuple(typing.NamedTuple))
+    # collections.namedtuple's __new__ is one compilation; typing's adds one per annotated field
+    assert ours.count("compile") == 1 and theirs.count("compile") == 1 + 3
+
+
+def test_a_named_tuple_behaves_as_typing_makes_it():
+    ours, theirs = _tuples()
+    for cls in (ours, theirs):
+        assert cls.__mro__[1:] == (tuple, object) and cls.__doc__ == "A band of values."
+    a, b = ours(1.0, 3.0), theirs(1.0, 3.0)
+    assert repr(a) == repr(b) and a == b and hash(a) == hash(b) and tuple(a) == (1.0, 3.0, 0)
+    assert ours._fields == theirs._fields and ours._field_defaults == theirs._field_defaults == {"high": None, "n": 0}
+    assert a.width == b.width == 2.0 and a.scaled(2) == b.scaled(2) == (2.0, 3.0, 0)
+    assert a._asdict() == b._asdict() and ours._make([5, 6, 7]) == (5, 6, 7)
+    assert typing.get_type_hints(ours) == typing.get_type_hints(theirs)
+    for args in ((), (1, 2, 3, 4)):
+        messages = []
+        for cls in (ours, theirs):
+            with pytest.raises(TypeError) as e:
+                cls(*args)
+            messages.append(str(e.value))
+        assert messages[0] == messages[1]
+    with pytest.raises(TypeError, match="Non-default namedtuple field b cannot follow default field a"):
+        class Order(NamedTuple):
+            a: int = 1
+            b: int
+    with pytest.raises(AttributeError, match="Cannot overwrite NamedTuple attribute _replace"):
+        class Replacing(NamedTuple):
+            a: int
+
+            def _replace(self):
+                pass
+
+
+class PickledBand(NamedTuple):
+    low: float
+    high: float = 2.0
+
+
+def test_a_named_tuple_pickles_as_a_tuple_of_its_class():
+    band = PickledBand(1.0)
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        back = pickle.loads(pickle.dumps(band, protocol))
+        assert type(back) is PickledBand and back == band
+    assert copy.deepcopy(band) == band
+
+
+def test_the_package_makes_its_named_tuples_with_frozen():
+    """typing.NamedTuple compiles every field's annotation at every start."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "typing" and any(
+                    a.name == "NamedTuple" for a in node.names) and path.name != "frozen.py":
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert found == []

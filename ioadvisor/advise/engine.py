@@ -3,8 +3,9 @@ and the center's ceilings, ranked, and the best few explained with the runs they
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Mapping
 
+from ..frozen import NamedTuple
 from ..model.run import norm_api
 from ..model.types import Advice, Center, Config, Workload
 from ..predict import Fit

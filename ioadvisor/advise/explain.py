@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import math
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, Sequence
 
+from ..frozen import NamedTuple
 from ..model.types import Center, Config, Evidence, Option, Prediction, Workload
 from ..model.units import format_range, format_rate, format_size
 from ..lustre import ALL_OSTS, every_ost

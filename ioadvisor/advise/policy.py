@@ -33,8 +33,9 @@ The rule, in order:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+from ..frozen import NamedTuple
 from ..model.run import norm_api
 from ..model.types import Config, FileSystem, Tier, Workload
 

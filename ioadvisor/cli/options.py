@@ -13,7 +13,9 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, Sequence
+
+from ..frozen import NamedTuple
 
 _INT = re.compile(r"-?[0-9]+")
 

@@ -6,9 +6,9 @@ Every rule names where the fact comes from. Versions are compared as tuples of i
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from ..errors import UsageError
+from ..frozen import NamedTuple
 
 FLAVOURS = ("mpich", "openmpi", "cray", "intel", "mvapich2")
 

@@ -16,10 +16,10 @@ import re
 import shlex
 from dataclasses import field
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Mapping
 
 from ..errors import UsageError
-from ..frozen import frozen
+from ..frozen import NamedTuple, frozen
 from ..lustre import Setstripe, check_stripe_count, check_stripe_size, pattern_vars
 from .flavours import FlavourRule, rule_for
 

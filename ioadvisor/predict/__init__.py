@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import field
-from typing import Iterable, Mapping, NamedTuple, Sequence
+from typing import Iterable, Mapping, Sequence
 
-from ..frozen import frozen
+from ..frozen import NamedTuple, frozen
 from ..lustre import count_set, ost_limit, stripes_of
 from ..lustre import striped as lustre_striped
 from ..model.run import DATA_OPS, WRITE_OPS, Run, bytes_moved

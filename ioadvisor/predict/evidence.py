@@ -30,8 +30,9 @@ from __future__ import annotations
 import bisect
 import json
 import math
-from typing import Iterable, Mapping, NamedTuple
+from typing import Iterable, Mapping
 
+from ..frozen import NamedTuple
 from ..lustre import striped, stripes_of
 from ..model.run import Run, bytes_moved
 from . import io_class

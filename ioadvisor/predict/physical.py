@@ -33,9 +33,9 @@ from __future__ import annotations
 import math
 from dataclasses import field
 from functools import cached_property
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Mapping, Sequence
 
-from ..frozen import frozen
+from ..frozen import NamedTuple, frozen
 from ..lustre import ost_limit
 from ..model.validate import MIN_VALUE
 
