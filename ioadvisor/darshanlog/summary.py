@@ -29,13 +29,13 @@ UNREAD_IO_MODULES = ("DFS", "DAOS")
 
 
 def positional(cls: type) -> Any:
-    """A constructor of the frozen dataclass `cls` that takes every field, positionally and in the class's field
-    order, and fills the instance as the dataclass's own __init__ does (the same attributes in the same order:
-    equal, equally hashed and pickled alike). The generated __init__ of a frozen dataclass sets each field with a
-    call of object.__setattr__, which, for a summary of thousands of files, costs more than reading them; the
-    reader builds its many FileSummary, Requests and LustreLayout objects with this instead. Like dataclasses'
-    own __init__, it is a function written for the class's fields (one parameter per field, each stored in the
-    new instance's dict in turn), so a call with a field too few or too many is refused by Python itself."""
+    """A constructor of the frozen record `cls` that takes every field, positionally and in the class's field
+    order, and fills the instance as the record's own __init__ does (the same attributes in the same order:
+    equal, equally hashed and pickled alike). A record's __init__ (`ioadvisor.frozen`) takes keywords and checks
+    their names, three times the cost of this constructor for Requests' seven fields; the reader builds the many
+    FileSummary, Requests and LustreLayout objects of a summary of thousands of files with this instead. It is a
+    function written for the class's fields (one parameter per field, each stored in the new instance's dict in
+    turn), so a call with a field too few or too many is refused by Python itself."""
     names = tuple(f.name for f in fields(cls))
     body = "".join(f"    d_[{n!r}] = {n}\n" for n in names)
     src = (f"def {cls.__name__}({', '.join(names)}):\n    obj_ = new_(cls_)\n    d_ = obj_.__dict__\n{body}"
