@@ -1,7 +1,7 @@
-"""`ioadvisor.frozen`: a record (a class made with `@frozen`) is made without compiling anything, and behaves as the frozen dataclass of the same
-fields in everything the package relies on (construction, refusals, equality, hashing, repr, pickle, copy,
-replace, asdict, fields). Each behaviour is checked against a real frozen dataclass built from the same class
-body."""
+"""`ioadvisor.frozen`: a record (a class made with `@frozen`) is made without compiling anything, and behaves as
+the frozen dataclass of the same fields in everything the package relies on (construction, refusals, equality,
+hashing, repr, pickle, copy, replace, asdict, fields); a `frozen.NamedTuple` compiles none of its annotations and
+behaves as typing.NamedTuple's. Each behaviour is checked against the real one built from the same class body."""
 from __future__ import annotations
 
 import ast
