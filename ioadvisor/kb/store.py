@@ -49,9 +49,9 @@ def _to_wal(conn: sqlite3.Connection) -> None:
     other processes open the same new KB at once, the switch fails with "database is locked" at once, busy
     timeout or not; it is retried for as long as the busy timeout, and not tried where the KB is WAL already."""
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    while conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+    while conn.execute("PRAGMA main.journal_mode").fetchone()[0].lower() != "wal":
         try:
-            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA main.journal_mode = WAL")       # (the KB's only: not an attached reference)
         except sqlite3.OperationalError as e:
             if "locked" not in str(e) or time.monotonic() > deadline:
                 raise
@@ -635,6 +635,9 @@ class KB:
         try:
             self.conn.execute("PRAGMA main.synchronous = NORMAL")
             _to_wal(self.conn)
+            # read once through the log: until then this connection's first checkpoint failed ("database table
+            # is locked")
+            self.conn.execute("SELECT count(*) FROM main.sqlite_master").fetchone()
         except sqlite3.OperationalError:
             pass
 
