@@ -189,6 +189,38 @@ def test_a_large_import_into_an_empty_kb_leaves_every_index_whole_or_as_it_was(t
                                    ).fetchone()[0] == n
 
 
+def test_an_import_into_a_new_kb_leaves_it_in_wal_mode_whether_it_commits_or_rolls_back(tmp_path, kb_path):
+    """An import into a KB without runs writes through a rollback journal (KB._rollback_journal): a failed one
+    must NOT leave a run, a journal file or the KB out of WAL mode; a committed one must leave every run readable
+    by another connection and the KB in WAL; and where another connection has the KB open, the import keeps the
+    log and still stores every run."""
+    n = 2 * BATCH + 3
+    rows = [f"x,sysJ,lustre,8,write,POSIX,fpp,,1,{i + 1},,,,,{i + 1},MB/s," for i in range(n)]
+    f = tmp_path / "j.csv"
+    f.write_text(HEADER + "\n" + "\n".join(rows) + "\nx,sysJ,lustre,8,write,POSIX,fpp,,1,1,,,,,12,furlongs,\n")
+    journal = Path(f"{kb_path}-journal")
+
+    def mode(kb: KB) -> str:
+        return kb.conn.execute("PRAGMA journal_mode").fetchone()[0]
+    with KB.open(kb_path, reference=False) as kb:
+        with pytest.raises(ImportFormatError):
+            import_file(kb, f)
+        assert (mode(kb), kb.count(), journal.exists()) == ("wal", 0, False)
+        f.write_text(HEADER + "\n" + "\n".join(rows) + "\n")
+        assert import_file(kb, f).runs == n
+        assert (mode(kb), journal.exists()) == ("wal", False)
+    other = sqlite3.connect(kb_path)
+    assert other.execute("SELECT count(*) FROM runs").fetchone()[0] == n
+    other.close()
+    second = tmp_path / "second.sqlite"
+    with KB.open(second, reference=False) as kb:
+        reader = sqlite3.connect(second)
+        reader.execute("SELECT count(*) FROM runs").fetchone()      # open, between statements
+        assert import_file(kb, f).runs == n
+        assert mode(kb) == "wal" and reader.execute("SELECT count(*) FROM runs").fetchone()[0] == n
+        reader.close()
+
+
 def test_the_summary_of_a_batch_is_that_of_its_runs_one_by_one():
     """The per-system summary a batch adds (kb.store._Summary, counted per distinct system, file system, type
     and OST count) is what reading its runs in order gives: per system and file system the last stated type

@@ -195,7 +195,7 @@ def _read(lines: Iterable[str], ctx: ImportContext,
         except UnicodeDecodeError:
             raise ImportFormatError("not UTF-8 text", ctx.source, reader.line_num + 1) from None
         line = reader.line_num
-        if not "".join(row).strip():      # only blank cells
+        if not (row and row[0].strip()) and not "".join(row).strip():      # only blank cells
             continue
         if len(row) != width:
             raise ImportFormatError(f"expected {width} cells, found {len(row)}", ctx.source, line)

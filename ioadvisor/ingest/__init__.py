@@ -127,15 +127,26 @@ def _centers(center: Any) -> Callable[[str], Any]:
 
 
 def _flagged(items: Iterable[Keyed], center: Any) -> Iterator[Keyed]:
+    """`items`, in order, with the flags of the center of each row's system; a row of a system without such a
+    center (most files' every row) passes as it is."""
     from ..center.evidence import flags_of
     center_of = _centers(center)
-    for key, values in items:
-        c = center_of(values[V_SYSTEM])
-        if c is not None:
-            run = values_run(values)
-            f = flags_of(run, center=c, synced=synced_writes(run))
-            if f != run.flags:
-                values = values[:V_FLAGS] + (",".join(f) or None,)
+    plain: set[str] = set()         # the systems without one
+    for item in items:
+        system = item[1][V_SYSTEM]
+        if system in plain:
+            yield item
+            continue
+        c = center_of(system)
+        if c is None:
+            plain.add(system)
+            yield item
+            continue
+        key, values = item
+        run = values_run(values)
+        f = flags_of(run, center=c, synced=synced_writes(run))
+        if f != run.flags:
+            values = values[:V_FLAGS] + (",".join(f) or None,)
         yield key, values
 
 
