@@ -5,7 +5,7 @@ is even parsed; then the command runs (`ioadvisor.cli.main`).
 child that reads the log importing PyDarshan's backend and parsing. Forking the child first lets the two run side by
 side; `diagnose` takes the read over once its own checks of the file pass (`darshanlog.child.start_read`). A path
 that is not a Darshan log is not read here: the command reports it as it always does. What both sides need (the
-summary's dataclasses) is made once, before the fork.
+summary's records) is made once, before the fork.
 
 `ioadvise advise ...` as users type it is read without typer (`cli.advise.parse`), whose import is about a quarter
 of a cold advice; a command line it does not fully understand (--help, an error, an option it does not know) goes
@@ -26,7 +26,7 @@ def main() -> None:
     args = sys.argv[1:]
     diagnosing = args[:1] == ["diagnose"]
     if diagnosing:
-        # the summary's dataclasses (and `dataclasses` itself) are made before the fork: the child builds its
+        # the summary's records are made before the fork: the child builds its
         # answer of them and this process reads it back, so each would otherwise make them again, at the same cost
         from .darshanlog import summary  # noqa: F401
         from .darshanlog.child import prefetch

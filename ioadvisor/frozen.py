@@ -4,18 +4,21 @@ A frozen dataclass writes the source of six methods (__init__, __repr__, __eq__,
 __delattr__) for its fields and compiles it with `exec` when its class statement runs: 1.0-1.6 ms for a class of
 eight fields on Python 3.11, at every start of a process. The 18 a cold `ioadvise advise` made took 90 million of
 its 453 million instructions. A `@frozen` class is the same class made another way (0.13-0.22 ms for those eight
-fields): `dataclasses.dataclass` only collects its fields (init, repr and eq left out, so it compiles nothing), and
-the methods are shared functions bound to the field list (closures and `operator.attrgetter`), which a class
-statement merely creates.
+fields): its fields are collected here from the class body (its annotations in order, the defaults and `field`s),
+and the methods are shared functions bound to the field list (closures and `operator.attrgetter`), which a class
+statement merely creates. Nothing here imports `dataclasses`, which imports `inspect` (and with it ast, dis,
+tokenize): a tenth of a cold advice's start-up.
 
-A record behaves as the frozen dataclass of the same fields in what the package relies on: `dataclasses.fields`,
-`replace`, `asdict`, `field(default=..., default_factory=..., init=, repr=, compare=, hash=)`, `__post_init__`,
-`__match_args__`; an instance has the same attributes in the same order (so it pickles and copies to the same
-bytes), compares and hashes as the tuple of its compared fields, prints as dataclasses print it, and refuses to
-be changed with `dataclasses.FrozenInstanceError`. A call with an argument missing, unknown, doubled or too many
-is refused with Python's own TypeError for the signature the dataclass's __init__ would have (a function of that
-signature is made, from a code object's copy and not compiled, on the first such call). Not supported: InitVar,
-`order=True`, `slots=True`, a record derived from another dataclass.
+A record behaves as the frozen dataclass of the same fields in what the package relies on, through this module's
+`fields`, `replace`, `asdict` and `field(default=..., default_factory=..., init=, repr=, compare=, hash=,
+kw_only=)` (each as dataclasses' of the same name; `fields`, `replace` and `asdict` take a dataclass too),
+`__post_init__`, `__match_args__`; an instance has the same attributes in the same order (so it pickles and copies
+to the same bytes), compares and hashes as the tuple of its compared fields, prints as dataclasses print it, and
+refuses to be changed with `FrozenInstanceError` (an AttributeError, as dataclasses'). A call with an argument
+missing, unknown, doubled or too many is refused with Python's own TypeError for the signature the dataclass's
+__init__ would have (a function of that signature is made, from a code object's copy and not compiled, on the
+first such call). Not supported: InitVar, KW_ONLY, `order=True`, `slots=True`, a record derived from a record or a
+dataclass. To `dataclasses` a record is not a dataclass.
 
     @frozen(kw_only=True)
     class Tier:
@@ -30,7 +33,6 @@ makes.
 """
 from __future__ import annotations
 
-import dataclasses
 from _thread import get_ident
 from operator import attrgetter
 from types import FunctionType
@@ -41,6 +43,50 @@ _T = TypeVar("_T")
 _REQUIRED = object()       # placeholders keeping a field's place in the instance's dict until its value is set
 _FACTORY = object()
 _MADE = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
+FIELDS = "__record_fields__"
+_ATOMIC = frozenset({type(None), bool, int, float, complex, str, bytes, range, type})
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()      # no default given (as dataclasses.MISSING)
+
+
+class FrozenInstanceError(AttributeError):
+    """An attempt to change a record (as dataclasses.FrozenInstanceError)."""
+
+
+class Field:
+    """A record's field, as `dataclasses.Field` describes one: its name, annotation (the text it is written as),
+    default or default factory, and whether __init__ takes it, repr shows it, equality and hash compare it, and it
+    is keyword-only."""
+
+    __slots__ = ("name", "type", "default", "default_factory", "init", "repr", "compare", "hash", "kw_only")
+
+    def __init__(self, default: Any, default_factory: Any, init: bool, repr: bool, compare: bool,
+                 hash: bool | None, kw_only: Any) -> None:
+        self.name: str = ""
+        self.type: Any = None
+        self.default, self.default_factory, self.init, self.repr = default, default_factory, init, repr
+        self.compare, self.hash, self.kw_only = compare, hash, kw_only
+
+    def __repr__(self) -> str:
+        return (f"Field(name={self.name!r},type={self.type!r},default={self.default!r},"
+                f"default_factory={self.default_factory!r},init={self.init!r},repr={self.repr!r},"
+                f"hash={self.hash!r},compare={self.compare!r},kw_only={self.kw_only!r})")
+
+
+def field(*, default: Any = MISSING, default_factory: Any = MISSING, init: bool = True, repr: bool = True,
+          hash: bool | None = None, compare: bool = True, kw_only: Any = MISSING) -> Any:
+    """A record's field with a default, a default factory or other than the usual flags (as dataclasses.field)."""
+    if default is not MISSING and default_factory is not MISSING:
+        raise ValueError("cannot specify both default and default_factory")
+    return Field(default, default_factory, init, repr, compare, hash, kw_only)
 
 
 @overload
@@ -49,7 +95,7 @@ def frozen(cls: type[_T], /) -> type[_T]: ...
 def frozen(*, kw_only: bool = False) -> Callable[[type[_T]], type[_T]]: ...
 
 
-@dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
+@dataclass_transform(frozen_default=True, field_specifiers=(field, Field))
 def frozen(cls: Any = None, /, *, kw_only: bool = False) -> Any:
     """Make `cls` a frozen record (`@frozen`, or `@frozen(kw_only=True)` for keyword-only fields)."""
     if cls is None:
@@ -57,22 +103,105 @@ def frozen(cls: Any = None, /, *, kw_only: bool = False) -> Any:
     return _make(cls, kw_only)
 
 
+def is_record(obj: Any) -> bool:
+    """Whether `obj` is a record or a record's class."""
+    return hasattr(obj, FIELDS)
+
+
+def fields(obj: Any) -> tuple[Any, ...]:
+    """A record's fields in their order (a dataclass's from dataclasses), as `dataclasses.fields` gives them."""
+    found = getattr(obj, FIELDS, None)
+    if found is not None:
+        return found
+    import dataclasses
+    return dataclasses.fields(obj)
+
+
+def replace(obj: _T, /, **changes: Any) -> _T:
+    """A copy of a record with `changes` (a dataclass's by dataclasses), made as `dataclasses.replace` makes it:
+    through __init__ (so __post_init__ checks it), a field __init__ does not take refused with ValueError."""
+    found = getattr(type(obj), FIELDS, None)
+    if found is None:
+        import dataclasses
+        return dataclasses.replace(obj, **changes)     # type: ignore[type-var]
+    for f in found:
+        if not f.init:
+            if f.name in changes:
+                raise ValueError(f"field {f.name} is declared with init=False, it cannot be specified with replace()")
+        elif f.name not in changes:
+            changes[f.name] = getattr(obj, f.name)
+    return obj.__class__(**changes)
+
+
+def asdict(obj: Any) -> dict[str, Any]:
+    """A record (or dataclass) as a dict, as `dataclasses.asdict` makes it: records and dataclasses in it made
+    dicts, lists, tuples (named tuples too) and dicts rebuilt, every other value deep-copied."""
+    if not (hasattr(type(obj), FIELDS) or hasattr(type(obj), "__dataclass_fields__")):
+        raise TypeError("asdict() should be called on dataclass instances")
+    return _asdict(obj)
+
+
+def _asdict(obj: Any) -> Any:
+    if hasattr(type(obj), FIELDS) or hasattr(type(obj), "__dataclass_fields__"):
+        return {f.name: _asdict(getattr(obj, f.name)) for f in fields(obj)}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*[_asdict(v) for v in obj])
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_asdict(v) for v in obj)
+    if isinstance(obj, dict):
+        if hasattr(type(obj), "default_factory"):
+            out = type(obj)(obj.default_factory)
+            for k, v in obj.items():
+                out[_asdict(k)] = _asdict(v)
+            return out
+        return type(obj)((_asdict(k), _asdict(v)) for k, v in obj.items())
+    if obj.__class__ in _ATOMIC:
+        return obj         # what deepcopy returns for these (and `copy` is not imported for them)
+    import copy
+    return copy.deepcopy(obj)
+
+
+def _collect(cls: type, kw_only: bool) -> tuple[Field, ...]:
+    """The fields of a class body as dataclasses collect them: its annotations in order (but ClassVar), with the
+    class attribute as the default or the `field` it holds; the class attribute set to the default, or removed."""
+    out = []
+    for name, kind in cls.__dict__.get("__annotations__", {}).items():
+        text = kind if isinstance(kind, str) else getattr(kind, "__name__", repr(kind))
+        if text.startswith(("ClassVar", "typing.ClassVar")):
+            continue
+        if text.startswith(("InitVar", "KW_ONLY", "dataclasses.")):
+            raise TypeError(f"frozen {cls.__qualname__}: {text} is not supported")
+        value = cls.__dict__.get(name, MISSING)
+        f = value if isinstance(value, Field) else Field(value, MISSING, True, True, True, None, MISSING)
+        f.name, f.type = name, kind
+        if f.kw_only is MISSING:
+            f.kw_only = kw_only
+        if f.default is not MISSING and f.default.__class__.__hash__ is None:
+            raise ValueError(f"mutable default {type(f.default)} for field {name} is not allowed: "
+                             "use default_factory")
+        if isinstance(value, Field):
+            if f.default is MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, f.default)
+        out.append(f)
+    return tuple(out)
+
+
 def _make(cls: type, kw_only: bool) -> type:
     clash = [n for n in ("__setattr__", "__delattr__") if n in cls.__dict__]
-    if clash or any(dataclasses.is_dataclass(b) for b in cls.__mro__[1:]):
+    if clash or any(hasattr(b, FIELDS) or hasattr(b, "__dataclass_fields__") for b in cls.__mro__[1:]):
         raise TypeError(f"frozen {cls.__qualname__}: defines {clash[0]}" if clash else
-                        f"frozen {cls.__qualname__}: derived from a dataclass")
-    undocumented = not cls.__doc__
-    if undocumented:
-        cls.__doc__ = "-"      # dataclasses would write it from inspect.signature, which parses text (compiles)
-    dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=kw_only)
-    fields = dataclasses.fields(cls)
-    if undocumented:
+                        f"frozen {cls.__qualname__}: derived from a dataclass or record")
+    fields = _collect(cls, kw_only)
+    setattr(cls, FIELDS, fields)
+    if not cls.__doc__:
         cls.__doc__ = _doc(cls.__name__, fields)
+    if "__match_args__" not in cls.__dict__:
+        cls.__match_args__ = tuple(f.name for f in fields if f.init and not f.kw_only)  # type: ignore[attr-defined]
     positional = [f for f in fields if f.init and not f.kw_only]
     for a, b in zip(positional, positional[1:]):
-        if b.default is dataclasses.MISSING and b.default_factory is dataclasses.MISSING and (
-                a.default is not dataclasses.MISSING or a.default_factory is not dataclasses.MISSING):
+        if not _has_default(b) and _has_default(a):
             raise TypeError(f"non-default argument {b.name!r} follows default argument")
     made = {"__init__": _init(cls, fields), "__repr__": _repr(tuple(f.name for f in fields if f.repr))}
     made.update(_eq_hash(tuple(f.name for f in fields if f.compare),
@@ -90,22 +219,22 @@ def _make(cls: type, kw_only: bool) -> type:
     return cls
 
 
-def _doc(name: str, fields: tuple[dataclasses.Field, ...]) -> str:
+def _doc(name: str, fields: tuple[Field, ...]) -> str:
     """The docstring dataclasses give a class without one: its name and its __init__ signature."""
-    def param(f: dataclasses.Field) -> str:
+    def param(f: Field) -> str:
         text = f"{f.name}: {f.type!r}"
-        if f.default is not dataclasses.MISSING:
+        if f.default is not MISSING:
             return f"{text} = {f.default!r}"
-        return f"{text} = <factory>" if f.default_factory is not dataclasses.MISSING else text
+        return f"{text} = <factory>" if f.default_factory is not MISSING else text
     pos = [param(f) for f in fields if f.init and not f.kw_only]
     kwo = [param(f) for f in fields if f.init and f.kw_only]
     return f"{name}({', '.join(pos + (['*'] + kwo if kwo else []))})"
 
 
-def _init(cls: type, fields: tuple[dataclasses.Field, ...]) -> Callable[..., None]:
+def _init(cls: type, fields: tuple[Field, ...]) -> Callable[..., None]:
     """__init__ as the dataclass's: every field set in the instance's dict in field order (defaults, the given
     values, then the factories' values for fields not given), then __post_init__ if the class has one."""
-    missing = dataclasses.MISSING
+    missing = MISSING
     names = frozenset(f.name for f in fields if f.init)
     required = frozenset(f.name for f in fields if f.init and f.default is missing and f.default_factory is missing)
     defaults = {f.name: f.default if f.default is not missing else
@@ -138,7 +267,7 @@ def _signature_of(self) -> None:     # the code object a record's __init__ signa
     pass
 
 
-def _refuse(cls: type, fields: tuple[dataclasses.Field, ...], made: list[FunctionType], self: Any,
+def _refuse(cls: type, fields: tuple[Field, ...], made: list[FunctionType], self: Any,
             args: tuple, kw: dict[str, Any]) -> None:
     """Raise the TypeError Python raises for a call of the dataclass's __init__ with these arguments: a function
     with that signature (same parameters, qualified name, which ones have defaults) is called with them."""
@@ -158,8 +287,8 @@ def _refuse(cls: type, fields: tuple[dataclasses.Field, ...], made: list[Functio
     raise TypeError(f"{cls.__qualname__}.__init__() got arguments it cannot take")   # not reached
 
 
-def _has_default(f: dataclasses.Field) -> bool:
-    return f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+def _has_default(f: Field) -> bool:
+    return f.default is not MISSING or f.default_factory is not MISSING
 
 
 _repr_running: set[tuple[int, int]] = set()
@@ -205,7 +334,7 @@ def _eq_hash(compared: tuple[str, ...], hashed: tuple[str, ...]) -> dict[str, Ca
 
 
 def _frozen(cls: type, names: frozenset[str]) -> dict[str, Callable[..., Any]]:
-    error = dataclasses.FrozenInstanceError
+    error = FrozenInstanceError
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
         if type(self) is cls or name in names:

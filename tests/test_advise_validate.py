@@ -402,7 +402,7 @@ def test_systems_shared_out_among_processes_give_the_report_of_one_process(kb_pa
     # worker that reads another KB than the caller's (the reference layer added to a KB opened without it, runs
     # left out), results put back out of order, or a worker that cannot see what the caller has not committed
     import os
-    from dataclasses import replace
+    from ioadvisor.frozen import replace
     from ioadvisor.advise import validate as V
     toy = _model_shaped_runs()
     with KB.open(kb_path, reference=False) as kb:

@@ -246,7 +246,7 @@ def test_lus001_names_a_directory_of_the_users_never_a_file_system_root():
     mount /scratch2, 24 stripes) made a one-stripe file: where it lies below the mount, LUS001 stripes a
     directory beside it; moved into the mount's root, the fix must not be `mkdir -p /scratch2/striped` but a
     directory the job wrote to below the mount, else `$USER`'s directory there."""
-    import dataclasses
+    from ioadvisor.frozen import replace
 
     from ioadvisor.diagnose import judge
     from ioadvisor.diagnose.rules import load_thresholds
@@ -255,20 +255,20 @@ def test_lus001_names_a_directory_of_the_users_never_a_file_system_root():
     assert big.mount == "/scratch2" and big.lustre.stripe_count == 24
 
     def lus001(files):
-        d = judge(dataclasses.replace(s, files=tuple(files)), load_thresholds(None), None, use_kb=False)
+        d = judge(replace(s, files=tuple(files)), load_thresholds(None), None, use_kb=False)
         f = next(f for f in d.findings if f.id == "LUS001")
         # the message's `mkdir -p` names the same directory as the command
         assert f"`mkdir -p {f.evidence['command'].split(' ', 6)[-1]}`" in f.message
         return f.evidence["command"]
-    one = dataclasses.replace(big, lustre=dataclasses.replace(big.lustre, stripe_count=1))
+    one = replace(big, lustre=replace(big.lustre, stripe_count=1))
     others = [f for f in s.files if f is not big]
     home = "/scratch2/scratchdirs/glock/tokioabc-s.4478544/vpicio"
     assert lus001([one] + others).endswith(f" {home}/striped")
     # in the root of /scratch2: the job wrote nothing else below the mount, so $USER's directory there
-    at_root = dataclasses.replace(one, path="/scratch2/vpicio.hdf5")
+    at_root = replace(one, path="/scratch2/vpicio.hdf5")
     assert not any(f.bytes_written and f.mount == "/scratch2" for f in others)
     cmd = lus001([at_root] + others)
     assert cmd.endswith(' "/scratch2/$USER/striped"') and "/scratch2/striped" not in cmd
     # ... and with an output directory of the job below the mount (a copy of the file written there), that one
-    out = dataclasses.replace(big, id=big.id + 1, path=f"{home}/out.h5", shared=False, lustre=None)
+    out = replace(big, id=big.id + 1, path=f"{home}/out.h5", shared=False, lustre=None)
     assert lus001([at_root, out] + others).endswith(f" {home}/striped")

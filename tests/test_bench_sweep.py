@@ -235,7 +235,7 @@ def test_a_failing_config_is_reported_and_the_rest_still_run(tmp_path, kb_path):
 def test_a_result_that_is_not_what_the_config_asked_is_named_not_taken(tmp_path, kb_path):
     """A real one-rank result checked against configs it does not match: 2 ranks, 2 nodes, another index, a
     task of another array job. Each mismatch is named; the matching config passes."""
-    import dataclasses
+    from ioadvisor.frozen import replace
 
     from ioadvisor.bench.sweep import verify_result
     f = tmp_path / "one.toml"
@@ -246,15 +246,15 @@ def test_a_result_that_is_not_what_the_config_asked_is_named_not_taken(tmp_path,
     plan = load_plan(tmp_path / "r" / PLAN_FILE)
     cfg, path = plan.configs[0], plan.result_path(0)
     assert verify_result(plan, cfg, path) is None
-    assert verify_result(plan, dataclasses.replace(cfg, ranks=2), path) == \
+    assert verify_result(plan, replace(cfg, ranks=2), path) == \
         "the result reports 1 rank(s), the config asked for 2"
-    assert "reports 1 node(s), the config asked for 2" in verify_result(plan, dataclasses.replace(cfg, nodes=2), path)
-    assert "holds config 0, not config 1" in verify_result(plan, dataclasses.replace(cfg, index=1), path)
+    assert "reports 1 node(s), the config asked for 2" in verify_result(plan, replace(cfg, nodes=2), path)
+    assert "holds config 0, not config 1" in verify_result(plan, replace(cfg, index=1), path)
     assert "not by task 0 of array job 99" in verify_result(plan, cfg, path, job_id="99")
 
 
 def test_srun_launcher_takes_its_options_and_nothing_else(tmp_path):
-    import dataclasses
+    from ioadvisor.frozen import replace
 
     from ioadvisor.bench import sweep as sw
     f = write_matrix(tmp_path)
@@ -267,8 +267,8 @@ def test_srun_launcher_takes_its_options_and_nothing_else(tmp_path):
     plan = plan_sweep(f)
     assert sw.launcher_command(plan, plan.configs[0], "p.json")[:4] == ["srun", "--mpi=pmi2", "-n", "2"]
     assert sw.srun_without_mpi(plan) is None                           # the plugin is named
-    assert sw.srun_without_mpi(dataclasses.replace(plan, launcher="mpiexec")) is None
-    assert "--mpi is none" in sw.srun_without_mpi(dataclasses.replace(plan, launcher="srun --mpi=none"))
+    assert sw.srun_without_mpi(replace(plan, launcher="mpiexec")) is None
+    assert "--mpi is none" in sw.srun_without_mpi(replace(plan, launcher="srun --mpi=none"))
 
 
 @pytest.mark.parametrize("text", ['{"x": ' + "9" * 5000 + "}", '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}", "{"])

@@ -145,3 +145,32 @@ def test_the_console_script_answers_as_typer_does(args, quick, tmp_path):
     assert typer_side[3] and quick_side[3] == (not quick)
     if args == BASE + ["--api", "mpiio", "--layout", "any", "--json"]:
         assert json.loads(quick_side[1])["system"] == "HA8000" and quick_side[0] == 0
+
+
+# the modules a plain `advise --json` has no use for: dataclasses imports inspect, which imports ast, dis and
+# tokenize (a tenth of a cold advice's start-up); rich (text output) and typer import them, --json uses neither
+NOT_FOR_JSON = ("dataclasses", "inspect", "ast", "dis", "tokenize", "typer", "rich")
+MODULES_PROBE = """
+import atexit, json, sys
+atexit.register(lambda: sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n"))
+sys.argv = ["ioadvise", *sys.argv[2:]]
+from ioadvisor.console import main
+main()
+"""
+
+
+def test_a_plain_json_advice_imports_neither_dataclasses_nor_inspect(tmp_path):
+    home = tmp_path / "home"
+    env = {**os.environ, "HOME": str(home), "XDG_CACHE_HOME": str(home / "cache"), "XDG_DATA_HOME": str(home / "share"),
+           "IOADVISE_KB": "", "IOADVISE_CENTER_KB": ""}
+    args = BASE + ["--api", "mpiio", "--layout", "any", "--json"]
+    loaded = []
+    for _ in range(2):      # the first fits the reference data (numpy and scipy import them) and caches the fits
+        p = subprocess.run([sys.executable, "-c", MODULES_PROBE, "-", "advise", *args], capture_output=True,
+                           text=True, env=env)
+        err, _, modules = p.stderr.rpartition("\nMODULES ")
+        assert p.returncode == 0 and json.loads(p.stdout)["system"] == "HA8000", err
+        loaded.append(set(json.loads(modules)))
+    assert "scipy" in loaded[0] and "scipy" not in loaded[1]
+    assert "ioadvisor.advise.candidates" in loaded[1] and "ioadvisor.frozen" in loaded[1]
+    assert sorted(loaded[1] & set(NOT_FOR_JSON)) == []

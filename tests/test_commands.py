@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 from ioadvisor.advise import advise
 from ioadvisor.advise.explain import plan_for
 from ioadvisor.center import available_centers, load_center, load_center_file
+from ioadvisor.frozen import replace
 from ioadvisor.kb import KB
 from ioadvisor.model.types import Workload
 from ioadvisor.lustre import Setstripe, lfs_size
@@ -230,7 +230,6 @@ def test_advise_wrap_and_diagnose_print_the_same_commands(tmp_path):
     """One configuration (HA8000, 30 stripes of 1 MiB, the advised hints), three commands: the lfs line is the
     same string in all three, and every line advise prints after the directory definition is in the wrapped
     script verbatim."""
-    import dataclasses
     import json
     import sys
 
@@ -265,8 +264,8 @@ def test_advise_wrap_and_diagnose_print_the_same_commands(tmp_path):
     log = Path(darshan.__file__).parent / "examples" / "example_logs" / "example.darshan"
     base = summarize(log)
     (f,) = base.shared_files            # its 2 TiB shared file, as if created with one stripe
-    big = dataclasses.replace(f, lustre=dataclasses.replace(f.lustre, stripe_count=1, osts=(f.lustre.osts[0],)))
-    s = dataclasses.replace(base, files=(big,))
+    big = replace(f, lustre=replace(f.lustre, stripe_count=1, osts=(f.lustre.osts[0],)))
+    s = replace(base, files=(big,))
     (lus,) = [x for x in run_rules(s, ctx=Context(center_ost_count=30, center_name="HA8000")) if x.id == "LUS001"]
     assert big.lustre.stripe_size == 1 << 20
     sdir = os.path.join(os.path.dirname(big.path) or ".", "striped")
@@ -280,7 +279,6 @@ def test_advise_wrap_and_diagnose_print_the_same_commands(tmp_path):
 def test_diagnose_never_stripes_an_existing_directory():
     """Every LUS001 command over the wheel's logs (each shared file made single-striped) targets a new directory
     `striped` beside the file, made by the mkdir printed with it; -S in Lustre's grammar."""
-    import dataclasses
     import os
 
     import darshan
@@ -293,10 +291,10 @@ def test_diagnose_never_stripes_an_existing_directory():
             base = summarize(log)
         except Exception:
             continue                      # logs the reader refuses are diagnose's own tests' business
-        files = tuple(dataclasses.replace(f, lustre=dataclasses.replace(f.lustre, stripe_count=1,
+        files = tuple(replace(f, lustre=replace(f.lustre, stripe_count=1,
                                                                        osts=f.lustre.osts[:1]))
                       if f.lustre is not None else f for f in base.files)
-        s = dataclasses.replace(base, files=files)
+        s = replace(base, files=files)
         for ctx in (Context(), Context(center_ost_count=30, center_name="HA8000")):
             for f in run_rules(s, ctx=ctx):
                 for cmd in re.findall(r"`(lfs setstripe [^`]*)`", f.message):

@@ -220,7 +220,7 @@ def test_an_import_stores_what_the_run_path_stores_with_flags(tmp_path):
     c = load_center(str(center))
     runs = csvimp.parse(f.read_bytes(), ImportContext(source=str(f)))
     col = RUN_COLUMNS.index
-    from dataclasses import replace
+    from ioadvisor.frozen import replace
     expected = [run_row(replace(r, flags=flags_of(r, center=c)), s[col("id")], s[col("source_hash")],
                          s[col("seq")]) for r, s in zip(runs, stored)]
     assert len(stored) == len(runs) == 500 and stored == expected

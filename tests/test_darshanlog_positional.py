@@ -3,18 +3,18 @@ __init__: what it makes must not differ from what __init__ makes in any way a ca
 pickle bytes, attribute order), and a call with a field too few or too many must not make an object at all."""
 from __future__ import annotations
 
-import dataclasses
 import pickle
 
 import pytest
 
 from ioadvisor.darshanlog.summary import FileSummary, LustreLayout, Requests, positional
+from ioadvisor.frozen import FrozenInstanceError, fields
 
 
 def _values(cls) -> list:
     """A distinct value per field (so a field set from its neighbour's value shows)."""
     out = []
-    for i, f in enumerate(dataclasses.fields(cls)):
+    for i, f in enumerate(fields(cls)):
         if f.name.endswith("_req"):
             out.append(Requests(ops=i, small=1, zero=0, exactly_1mib=0, time=0.5 * i, in_bins_below_1mib=2,
                                 refined_out=1))
@@ -28,12 +28,12 @@ def _values(cls) -> list:
 @pytest.mark.parametrize("cls", [FileSummary, LustreLayout, Requests])
 def test_positional_makes_what_init_makes(cls):
     vals = _values(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
+    names = [f.name for f in fields(cls)]
     ours, theirs = positional(cls)(*vals), cls(**dict(zip(names, vals)))
     assert ours == theirs and hash(ours) == hash(theirs)
     assert list(vars(ours)) == list(vars(theirs)) == names
     assert pickle.dumps(ours) == pickle.dumps(theirs)
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(FrozenInstanceError):
         ours.__setattr__(names[0], 1)
 
 

@@ -20,6 +20,7 @@ from ioadvisor.darshanlog.summary import LogSummary, to_workload  # noqa: E402
 from ioadvisor.diagnose.facts import KBFile  # noqa: E402
 from ioadvisor.diagnose.rules import Context, load_thresholds, run_rules  # noqa: E402
 from ioadvisor.errors import ConfigError, ImportFormatError  # noqa: E402
+from ioadvisor.frozen import replace  # noqa: E402
 
 LOGDIR = Path(darshan.__file__).parent / "examples" / "example_logs"
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,8 +92,8 @@ def _one_stripe_example(summaries):
     the only change is the layout; bytes, ranks and times are the log's."""
     s = summaries["example.darshan"]
     (f,) = s.shared_files
-    lay = dataclasses.replace(f.lustre, stripe_count=1, osts=(f.lustre.osts[0],))
-    return dataclasses.replace(s, files=(dataclasses.replace(f, lustre=lay),))
+    lay = replace(f.lustre, stripe_count=1, osts=(f.lustre.osts[0],))
+    return replace(s, files=(replace(f, lustre=lay),))
 
 
 def test_lus001_stripe_count_not_capped_by_the_logs_lower_bound(summaries):
@@ -331,10 +332,10 @@ def _independent_macsio(summaries):
     files = []
     for f in s.files:
         if f.path.endswith(".h5"):
-            w = dataclasses.replace(f.mpiio_write, collective_bytes_max=f.mpiio_write.bytes // 2, time=160.0)
-            f = dataclasses.replace(f, mpiio_write=w)
+            w = replace(f.mpiio_write, collective_bytes_max=f.mpiio_write.bytes // 2, time=160.0)
+            f = replace(f, mpiio_write=w)
         files.append(f)
-    return dataclasses.replace(s, files=tuple(files), run_time=40.0)
+    return replace(s, files=tuple(files), run_time=40.0)
 
 
 def test_mpi001_fires_only_where_the_bytes_are_provably_independent(summaries):

@@ -165,11 +165,11 @@ def test_a_one_stripe_file_written_through_mpiio_counts_with_mpiio_bytes():
 
 
 def _example_one_stripe():
-    import dataclasses
+    from ioadvisor.frozen import replace
     s = analyze(EXAMPLES / "example.darshan", use_kb=False).summary
     (f,) = s.shared_files
-    lay = dataclasses.replace(f.lustre, stripe_count=1, osts=(f.lustre.osts[0],))
-    return dataclasses.replace(s, files=(dataclasses.replace(f, lustre=lay),))
+    lay = replace(f.lustre, stripe_count=1, osts=(f.lustre.osts[0],))
+    return replace(s, files=(replace(f, lustre=lay),))
 
 
 def test_a_gain_is_quoted_only_from_the_jobs_own_system_at_its_scale(tmp_path):

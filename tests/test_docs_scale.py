@@ -75,7 +75,7 @@ def test_a_guide_read_by_two_workers_is_byte_for_byte_the_one_read_by_one(tmp_pa
     # what must NOT happen: a page that depends on how the reading was shared out among worker processes (a large
     # system read in parts and assembled: sections, table rows, provenance entries or the confidence-interval
     # runs in another order, a file system lost or read twice between the parts)
-    from dataclasses import replace
+    from ioadvisor.frozen import replace
     from ioadvisor.docs import build_site
     monkeypatch.setattr(collect, "ROW_LIMIT", 50)            # the file systems of "Many" are grouped
     monkeypatch.setattr(collect, "GROUP_LIMIT", 5)           # each shows 5 groups: the provenance page picks

@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from ioadvisor.docs import plots
 from ioadvisor.docs.i18n import catalogue, translator
 from ioadvisor.docs.plots import PlotSpec, Series
+from ioadvisor.frozen import replace
 
 NS = "{http://www.w3.org/2000/svg}"
 

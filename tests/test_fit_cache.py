@@ -4,11 +4,11 @@ counts or model code other than those it was made for."""
 from __future__ import annotations
 
 import subprocess
-from dataclasses import replace
 
 import pytest
 
 from ioadvisor.advise import fits as F
+from ioadvisor.frozen import replace
 from ioadvisor.model.validate import make_run
 
 

@@ -1,7 +1,8 @@
 """`ioadvisor.frozen`: a record (a class made with `@frozen`) is made without compiling anything, and behaves as
 the frozen dataclass of the same fields in everything the package relies on (construction, refusals, equality,
-hashing, repr, pickle, copy, replace, asdict, fields); a `frozen.NamedTuple` compiles none of its annotations and
-behaves as typing.NamedTuple's. Each behaviour is checked against the real one built from the same class body."""
+hashing, repr, pickle, copy, and frozen's replace, asdict and fields as dataclasses' of the dataclass), without
+importing dataclasses; a `frozen.NamedTuple` compiles none of its annotations and behaves as typing.NamedTuple's.
+Each behaviour is checked against the real one built from the same class body."""
 from __future__ import annotations
 
 import ast
@@ -10,11 +11,12 @@ import dataclasses
 import pickle
 import sys
 import typing
-from dataclasses import FrozenInstanceError, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from ioadvisor import frozen as rec_module
 from ioadvisor.frozen import NamedTuple, frozen
 
 PACKAGE = Path(__file__).resolve().parent.parent / "ioadvisor"
@@ -22,8 +24,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ioadvisor"
 
 def _bodies(kw_only: bool):
     """The same class body made twice: as a record and as a frozen dataclass, with the same qualified name (so
-    messages and reprs can be compared as they are)."""
-    def make(decorate):
+    messages and reprs can be compared as they are), each with its own `field`."""
+    def make(decorate, field):
         class Point:
             """A point with a label."""
 
@@ -34,7 +36,8 @@ def _bodies(kw_only: bool):
             weight: float = field(default=1.0, hash=False)
             note: str = field(default="", init=False)
         return decorate(Point)
-    return make(frozen(kw_only=kw_only)), make(dataclass(frozen=True, kw_only=kw_only))
+    return (make(frozen(kw_only=kw_only), rec_module.field),
+            make(dataclass(frozen=True, kw_only=kw_only), dataclasses.field))
 
 
 PAIRS = {"keyword-only": _bodies(True), "positional": _bodies(False)}
@@ -61,7 +64,7 @@ def _events_while(make) -> list[str]:
 
 
 def test_making_a_record_compiles_nothing():
-    def body():
+    def body(field=rec_module.field):
         class Job:
             name: str
             nodes: int = 1
@@ -70,7 +73,7 @@ def test_making_a_record_compiles_nothing():
     assert _events_while(lambda: frozen(body())) == []
     assert _events_while(lambda: frozen(kw_only=True)(body())) == []
     # the hook does see what a frozen dataclass compiles (six methods: one compile and one exec each)
-    assert _events_while(lambda: dataclass(frozen=True)(body())).count("exec") >= 6
+    assert _events_while(lambda: dataclass(frozen=True)(body(dataclasses.field))).count("exec") >= 6
 
 
 def _calls(kw_only: bool):
@@ -85,7 +88,7 @@ def _calls(kw_only: bool):
 
 def test_instances_hold_the_same_attributes_in_the_same_order(pair):
     rec, dc = pair
-    kw_only = dataclasses.fields(rec)[0].kw_only
+    kw_only = rec_module.fields(rec)[0].kw_only
     for args, kw in _calls(kw_only):
         r, d = rec(*args, **kw), dc(*args, **kw)
         assert list(r.__dict__.items()) == list(d.__dict__.items())
@@ -147,43 +150,88 @@ def test_a_field_that_cannot_be_hashed_refuses_as_the_dataclass_does(pair):
 
 def test_a_record_cannot_be_changed(pair):
     rec, dc = pair
-    for obj in (rec(x=1), dc(x=1)):
-        with pytest.raises(FrozenInstanceError, match="cannot assign to field 'x'"):
+    for obj, error in ((rec(x=1), rec_module.FrozenInstanceError), (dc(x=1), dataclasses.FrozenInstanceError)):
+        assert issubclass(error, AttributeError)
+        with pytest.raises(error, match="cannot assign to field 'x'"):
             obj.x = 2
-        with pytest.raises(FrozenInstanceError, match="cannot assign to field 'other'"):
+        with pytest.raises(error, match="cannot assign to field 'other'"):
             obj.other = 2
-        with pytest.raises(FrozenInstanceError, match="cannot delete field 'label'"):
+        with pytest.raises(error, match="cannot delete field 'label'"):
             del obj.label
         assert obj.x == 1 and "other" not in obj.__dict__
 
 
-def test_dataclasses_functions_see_a_record_as_the_dataclass(pair):
+def test_frozens_functions_see_a_record_as_dataclasses_see_the_dataclass(pair):
     rec, dc = pair
     r, d = rec(x=1, tags={"a": [1]}), dc(x=1, tags={"a": [1]})
-    assert dataclasses.is_dataclass(r) and dataclasses.is_dataclass(rec)
-    assert [(f.name, f.init, f.repr, f.compare, f.hash, f.kw_only) for f in dataclasses.fields(rec)] == \
-        [(f.name, f.init, f.repr, f.compare, f.hash, f.kw_only) for f in dataclasses.fields(dc)]
-    assert dataclasses.asdict(r) == dataclasses.asdict(d) and dataclasses.astuple(r) == dataclasses.astuple(d)
-    r2, d2 = dataclasses.replace(r, label="z"), dataclasses.replace(d, label="z")
+    assert rec_module.is_record(r) and rec_module.is_record(rec) and not rec_module.is_record(d)
+    assert not dataclasses.is_dataclass(r)          # to dataclasses a record is not one
+    flags = ("name", "type", "default", "default_factory", "init", "repr", "compare", "hash", "kw_only")
+    missing = (rec_module.MISSING, dataclasses.MISSING)
+
+    def described(fields):
+        return [tuple("MISSING" if any(getattr(f, k) is m for m in missing) else getattr(f, k) for k in flags)
+                for f in fields]
+    assert described(rec_module.fields(rec)) == described(dataclasses.fields(dc)) == described(rec_module.fields(dc))
+    assert sum(d.count("MISSING") for d in described(rec_module.fields(rec))) == 7
+    assert rec_module.fields(r) == rec_module.fields(rec)
+    assert rec_module.asdict(r) == dataclasses.asdict(d) == rec_module.asdict(d)
+    assert rec_module.asdict(r)["tags"]["a"] is not r.tags["a"]        # copied all the way down, as dataclasses do
+    r2, d2 = rec_module.replace(r, label="z"), dataclasses.replace(d, label="z")
     assert type(r2) is rec and list(r2.__dict__.items()) == list(d2.__dict__.items())
-    with pytest.raises(ValueError):
-        dataclasses.replace(r, seen=[1])
+    assert type(rec_module.replace(d, label="z")) is dc
+    for replace, obj in ((rec_module.replace, r), (dataclasses.replace, d)):
+        with pytest.raises(ValueError, match="field seen is declared with init=False"):
+            replace(obj, seen=[1])
     assert rec.__match_args__ == dc.__match_args__
     assert rec.__doc__ == dc.__doc__ == "A point with a label."
+    assert rec.label == dc.label == "p" and "tags" not in rec.__dict__ and "tags" not in dc.__dict__
+    for obj in (rec, r):
+        with pytest.raises(TypeError, match="dataclass instances"):
+            rec_module.asdict(type(obj) if obj is r else {"x": 1})
+
+
+def test_asdict_goes_into_what_a_record_holds_as_dataclasses_go():
+    class Pair(typing.NamedTuple):
+        a: object
+        b: object
+
+    def make(decorate, field):
+        @decorate
+        class Inner:
+            v: object
+            w: list = field(default_factory=list)
+
+        @decorate
+        class Outer:
+            inner: object
+            items: tuple = ()
+            by_name: dict = field(default_factory=dict)
+            pair: object = None
+        return Inner, Outer
+    values = []
+    for decorate, field in ((frozen, rec_module.field), (dataclass(frozen=True), dataclasses.field)):
+        inner, outer = make(decorate, field)
+        i = inner(1.5, [inner("s")])
+        o = outer(i, (i, [i, 2], None), {"k": i, ("t", 1): [b"x"]}, Pair(i, inner(True)))
+        values.append((rec_module.asdict(o), dataclasses.asdict(o) if decorate is not frozen else None))
+    ours, theirs = values[0][0], values[1][1]
+    assert ours == theirs and type(ours["pair"]) is Pair and type(ours["items"][1]) is list
+    assert ours["pair"].a == {"v": 1.5, "w": [{"v": "s", "w": []}]}
 
 
 @frozen(kw_only=True)
 class RecSample:
     name: str
     sizes: tuple = ()
-    hints: dict = field(default_factory=dict)
+    hints: dict = rec_module.field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
 class DatSample:                  # the same fields, and a name of the same length: the pickles can be compared
     name: str
     sizes: tuple = ()
-    hints: dict = field(default_factory=dict)
+    hints: dict = dataclasses.field(default_factory=dict)
 
 
 def test_pickles_and_copies_as_the_dataclass():
@@ -213,7 +261,7 @@ def test_post_init_runs_after_every_field_is_set():
     with pytest.raises(ValueError, match="low 11 above high 10"):
         Checked(low=11)
     with pytest.raises(ValueError, match="low 3 above high 2"):
-        dataclasses.replace(Checked(1, 2), low=3)
+        rec_module.replace(Checked(1, 2), low=3)
 
 
 def test_class_statements_dataclasses_refuse_are_refused():
@@ -254,7 +302,7 @@ def test_the_package_makes_its_frozen_classes_as_records():
 
 
 def test_an_undocumented_record_is_described_as_dataclasses_describe_it():
-    def body():
+    def body(field=rec_module.field):
         class Bare:
             x: int
             y: "list[int] | None" = None
@@ -262,9 +310,9 @@ def test_an_undocumented_record_is_described_as_dataclasses_describe_it():
             q: int = field(default=3, init=False)
             k: str = field(default="a", kw_only=True)
         return Bare
-    assert frozen(body()).__doc__ == dataclass(frozen=True)(body()).__doc__ == \
+    assert frozen(body()).__doc__ == dataclass(frozen=True)(body(dataclasses.field)).__doc__ == \
         "Bare(x: 'int', y: \"'list[int] | None'\" = None, z: 'dict' = <factory>, *, k: 'str' = 'a')"
-    assert frozen(kw_only=True)(body()).__doc__ == dataclass(frozen=True, kw_only=True)(body()).__doc__
+    assert frozen(kw_only=True)(body()).__doc__ == dataclass(frozen=True, kw_only=True)(body(dataclasses.field)).__doc__
 
 
 def _tuple(base):

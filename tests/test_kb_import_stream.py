@@ -290,7 +290,7 @@ def test_runs_the_reference_holds_are_not_stored_again_in_an_empty_kb(tmp_path):
     """An import into a KB without runs looks up in the reference only the first ids whose bytes the reference's
     ids (read once) or this source marked. Must NOT happen: a reference run stored again because it came in a
     later batch of a large file: the runs of the file that the reference holds count as in the KB already."""
-    from dataclasses import replace
+    from ioadvisor.frozen import replace
     from ioadvisor.importers.csv import export_csv
     from ioadvisor.kb.rows import row_to_run
     with KB.open(tmp_path / "probe.sqlite") as kb:

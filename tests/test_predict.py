@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import replace
 
 import pytest
 
+from ioadvisor.frozen import replace
 from ioadvisor.kb import KB, RunFilter
 from ioadvisor.model.validate import make_run
 from ioadvisor.predict import Point, fit_all, fit_group

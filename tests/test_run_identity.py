@@ -4,7 +4,6 @@ of the content key), the fast content key byte for byte against that definition 
 the quick paths of building and checking a run against the slow ones they stand in for."""
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ioadvisor.errors import UsageError
+from ioadvisor.frozen import replace
 from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB
 from ioadvisor.model.run import (IDENTITY_FIELDS, Provenance, Run, _content_key_json, content_key, new_instance,

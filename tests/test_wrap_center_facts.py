@@ -8,12 +8,12 @@ hints file written and exported for a job that says it uses POSIX (POSIX I/O nev
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 import pytest
 
 from ioadvisor.advise.explain import plan_for
 from ioadvisor.center import load_center
+from ioadvisor.frozen import replace
 from ioadvisor.mpiio.render import render
 from ioadvisor.slurm.submit import Explicit, wrap_script
 

@@ -3,10 +3,10 @@ and tiers, within quota and capacity), the stripe counts and sizes, collective m
 a user gave, and each candidate as the model's input. Pure: a center and a workload in, candidates out."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from ..errors import UsageError
+from ..frozen import replace
 from ..lustre import (check_stripe_size, default_stripes, every_ost, most_stripes, ost_limit, stripe_size_problem,
                       stripes_of)
 from ..lustre import striped as lustre_striped
@@ -18,32 +18,45 @@ from ..predict.evidence import Bounds
 STRIPE_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 256, 512, 1024, 2000)
 
 
-@dataclass(eq=False)
 class Candidate:
     """One setting weighed for a workload on a place (file system, tier), with what the engine predicts of it:
-    the model's value and the bounds the runs near the job put on it. What is advised is decided by `policy`."""
+    the model's value and the bounds the runs near the job put on it. What is advised is decided by `policy`.
+    The engine fills it in step by step; a plain class (no dataclass, whose module imports `inspect`)."""
 
-    config: Config
-    place: FileSystem
-    tier: Tier | None
-    value: float | None = None
-    low: float | None = None
-    high: float | None = None
-    fit: Fit | None = None
-    notes: list[str] = field(default_factory=list)
-    extrapolated: bool = False       # predicted for a client count outside the measured ones
-    draws: list[float] = field(default_factory=list)   # predicted values under the posterior's parameter draws
-    binding: str | None = None       # the limit that binds: clients, aggregators, osts, extent locks, peak, api, request size
-    point: Point | None = None       # the model's input for this candidate
-    floor: float = 0.0               # the bounds the measured runs and the center put on its value
-    standing: tuple | None = None    # (group, ratio or None): how the runs near the job rank its stripe count
-    near: tuple = ()                 # what the runs near the job measured (predict.evidence.Near per node count)
-    ceiling: float = INF
-    bounded_by: str | None = None    # what moved the model's value into them: runs, measured peak, rated peak
-    model_value: float | None = None   # the model's own value before the bounds
-    band_runs: int = 0               # runs near the job that gave the band
-    unmeasured: str | None = None    # the mode no run of this system measured (then not predicted)
-    bounds: Bounds | None = None
+    __slots__ = ("config", "place", "tier", "value", "low", "high", "fit", "notes", "extrapolated", "draws",
+                 "binding", "point", "floor", "standing", "near", "ceiling", "bounded_by", "model_value",
+                 "band_runs", "unmeasured", "bounds")
+
+    def __init__(self, config: Config, place: FileSystem, tier: Tier | None) -> None:
+        self.config, self.place, self.tier = config, place, tier
+        self.value: float | None = None
+        self.low: float | None = None
+        self.high: float | None = None
+        self.fit: Fit | None = None
+        self.notes: list[str] = []
+        self.extrapolated = False     # predicted for a client count outside the measured ones
+        self.draws: list[float] = []  # predicted values under the posterior's parameter draws
+        # the limit that binds: clients, aggregators, osts, extent locks, peak, api, request size
+        self.binding: str | None = None
+        self.point: Point | None = None   # the model's input for this candidate
+        self.floor = 0.0              # the bounds the measured runs and the center put on its value
+        self.standing: tuple | None = None   # (group, ratio or None): how the runs near the job rank its stripe count
+        self.near: tuple = ()         # what the runs near the job measured (predict.evidence.Near per node count)
+        self.ceiling = INF
+        self.bounded_by: str | None = None   # what moved the model's value into them: runs, measured peak, rated peak
+        self.model_value: float | None = None   # the model's own value before the bounds
+        self.band_runs = 0            # runs near the job that gave the band
+        self.unmeasured: str | None = None   # the mode no run of this system measured (then not predicted)
+        self.bounds: Bounds | None = None
+
+    def with_config(self, config: Config) -> Candidate:
+        """A copy with another config (each list a copy too)."""
+        new = Candidate.__new__(Candidate)
+        for name in Candidate.__slots__:
+            value = getattr(self, name)
+            setattr(new, name, list(value) if isinstance(value, list) else value)
+        new.config = config
+        return new
 
     def bounded(self, xs: list[float]) -> list[float]:
         """Values (the posterior's draws) moved into the bounds the runs and the center put on this candidate."""
@@ -232,7 +245,7 @@ def _with_pinned_hints(cands: list[Candidate], pins: Mapping[str, Any]) -> list[
         hints = dict(cfg.hints)
         for hk, hv in pinned.items():
             hints[hk] = str(hv)
-        out.append(replace(c, config=replace(cfg, hints=hints)))
+        out.append(c.with_config(replace(cfg, hints=hints)))
     return out
 
 
@@ -261,7 +274,7 @@ def _off_grid_candidates(w: Workload, center: Center, pins: Mapping[str, Any]) -
             if "cb_buffer_size" in hints:
                 hints["cb_buffer_size"] = str(cfg.stripe_size)
                 hints["cb_nodes"] = str(min(cfg.stripe_count or 1, w.ranks))
-        out.append(replace(c, config=replace(cfg, hints=hints)))
+        out.append(c.with_config(replace(cfg, hints=hints)))
     uniq: dict[str, Candidate] = {}
     for c in out:
         uniq.setdefault(repr(c.config), c)

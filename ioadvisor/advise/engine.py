@@ -2,10 +2,9 @@
 and the center's ceilings, ranked, and the best few explained with the runs they rest on (`advise`)."""
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Mapping
 
-from ..frozen import NamedTuple
+from ..frozen import NamedTuple, replace
 from ..model.run import norm_api
 from ..model.types import Advice, Center, Config, Workload
 from ..predict import Fit

@@ -519,7 +519,7 @@ def stripe_sentence(rec: Option, table: list[Option], center: Center | None) -> 
 
 def _deduplicated(o: Option) -> Option:
     """The option with each piece of evidence and each reason once, in their first order."""
-    from dataclasses import replace
+    from ..frozen import replace
     ev, keys = [], set()
     for e in o.evidence:
         k = (e.run_id, e.citation, e.source, e.summary)
@@ -599,7 +599,7 @@ def finalize(advice: Any, center: Center | None = None, pins: Mapping[str, Any] 
     the default or another row, no evidence twice, the stripe-count sentence only when the table's numbers
     make it true, pinned settings named with the unpinned best beside them, and the expected time for the
     job's I/O at the prediction (`data`: the recommendation's bandwidth for a small-file job's data)."""
-    from dataclasses import replace
+    from ..frozen import replace
     rec, base = advice.recommendation, advice.baseline
     seen = {_key(rec), _key(base)}
     alts = []

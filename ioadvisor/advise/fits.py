@@ -7,6 +7,7 @@ import json
 from array import array
 from typing import Any
 
+from ..frozen import fields
 from ..kb import KB
 from ..kb import fits as kb_fits
 from ..model.types import Center
@@ -73,7 +74,7 @@ def _fits_to_rows(fits: dict) -> list:
     from ..predict.physical import posterior_to_json
     rows = []
     for f in fits.values():
-        d = {k: getattr(f, k) for k in f.__dataclass_fields__ if k != "posterior"}
+        d = {x.name: getattr(f, x.name) for x in fields(f) if x.name != "posterior"}
         d["run_ids"] = list(f.run_ids)
         d = {k: ("inf" if isinstance(v, float) and v == float("inf") else v) for k, v in d.items()}
         d["posterior"] = posterior_to_json(f.posterior)

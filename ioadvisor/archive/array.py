@@ -14,11 +14,12 @@ import json
 import shlex
 import sqlite3
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..errors import SlurmError, UsageError
+from ..frozen import asdict
 from ..util import atomic_write, printable
 from .scan import ScanOutcome, list_logs, pending_logs
 from .store import add_results, write_failed

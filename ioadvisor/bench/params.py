@@ -4,11 +4,10 @@ Validation is pure and runs before any file or MPI process is touched; errors na
 """
 from __future__ import annotations
 
-from dataclasses import asdict, field, fields
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import UsageError
-from ..frozen import frozen
+from ..frozen import asdict, field, fields, frozen
 from ..lustre import check_stripe_count, check_stripe_size
 from ..model.units import parse_size
 

@@ -16,12 +16,12 @@ import os
 import random
 import re
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 from ..center import UNKNOWN_FS
 from ..errors import UsageError
-from ..frozen import frozen
+from ..frozen import field as record_field, frozen, replace
 from ..lustre import pattern_vars
 from ..model.run import DATA_OPS, norm_api
 from ..model.types import Center, Config, FileSystem, Workload
@@ -99,7 +99,7 @@ class BenchPlan:
     posterior_random: float | None
     candidates: int                          # grid size
     # per target, what `ioadvise advise` advises for it now (`advice_of`)
-    advice: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    advice: tuple[dict[str, Any], ...] = record_field(default=(), compare=False)
     notes: tuple[str, ...] = ()
     # weighted share of the targets' options whose interval of the mean is wider than WIDE: now, after the
     # proposed points, after as many random ones
@@ -109,13 +109,14 @@ class BenchPlan:
     # each of the targets' options (or best/default pairs): its weight (summing to 1) and the high/low of its
     # interval of the mean now and after the proposed points (at most WIDE): posterior_now and posterior_after
     # are exp(sum(weight * log(high/low))) of these
-    options: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    options: tuple[dict[str, Any], ...] = record_field(default=(), compare=False)
     objective: str = "options"
     # the targets' options as the model's inputs, per op (for checking the plan against refits), and the pair of
     # options each target's decision turns on (best, default, weight)
-    evaluation: dict[str, list[tuple[Point, float]]] = field(default_factory=dict, compare=False, repr=False)
-    grid: tuple[BenchPoint, ...] = field(default=(), compare=False, repr=False)
-    decisions: dict[str, list[tuple[Point, Point, float]]] = field(default_factory=dict, compare=False, repr=False)
+    evaluation: dict[str, list[tuple[Point, float]]] = record_field(default_factory=dict, compare=False, repr=False)
+    grid: tuple[BenchPoint, ...] = record_field(default=(), compare=False, repr=False)
+    decisions: dict[str, list[tuple[Point, Point, float]]] = record_field(default_factory=dict, compare=False,
+                                                                         repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -43,12 +43,12 @@ import subprocess
 import sys
 import time
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..errors import ConfigError, UsageError
-from ..frozen import frozen
+from ..frozen import asdict, field as record_field, frozen
 from ..tomlschema import Field, Problem, Table, first_problem
 from ..util import atomic_write, check_line_value, loads_toml
 from .params import DATA_KEYS, MD_KEYS, data_params, md_params
@@ -83,7 +83,7 @@ class Plan:
     kind: str
     source: str
     configs: tuple[SweepConfig, ...]
-    slurm: dict[str, Any] = field(default_factory=dict)
+    slurm: dict[str, Any] = record_field(default_factory=dict)
     launcher: str = "mpiexec"
     results: str = ""
 

@@ -18,9 +18,9 @@ and the guide marks them.
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Iterable
 
+from ..frozen import replace
 from ..model.run import READ_OPS, WRITE_OPS, Run, bytes_moved
 from ..model.types import Center
 

@@ -1,12 +1,12 @@
 """`ioadvise docs build`: the center's I/O guide as a static site."""
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from ..frozen import asdict
 from ..kb import KB
 from . import command_app
 from .common import JsonOption, KBOption, cli_errors, console, print_json, printable, progress_bar

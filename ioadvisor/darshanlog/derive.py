@@ -7,7 +7,6 @@ complaint or signal into an `ImportFormatError` naming the file.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import operator
@@ -19,7 +18,7 @@ import types
 from typing import Any
 
 from ..errors import ImportFormatError
-from ..frozen import frozen
+from ..frozen import frozen, replace
 from ..util import cycles_paused
 from .header import memory_refusal
 from .jobrecord import ImpossibleJob, checked_job
@@ -117,7 +116,7 @@ def read_checked(path: str, backend: Any, errfile: Any) -> LogSummary:
         nodes = nodes_stated(path, s.modules, s.nprocs, backend)
     except Exception:                    # the node count is a detail: the log itself was read
         nodes = None
-    return dataclasses.replace(s, nodes=nodes) if nodes else s
+    return replace(s, nodes=nodes) if nodes else s
 
 
 def nodes_stated(path: str, modules: tuple[str, ...], nprocs: int, backend: Any) -> int | None:
@@ -573,8 +572,8 @@ def _read(path: str, backend: Any, complaints: Any) -> LogSummary:
     backend.log_close(log)
     s = _derive(path, job, exe, mounts, names, modules, recs, bool(partial_mods), partial_mods, dropped, layouts)
     if job_notes:
-        s = dataclasses.replace(s, notes=(*job_notes, *s.notes))
-    return dataclasses.replace(s, heatmaps=heat) if heat else s
+        s = replace(s, notes=(*job_notes, *s.notes))
+    return replace(s, heatmaps=heat) if heat else s
 
 
 def _heatmaps(backend: Any, log: Any, idx: int, names: dict) -> tuple[Heatmap, ...]:

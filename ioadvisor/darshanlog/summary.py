@@ -7,10 +7,9 @@ collective and independent calls), the summary carries the bound that is certain
 from __future__ import annotations
 
 import math
-from dataclasses import field, fields
 from typing import Any
 
-from ..frozen import frozen
+from ..frozen import field, fields, frozen
 
 # Darshan's size histogram. Its bucket macro (DARSHAN_BUCKET_INC) tests `size < 101`, `< 1025`, `< 10241`,
 # `< 102401`, `< 1048577`, ...: each bin includes its upper edge, so a request of exactly 1 MiB (1,048,576 bytes) is

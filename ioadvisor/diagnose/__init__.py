@@ -8,13 +8,12 @@ Library entry points:
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from pathlib import Path
 from typing import Any
 
-from ..frozen import frozen
+from ..frozen import asdict, frozen, replace
 from ..model.types import Finding, to_plain
 from ..darshanlog.summary import LogSummary
 
@@ -97,7 +96,7 @@ def judge(s: LogSummary, thresholds: dict[str, Any], center: Any = None, *, kb: 
     osts = _ost_count(c_obj)
     if osts and s.fs_ost_count_at_least and osts < s.fs_ost_count_at_least:
         # the log proves more OSTs than the center has: it was not written on that file system
-        s = dataclasses.replace(s, notes=s.notes + (
+        s = replace(s, notes=s.notes + (
             f"the center {c_obj.name} has {osts} Lustre OSTs, but this log names OST index "
             f"{s.fs_ost_count_at_least - 1}: its OST count is not used for this log",))
         osts = None
@@ -161,8 +160,8 @@ def _with_advice(f: Any, workload: Any, kb: Any, center: Any) -> Any:
     except Exception as e:  # advice is an extra: a finding stands without it
         ev = dict(f.evidence)
         ev["advice_unavailable"] = str(e)
-        return dataclasses.replace(f, evidence=ev)
-    return dataclasses.replace(f, advice=adv)
+        return replace(f, evidence=ev)
+    return replace(f, advice=adv)
 
 
 def _assumptions(workload: Any, nodes: int | None, nodes_from: str | None) -> dict[str, Any]:
@@ -230,7 +229,7 @@ def document(s: LogSummary, findings: list[Any], workload: Any, nodes: int | Non
                 "special_files": sum(1 for f in s.files if f.special), "partial": s.partial,
                 "notes": list(s.notes), "io_time": _io_time(s), "mpiio_hints_in_effect": s.hints_in_effect(),
                 "nothing_to_judge": s.nothing_to_judge()},
-        "apis": {k: dataclasses.asdict(v) for k, v in s.apis.items()},
+        "apis": {k: asdict(v) for k, v in s.apis.items()},
         "requests": {"read_sizes": dict(s.read_sizes), "write_sizes": dict(s.write_sizes),
                      "small_reads": s.small_reads, "small_writes": s.small_writes, **req,
                      "seq_reads": s.seq_reads, "seq_writes": s.seq_writes,
@@ -259,7 +258,7 @@ def document(s: LogSummary, findings: list[Any], workload: Any, nodes: int | Non
                    "meta_time_s": round(f.meta_time, 4),
                    "rank_spread": _rank_spread(f.spread), "mpiio_read": _mpiio_dir(f.mpiio_read),
                    "mpiio_write": _mpiio_dir(f.mpiio_write), "mpiio_rank_spread": _rank_spread(f.mpiio_spread),
-                   "lustre": dataclasses.asdict(f.lustre) if f.lustre else None} for f in s.files[:50]],
+                   "lustre": asdict(f.lustre) if f.lustre else None} for f in s.files[:50]],
         "timeline": _timeline(s),
         "workload": to_plain(workload),
         "workload_assumptions": _assumptions(workload, nodes, nodes_from),

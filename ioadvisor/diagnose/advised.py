@@ -3,13 +3,13 @@ the center, asked of `ioadvise advise` (`advise.advise`, which calls `engine.ass
 diagnosis never advises a count of its own choosing where the center's measured runs decide one."""
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import shlex
 from pathlib import Path
 
 from ..darshanlog.summary import FileSummary, LogSummary, job_nodes, to_workload
+from ..frozen import replace
 from ..model.types import Center, Workload
 from .rules import AdvisedStripes
 
@@ -23,7 +23,7 @@ def file_workload(s: LogSummary, f: FileSummary, center: Center, ranks_per_node:
     read = max(f.bytes_read, f.mpiio_read.bytes if f.mpiio_read else 0)
     op = "write" if written >= read else "read"
     ranks = max(1, w.nodes * w.ranks_per_node)
-    return dataclasses.replace(w, layout="shared", op=op, bytes_per_rank=max(1, (written if op == "write" else read)
+    return replace(w, layout="shared", op=op, bytes_per_rank=max(1, (written if op == "write" else read)
                                                                              // ranks),
                                files_per_rank=1, files_created=None)
 

@@ -15,12 +15,11 @@ import functools
 import math
 import operator
 import os
-from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol
 
 from ..errors import ConfigError
-from ..frozen import frozen
+from ..frozen import field, frozen
 from ..lustre import Setstripe, shell_word, stripe_size_problem
 from ..model.run import Run
 from ..model.types import Finding

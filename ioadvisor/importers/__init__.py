@@ -16,11 +16,10 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from dataclasses import field
 from typing import Any, BinaryIO, Callable, Iterator
 
 from ..errors import ImportFormatError, UsageError
-from ..frozen import frozen
+from ..frozen import field, frozen
 from ..model.run import Run
 
 # Order matters for detection: the most specific formats first, the canonical CSV last.

@@ -14,13 +14,13 @@ from __future__ import annotations
 import os
 import tempfile
 from collections import Counter
-from dataclasses import replace
 from typing import Any
 
 from ..darshanlog.child import summarize
 from ..darshanlog.derive import SIZE_BINS, LogSummary
 from ..darshanlog.header import check_header, sniff
 from ..errors import ImportFormatError
+from ..frozen import replace
 from ..model.run import Provenance, Run
 from ..model.validate import make_run
 from . import ImportContext, NoMeasurement, register

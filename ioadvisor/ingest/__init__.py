@@ -5,12 +5,12 @@ centers, and above the importers and the center it reads with."""
 from __future__ import annotations
 
 from contextlib import ExitStack, closing
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 from .. import importers
 from ..errors import ImportFormatError
+from ..frozen import replace
 from ..kb.rows import V_FLAGS, V_SYSTEM, values_run
 from ..kb.store import KB, Batch, ImportResult, batched, keyed_runs
 from ..model.run import WRITE_OPS, Run

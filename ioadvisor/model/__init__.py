@@ -1,7 +1,7 @@
 """Domain types and pure helpers (no I/O).
 
 The names below are loaded on first use: importing one submodule (`ioadvisor.model.run` for the KB) does not
-build the dataclasses of the others, which a command's start-up would pay for.
+build the records of the others, which a command's start-up would pay for.
 """
 from __future__ import annotations
 

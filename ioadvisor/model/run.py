@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import json
 import json.encoder
-from dataclasses import MISSING, asdict, field, fields
 from operator import attrgetter, itemgetter
 from typing import Any, Iterable, Mapping
 
 from ..errors import UsageError
-from ..frozen import frozen
+from ..frozen import MISSING, asdict, field, fields, frozen
 
 APIS = ("POSIX", "MPIIO", "HDF5", "STDIO", "NETCDF", "PNETCDF", "NFS", "OTHER")
 DATA_OPS = ("write", "read", "randwrite", "randread", "rewrite", "reread")

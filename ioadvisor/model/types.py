@@ -1,10 +1,9 @@
 """Core types shared by advice, wrapping, docs and diagnosis. Frozen records (`ioadvisor.frozen`), no I/O."""
 from __future__ import annotations
 
-from dataclasses import asdict, field
 from typing import Any, Mapping
 
-from ..frozen import frozen
+from ..frozen import asdict, field, frozen, is_record
 from ..lustre import stripable
 
 
@@ -187,7 +186,7 @@ class Finding:
 
 def to_plain(obj: Any) -> Any:
     """Dataclass tree to JSON-ready plain data (mappings become dicts, tuples lists)."""
-    if hasattr(obj, "__dataclass_fields__"):
+    if is_record(obj) or hasattr(obj, "__dataclass_fields__"):
         return {k: to_plain(v) for k, v in asdict(obj).items()}
     if isinstance(obj, Mapping):
         return {k: to_plain(v) for k, v in obj.items()}

@@ -246,7 +246,7 @@ def check_run(run: Run) -> Run:
         if v is not None and (type(v) is not int or not lo <= v <= hi):
             check_int(v, f)
     _check_texts(run)
-    # a frozen instance cannot change afterwards, so it need not be checked twice (dataclasses.replace makes
+    # a frozen instance cannot change afterwards, so it need not be checked twice (frozen.replace makes
     # a new, unmarked one)
     object.__setattr__(run, _MARK, True)
     return run

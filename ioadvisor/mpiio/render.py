@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import field
 from types import MappingProxyType
 from typing import Any, Mapping
 
 from ..errors import UsageError
-from ..frozen import NamedTuple, frozen
+from ..frozen import NamedTuple, field, frozen
 from ..lustre import Setstripe, check_stripe_count, check_stripe_size, pattern_vars
 from .flavours import FlavourRule, rule_for
 
@@ -339,6 +338,6 @@ def render(plan: Plan) -> Commands:
 
 def render_flavours(plan: Plan, flavours: tuple[str, ...]) -> dict[str, Commands]:
     """The same plan rendered for several MPI flavours (the version applies to the plan's own flavour only)."""
-    from dataclasses import replace
+    from ..frozen import replace
     return {f: render(replace(plan, mpi=f, mpi_version=plan.mpi_version if f == plan.mpi else None))
             for f in flavours}

@@ -5,10 +5,9 @@ runs and candidate settings onto it and keeps what the advice engine needs of a 
 from __future__ import annotations
 
 import math
-from dataclasses import field
 from typing import Iterable, Mapping, Sequence
 
-from ..frozen import NamedTuple, frozen
+from ..frozen import field, frozen, NamedTuple
 from ..lustre import count_set, ost_limit, stripes_of
 from ..lustre import striped as lustre_striped
 from ..model.run import DATA_OPS, WRITE_OPS, Run, bytes_moved

@@ -31,11 +31,10 @@ Prediction from a fitted parameter set is pure Python.
 from __future__ import annotations
 
 import math
-from dataclasses import field
 from functools import cached_property
 from typing import Any, Mapping, Sequence
 
-from ..frozen import NamedTuple, frozen
+from ..frozen import field, frozen, NamedTuple
 from ..lustre import ost_limit
 from ..model.validate import MIN_VALUE
 

@@ -7,9 +7,8 @@ read by `ioadvisor.ioadvise_lines` (through `ioadvisor.job.describe`), not here.
 from __future__ import annotations
 
 import re
-from dataclasses import field
 
-from ..frozen import frozen
+from ..frozen import field, frozen
 
 # short option -> long option (sbatch 22.05)
 SHORT = {

@@ -14,11 +14,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import field
 from typing import Mapping
 
 from ..errors import UsageError
-from ..frozen import frozen
+from ..frozen import field, frozen
 from ..lustre import constraint_of, has_feature, pattern_vars
 from ..mpiio.render import MOUNT_VARS, Commands, Plan, check_hints, render
 from ..mpiio.flavours import FLAVOURS as MPI_FLAVOURS, parse_version

@@ -7,12 +7,11 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import ImportFormatError, SlurmError, UsageError
-from ..frozen import frozen
+from ..frozen import field, frozen, replace
 from ..lustre import constraint_of, has_feature
 from ..model.run import norm_api
 from ..model.types import Center, FileSystem
