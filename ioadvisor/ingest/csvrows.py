@@ -1,6 +1,6 @@
 """The canonical CSV read straight into the rows the KB stores, each with its content key.
 
-`importers.csv` reads a row into a `Run` (two frozen dataclasses, `make_run`, `check_run`), from which the KB
+`importers.csv` reads a row into a `Run` (two frozen records, `make_run`, `check_run`), from which the KB
 takes the row it stores and the content key the run's id derives from: most of the cost of importing a large
 CSV. Here a row goes to both at once. Every cell except the value and its spread is converted through a cache
 per column, by the same functions the importer and `check_run` use: the same text in the same column always

@@ -107,7 +107,7 @@ def standing_in(near: Iterable[Near], stripes: float) -> float | None:
 
 class _Obs(NamedTuple):
     """One run as the evidence reads it (a tuple: a stored index of thousands is read back at every cold
-    advice, and a tuple is made several times faster than a frozen dataclass)."""
+    advice, and a tuple is made several times faster than a frozen record)."""
 
     nodes: float
     rpn: float
