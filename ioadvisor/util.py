@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 from .errors import IOAdvisorError, UsageError
 
+
 class LazyPattern:
     """A regular expression compiled when first used, then used as the compiled pattern (`.search`, `.match`,
     `.sub` ... are the pattern's own methods from then on). For a module's patterns that a command may never use:

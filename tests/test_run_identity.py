@@ -11,11 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ioadvisor.errors import UsageError
-from ioadvisor.frozen import replace
+from ioadvisor.frozen import from_dict, replace
 from ioadvisor.ingest import import_file
 from ioadvisor.kb import KB
-from ioadvisor.model.run import (IDENTITY_FIELDS, Provenance, Run, _content_key_json, content_key, new_instance,
-                                 run_id)
+from ioadvisor.model.run import IDENTITY_FIELDS, Provenance, Run, _content_key_json, content_key, run_id
 from ioadvisor.model.validate import INT_RANGES, check_int, check_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,17 +87,17 @@ def _outcome(fn, run):
                                 optional={"nodes": st.integers(), "hints": st.dictionaries(TEXT, TEXT, max_size=2),
                                           "flags": st.tuples(TEXT), "notes": TEXT}))
 def test_a_run_built_without_init_is_the_run_init_builds(kw):
-    fast, slow = new_instance(Run, dict(kw)), Run(**kw)
+    fast, slow = from_dict(Run, dict(kw)), Run(**kw)
     assert fast == slow and list(vars(fast)) == list(vars(slow))
     # defaults made per instance, as __init__ makes them: no two runs share a hints dict
-    assert new_instance(Run, dict(kw)).hints is not fast.hints or "hints" in kw
+    assert from_dict(Run, dict(kw)).hints is not fast.hints or "hints" in kw
 
 
 def test_building_a_run_with_an_unknown_or_missing_field_fails_as_init_does():
     with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
-        new_instance(Run, {"system": "s", "op": "write", "value": 1.0, "unit": "MiB/s", "bogus": 1})
+        from_dict(Run, {"system": "s", "op": "write", "value": 1.0, "unit": "MiB/s", "bogus": 1})
     with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'unit'"):
-        new_instance(Run, {"system": "s", "op": "write", "value": 1.0})
+        from_dict(Run, {"system": "s", "op": "write", "value": 1.0})
 
 
 OK = Run(system="s", op="write", value=1.0, unit="MiB/s")

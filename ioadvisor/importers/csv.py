@@ -8,7 +8,8 @@ import math
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, TypeVar
 
 from ..errors import ImportFormatError, IOAdvisorError
-from ..model.run import Provenance, Run, new_instance
+from ..frozen import from_dict
+from ..model.run import Provenance, Run
 from ..model.validate import make_run
 from . import MAX_CELL, SNIFF_BYTES, ImportContext, decode, register
 
@@ -151,7 +152,7 @@ class _Rows:
         spread = {c: _float(row[i], c) for i, c in self.spread if row[i]}
         given = {c: row[i].strip() or None for i, c in self.prov}
         given.update(source=source or ctx.source, kind=kind or ctx.kind, importer="csv/1")
-        prov = new_instance(Provenance, given)
+        prov = from_dict(Provenance, given)
         return make_run(system=system, op=op.lower(), value=value, unit=unit, spread=spread, provenance=prov, **kw)
 
 

@@ -7,7 +7,7 @@ from operator import attrgetter, itemgetter
 from typing import Any, Iterable, Mapping
 
 from ..errors import UsageError
-from ..frozen import MISSING, asdict, field, fields, frozen
+from ..frozen import asdict, field, fields, frozen
 
 APIS = ("POSIX", "MPIIO", "HDF5", "STDIO", "NETCDF", "PNETCDF", "NFS", "OTHER")
 DATA_OPS = ("write", "read", "randwrite", "randread", "rewrite", "reread")
@@ -122,34 +122,6 @@ class Run:
 
 RUN_FIELDS = tuple(f.name for f in fields(Run) if f.name not in ("provenance", "id"))
 PROV_FIELDS = tuple(f.name for f in fields(Provenance))
-
-_REQUIRED = object()
-# per class: every field in order with its default (a factory's result is made per instance), the required ones
-_LAYOUT: dict[type, tuple[dict[str, Any], dict[str, Any], frozenset[str]]] = {
-    cls: ({f.name: f.default if f.default is not MISSING else _REQUIRED for f in fields(cls)},
-          {f.name: f.default_factory for f in fields(cls) if f.default_factory is not MISSING},
-          frozenset(f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING))
-    for cls in (Run, Provenance)}
-
-
-def new_instance(cls: type, kw: dict[str, Any]) -> Any:
-    """`cls(**kw)` for Run or Provenance, built without calling the record's __init__ (`ioadvisor.frozen`): that
-    call copies the keywords into a dict of its own and, for a Run of twenty fields, takes 1.6-1.9 times as long
-    (on the path of every CSV row read). The same instance: every field set in declaration
-    order, defaults and factories as __init__ applies them; unknown or missing names go through __init__ itself,
-    which raises its TypeError."""
-    values, factories, required = _LAYOUT[cls]
-    if not required <= kw.keys() or not kw.keys() <= values.keys():
-        return cls(**kw)
-    obj = object.__new__(cls)
-    d = obj.__dict__
-    d.update(values)
-    d.update(kw)
-    for name, factory in factories.items():
-        if name not in kw:
-            d[name] = factory()
-    return obj
-
 
 #: what makes two runs the same measurement: the system, every measured setting, the value, unit and kind,
 #: and when and by which job it was measured. Not the path it was read from, nor notes or tool versions, so a

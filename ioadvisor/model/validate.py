@@ -14,8 +14,9 @@ from operator import attrgetter
 from typing import Any, Mapping
 
 from ..errors import UsageError
+from ..frozen import from_dict
 from ..util import BIDI_CONTROLS, LazyPattern
-from .run import APIS, KINDS, LAYOUTS, OPS, Run, new_instance, norm_api, norm_layout
+from .run import APIS, KINDS, LAYOUTS, OPS, Run, norm_api, norm_layout
 from .units import normalize
 
 #: normalised value ceilings: 1e10 MiB/s is about 10 EiB/s, 1e12 ops/s far beyond any metadata server
@@ -290,7 +291,7 @@ def make_run(*, value: float, unit: str, spread: Mapping[str, float | None] | No
     if kw.get("layout") is not None:
         kw["layout"] = norm_layout(kw["layout"])
     kw.update(extra, value=norm, unit=norm_unit, value_given=value, unit_given=unit.strip())
-    return check_run(new_instance(Run, kw))
+    return check_run(from_dict(Run, kw))
 
 
 def _number(v: Any, what: str) -> float:
