@@ -37,9 +37,18 @@ from _thread import get_ident
 from collections import namedtuple
 from operator import attrgetter
 from types import FunctionType
-from typing import TYPE_CHECKING, Any, Callable, TypeVar, dataclass_transform, overload
 
-_T = TypeVar("_T")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, TypeVar, dataclass_transform, overload
+    _T = TypeVar("_T")
+else:
+    # what a type checker reads `frozen` by; at run time typing is not imported for it (see the module's end)
+    def overload(fn):
+        return fn
+
+    def dataclass_transform(**_):
+        return overload
 _REQUIRED = object()       # placeholders keeping a field's place in the instance's dict until its value is set
 _FACTORY = object()
 _MADE = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from array import array
-from typing import Any
 
 from ..frozen import fields
 from ..kb import KB
@@ -13,6 +12,10 @@ from ..kb import fits as kb_fits
 from ..model.types import Center
 from ..predict import Fit, fit_all
 from ..predict.evidence import Evidence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _CACHE: dict[tuple[str, str | None, str], tuple[tuple, dict]] = {}
 _EVIDENCE: dict[tuple[str, str | None, str], tuple[tuple, Evidence]] = {}

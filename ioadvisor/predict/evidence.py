@@ -30,13 +30,16 @@ from __future__ import annotations
 import bisect
 import json
 import math
-from typing import Iterable, Mapping
 
 from ..frozen import NamedTuple
 from ..lustre import striped, stripes_of
 from ..model.run import Run, bytes_moved
 from . import io_class
 from .physical import INF
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable, Mapping
 
 MARGIN = 1.25          # one run's noise (about OBS_SIGMA in log space) beyond the range the runs measured
 NODE_SPAN = 4.0        # neighbouring node counts within this factor of the job's
