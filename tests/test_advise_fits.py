@@ -87,9 +87,10 @@ def test_a_changed_center_refits(kb_path):
 
 
 def test_a_stored_evidence_index_is_decoded_group_by_group_and_one_stored_before_still_serves(kb_path):
-    """A cold advice reads the stored evidence index of the system: each group's runs are decoded when first
-    asked for (an advice asks for its op's), and an index stored in the form before (each group's runs a list,
-    under the key without the form) serves as it did instead of being rebuilt from the runs."""
+    """A cold advice reads the stored evidence index of the system: each group's runs and each peak's points are
+    decoded when first asked for (an advice asks for its op's), and an index stored in a form before (each peak's
+    points a list; also each group's runs, under the key without the form) serves as it did instead of being
+    rebuilt from the runs."""
     import json
 
     from ioadvisor.kb import fits as kb_fits
@@ -107,9 +108,24 @@ def test_a_stored_evidence_index_is_decoded_group_by_group_and_one_stored_before
     # what must NOT happen: the other op's groups decoded for a question about writes
     assert all(isinstance(read._by[k], str) for k in groups if k[1] != "write")
     assert {k: read._group(k) for k in groups} == {k: built._group(k) for k in groups}
-    # the form before: the same index, each group's runs a list, keyed by the signature alone
-    old = {**json.loads(stored[1]), "by": [[list(k), [list(o) for o in built._group(k)]] for k in groups]}
+    # nor the other op's peak points for the peak of writes (most of the numbers of a large system's index)
+    peaks = [tuple(k) for k, _ in json.loads(stored[1])["peak"]]
+    assert {k[1] for k in peaks} >= {"read", "write"}
+    assert [read.measured_peak(*k, 4.0) for k in peaks if k[1] == "write"] == [
+        built.measured_peak(*k, 4.0) for k in peaks if k[1] == "write"]
+    assert all(isinstance(read._peak[k], str) for k in peaks if k[1] != "write")
+    assert {k: read.measured_peak(*k, 8.0) for k in peaks} == {k: built.measured_peak(*k, 8.0) for k in peaks}
     sig = json.loads(stored[0])[:-1]
+    # the form just before: groups as text, each peak's points a list
+    before = {**json.loads(stored[1]), "peak": [[list(k), [list(x) for x in built._peak_points(k)]] for k in peaks]}
+    fits._EVIDENCE.clear()
+    with KB.open(kb_path) as kb:
+        kb_fits.store_derived(kb, "evidence", "HA8000", json.dumps([*sig, "groups as text"]), json.dumps(before))
+        again = fits._load_evidence(kb, "HA8000", tuple(sig))
+    assert again is not None and {k: again.measured_peak(*k, 8.0) for k in peaks} == {
+        k: built.measured_peak(*k, 8.0) for k in peaks}
+    # the form before that: the same index, each group's runs a list, keyed by the signature alone
+    old = {**before, "by": [[list(k), [list(o) for o in built._group(k)]] for k in groups]}
     fits._EVIDENCE.clear()                                # another process, of the version before
     with KB.open(kb_path) as kb:
         kb_fits.store_derived(kb, "evidence", "HA8000", json.dumps(sig), json.dumps(old))

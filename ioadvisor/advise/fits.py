@@ -285,20 +285,22 @@ def system_evidence(kb: KB, system: str, center: Center | None = None) -> Eviden
     return _memoised(kb, system, center, _EVIDENCE, _load_evidence, Evidence, _store_evidence)
 
 
-#: the form the evidence index is stored in (`Evidence.to_json`: each group's runs as JSON text of their own), part
-#: of its key: a version that reads only the form stored before (each group a list) finds no index under this key
-#: and builds its own, where it would misread this one; this version reads both
-EVIDENCE_FORM = "groups as text"
+#: the form the evidence index is stored in (`Evidence.to_json`: each group's runs and each peak's points as JSON
+#: text of their own), part of its key: a version that reads only a form stored before (groups as text, peaks as
+#: lists; or both as lists) finds no index under this key and builds its own, where it would misread this one; this
+#: version reads every form (`EVIDENCE_FORMS_READ`, and the bare signature of the first)
+EVIDENCE_FORM = "groups and peaks as text"
+EVIDENCE_FORMS_READ = (EVIDENCE_FORM, "groups as text")
 
 
-def _evidence_key(sig: tuple) -> str:
-    return json.dumps([*sig, EVIDENCE_FORM], default=str)
+def _evidence_key(sig: tuple, form: str = EVIDENCE_FORM) -> str:
+    return json.dumps([*sig, form], default=str)
 
 
 def _load_evidence(kb: KB, system: str, sig: tuple, db: str = "main") -> Evidence | None:
     """The stored evidence index (a cold advice reads it instead of the system's runs, as it reads the fits)."""
     row = kb_fits.load_derived(kb, "evidence", system, db)
-    if not row or row[0] not in (_evidence_key(sig), json.dumps(sig, default=str)):
+    if not row or row[0] not in (*(_evidence_key(sig, f) for f in EVIDENCE_FORMS_READ), json.dumps(sig, default=str)):
         return None
     return Evidence.from_json(json.loads(row[1]))
 
