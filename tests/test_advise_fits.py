@@ -133,6 +133,38 @@ def test_a_stored_evidence_index_is_decoded_group_by_group_and_one_stored_before
     assert again is not None and {k: again._group(k) for k in groups} == {k: built._group(k) for k in groups}
 
 
+def test_stored_fits_are_decoded_fit_by_fit_and_those_stored_before_still_serve(kb_path):
+    """A cold advice reads the system's stored fits: each is decoded when first asked for (an advice asks for its
+    op's), and fits stored in the form before (one list of every fit) serve as they did instead of being made
+    again."""
+    import json
+
+    from ioadvisor.kb import fits as kb_fits
+    fits._CACHE.clear()
+    with KB.open(kb_path) as kb:
+        kb.add_runs([_run(100.0 + i) for i in range(3)], source="a", source_hash="a", fmt="csv", importer="test/1")
+        made = dict(fits.system_fits(kb, "HA8000"))
+        stored = kb_fits.load_derived(kb, "fits", "HA8000")
+    assert stored is not None and json.loads(stored[0])[-1] == fits.FITS_FORM
+    write = next(k for k in made if k[2] == "write")
+    assert len(made) >= 2
+    fits._CACHE.clear()                                   # another process
+    with KB.open(kb_path) as kb:
+        read = fits.system_fits(kb, "HA8000")
+    assert isinstance(read, fits.StoredFits) and read.get(write) == made[write] and read.get(("x", None, "y")) is None
+    # what must NOT happen: the other ops' fits decoded for a question about writes
+    assert all(isinstance(read._fits[k], str) for k in made if k != write)
+    assert dict(read) == made and list(read) == list(made)
+    # the form before: every fit in one list
+    sig = json.loads(stored[0])[:-1]
+    fits._CACHE.clear()
+    with KB.open(kb_path) as kb:
+        kb_fits.store_derived(kb, "fits", "HA8000", json.dumps([*sig, fits.FITS_FORM_BEFORE]),
+                              json.dumps(fits._fits_to_rows(made)))
+        before = fits._load_table(kb, "HA8000", tuple(sig))
+    assert before is not None and dict(before) == made
+
+
 def test_stored_fits_show_the_same_evidence_as_fits_made_afresh(tmp_path):
     """Must NOT happen: the runs an advice shows as its evidence depending on whether its fits were made in this
     process or read back from the KB. The fit rests on 108 runs (6 node counts x 9 stripe counts x 2), stored in

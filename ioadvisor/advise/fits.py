@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from array import array
+from collections.abc import Iterator, Mapping
 
 from ..frozen import fields
 from ..kb import KB
@@ -85,28 +86,54 @@ def _fits_to_rows(fits: dict) -> list:
     return rows
 
 
-def _load_table(kb: KB, system: str, sig: tuple, db: str = "main") -> dict | None:
+class StoredFits(Mapping):
+    """A system's stored fits by (system, file system, op), each decoded from its own JSON text when first asked
+    for: an advice asks for its op's (a cold advice had decoded every op's fits, their posterior draws and run
+    ids, to use one op's)."""
+
+    def __init__(self, texts: dict[tuple, str]) -> None:
+        self._fits: dict[tuple, Any] = texts
+
+    def __getitem__(self, key: tuple) -> Fit:
+        f = self._fits[key]
+        if isinstance(f, str):
+            f = self._fits[key] = next(iter(_fits_from_rows([json.loads(f)]).values()))
+        return f
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._fits)
+
+    def __len__(self) -> int:
+        return len(self._fits)
+
+
+def _load_table(kb: KB, system: str, sig: tuple, db: str = "main") -> Mapping | None:
     row = kb_fits.load_derived(kb, "fits", system, db)
-    if not row or row[0] != _fits_key(sig):
-        return None
-    return _fits_from_rows(json.loads(row[1]))
+    if row and row[0] == _fits_key(sig):
+        return StoredFits({tuple(k): text for k, text in json.loads(row[1])})
+    if row and row[0] == _fits_key(sig, FITS_FORM_BEFORE):
+        return _fits_from_rows(json.loads(row[1]))
+    return None
 
 
 #: the form stored fits are kept in, part of their key: every run id of each fit (a fit stored with only its first
 #: 40 showed other runs as the evidence of an advice than the same fit made afresh, the runs near the job being
-#: among those left out); fits stored in another form are made again
-FITS_FORM = "every run id"
+#: among those left out), each fit as JSON text of its own under its (system, file system, op) (`StoredFits`); fits
+#: stored in the form before (a list of every fit) are read as they are, in another form made again
+FITS_FORM = "every run id, each fit as text"
+FITS_FORM_BEFORE = "every run id"
 
 
-def _fits_key(sig: tuple) -> str:
-    return json.dumps([*sig, FITS_FORM], default=str)
+def _fits_key(sig: tuple, form: str = FITS_FORM) -> str:
+    return json.dumps([*sig, form], default=str)
 
 
-def _store_table(kb: KB, system: str, sig: tuple, fits: dict, db: str = "main") -> None:
+def _store_table(kb: KB, system: str, sig: tuple, fits: Mapping, db: str = "main") -> None:
     if kb.path == ":memory:" and db == "main":
         return
     # nothing stored on a read-only KB: the in-process cache still serves
-    kb_fits.store_derived(kb, "fits", system, _fits_key(sig), json.dumps(_fits_to_rows(fits)), db)
+    texts = [[[r["system"], r["filesystem"], r["op"]], json.dumps(r)] for r in _fits_to_rows(fits)]
+    kb_fits.store_derived(kb, "fits", system, _fits_key(sig), json.dumps(texts), db)
 
 
 def _memoised(kb: KB, system: str, center: Center | None, cache: dict, load: Any, make: Any, store: Any) -> Any:
