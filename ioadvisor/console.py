@@ -19,7 +19,10 @@ exits with the command's code. Every file the command writes is closed by then (
 from __future__ import annotations
 
 import sys
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def main() -> None:

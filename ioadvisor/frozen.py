@@ -29,17 +29,27 @@ The package's named tuples derive from `NamedTuple` here, which is typing.NamedT
 time it makes the class as typing.NamedTuple does (collections.namedtuple, the defaults, the class's methods and
 docstring) but keeps the annotations as the text they are under `from __future__ import annotations`:
 typing.NamedTuple compiles each into a ForwardRef, 152 small compilations for the 17 named tuples a cold advice
-makes.
+makes. Nor is the class's __new__ compiled, as collections.namedtuple compiles one per class (`_named_tuple`).
 """
 from __future__ import annotations
 
 from _thread import get_ident
+from _collections import _tuplegetter
 from collections import namedtuple
 from operator import attrgetter
 from types import FunctionType
-from typing import TYPE_CHECKING, Any, Callable, TypeVar, dataclass_transform, overload
 
-_T = TypeVar("_T")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, TypeVar, dataclass_transform, overload
+    _T = TypeVar("_T")
+else:
+    # what a type checker reads `frozen` by; at run time typing is not imported for it (see the module's end)
+    def overload(fn):
+        return fn
+
+    def dataclass_transform(**_):
+        return overload
 _REQUIRED = object()       # placeholders keeping a field's place in the instance's dict until its value is set
 _FACTORY = object()
 _MADE = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
@@ -370,6 +380,110 @@ def _frozen(cls: type, names: frozenset[str]) -> dict[str, Callable[..., Any]]:
     return {"__setattr__": __setattr__, "__delattr__": __delattr__}
 
 
+_tuple_new = tuple.__new__
+# collections.namedtuple's __new__ for 1 to 25 fields, as namedtuple writes and compiles it, compiled here once
+# with the module: a named tuple's __new__ is a copy of the one of its size, its arguments renamed to its fields
+_NEW = (
+    lambda _cls, a: _tuple_new(_cls, (a,)),
+    lambda _cls, a, b: _tuple_new(_cls, (a, b)),
+    lambda _cls, a, b, c: _tuple_new(_cls, (a, b, c)),
+    lambda _cls, a, b, c, d: _tuple_new(_cls, (a, b, c, d)),
+    lambda _cls, a, b, c, d, e: _tuple_new(_cls, (a, b, c, d, e)),
+    lambda _cls, a, b, c, d, e, f: _tuple_new(_cls, (a, b, c, d, e, f)),
+    lambda _cls, a, b, c, d, e, f, g: _tuple_new(_cls, (a, b, c, d, e, f, g)),
+    lambda _cls, a, b, c, d, e, f, g, h: _tuple_new(_cls, (a, b, c, d, e, f, g, h)),
+    lambda _cls, a, b, c, d, e, f, g, h, i: _tuple_new(_cls, (a, b, c, d, e, f, g, h, i)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j: _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j, k: _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l: _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k, l)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m: _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k, l, m)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n:
+    _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o:
+    _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p:
+    _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q:
+    _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r:
+    _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s:
+    _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t:
+    _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u:
+    _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v:
+    _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w:
+    _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x:
+    _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x)),
+    lambda _cls, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x, y:
+    _tuple_new(_cls, (a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x, y)),
+)
+
+
+def _named_tuple(name: str, names: tuple[str, ...], defaults: tuple, module: str) -> type:
+    """`collections.namedtuple(name, names, defaults=defaults, module=module)` made without compiling: the same
+    class, with the same __new__ (its code copied from `_NEW`, the arguments named as the fields)."""
+    count = len(names)
+    if not 0 < count <= len(_NEW):
+        return namedtuple(name, names, defaults=defaults, module=module)
+    seen: set[str] = set()
+    for n in names:
+        if n.startswith("_") or n in seen:
+            raise ValueError(f"Field names cannot start with an underscore: {n!r}" if n.startswith("_") else
+                             f"Encountered duplicate field name: {n!r}")
+        seen.add(n)
+    arg_list = ", ".join(names) + ("," if count == 1 else "")
+    code = _NEW[count - 1].__code__.replace(co_varnames=("_cls", *names), co_name="__new__",
+                                            co_qualname=f"{name}.__new__")
+    __new__ = FunctionType(code, {"_tuple_new": _tuple_new, "__builtins__": {}, "__name__": f"namedtuple_{name}"},
+                           "__new__", defaults or None)
+
+    def _make(cls: Any, iterable: Any) -> Any:
+        result = _tuple_new(cls, iterable)
+        if len(result) != count:
+            raise TypeError(f"Expected {count} arguments, got {len(result)}")
+        return result
+
+    def _replace(self: Any, /, **kwds: Any) -> Any:
+        result = self._make(map(kwds.pop, names, self))
+        if kwds:
+            raise ValueError(f"Got unexpected field names: {list(kwds)!r}")
+        return result
+
+    repr_fmt = "(" + ", ".join(f"{n}=%r" for n in names) + ")"
+
+    def __repr__(self: Any) -> str:
+        return self.__class__.__name__ + repr_fmt % self
+
+    def _asdict(self: Any) -> dict[str, Any]:
+        return dict(zip(self._fields, self))
+
+    def __getnewargs__(self: Any) -> tuple:
+        return tuple(self)
+
+    __new__.__doc__ = f"Create new instance of {name}({arg_list})"
+    _make.__doc__ = f"Make a new {name} object from a sequence or iterable"
+    _replace.__doc__ = f"Return a new {name} object replacing specified fields with new values"
+    __repr__.__doc__ = "Return a nicely formatted representation string"
+    _asdict.__doc__ = "Return a new dict which maps field names to their values."
+    __getnewargs__.__doc__ = "Return self as a plain tuple.  Used by copy and pickle."
+    ns: dict[str, Any] = {"__doc__": f"{name}({arg_list})", "__slots__": (), "_fields": names,
+                          "_field_defaults": dict(zip(names[count - len(defaults):], defaults)), "__new__": __new__,
+                          "_make": classmethod(_make), "_replace": _replace, "__repr__": __repr__,
+                          "_asdict": _asdict, "__getnewargs__": __getnewargs__, "__match_args__": names}
+    for fn in (__new__, _make, _replace, __repr__, _asdict, __getnewargs__):
+        fn.__qualname__ = f"{name}.{fn.__name__}"
+    for i, n in enumerate(names):
+        ns[n] = _tuplegetter(i, f"Alias for field number {i}")
+    cls = type(name, (tuple,), ns)
+    cls.__module__ = module
+    return cls
+
+
 # the attributes typing.NamedTuple refuses to take from a class body, and those it does not copy
 _TUPLE_PROHIBITED = frozenset({"__new__", "__init__", "__slots__", "__getnewargs__", "_fields", "_field_defaults",
                                "_make", "_replace", "_asdict", "_source"})
@@ -390,7 +504,7 @@ class _NamedTupleMaker(type):
             elif defaults:
                 raise TypeError(f"Non-default namedtuple field {n} cannot follow default field"
                                 f"{'s' if len(defaults) > 1 else ''} {', '.join(defaults)}")
-        cls = namedtuple(name, annotations, defaults=[ns[n] for n in defaults], module=ns["__module__"])
+        cls = _named_tuple(name, tuple(annotations), tuple(ns[n] for n in defaults), ns["__module__"])
         cls.__annotations__ = cls.__new__.__annotations__ = dict(annotations)
         for key, value in ns.items():
             if key in _TUPLE_PROHIBITED:

@@ -12,10 +12,13 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
 
 from .errors import ImportFormatError, UsageError
 from .frozen import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 __all__ = ["Kind", "SCRIPT", "TOML", "RECORD", "PLAN", "LOG", "RESULT", "check_input", "open_input", "read_input",
            "size_text"]

@@ -17,12 +17,15 @@ from __future__ import annotations
 import math
 import re
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
 
 from .errors import ImportFormatError, UsageError
 from .frozen import NamedTuple
 from .lustre import stripe_count_problem, stripe_size_problem
 from .util import loads_toml
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Sequence
 
 
 class Key(NamedTuple):

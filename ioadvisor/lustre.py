@@ -16,11 +16,14 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from typing import Iterator
 
 from .errors import UsageError
 from .frozen import frozen
 from .util import LazyPattern
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterator
 
 STRIPE_UNIT = 65536                 # lfs-setstripe(1): stripe sizes are multiples of 64 KiB
 MAX_STRIPE_SIZE = 4 << 30           # Lustre refuses stripes of 4 GiB and more

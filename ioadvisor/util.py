@@ -9,9 +9,12 @@ import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
 
 from .errors import IOAdvisorError, UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterator
 
 
 class LazyPattern:

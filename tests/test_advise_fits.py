@@ -87,9 +87,10 @@ def test_a_changed_center_refits(kb_path):
 
 
 def test_a_stored_evidence_index_is_decoded_group_by_group_and_one_stored_before_still_serves(kb_path):
-    """A cold advice reads the stored evidence index of the system: each group's runs are decoded when first
-    asked for (an advice asks for its op's), and an index stored in the form before (each group's runs a list,
-    under the key without the form) serves as it did instead of being rebuilt from the runs."""
+    """A cold advice reads the stored evidence index of the system: each group's runs and each peak's points are
+    decoded when first asked for (an advice asks for its op's), and an index stored in a form before (each peak's
+    points a list; also each group's runs, under the key without the form) serves as it did instead of being
+    rebuilt from the runs."""
     import json
 
     from ioadvisor.kb import fits as kb_fits
@@ -107,14 +108,61 @@ def test_a_stored_evidence_index_is_decoded_group_by_group_and_one_stored_before
     # what must NOT happen: the other op's groups decoded for a question about writes
     assert all(isinstance(read._by[k], str) for k in groups if k[1] != "write")
     assert {k: read._group(k) for k in groups} == {k: built._group(k) for k in groups}
-    # the form before: the same index, each group's runs a list, keyed by the signature alone
-    old = {**json.loads(stored[1]), "by": [[list(k), [list(o) for o in built._group(k)]] for k in groups]}
+    # nor the other op's peak points for the peak of writes (most of the numbers of a large system's index)
+    peaks = [tuple(k) for k, _ in json.loads(stored[1])["peak"]]
+    assert {k[1] for k in peaks} >= {"read", "write"}
+    assert [read.measured_peak(*k, 4.0) for k in peaks if k[1] == "write"] == [
+        built.measured_peak(*k, 4.0) for k in peaks if k[1] == "write"]
+    assert all(isinstance(read._peak[k], str) for k in peaks if k[1] != "write")
+    assert {k: read.measured_peak(*k, 8.0) for k in peaks} == {k: built.measured_peak(*k, 8.0) for k in peaks}
     sig = json.loads(stored[0])[:-1]
+    # the form just before: groups as text, each peak's points a list
+    before = {**json.loads(stored[1]), "peak": [[list(k), [list(x) for x in built._peak_points(k)]] for k in peaks]}
+    fits._EVIDENCE.clear()
+    with KB.open(kb_path) as kb:
+        kb_fits.store_derived(kb, "evidence", "HA8000", json.dumps([*sig, "groups as text"]), json.dumps(before))
+        again = fits._load_evidence(kb, "HA8000", tuple(sig))
+    assert again is not None and {k: again.measured_peak(*k, 8.0) for k in peaks} == {
+        k: built.measured_peak(*k, 8.0) for k in peaks}
+    # the form before that: the same index, each group's runs a list, keyed by the signature alone
+    old = {**before, "by": [[list(k), [list(o) for o in built._group(k)]] for k in groups]}
     fits._EVIDENCE.clear()                                # another process, of the version before
     with KB.open(kb_path) as kb:
         kb_fits.store_derived(kb, "evidence", "HA8000", json.dumps(sig), json.dumps(old))
         again = fits._load_evidence(kb, "HA8000", tuple(sig))     # None: not served, rebuilt from the runs
     assert again is not None and {k: again._group(k) for k in groups} == {k: built._group(k) for k in groups}
+
+
+def test_stored_fits_are_decoded_fit_by_fit_and_those_stored_before_still_serve(kb_path):
+    """A cold advice reads the system's stored fits: each is decoded when first asked for (an advice asks for its
+    op's), and fits stored in the form before (one list of every fit) serve as they did instead of being made
+    again."""
+    import json
+
+    from ioadvisor.kb import fits as kb_fits
+    fits._CACHE.clear()
+    with KB.open(kb_path) as kb:
+        kb.add_runs([_run(100.0 + i) for i in range(3)], source="a", source_hash="a", fmt="csv", importer="test/1")
+        made = dict(fits.system_fits(kb, "HA8000"))
+        stored = kb_fits.load_derived(kb, "fits", "HA8000")
+    assert stored is not None and json.loads(stored[0])[-1] == fits.FITS_FORM
+    write = next(k for k in made if k[2] == "write")
+    assert len(made) >= 2
+    fits._CACHE.clear()                                   # another process
+    with KB.open(kb_path) as kb:
+        read = fits.system_fits(kb, "HA8000")
+    assert isinstance(read, fits.StoredFits) and read.get(write) == made[write] and read.get(("x", None, "y")) is None
+    # what must NOT happen: the other ops' fits decoded for a question about writes
+    assert all(isinstance(read._fits[k], str) for k in made if k != write)
+    assert dict(read) == made and list(read) == list(made)
+    # the form before: every fit in one list
+    sig = json.loads(stored[0])[:-1]
+    fits._CACHE.clear()
+    with KB.open(kb_path) as kb:
+        kb_fits.store_derived(kb, "fits", "HA8000", json.dumps([*sig, fits.FITS_FORM_BEFORE]),
+                              json.dumps(fits._fits_to_rows(made)))
+        before = fits._load_table(kb, "HA8000", tuple(sig))
+    assert before is not None and dict(before) == made
 
 
 def test_stored_fits_show_the_same_evidence_as_fits_made_afresh(tmp_path):

@@ -125,11 +125,9 @@ def test_advise_json_process_with_stored_fits_does_not_import_numpy_scipy_matplo
     assert not {m.split(".")[0] for m in modules} & (HEAVY | {"rich"})
 
 
-def test_advise_from_a_published_snapshot_with_an_empty_home_imports_only_what_it_uses(small_kb, tmp_path):
-    """A center's users advise from its snapshot, each in a cold process: the snapshot holds the fits, so nothing
-    is fitted (numpy, scipy), no reference KB is built nor a digest computed (hashlib: OpenSSL), and no center
-    file is parsed for a system that none names (tomllib, the center files' mount rules in slurm.rewrite), and
-    the home is left as it was."""
+def _advise_from_snapshot(small_kb: str, tmp_path, process: str) -> tuple:
+    """(home, modules loaded) of a user's cold `advise --json` from a snapshot published of `small_kb`, in a
+    process running `process`, with an empty home."""
     import os
     snap = tmp_path / "center.sqlite"
     staff = {**os.environ, "IOADVISE_KB": small_kb, "IOADVISE_CENTER_KB": ""}
@@ -142,11 +140,20 @@ def test_advise_from_a_published_snapshot_with_an_empty_home_imports_only_what_i
             "XDG_CACHE_HOME": str(home / "cache"), "XDG_DATA_HOME": str(home / "share")}
     args = ["advise", "--system", "laptop", "--nodes", "1", "--ranks-per-node", "2", "--bytes-per-rank", "1GiB",
             "--api", "mpiio", "--layout", "any", "--json"]
-    p = subprocess.run([sys.executable, "-c", PROCESS, *args], capture_output=True, text=True, env=user)
+    p = subprocess.run([sys.executable, "-c", process, *args], capture_output=True, text=True, env=user)
     head, _, tail = p.stderr.rpartition("\nMODULES ")
     assert p.returncode == 0 and tail, p.stderr
     assert json.loads(p.stdout)["recommendation"]["predicted"]["value"] > 0
-    modules = set(json.loads(tail))
+    return home, set(json.loads(tail))
+
+
+def test_advise_from_a_published_snapshot_with_an_empty_home_imports_only_what_it_uses(small_kb, tmp_path):
+    """A center's users advise from its snapshot, each in a cold process: the snapshot holds the fits, so nothing
+    is fitted (numpy, scipy), no reference KB is built nor a digest computed (hashlib: OpenSSL), and no center
+    file is parsed for a system that none names (tomllib, the center files' mount rules in slurm.rewrite), and
+    the home is left as it was."""
+    import os
+    home, modules = _advise_from_snapshot(small_kb, tmp_path, PROCESS)
     assert "ioadvisor.advise" in modules and "ioadvisor.kb.integrity" in modules
     assert not {m.split(".")[0] for m in modules} & (HEAVY | {"rich", "hashlib", "_hashlib", "tomllib"})
     # nor the grammar of a job script's #IOADVISE lines or #SBATCH options: this advice reads no script; nor the
@@ -154,6 +161,16 @@ def test_advise_from_a_published_snapshot_with_an_empty_home_imports_only_what_i
     assert not {"ioadvisor.slurm.rewrite", "ioadvisor.ioadvise_lines", "ioadvisor.slurm.jobscript",
                 "ioadvisor.center.file", "ioadvisor.center.schema", "ioadvisor.tomlschema"} & modules
     assert not os.listdir(home)
+
+
+def test_a_plain_advice_from_a_snapshot_imports_no_typing(small_kb, tmp_path):
+    """The package's annotations are read by a type checker, not at run time: the console's plain advice (what a
+    center's users run) does not import typing (4% of its instructions). A center file's reader would (tomllib
+    imports it), and this advice reads none."""
+    console = PROCESS.replace("from ioadvisor.cli import", "from ioadvisor.console import")
+    _, modules = _advise_from_snapshot(small_kb, tmp_path, console)
+    assert "ioadvisor.advise.engine" in modules and "ioadvisor.console" in modules and "tomllib" not in modules
+    assert "typing" not in modules
 
 
 def test_the_module_probe_sees_what_a_command_imports(small_kb):

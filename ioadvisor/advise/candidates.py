@@ -3,8 +3,6 @@ and tiers, within quota and capacity), the stripe counts and sizes, collective m
 a user gave, and each candidate as the model's input. Pure: a center and a workload in, candidates out."""
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 from ..errors import UsageError
 from ..frozen import replace
 from ..lustre import (check_stripe_size, default_stripes, every_ost, most_stripes, ost_limit, stripe_size_problem,
@@ -14,6 +12,10 @@ from ..model.run import norm_api, norm_layout
 from ..model.types import Center, Config, FileSystem, Tier, Workload
 from ..predict import INF, Fit, Point, io_class
 from ..predict.evidence import Bounds
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 STRIPE_STEPS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 160, 256, 512, 1024, 2000)
 

@@ -2,8 +2,6 @@
 and the center's ceilings, ranked, and the best few explained with the runs they rest on (`advise`)."""
 from __future__ import annotations
 
-from typing import Any, Mapping
-
 from ..frozen import NamedTuple, replace
 from ..model.run import norm_api
 from ..model.types import Advice, Center, Config, Workload
@@ -12,6 +10,10 @@ from ..predict.evidence import bounds, standing_in
 from .candidates import (Candidate, baseline_config, candidate_point, check_workload, checked_pins,
                          default_filesystem, default_stripes_on, pinned_candidates, visible_settings)
 from .policy import Decision, Weighed, cmp_applies, decide
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 METADATA_OPS = ("file_create", "open_create")
 

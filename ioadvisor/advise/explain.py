@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
 
 from ..frozen import NamedTuple
 from ..model.types import Center, Config, Evidence, Option, Prediction, Workload
@@ -14,6 +13,10 @@ from ..predict.evidence import run_stripes
 from .. import mpiio
 from ..mpiio.render import CWD
 from ..errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Sequence
 
 # how a decision the runs near the job made (not the model) begins, in the advice's reasons
 RUNS_DECIDED = "the runs measured nearest this job (neighbouring node counts, same settings) rank"

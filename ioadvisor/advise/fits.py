@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from array import array
-from typing import Any
+from collections.abc import Iterator, Mapping
 
 from ..frozen import fields
 from ..kb import KB
@@ -13,6 +13,10 @@ from ..kb import fits as kb_fits
 from ..model.types import Center
 from ..predict import Fit, fit_all
 from ..predict.evidence import Evidence
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _CACHE: dict[tuple[str, str | None, str], tuple[tuple, dict]] = {}
 _EVIDENCE: dict[tuple[str, str | None, str], tuple[tuple, Evidence]] = {}
@@ -82,28 +86,54 @@ def _fits_to_rows(fits: dict) -> list:
     return rows
 
 
-def _load_table(kb: KB, system: str, sig: tuple, db: str = "main") -> dict | None:
+class StoredFits(Mapping):
+    """A system's stored fits by (system, file system, op), each decoded from its own JSON text when first asked
+    for: an advice asks for its op's (a cold advice had decoded every op's fits, their posterior draws and run
+    ids, to use one op's)."""
+
+    def __init__(self, texts: dict[tuple, str]) -> None:
+        self._fits: dict[tuple, Any] = texts
+
+    def __getitem__(self, key: tuple) -> Fit:
+        f = self._fits[key]
+        if isinstance(f, str):
+            f = self._fits[key] = next(iter(_fits_from_rows([json.loads(f)]).values()))
+        return f
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._fits)
+
+    def __len__(self) -> int:
+        return len(self._fits)
+
+
+def _load_table(kb: KB, system: str, sig: tuple, db: str = "main") -> Mapping | None:
     row = kb_fits.load_derived(kb, "fits", system, db)
-    if not row or row[0] != _fits_key(sig):
-        return None
-    return _fits_from_rows(json.loads(row[1]))
+    if row and row[0] == _fits_key(sig):
+        return StoredFits({tuple(k): text for k, text in json.loads(row[1])})
+    if row and row[0] == _fits_key(sig, FITS_FORM_BEFORE):
+        return _fits_from_rows(json.loads(row[1]))
+    return None
 
 
 #: the form stored fits are kept in, part of their key: every run id of each fit (a fit stored with only its first
 #: 40 showed other runs as the evidence of an advice than the same fit made afresh, the runs near the job being
-#: among those left out); fits stored in another form are made again
-FITS_FORM = "every run id"
+#: among those left out), each fit as JSON text of its own under its (system, file system, op) (`StoredFits`); fits
+#: stored in the form before (a list of every fit) are read as they are, in another form made again
+FITS_FORM = "every run id, each fit as text"
+FITS_FORM_BEFORE = "every run id"
 
 
-def _fits_key(sig: tuple) -> str:
-    return json.dumps([*sig, FITS_FORM], default=str)
+def _fits_key(sig: tuple, form: str = FITS_FORM) -> str:
+    return json.dumps([*sig, form], default=str)
 
 
-def _store_table(kb: KB, system: str, sig: tuple, fits: dict, db: str = "main") -> None:
+def _store_table(kb: KB, system: str, sig: tuple, fits: Mapping, db: str = "main") -> None:
     if kb.path == ":memory:" and db == "main":
         return
     # nothing stored on a read-only KB: the in-process cache still serves
-    kb_fits.store_derived(kb, "fits", system, _fits_key(sig), json.dumps(_fits_to_rows(fits)), db)
+    texts = [[[r["system"], r["filesystem"], r["op"]], json.dumps(r)] for r in _fits_to_rows(fits)]
+    kb_fits.store_derived(kb, "fits", system, _fits_key(sig), json.dumps(texts), db)
 
 
 def _memoised(kb: KB, system: str, center: Center | None, cache: dict, load: Any, make: Any, store: Any) -> Any:
@@ -282,20 +312,22 @@ def system_evidence(kb: KB, system: str, center: Center | None = None) -> Eviden
     return _memoised(kb, system, center, _EVIDENCE, _load_evidence, Evidence, _store_evidence)
 
 
-#: the form the evidence index is stored in (`Evidence.to_json`: each group's runs as JSON text of their own), part
-#: of its key: a version that reads only the form stored before (each group a list) finds no index under this key
-#: and builds its own, where it would misread this one; this version reads both
-EVIDENCE_FORM = "groups as text"
+#: the form the evidence index is stored in (`Evidence.to_json`: each group's runs and each peak's points as JSON
+#: text of their own), part of its key: a version that reads only a form stored before (groups as text, peaks as
+#: lists; or both as lists) finds no index under this key and builds its own, where it would misread this one; this
+#: version reads every form (`EVIDENCE_FORMS_READ`, and the bare signature of the first)
+EVIDENCE_FORM = "groups and peaks as text"
+EVIDENCE_FORMS_READ = (EVIDENCE_FORM, "groups as text")
 
 
-def _evidence_key(sig: tuple) -> str:
-    return json.dumps([*sig, EVIDENCE_FORM], default=str)
+def _evidence_key(sig: tuple, form: str = EVIDENCE_FORM) -> str:
+    return json.dumps([*sig, form], default=str)
 
 
 def _load_evidence(kb: KB, system: str, sig: tuple, db: str = "main") -> Evidence | None:
     """The stored evidence index (a cold advice reads it instead of the system's runs, as it reads the fits)."""
     row = kb_fits.load_derived(kb, "evidence", system, db)
-    if not row or row[0] not in (_evidence_key(sig), json.dumps(sig, default=str)):
+    if not row or row[0] not in (*(_evidence_key(sig, f) for f in EVIDENCE_FORMS_READ), json.dumps(sig, default=str)):
         return None
     return Evidence.from_json(json.loads(row[1]))
 

@@ -33,11 +33,14 @@ The rule, in order:
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping, Sequence
 
 from ..frozen import NamedTuple
 from ..model.run import norm_api
 from ..model.types import Config, FileSystem, Tier, Workload
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Mapping, Sequence
 
 TOLERANCE = 0.05           # options within 5% of the best are treated as equally fast (no posterior draws)
 MIN_GAIN = 0.10            # a gain smaller than 10% is not worth a change

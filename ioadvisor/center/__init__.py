@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Iterable
 
 from ..errors import UsageError
 from ..lustre import mount_regex
 from ..model.types import Center, FileSystem
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 UNKNOWN_FS = "unknown"         # the file system of runs that do not name one
 

@@ -7,7 +7,9 @@ typer: `ioadvise advise` read without typer (cli/advise.py) loads its own module
 """
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def main() -> None:

@@ -7,7 +7,6 @@ through typer (`app`, made on first use), and `ioadvise advise ...` as users typ
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ..errors import UsageError
 from ..inputs import SCRIPT, TOML
@@ -15,6 +14,10 @@ from ..util import read_text
 from . import options as o
 from .common import cli_errors, console, print_json, printable_table
 from .options import Opt
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 OPTIONS: tuple[Opt, ...] = (
     Opt("center", ("--center",), str, "Center config: a TOML file or a center's name (in $IOADVISE_CENTERS or "

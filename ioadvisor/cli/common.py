@@ -5,10 +5,13 @@ import contextlib
 import functools
 import os
 import sys
-from typing import Any, Callable, Iterator, NoReturn
 
 from ..errors import IOAdvisorError
 from ..util import printable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator, NoReturn
 
 
 PIPE_WIDTH = 4096     # the width tables are laid out for when stdout is not a terminal: no table is cut

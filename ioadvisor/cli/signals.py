@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 import signal
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _received: list[int] = []       # the first signal that ended the command, if one did
 _owner: list[int] = []          # the pid of the command's own process

@@ -6,9 +6,10 @@ The store (and sqlite3 with it) is imported on first use of its names, not with 
 reads only reference data (`kb.reference`) unless a rule needs measured runs."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .store import KB, ImportResult, RunFilter, default_kb_path
 
 __all__ = ["KB", "ImportResult", "RunFilter", "default_kb_path"]

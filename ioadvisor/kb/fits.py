@@ -6,10 +6,13 @@ below: the shipped reference data or a center's published snapshot)."""
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Iterator, Sequence
 
 from ..model.run import Run
 from .rows import row_to_run
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterator, Sequence
 
 #: what is stored per system: (table, column of the value)
 DERIVED = {"fits": ("advise_fits", "fits"), "evidence": ("advise_evidence", "obs")}

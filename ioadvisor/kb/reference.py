@@ -7,11 +7,14 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any, Callable
 
 from ..errors import ImportFormatError, KBError
 from ..resources import data_dir
 from ..util import cache_dir, private_dir
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 CENTER_KB_ENV = "IOADVISE_CENTER_KB"

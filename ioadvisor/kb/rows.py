@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import operator
 import sqlite3
-from typing import Any, Iterable
 
 from ..model.run import PROV_FIELDS, RUN_FIELDS, Provenance, Run, content_key, run_id
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable
 
 #: the `runs` table's columns, in order
 RUN_COLUMNS = (

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from typing import Any
 
 from ..errors import KBError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 COMPARISON_COLUMNS = ("system", "filesystem", "op", "factor", "better", "worse", "condition", "source",
                       "citation", "notes", "nodes_min", "nodes_max")

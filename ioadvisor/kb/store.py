@@ -15,7 +15,6 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import ImportFormatError, IOAdvisorError, KBError, UsageError
 from ..frozen import frozen
@@ -24,6 +23,10 @@ from ..model.run import APIS, KINDS, OPS, Run, first_ids, norm_api, norm_layout,
 from ..util import data_home
 from .rows import (RUN_COLUMNS, VALUES, content_ids, keyed_row, record, row_to_run)
 from .schema import COMPARISON_COLUMNS, FSNAME, UNKNOWN_FS, migrate, rollback
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, Iterator
 
 BUSY_TIMEOUT_MS = 60_000
 BATCH = 5000          # runs per executemany inside an import's transaction

@@ -6,7 +6,10 @@ build the records of the others, which a command's start-up would pay for.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _WHERE = {
     **dict.fromkeys(("Provenance", "Run", "norm_api", "norm_layout"), "run"),

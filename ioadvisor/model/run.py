@@ -4,10 +4,13 @@ from __future__ import annotations
 import json
 import json.encoder
 from operator import attrgetter, itemgetter
-from typing import Any, Iterable, Mapping
 
 from ..errors import UsageError
 from ..frozen import asdict, field, fields, frozen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Mapping
 
 APIS = ("POSIX", "MPIIO", "HDF5", "STDIO", "NETCDF", "PNETCDF", "NFS", "OTHER")
 DATA_OPS = ("write", "read", "randwrite", "randread", "rewrite", "reread")

@@ -1,10 +1,14 @@
 """Core types shared by advice, wrapping, docs and diagnosis. Frozen records (`ioadvisor.frozen`), no I/O."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
 
 from ..frozen import asdict, field, frozen, is_record
 from ..lustre import stripable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @frozen(kw_only=True)

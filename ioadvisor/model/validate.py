@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import math
 from operator import attrgetter
-from typing import Any, Mapping
 
 from ..errors import UsageError
 from ..frozen import from_dict
 from ..util import BIDI_CONTROLS, LazyPattern
 from .run import APIS, KINDS, LAYOUTS, OPS, Run, norm_api, norm_layout
 from .units import normalize
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 #: normalised value ceilings: 1e10 MiB/s is about 10 EiB/s, 1e12 ops/s far beyond any metadata server
 MAX_VALUE = {"MiB/s": 1e10, "ops/s": 1e12}

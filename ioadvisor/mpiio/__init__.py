@@ -7,10 +7,13 @@ neither. Which variables and component names apply to which version is in `flavo
 from __future__ import annotations
 
 import shlex
-from typing import Mapping
 
 from .flavours import FLAVOURS, FlavourRule, parse_mpi, parse_version, rule_for
 from .render import OMPIO_MCA, Commands, Plan, check_hints, path_fragment, render, render_flavours
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Mapping
 
 
 def _items(hints: Mapping[str, object]) -> list[tuple[str, str]]:

@@ -15,12 +15,15 @@ from __future__ import annotations
 import re
 import shlex
 from types import MappingProxyType
-from typing import Any, Mapping
 
 from ..errors import UsageError
 from ..frozen import NamedTuple, field, frozen
 from ..lustre import Setstripe, check_stripe_count, check_stripe_size, pattern_vars
 from .flavours import FlavourRule, rule_for
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping
 
 STRIPING_HINTS = ("striping_factor", "striping_unit", "start_iodevice", "romio_lustre_start_iodevice")
 HINTS_NAME = "romio-hints"

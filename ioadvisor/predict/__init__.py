@@ -5,7 +5,6 @@ runs and candidate settings onto it and keeps what the advice engine needs of a 
 from __future__ import annotations
 
 import math
-from typing import Iterable, Mapping, Sequence
 
 from ..frozen import field, frozen, NamedTuple
 from ..lustre import count_set, ost_limit, stripes_of
@@ -13,6 +12,10 @@ from ..lustre import striped as lustre_striped
 from ..model.run import DATA_OPS, WRITE_OPS, Run, bytes_moved
 from . import physical as ph
 from .physical import INF, MIN_LOG_SIGMA, Z90, Posterior
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable, Mapping, Sequence
 
 # runs of one group fitted at most (an evenly spread subsample beyond): enough to pin ten parameters
 MAX_FIT_RUNS = 400

@@ -30,13 +30,16 @@ from __future__ import annotations
 import bisect
 import json
 import math
-from typing import Iterable, Mapping
 
 from ..frozen import NamedTuple
 from ..lustre import striped, stripes_of
 from ..model.run import Run, bytes_moved
 from . import io_class
 from .physical import INF
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Iterable, Mapping
 
 MARGIN = 1.25          # one run's noise (about OBS_SIGMA in log space) beyond the range the runs measured
 NODE_SPAN = 4.0        # neighbouring node counts within this factor of the job's
@@ -145,7 +148,7 @@ class Evidence:
 
     def __init__(self, runs: Iterable[Run], osts: Mapping | None = None, dflt: Mapping | None = None):
         self._by: dict[tuple, list[_Obs] | str] = {}            # a group's runs (as stored: JSON text, `_group`)
-        self._peak: dict[tuple, list[tuple[float, float]]] = {}
+        self._peak: dict[tuple, list[tuple[float, float]] | str] = {}  # as `_by` (`_peak_points`)
         self._repeats: dict[tuple, list[tuple[float, float, float, int]]] = {}  # (key, family): `_repeat_residuals`
         self._pools: dict[tuple, list[_Obs]] = {}                  # (key, family): its runs
         self._bands: dict[tuple, tuple[float, float] | None] = {}  # (key, family, a setting): `_outside`'s bands
@@ -171,20 +174,30 @@ class Evidence:
                 self._by.setdefault(key, []).append(obs)
 
     def to_json(self) -> dict:
-        """The index as stored, each group's runs as JSON text of their own: read back (`from_json`), a group is
-        decoded when first asked for, and an advice asks for the groups of its op only."""
+        """The index as stored, each group's runs and each (file system, op, unit)'s peak points as JSON text of
+        their own: read back (`from_json`), each is decoded when first asked for, and an advice asks for those of
+        its op only (the peak points of the other ops were most of the numbers a cold advice decoded)."""
         return {"by": [[list(k), v if isinstance(v, str) else
                         json.dumps([[o.nodes, o.rpn, o.volume, o.stripes, o.value] for o in v])]
                        for k, v in self._by.items()],
-                "peak": [[list(k), [list(x) for x in v]] for k, v in self._peak.items()]}
+                "peak": [[list(k), v if isinstance(v, str) else json.dumps([list(x) for x in v])]
+                         for k, v in self._peak.items()]}
 
     @classmethod
     def from_json(cls, d: Mapping) -> "Evidence":
-        """The index `to_json` stored (or one stored before, each group's runs as a list)."""
+        """The index `to_json` stored (or one stored before, each group's runs or peak points as a list)."""
         ev = cls(())
         ev._by = {tuple(k): v if isinstance(v, str) else [_Obs(*o) for o in v] for k, v in d["by"]}
-        ev._peak = {tuple(k): [tuple(x) for x in v] for k, v in d["peak"]}
+        ev._peak = {tuple(k): v if isinstance(v, str) else [tuple(x) for x in v] for k, v in d["peak"]}
         return ev
+
+    def _peak_points(self, key: tuple) -> list[tuple[float, float]]:
+        """(nodes, value) of each run of a (file system, op, unit), decoded from their stored text when first
+        asked for."""
+        v = self._peak.get(key)
+        if isinstance(v, str):
+            v = self._peak[key] = [tuple(x) for x in json.loads(v)]
+        return v or []
 
     def _group(self, key: tuple) -> list[_Obs]:
         """A group's runs ([] for a group with none), decoded from their stored text when first asked for."""
@@ -387,7 +400,7 @@ class Evidence:
         """The largest value runs of the group measured, those at fewer nodes scaled linearly to `nodes`."""
         at = (filesystem, op, unit, nodes)
         if at not in self._peaks:          # asked once per candidate: the same few node counts each time
-            pts = self._peak.get((filesystem, op, unit))
+            pts = self._peak_points((filesystem, op, unit))
             self._peaks[at] = None if not pts or not nodes or not math.isfinite(nodes) else MARGIN * max(
                 v * max(1.0, nodes / n) if math.isfinite(n) else v for n, v in pts)
         return self._peaks[at]

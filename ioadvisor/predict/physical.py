@@ -32,11 +32,14 @@ from __future__ import annotations
 
 import math
 from functools import cached_property
-from typing import Any, Mapping, Sequence
 
 from ..frozen import field, frozen, NamedTuple
 from ..lustre import ost_limit
 from ..model.validate import MIN_VALUE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Sequence
 
 INF = float("inf")
 MIN_FIT_VALUE = min(MIN_VALUE.values())   # the least value a fit takes as measured (one byte per second)
