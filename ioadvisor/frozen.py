@@ -465,12 +465,12 @@ def _named_tuple(name: str, names: tuple[str, ...], defaults: tuple, module: str
     def __getnewargs__(self: Any) -> tuple:
         return tuple(self)
 
-    __new__.__doc__ = f"Create new instance of {name}({arg_list})"
-    _make.__doc__ = f"Make a new {name} object from a sequence or iterable"
-    _replace.__doc__ = f"Return a new {name} object replacing specified fields with new values"
-    __repr__.__doc__ = "Return a nicely formatted representation string"
-    _asdict.__doc__ = "Return a new dict which maps field names to their values."
-    __getnewargs__.__doc__ = "Return self as a plain tuple.  Used by copy and pickle."
+    __new__.__doc__ = f"A {name} of ({arg_list})."
+    _make.__doc__ = f"A {name} of the {count} values an iterable gives."
+    _replace.__doc__ = f"A copy of this {name} with the fields named given new values."
+    __repr__.__doc__ = f"{name}(field=value, ...)."
+    _asdict.__doc__ = "The fields and their values, as a dict."
+    __getnewargs__.__doc__ = "The values as a plain tuple (for copy and pickle)."
     ns: dict[str, Any] = {"__doc__": f"{name}({arg_list})", "__slots__": (), "_fields": names,
                           "_field_defaults": dict(zip(names[count - len(defaults):], defaults)), "__new__": __new__,
                           "_make": classmethod(_make), "_replace": _replace, "__repr__": __repr__,
@@ -478,7 +478,7 @@ def _named_tuple(name: str, names: tuple[str, ...], defaults: tuple, module: str
     for fn in (__new__, _make, _replace, __repr__, _asdict, __getnewargs__):
         fn.__qualname__ = f"{name}.{fn.__name__}"
     for i, n in enumerate(names):
-        ns[n] = _tuplegetter(i, f"Alias for field number {i}")
+        ns[n] = _tuplegetter(i, f"Field {i}: {n}.")
     cls = type(name, (tuple,), ns)
     cls.__module__ = module
     return cls
