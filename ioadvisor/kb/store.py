@@ -26,6 +26,7 @@ from .schema import COMPARISON_COLUMNS, FSNAME, UNKNOWN_FS, migrate, rollback
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import mmap
     from typing import Any, Callable, Iterable, Iterator
 
 BUSY_TIMEOUT_MS = 60_000
@@ -141,6 +142,14 @@ Batch = tuple[tuple[str, ...], list[str], list[str | None], list[tuple]]
 MARKS = 1 << 24      # one byte per value of an id's last 24 bits: the marks of ids given during an import
 
 
+def id_marks() -> mmap.mmap:
+    """MARKS bytes, all 0, as an anonymous mapping: its pages are given memory when first written, so a source of
+    a few runs touches a few pages (a bytearray zeroed all 16 MiB: 4 ms a source, most of what building the
+    reference data's KB cost)."""
+    import mmap                     # (not at start-up: advice never imports)
+    return mmap.mmap(-1, MARKS)
+
+
 def id_mark(rid: str) -> int:
     """The byte of an id among MARKS: the value of its last 6 hex digits (24 bits)."""
     return int(rid[-6:], 16)
@@ -161,7 +170,7 @@ def batched(items: Iterable[tuple[str, tuple]], nullable: frozenset[str],
     (an earlier run's first id, or another id sharing those bits: a key too many, never one too few)."""
     it = iter(items)
     size = size or BATCH
-    given = bytearray(MARKS)
+    given = id_marks()
     while True:
         batch = list(itertools.islice(it, size))
         if not batch:
@@ -315,7 +324,7 @@ class _Occurrences:
     def __init__(self, conn: sqlite3.Connection, dbs: tuple[str, ...], source_hash: str,
                  known: Callable[[list[str]], set[str]], fresh: bool = False):
         self.conn, self.dbs, self.source_hash, self.known = conn, dbs, source_hash, known
-        self.given = bytearray(MARKS) if fresh else None
+        self.given = id_marks() if fresh else None
         if self.given is not None and "ref" in dbs:
             self.given = _marked(self.given, conn.execute("SELECT id FROM ref.runs"))
         conn.execute("CREATE TEMP TABLE IF NOT EXISTS import_occ (k INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
@@ -374,7 +383,7 @@ class _Occurrences:
         return out, set(here) | (self.known(again) if again else set())
 
 
-def _marked(given: bytearray, ids: Iterable[tuple[str]]) -> bytearray:
+def _marked(given: mmap.mmap, ids: Iterable[tuple[str]]) -> mmap.mmap:
     """`given` with the byte of each id's last 24 bits set. An id that does not end in 6 hex digits is equal to
     no first id (`run_id`'s 12): it marks nothing."""
     for (rid,) in ids:
