@@ -173,6 +173,15 @@ def test_a_plain_advice_from_a_snapshot_imports_no_typing(small_kb, tmp_path):
     assert "typing" not in modules
 
 
+def test_a_plain_advice_from_a_snapshot_does_not_import_signal(small_kb, tmp_path):
+    """The console installs its signal handlers with the C module under `signal` (_signal): `signal` itself makes
+    three enums (1.3% of a cold advice's instructions) that only naming a signal that came needs."""
+    console = PROCESS.replace("from ioadvisor.cli import", "from ioadvisor.console import")
+    _, modules = _advise_from_snapshot(small_kb, tmp_path, console)
+    assert "ioadvisor.cli.signals" in modules and "_signal" in modules
+    assert "signal" not in modules
+
+
 def test_the_module_probe_sees_what_a_command_imports(small_kb):
     """The check above can fail: `kb show` draws a rich table, and the probe reports rich for it."""
     run_id = json.loads(_process("kb", "list", "--kb", small_kb, "--system", "laptop", "--json")[0].stdout)[0]["id"]
