@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale_data  # noqa: E402
 
 from ioadvisor.kb import KB  # noqa: E402
-from ioadvisor.kb.store import IMPORT_CACHE_KIB, REBUILD_CACHE_KIB  # noqa: E402
+from ioadvisor.kb.store import IMPORT_CACHE_KIB, REBUILD_CACHE_KIB, _DeferredIndexes  # noqa: E402
 
 
 def cpu() -> float:
@@ -52,9 +52,15 @@ def read_cells(path: Path) -> int:
         return sum(1 for _ in csv.reader(f)) - 1
 
 
-def store_floor(source: Path, count: bool = False) -> dict[str, tuple[float, float]] | int:
-    """The runs of the KB `source` stored by SQLite alone into a new KB: (wall, CPU) of each step (with count,
-    only how many runs it has)."""
+def run_count(source: Path) -> int:
+    """How many runs the KB `source` has."""
+    with KB.open(source, create=False, reference=False) as kb:
+        return kb.count()
+
+
+def store_floor(source: Path) -> dict[str, tuple[float, float]]:
+    """The runs of the KB `source` stored by SQLite alone into a new KB, its indexes left out and built after the
+    last row as an import into a KB without runs does (`_DeferredIndexes`): (wall, CPU) of each step."""
     steps: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory(prefix="import-floor-") as d:
         kb = KB.open(Path(d) / "kb.sqlite")          # the schema the migrations leave
@@ -62,21 +68,16 @@ def store_floor(source: Path, count: bool = False) -> dict[str, tuple[float, flo
         conn.execute("PRAGMA main.journal_mode = DELETE")
         conn.execute("PRAGMA main.synchronous = FULL")
         conn.execute(f"PRAGMA main.cache_size = -{IMPORT_CACHE_KIB}")
-        indexes = [sql for (sql,) in conn.execute(
-            "SELECT sql FROM main.sqlite_master WHERE type = 'index' AND tbl_name = 'runs' AND sql IS NOT NULL "
-            "ORDER BY rowid")]
-        for (name,) in conn.execute("SELECT name FROM main.sqlite_master WHERE type = 'index' "
-                                    "AND tbl_name = 'runs' AND sql IS NOT NULL").fetchall():
-            conn.execute(f'DROP INDEX main."{name}"')
+        deferred = _DeferredIndexes(conn)
+        deferred.drop()
         conn.execute("ATTACH DATABASE ? AS src", (f"file:{source}?mode=ro",))
-        if count:
-            return conn.execute("SELECT count(*) FROM src.runs").fetchone()[0]
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("INSERT INTO main.sources SELECT * FROM src.sources")
         steps["inserts (id index kept)"] = timed(
             lambda: conn.execute("INSERT INTO main.runs SELECT * FROM src.runs ORDER BY rowid"))
+        # each index timed on its own, by the statement and with the page cache `_DeferredIndexes.rebuild` uses
         conn.execute(f"PRAGMA main.cache_size = -{REBUILD_CACHE_KIB}")
-        for sql in indexes:
+        for sql in deferred.dropped:
             steps[sql.split(" ON ")[0].replace("CREATE INDEX ", "index ")] = timed(lambda s=sql: conn.execute(s))
         steps["commit"] = timed(lambda: conn.execute("COMMIT"))
         conn.execute("DETACH DATABASE src")
@@ -92,10 +93,10 @@ def main() -> int:
     opts = ap.parse_args()
     kb = opts.kb or scale_data.big_kb()
     path = opts.csv or scale_data.write_csv(scale_data.scale_dir() / "runs-1000000.csv", 1_000_000, 7)
-    n = store_floor(kb, count=True)
+    n = run_count(kb)
     print(f"{n:,} runs of {kb}; CSV {path}")
     reads = [timed(lambda: read_cells(path)) for _ in range(opts.repeat)]
-    runs = [store_floor(kb) for _ in range(opts.repeat)]   # type: list[dict]
+    runs = [store_floor(kb) for _ in range(opts.repeat)]
     med = {k: statistics.median(r[k][0] for r in runs) for k in runs[0]}
     read = statistics.median(w for w, _ in reads)
     print(f"  csv module splitting the CSV into cells: median {read:.2f} s wall "
