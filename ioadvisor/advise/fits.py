@@ -109,9 +109,9 @@ class StoredFits(Mapping):
 
 def _load_table(kb: KB, system: str, sig: tuple, db: str = "main") -> Mapping | None:
     row = kb_fits.load_derived(kb, "fits", system, db)
-    if row and row[0] == _fits_key(sig):
+    if row and row[0] == _stored_key(sig, FITS_FORM):
         return StoredFits({tuple(k): text for k, text in json.loads(row[1])})
-    if row and row[0] == _fits_key(sig, FITS_FORM_BEFORE):
+    if row and row[0] == _stored_key(sig, FITS_FORM_BEFORE):
         return _fits_from_rows(json.loads(row[1]))
     return None
 
@@ -124,7 +124,8 @@ FITS_FORM = "every run id, each fit as text"
 FITS_FORM_BEFORE = "every run id"
 
 
-def _fits_key(sig: tuple, form: str = FITS_FORM) -> str:
+def _stored_key(sig: tuple, form: str) -> str:
+    """The key a derived value (fits, evidence index) is stored under: its signature and the form it is stored in."""
     return json.dumps([*sig, form], default=str)
 
 
@@ -133,7 +134,7 @@ def _store_table(kb: KB, system: str, sig: tuple, fits: Mapping, db: str = "main
         return
     # nothing stored on a read-only KB: the in-process cache still serves
     texts = [[[r["system"], r["filesystem"], r["op"]], json.dumps(r)] for r in _fits_to_rows(fits)]
-    kb_fits.store_derived(kb, "fits", system, _fits_key(sig), json.dumps(texts), db)
+    kb_fits.store_derived(kb, "fits", system, _stored_key(sig, FITS_FORM), json.dumps(texts), db)
 
 
 def _memoised(kb: KB, system: str, center: Center | None, cache: dict, load: Any, make: Any, store: Any) -> Any:
@@ -320,14 +321,10 @@ EVIDENCE_FORM = "groups and peaks as text"
 EVIDENCE_FORMS_READ = (EVIDENCE_FORM, "groups as text")
 
 
-def _evidence_key(sig: tuple, form: str = EVIDENCE_FORM) -> str:
-    return json.dumps([*sig, form], default=str)
-
-
 def _load_evidence(kb: KB, system: str, sig: tuple, db: str = "main") -> Evidence | None:
     """The stored evidence index (a cold advice reads it instead of the system's runs, as it reads the fits)."""
     row = kb_fits.load_derived(kb, "evidence", system, db)
-    if not row or row[0] not in (*(_evidence_key(sig, f) for f in EVIDENCE_FORMS_READ), json.dumps(sig, default=str)):
+    if not row or row[0] not in (*(_stored_key(sig, f) for f in EVIDENCE_FORMS_READ), json.dumps(sig, default=str)):
         return None
     return Evidence.from_json(json.loads(row[1]))
 
@@ -336,4 +333,4 @@ def _store_evidence(kb: KB, system: str, sig: tuple, ev: Evidence, db: str = "ma
     if kb.path == ":memory:" and db == "main":
         return
     # nothing stored on a read-only KB: the in-process cache still serves
-    kb_fits.store_derived(kb, "evidence", system, _evidence_key(sig), json.dumps(ev.to_json()), db)
+    kb_fits.store_derived(kb, "evidence", system, _stored_key(sig, EVIDENCE_FORM), json.dumps(ev.to_json()), db)
