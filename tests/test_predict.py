@@ -407,13 +407,16 @@ def test_a_fit_evaluated_in_batches_is_the_fit_evaluated_vector_by_vector(monkey
     single = fits()
     assert {"cap:MPIIO/coll", "log_cache", "log_lock"} <= {k for p in batched for k, _ in p.theta}
     assert batched[-1].kind == "rate"
-    # the same arithmetic: on this machine's numpy every bit is equal; a build whose vector math rounds a batch's
-    # elements another way than one vector's (an AVX-512 pow) may differ in the last bits, which the optimiser
-    # and the sampler carry no further than their own tolerances
+    # the same arithmetic: on a numpy without AVX-512 every bit is equal; one whose vector math rounds a batch's
+    # elements another way than one vector's (an AVX-512 pow: numpy 2.4 on an AMD EPYC) differs in the last bits,
+    # which the optimiser and the sampler carry no further than their own tolerances: there the optimum of the
+    # API-ceiling group moved by up to 1.6e-7 and its draws by up to 2.6e-7 (2e-6 of a shared-file exponent's
+    # draw of 0.005). The parameters are logarithms of rates and sizes, exponents and fractions: 1e-6 either way
+    # moves a prediction by a few millionths; a change the batching made to the arithmetic moves them by far more
     import numpy as np
     for a, b in zip(batched, single):
         assert [k for k, _ in a.theta] == [k for k, _ in b.theta] and a.prior_only == b.prior_only
-        np.testing.assert_allclose([v for _, v in a.theta], [v for _, v in b.theta], rtol=1e-6, atol=1e-9)
+        np.testing.assert_allclose([v for _, v in a.theta], [v for _, v in b.theta], rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(np.asarray(a.draws, dtype=float), np.asarray(b.draws, dtype=float),
-                                   rtol=1e-6, atol=1e-9)
+                                   rtol=1e-6, atol=1e-6)
         assert a.log_sigma == pytest.approx(b.log_sigma, rel=1e-6, abs=1e-9)
