@@ -225,6 +225,12 @@ def test_a_full_kb_stops_the_scan_with_what_happened_and_keeps_what_was_stored(t
     arch.mkdir()
     for i in range(60):
         (arch / f"j{i:02d}.darshan").write_bytes(with_job(SRC.read_bytes(), jobid=100 + i))
+    # a KB in 4 KiB pages (a new one has 16 KiB, whose empty tables' first pages would hold all 60 logs' rows):
+    # five pages of room hold a few logs, not 60
+    c = sqlite3.connect(kb)
+    c.execute("PRAGMA page_size = 4096")
+    c.execute("PRAGMA journal_mode = WAL")
+    c.close()
     with KB.open(kb) as store:
         pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
         store.conn.execute(f"PRAGMA max_page_count = {pages + 5}")

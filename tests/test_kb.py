@@ -118,6 +118,32 @@ def _csv_with(tmp_path, name, n, system):
     return write_csv(tmp_path / f"{name}.csv", rows)
 
 
+def test_a_new_kb_has_large_pages_and_an_older_kb_keeps_its_own(tmp_path):
+    """A KB made now is laid out in PAGE_SIZE pages (16 KiB); a KB made before, in SQLite's 4 KiB, must NOT
+    have its page size changed by opening it and importing into it (its pages would no longer line up), and
+    must take the runs as before."""
+    import sqlite3
+    from ioadvisor.kb.store import PAGE_SIZE
+
+    def page_size(p):
+        with sqlite3.connect(p) as c:
+            return c.execute("PRAGMA page_size").fetchone()[0]
+
+    new = tmp_path / "new.sqlite"
+    with KB.open(new) as kb:
+        import_file(kb, _csv_with(tmp_path, "a", 3, "sysN"))
+    assert (page_size(new), PAGE_SIZE) == (16384, 16384)
+    old = tmp_path / "old.sqlite"
+    c = sqlite3.connect(old)
+    c.execute("PRAGMA page_size = 4096")
+    c.execute("PRAGMA journal_mode = WAL")          # the file's header written: 4 KiB pages, no table yet
+    c.close()
+    with KB.open(old) as kb:
+        import_file(kb, _csv_with(tmp_path, "b", 3, "sysO"))
+        assert kb.count(RunFilter(origin="user")) == 3
+    assert page_size(old) == 4096
+
+
 def test_eight_concurrent_importers_lose_nothing(tmp_path, kb_path):
     files = [_csv_with(tmp_path, f"f{i}", 200, f"sys{i}") for i in range(8)]
     script = ("import sys; from ioadvisor.kb import KB; from ioadvisor.ingest import import_file; "
