@@ -60,8 +60,9 @@ def import_file(kb: KB, path: str | Path, fmt: str = "auto", *, system: str | No
             return batched(flag(items), nullable)
 
         batches: Iterable[Batch]
+        aside = False
         if imp.stream is not None:
-            batches = _streamed(imp, src.reopen(), ctx, size, progress, readers, prepared)
+            batches, aside = _streamed(imp, src.reopen(), ctx, size, progress, readers, prepared)
         else:
             try:
                 runs = _parsed_whole(imp, src, ctx, size, progress)
@@ -71,7 +72,8 @@ def import_file(kb: KB, path: str | Path, fmt: str = "auto", *, system: str | No
         try:
             with few_collections():
                 result = kb.add_batches(batches, source=name, source_hash=digest, fmt=imp.name,
-                                        importer=f"{imp.name}/{imp.version}", require_runs=True)
+                                        importer=f"{imp.name}/{imp.version}", require_runs=True,
+                                        overlapped=aside)
         except ImportFormatError as e:
             raise e if e.path else e.at(name) from None
     # what the importer warned of concerns the runs added (a file already in the KB added none)
@@ -161,18 +163,19 @@ def _progressed(items: Iterable[Any], f: BinaryIO, size: int, progress: Progress
 
 
 def _streamed(imp: Any, f: BinaryIO, ctx: Any, size: int, progress: Progress | None, readers: ExitStack,
-              prepared: Callable[[Iterable[Keyed]], Iterator[Batch]]) -> Iterable[Batch]:
-    """The batches of a file an importer reads as it goes (its generators closed by `readers`)."""
+              prepared: Callable[[Iterable[Keyed]], Iterator[Batch]]) -> tuple[Iterable[Batch], bool]:
+    """The batches of a file an importer reads as it goes (its generators closed by `readers`), and whether a
+    second process makes them."""
     if imp.name == "csv":
         # rows read straight into the stored form (ingest.csvrows), no Run per row; a large file by a
         # second process, which also sets flags and makes the batches, while this one stores
         from . import csvrows
         if size >= csvrows.ASIDE_BYTES and csvrows.can_read_aside():
-            return readers.enter_context(closing(csvrows.read_aside(f, ctx, prepared, size, progress)))
+            return readers.enter_context(closing(csvrows.read_aside(f, ctx, prepared, size, progress))), True
         items = readers.enter_context(closing(imp.stream(f, ctx, csvrows.RowReader)))
     else:
         items = keyed_runs(readers.enter_context(closing(imp.stream(f, ctx))), ctx.source)
-    return prepared(items if progress is None else _progressed(items, f, size, progress))
+    return prepared(items if progress is None else _progressed(items, f, size, progress)), False
 
 
 def _parsed_whole(imp: Any, src: ImportSource, ctx: Any, size: int, progress: Progress | None) -> list[Run]:
