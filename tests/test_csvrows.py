@@ -194,6 +194,29 @@ def test_rows_that_differ_only_in_value_are_converted_once_and_the_row_cache_sta
     assert not reader.rows
 
 
+def test_rows_whose_cells_join_to_the_same_text_are_not_read_as_one_another():
+    """The row cache keys a row by its cells joined with a NUL. Two rows whose cells differ but join to the same
+    text (a NUL inside a cell) must NOT share a cached row. The checks refuse a NUL in every column today; here
+    the notes and citation are read by a conversion that takes anything, so the cache itself is what is held."""
+    import json
+    from ioadvisor.kb.rows import VALUES
+    ctx = ImportContext(source="nul.csv")
+    reader = csvrows.RowReader(HEADER, ctx)
+    names = [HEADER[i] for i, _, _ in reader.cached]
+    at = names.index("notes")
+    assert names[at + 1] == "citation"          # adjacent in the joined text: "a" NUL "b" NUL "c" both times
+    reader.cached = [(i, cache, (lambda cell: (cell, json.dumps(cell))) if n in ("notes", "citation") else read)
+                     for (i, cache, read), n in zip(reader.cached, names)]
+    base = {c: "" for c in HEADER}
+    base.update(system="s", op="write", value="1", unit="MiB/s", source="s")
+    stored = []
+    for notes, citation in (("a\x00b", "c"), ("a", "b\x00c"), ("a\x00b", "c")):
+        _, values = reader([dict(base, notes=notes, citation=citation)[c] for c in HEADER])
+        stored.append((values[VALUES.index("notes")], values[VALUES.index("citation")]))
+    assert stored == [("a\x00b", "c"), ("a", "b\x00c"), ("a\x00b", "c")]
+    assert not reader.rows                       # neither kept: their joined cells hold a NUL too many
+
+
 def test_an_import_stores_what_the_run_path_stores_with_flags(tmp_path):
     """Through ingest.import_file, with a center whose memory and peaks flag some runs: the rows stored (every
     column, flags included) are those of the runs the importer reads, flagged as before."""
