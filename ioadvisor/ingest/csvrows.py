@@ -201,8 +201,8 @@ class RowReader:
         cols = [i for i, _, _ in self.cached]
         self.cells = itemgetter(*cols) if len(cols) > 1 else (lambda row, i=cols[0]: (row[i],))
         self.caches = [cache for _, cache, _ in self.cached]
-        # the cached columns' cells of a row, joined by _CELLS_SEP (one string hashed and compared instead of a
-        # tuple of 17: 0.2 s of CPU a million rows) -> its `_parts`
+        # the cached columns' cells of a row, joined by _CELLS_SEP, -> its `_parts`: one string hashed and compared
+        # instead of a tuple of 17 cells (the reading process of a million rows took 0.8 s less CPU)
         self.rows: dict[str, tuple] = {}
         self.seps = len(cols) - 1                    # a row's joined cells hold this many separators
         self.unit_at = fields.index("unit")

@@ -38,8 +38,8 @@ REBUILD_CACHE_KIB = 4 << 10   # page cache while an import builds the indexes it
 # write), with the same cold advice, listing, guide and validation (benchmarks/bench_scale.py)
 PAGE_SIZE = 16 << 10
 # the index an import keeps current while another process makes its batches (KB.add_batches): of a million
-# runs, the storing process kept it in time it otherwise waited, and the builds after the last row took 0.8 s
-# instead of 2.1 (the import 9.7-10.0 s instead of 11.0)
+# runs, the storing process kept it in time it otherwise waited, and the builds after the last row took 0.75 s
+# instead of 2.1 (the import 9.6 s instead of 10.8-11.4)
 OVERLAPPED_KEPT = ("runs_system_op_fs",)
 
 # The sqlite3 module binds None through its adapter lookup, which fails twice (raising and clearing an
@@ -296,9 +296,9 @@ class _DeferredIndexes:
     large source goes into a KB without runs, and built once over all its runs at the end of the same
     transaction: sorting a million rows once costs less than keeping an index current through a million
     inserts. All but those named `kept`: an import whose batches another process makes keeps the system index
-    current, in the time it waits for them (`KB.add_batches`). Every step is part
-    of the import's transaction, so a source rolled back (bad input, Ctrl-C) leaves the indexes as they were;
-    the rebuilt ones hold the same entries and are created by the statements that made them."""
+    current, in the time it waits for them (`KB.add_batches`). Every step is part of the import's transaction,
+    so a source rolled back (bad input, Ctrl-C) leaves the indexes as they were; the rebuilt ones hold the same
+    entries and are created by the statements that made them."""
 
     def __init__(self, conn: sqlite3.Connection, kept: Iterable[str] = ()):
         self.conn = conn
