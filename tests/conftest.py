@@ -39,3 +39,17 @@ def kb_path(tmp_path) -> Path:
 @pytest.fixture
 def samples() -> Path:
     return SAMPLES
+
+
+@pytest.fixture
+def aside(monkeypatch):
+    """Every CSV import reads in a second process, as files from ASIDE_BYTES do; the list it gives grows by one
+    for each import read so."""
+    from ioadvisor.ingest import csvrows
+    if not csvrows.can_read_aside():
+        pytest.skip("no fork start method or a single CPU: imports read in one process")
+    monkeypatch.setattr(csvrows, "ASIDE_BYTES", 0)
+    calls = []
+    real = csvrows.read_aside
+    monkeypatch.setattr(csvrows, "read_aside", lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls

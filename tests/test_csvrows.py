@@ -287,18 +287,6 @@ def test_occurrences_across_batches_and_sources_give_the_ids_of_the_whole_source
 
 
 # ---- a large file read by a second process (ingest.csvrows.read_aside) -----------------------------------------
-@pytest.fixture
-def aside(monkeypatch):
-    """Every CSV import reads in a second process, as files from ASIDE_BYTES do."""
-    if not csvrows.can_read_aside():
-        pytest.skip("no fork start method or a single CPU: imports read in one process")
-    monkeypatch.setattr(csvrows, "ASIDE_BYTES", 0)
-    calls = []
-    real = csvrows.read_aside
-    monkeypatch.setattr(csvrows, "read_aside", lambda *a, **k: calls.append(1) or real(*a, **k))
-    return calls
-
-
 def _children() -> list[int]:
     import os
     try:
